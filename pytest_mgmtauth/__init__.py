@@ -1,0 +1,51 @@
+"""pytest-mgmtauth: a faithful fake of a management API's auth service for pytest.
+
+Public names are listed in ``__all__``; every other module is private and may change.
+"""
+
+from __future__ import annotations
+
+from ._domain._accounts import Account
+from ._domain._events import (
+    AccountLocked,
+    ApiCall,
+    AuthRejected,
+    BadRequest,
+    Event,
+    LoggedIn,
+    LoggedOut,
+    LoggedOutRejected,
+    LoginRejected,
+    SessionExpired,
+    Throttled,
+    TokenIssued,
+    UnknownRoute,
+)
+from ._domain._options import Options
+from ._fake import MgmtServer
+from ._simclock import MgmtClock
+from ._transport._app import RouteHandler
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Account",
+    "AccountLocked",
+    "ApiCall",
+    "AuthRejected",
+    "BadRequest",
+    "Event",
+    "LoggedIn",
+    "LoggedOut",
+    "LoggedOutRejected",
+    "LoginRejected",
+    "MgmtClock",
+    "MgmtServer",
+    "Options",
+    "RouteHandler",
+    "SessionExpired",
+    "Throttled",
+    "TokenIssued",
+    "UnknownRoute",
+    "__version__",
+]

@@ -1,0 +1,103 @@
+"""Accounts of the fake service and the generation of their credentials."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import secrets
+import string
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+# Real API keys are about 60 characters of letters, digits and punctuation. The
+# punctuation below is what breaks clients that forget to URL-encode the form body:
+# '+' becomes a space, '&' splits the field, '=' and '%' confuse the parser, '/' and
+# the rest survive. Every generated key contains all of _MUST_ENCODE.
+_MUST_ENCODE = "+&=%/"
+_KEY_ALPHABET = string.ascii_letters + string.digits + "+&=%/!*-_.~"
+_KEY_LENGTH = 60
+_PASSWORD_ALPHABET = string.ascii_letters + string.digits + "+&=%!#"
+
+
+def fingerprint(secret: str) -> str:
+    """A short, stable stand-in for a secret in messages: never the secret itself."""
+    return "#" + hashlib.sha256(secret.encode()).hexdigest()[:6]
+
+
+def _generate_with(alphabet: str, length: int, required: str) -> str:
+    chars = [secrets.choice(required_char) for required_char in required]
+    chars += [secrets.choice(alphabet) for _ in range(length - len(chars))]
+    # Shuffle so the required characters are not always at the start; keep the first
+    # character alphanumeric so the key never starts with a character a shell eats.
+    rng = secrets.SystemRandom()
+    rng.shuffle(chars)
+    first = next(i for i, c in enumerate(chars) if c.isalnum())
+    chars[0], chars[first] = chars[first], chars[0]
+    return "".join(chars)
+
+
+def generate_api_key() -> str:
+    return _generate_with(_KEY_ALPHABET, _KEY_LENGTH, _MUST_ENCODE + "aZ9")
+
+
+def generate_password() -> str:
+    return _generate_with(_PASSWORD_ALPHABET, 20, "+&%aZ9")
+
+
+def generate_username(serial: int) -> str:
+    return f"user{serial}.{secrets.token_hex(3)}@example.com"
+
+
+@dataclasses.dataclass(frozen=True)
+class Account:
+    """A user of the fake service.
+
+    ``permissions`` is ``None`` for an account with every permission, else the frozen
+    set of the permissions it has (empty: none).
+    """
+
+    username: str
+    api_key: str = dataclasses.field(repr=False)
+    password: str = dataclasses.field(repr=False)
+    permissions: frozenset[str] | None = None
+
+    def has_permission(self, permission: str | None) -> bool:
+        return permission is None or self.permissions is None or permission in self.permissions
+
+    def __repr__(self) -> str:
+        # Secrets never appear whole in output users paste into bug reports.
+        perms = "all" if self.permissions is None else sorted(self.permissions)
+        return (
+            f"Account(username={self.username!r}, api_key={fingerprint(self.api_key)}, "
+            f"password={fingerprint(self.password)}, permissions={perms})"
+        )
+
+
+def make_account(
+    serial: int,
+    username: str | None,
+    api_key: str | None,
+    password: str | None,
+    permissions: Iterable[str] | None,
+) -> Account:
+    for name, value in (("username", username), ("api_key", api_key), ("password", password)):
+        if value is not None and (not isinstance(value, str) or not value):
+            raise ValueError(f"add_account({name}=...) must be a non-empty str, got {value!r}")
+    if username is not None and "@" not in username:
+        raise ValueError(
+            f"add_account(username={username!r}): usernames of the service are e-mail "
+            "addresses; pass one like 'someone@example.com'"
+        )
+    if isinstance(permissions, str):
+        raise TypeError(
+            f"add_account(permissions={permissions!r}) takes a list of permission names, "
+            f"not a str; did you mean permissions=[{permissions!r}]?"
+        )
+    return Account(
+        username=username if username is not None else generate_username(serial),
+        api_key=api_key if api_key is not None else generate_api_key(),
+        password=password if password is not None else generate_password(),
+        permissions=None if permissions is None else frozenset(permissions),
+    )

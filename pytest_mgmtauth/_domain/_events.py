@@ -1,0 +1,197 @@
+"""The timeline: typed, immutable records of what happened to the fake in one test.
+
+Every event has ``at`` (the simulated time, an aware UTC datetime) and ``username``
+(``None`` when the request named no known account). Credentials are named by their
+per-test label (``T1``, ``T2`` for bearer tokens, ``S1`` for v1 sessions) and a short
+fingerprint; secrets never appear whole.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Event:
+    at: datetime
+    username: str | None
+
+    def describe(self) -> str:
+        """One line of a timeline, without the time."""
+        return type(self).__name__
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TokenIssued(Event):
+    """``/v2/auth`` granted a bearer token."""
+
+    token: str
+    fingerprint: str
+    expires_at: datetime
+    #: Labels of credentials of the same kind the account still held, valid and not
+    #: near expiry, when this one was granted: non-empty means churn.
+    while_valid: tuple[str, ...] = ()
+
+    @property
+    def premature(self) -> bool:
+        return bool(self.while_valid)
+
+    def describe(self) -> str:
+        text = f"token {self.token} ({self.fingerprint}) issued, valid to {{exp}}"
+        if self.while_valid:
+            text += f"  <-- premature: {', '.join(self.while_valid)} still valid"
+        return text
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class AuthRejected(Event):
+    """``/v2/auth`` refused the credentials."""
+
+    return_code: int
+    reason: str
+
+    def describe(self) -> str:
+        return f"/v2/auth rejected ({self.return_code}): {self.reason}"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class LoggedIn(Event):
+    """``/v1/login`` started a session."""
+
+    session: str
+    fingerprint: str
+    while_valid: tuple[str, ...] = ()
+
+    @property
+    def premature(self) -> bool:
+        return bool(self.while_valid)
+
+    def describe(self) -> str:
+        text = f"session {self.session} ({self.fingerprint}) started by /v1/login"
+        if self.while_valid:
+            text += f"  <-- premature: {', '.join(self.while_valid)} still active"
+        return text
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class LoginRejected(Event):
+    """``/v1/login`` refused (1401 wrong credentials, 1402 locked out)."""
+
+    return_code: int
+    reason: str
+
+    def describe(self) -> str:
+        return f"/v1/login rejected ({self.return_code}): {self.reason}"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class AccountLocked(Event):
+    """Too many failed logins in a row: 1402 until ``until``."""
+
+    failures: int
+    until: datetime
+
+    def describe(self) -> str:
+        return f"account locked after {self.failures} failed logins in a row, until {{until}}"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class LoggedOut(Event):
+    session: str
+
+    def describe(self) -> str:
+        return f"session {self.session} ended by /v1/logout"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SessionExpired(Event):
+    """A v1 session was idle for ``session_timeout`` and ended by itself."""
+
+    session: str
+
+    def describe(self) -> str:
+        return f"session {self.session} expired (idle timeout)"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Throttled(Event):
+    """``/v2/auth`` answered 429: too many premature grants within 60 s."""
+
+    retry_after: int
+    premature_grants: int
+
+    def describe(self) -> str:
+        return (
+            f"/v2/auth throttled (429, Retry-After {self.retry_after}s) after "
+            f"{self.premature_grants} premature grants within 60 s"
+        )
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ApiCall(Event):
+    """A call to a route declared with ``mgmt_server.route``.
+
+    ``credential`` is the label of the credential it presented when the fake knows it
+    (``T1``, ``S2``), else ``None``. ``status`` is what the client got; ``reason`` says
+    why when the fake refused the call (401) before the route's handler saw it.
+    """
+
+    method: str
+    path: str
+    version: str
+    credential: str | None
+    status: int
+    return_code: int | None = None
+    reason: str | None = None
+    #: The client presented an expired bearer token or an ended v1 session.
+    credential_expired: bool = False
+
+    @property
+    def authenticated(self) -> bool:
+        return self.return_code is None
+
+    def describe(self) -> str:
+        cred = self.credential or "no known credential"
+        text = f"{self.method} {self.path} with {cred} -> {self.status}"
+        if self.return_code is not None:
+            text += f" ({self.return_code}: {self.reason})"
+        return text
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class BadRequest(Event):
+    """A malformed request the fake answered with a 4xx before any auth decision."""
+
+    method: str
+    path: str
+    status: int
+    reason: str
+
+    def describe(self) -> str:
+        return f"{self.method} {self.path} -> {self.status} bad request: {self.reason}"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class UnknownRoute(Event):
+    """A request to a path no route declares (404), or with a method it does not (405)."""
+
+    method: str
+    path: str
+    status: int
+
+    def describe(self) -> str:
+        return f"{self.method} {self.path} -> {self.status}: no route declares it"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class LoggedOutRejected(Event):
+    """``/v1/logout`` without a live session."""
+
+    reason: str
+
+    def describe(self) -> str:
+        return f"/v1/logout rejected: {self.reason}"

@@ -1,0 +1,696 @@
+"""The fake auth service: accounts, tokens, sessions, lockout, throttling, events.
+
+Pure Python, no HTTP and no pytest: the transport turns requests into these calls and
+:class:`Refusal` into error answers. One instance holds one test's state; the signing
+key (the expensive part) is shared across tests through the :class:`TokenSigner`.
+All public methods are thread-safe: the HTTP server calls them from many threads.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import math
+import secrets
+import threading
+from collections import deque
+from typing import TYPE_CHECKING, NoReturn
+
+from ._accounts import Account, fingerprint, make_account
+from ._clock import Clock, system_clock, to_datetime
+from ._diagnosis import diagnose_secret
+from ._events import (
+    AccountLocked,
+    ApiCall,
+    AuthRejected,
+    BadRequest,
+    Event,
+    LoggedIn,
+    LoggedOut,
+    LoggedOutRejected,
+    LoginRejected,
+    SessionExpired,
+    Throttled,
+    TokenIssued,
+    UnknownRoute,
+)
+from ._tokens import Claims, TokenProblem, TokenSigner, unverified_subject
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from ._options import Options
+
+AUTH_FAILED = 1401
+LOCKED_OUT = 1402
+FORBIDDEN = 1469
+
+#: The service's fixed texts; the fake appends its diagnosis after a colon.
+SERVICE_MESSAGES = {
+    AUTH_FAILED: "Authentication failed",
+    LOCKED_OUT: "Too many unsuccessful login attempts; try again in {minutes} minutes",
+    FORBIDDEN: "User is authenticated but the request is denied for lack of proper permissions",
+}
+
+#: Throttling counts premature grants within this window of simulated time.
+THROTTLE_WINDOW = 60.0
+
+
+class Refusal(Exception):
+    """The service says no. The transport renders it as ``status`` with a JSON body."""
+
+    def __init__(
+        self,
+        status: int,
+        return_code: int,
+        reason: str,
+        *,
+        message: str | None = None,
+        retry_after: int | None = None,
+    ) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.return_code = return_code
+        self.reason = reason
+        base = message if message is not None else SERVICE_MESSAGES.get(return_code, "")
+        self.message = f"{base}: {reason}" if base else reason
+        self.retry_after = retry_after
+
+
+@dataclasses.dataclass
+class TokenRecord:
+    label: str
+    token: str = dataclasses.field(repr=False)
+    claims: Claims
+    username: str
+    uses: int = 0
+    revoked_at: float | None = None
+
+    @property
+    def fingerprint(self) -> str:
+        return fingerprint(self.token)
+
+
+@dataclasses.dataclass
+class SessionRecord:
+    label: str
+    session_id: str = dataclasses.field(repr=False)
+    utk: str = dataclasses.field(repr=False)
+    username: str
+    started_at: float
+    last_used: float
+    uses: int = 0
+    ended_at: float | None = None
+    end_reason: str | None = None  # "logout", "timeout", "revoked"
+
+    @property
+    def fingerprint(self) -> str:
+        return fingerprint(self.session_id)
+
+
+@dataclasses.dataclass(frozen=True)
+class Authorization:
+    """Who a protected call authenticated as, and with which credential."""
+
+    username: str
+    version: str
+    credential: str
+
+
+class AuthService:
+    def __init__(self, options: Options, signer: TokenSigner, clock: Clock = system_clock) -> None:
+        self.options = options
+        self._signer = signer
+        self._clock = clock
+        self._lock = threading.RLock()
+        self.started_at = clock()
+        self.accounts: dict[str, Account] = {}
+        self.tokens: dict[str, TokenRecord] = {}  # by jti
+        self.sessions: dict[str, SessionRecord] = {}  # by JSESSIONID
+        self._events: list[Event] = []
+        self._failed_logins: dict[str, int] = {}
+        self._lockouts: dict[str, tuple[float, float]] = {}  # username -> (start, end)
+        self._premature_v2: dict[str, deque[float]] = {}
+        # When a protected call by an account last got a 1401, per version: a credential
+        # issued before that may be replaced without it counting as churn.
+        self._last_refusal: dict[tuple[str, str], float] = {}
+
+    # -- time and events -----------------------------------------------------------
+
+    def now(self) -> float:
+        return self._clock()
+
+    def _record(self, event: Event) -> None:
+        self._events.append(event)
+
+    @property
+    def events(self) -> list[Event]:
+        """The timeline, oldest first (a copy)."""
+        with self._lock:
+            self._expire_sessions(self.now())
+            return sorted(self._events, key=lambda e: e.at)
+
+    def _expire_sessions(self, now: float) -> None:
+        timeout = self.options.session_timeout
+        for rec in self.sessions.values():
+            if rec.ended_at is None and now >= rec.last_used + timeout:
+                rec.ended_at = rec.last_used + timeout
+                rec.end_reason = "timeout"
+                self._record(
+                    SessionExpired(
+                        at=to_datetime(rec.ended_at),
+                        username=rec.username,
+                        session=rec.label,
+                    )
+                )
+
+    # -- accounts ------------------------------------------------------------------
+
+    def add_account(
+        self,
+        username: str | None = None,
+        *,
+        api_key: str | None = None,
+        password: str | None = None,
+        permissions: Iterable[str] | None = None,
+    ) -> Account:
+        with self._lock:
+            account = make_account(len(self.accounts) + 1, username, api_key, password, permissions)
+            if account.username in self.accounts:
+                raise ValueError(
+                    f"add_account: an account {account.username!r} exists already in this test"
+                )
+            self.accounts[account.username] = account
+            return account
+
+    def _unknown_account(self, username: str) -> str:
+        close = difflib.get_close_matches(username, list(self.accounts), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        if not self.accounts:
+            hint = (
+                "; this test has no accounts: add one with mgmt_server.add_account() "
+                "or use the mgmt_account fixture"
+            )
+        return f"no account {username!r} exists{hint}"
+
+    # -- churn ---------------------------------------------------------------------
+
+    def _held_tokens(self, username: str, now: float) -> list[TokenRecord]:
+        """Tokens the account still holds that are valid and not near expiry."""
+        refused = self._last_refusal.get((username, "v2"), -math.inf)
+        margin = self.options.refresh_margin
+        return [
+            rec
+            for rec in self.tokens.values()
+            if rec.username == username
+            and rec.revoked_at is None
+            and rec.claims.iat > refused
+            and now < rec.claims.exp - margin
+        ]
+
+    def _held_sessions(self, username: str, now: float) -> list[SessionRecord]:
+        refused = self._last_refusal.get((username, "v1"), -math.inf)
+        margin = self.options.refresh_margin
+        timeout = self.options.session_timeout
+        return [
+            rec
+            for rec in self.sessions.values()
+            if rec.username == username
+            and rec.ended_at is None
+            and rec.started_at > refused
+            and now < rec.last_used + timeout - margin
+        ]
+
+    def _check_throttle(self, username: str, now: float) -> None:
+        limit = self.options.throttle
+        if limit is None:
+            return
+        window = self._premature_v2.get(username)
+        if not window:
+            return
+        while window and window[0] <= now - THROTTLE_WINDOW:
+            window.popleft()
+        if len(window) >= limit:
+            retry_after = max(1, math.ceil(window[0] + THROTTLE_WINDOW - now))
+            self._record(
+                Throttled(
+                    at=to_datetime(now),
+                    username=username,
+                    retry_after=retry_after,
+                    premature_grants=len(window),
+                )
+            )
+            raise Refusal(
+                429,
+                429,
+                f"{len(window)} new tokens within {THROTTLE_WINDOW:g} s while the account "
+                f"held a valid one; reuse the token until it is about to expire",
+                message="Too many authentication requests",
+                retry_after=retry_after,
+            )
+
+    # -- v2 ------------------------------------------------------------------------
+
+    def grant_token(self, username: str, key: str) -> tuple[str, TokenRecord]:
+        """``/v2/auth``: a new bearer token, or :class:`Refusal`."""
+        with self._lock:
+            now = self.now()
+            account = self.accounts.get(username)
+            if account is None:
+                reason = self._unknown_account(username)
+                self._record(
+                    AuthRejected(
+                        at=to_datetime(now),
+                        username=None,
+                        return_code=AUTH_FAILED,
+                        reason=reason,
+                    )
+                )
+                raise Refusal(401, AUTH_FAILED, reason)
+            self._check_throttle(username, now)
+            problem = diagnose_secret("API key", account.api_key, key)
+            if problem:
+                self._record(
+                    AuthRejected(
+                        at=to_datetime(now),
+                        username=username,
+                        return_code=AUTH_FAILED,
+                        reason=problem,
+                    )
+                )
+                raise Refusal(401, AUTH_FAILED, problem)
+            held = self._held_tokens(username, now)
+            token, claims = self._signer.issue(username, int(now), int(self.options.token_ttl))
+            record = TokenRecord(
+                label=f"T{len(self.tokens) + 1}",
+                token=token,
+                claims=claims,
+                username=username,
+            )
+            self.tokens[claims.jti] = record
+            if held:
+                self._premature_v2.setdefault(username, deque()).append(now)
+            self._record(
+                TokenIssued(
+                    at=to_datetime(now),
+                    username=username,
+                    token=record.label,
+                    fingerprint=record.fingerprint,
+                    expires_at=to_datetime(claims.exp),
+                    while_valid=tuple(r.label for r in held),
+                )
+            )
+            return token, record
+
+    def authorize_v2(
+        self,
+        token: str | None,
+        *,
+        problem: str | None,
+        method: str,
+        path: str,
+        permission: str | None,
+    ) -> Authorization:
+        """Authenticate a protected call by its bearer token; :class:`Refusal` if not."""
+        with self._lock:
+            now = self.now()
+            if token is None or problem:
+                self._refuse_call("v2", None, None, method, path, problem or "no bearer token", now)
+            assert token is not None
+            try:
+                claims = self._signer.verify(token)
+            except TokenProblem as exc:
+                sub = unverified_subject(token)
+                self._refuse_call(
+                    "v2", sub if sub in self.accounts else None, None, method, path, str(exc), now
+                )
+            record = self.tokens.get(claims.jti)
+            if record is None or record.token != token:
+                self._refuse_call(
+                    "v2",
+                    claims.sub if claims.sub in self.accounts else None,
+                    None,
+                    method,
+                    path,
+                    "the token was signed by this fake but not issued in this test (each "
+                    "test starts with no tokens): authenticate with /v2/auth in this test",
+                    now,
+                )
+            if record.revoked_at is not None:
+                self._refuse_call(
+                    "v2",
+                    record.username,
+                    record.label,
+                    method,
+                    path,
+                    f"token {record.label} was revoked",
+                    now,
+                )
+            if now >= claims.exp:
+                self._refuse_call(
+                    "v2",
+                    record.username,
+                    record.label,
+                    method,
+                    path,
+                    f"token {record.label} expired {now - claims.exp:.0f} s ago (valid "
+                    f"{claims.exp - claims.iat} s from issue): authenticate again before "
+                    f"it expires, or on a 401",
+                    now,
+                    expired=True,
+                )
+            if now < claims.nbf:
+                self._refuse_call(
+                    "v2",
+                    record.username,
+                    record.label,
+                    method,
+                    path,
+                    f"token {record.label} is not valid before its nbf",
+                    now,
+                )
+            self._check_permission(
+                record.username, "v2", record.label, method, path, permission, now
+            )
+            record.uses += 1
+            return Authorization(record.username, "v2", record.label)
+
+    # -- v1 ------------------------------------------------------------------------
+
+    def login(self, username: str, password: str) -> SessionRecord:
+        """``/v1/login``: a new session, or :class:`Refusal` (1401, 1402)."""
+        with self._lock:
+            now = self.now()
+            self._expire_sessions(now)
+            account = self.accounts.get(username)
+            if account is None:
+                reason = self._unknown_account(username)
+                self._record(
+                    LoginRejected(
+                        at=to_datetime(now),
+                        username=None,
+                        return_code=AUTH_FAILED,
+                        reason=reason,
+                    )
+                )
+                raise Refusal(401, AUTH_FAILED, reason)
+            lockout = self._lockouts.get(username)
+            if lockout is not None and now < lockout[1]:
+                start, end = lockout
+                reason = (
+                    f"account locked since {self._offset(start)} until {self._offset(end)} "
+                    f"after {self.options.lockout_threshold} failed logins; attempts during a "
+                    f"lockout do not end it sooner: wait {math.ceil(end - now)} s"
+                )
+                self._record(
+                    LoginRejected(
+                        at=to_datetime(now),
+                        username=username,
+                        return_code=LOCKED_OUT,
+                        reason=reason,
+                    )
+                )
+                raise Refusal(401, LOCKED_OUT, reason, message=self._lockout_message())
+            problem = diagnose_secret("password", account.password, password)
+            if problem:
+                failures = self._failed_logins.get(username, 0) + 1
+                self._failed_logins[username] = failures
+                self._record(
+                    LoginRejected(
+                        at=to_datetime(now),
+                        username=username,
+                        return_code=AUTH_FAILED,
+                        reason=problem,
+                    )
+                )
+                if failures >= self.options.lockout_threshold:
+                    until = now + self.options.lockout_duration
+                    self._lockouts[username] = (now, until)
+                    self._failed_logins[username] = 0
+                    self._record(
+                        AccountLocked(
+                            at=to_datetime(now),
+                            username=username,
+                            failures=failures,
+                            until=to_datetime(until),
+                        )
+                    )
+                raise Refusal(401, AUTH_FAILED, problem)
+            self._failed_logins[username] = 0
+            held = self._held_sessions(username, now)
+            record = SessionRecord(
+                label=f"S{len(self.sessions) + 1}",
+                session_id=secrets.token_hex(16).upper(),
+                utk=secrets.token_urlsafe(24),
+                username=username,
+                started_at=now,
+                last_used=now,
+            )
+            self.sessions[record.session_id] = record
+            self._record(
+                LoggedIn(
+                    at=to_datetime(now),
+                    username=username,
+                    session=record.label,
+                    fingerprint=record.fingerprint,
+                    while_valid=tuple(r.label for r in held),
+                )
+            )
+            return record
+
+    def _lockout_message(self) -> str:
+        minutes = max(1, math.ceil(self.options.lockout_duration / 60))
+        return SERVICE_MESSAGES[LOCKED_OUT].format(minutes=minutes)
+
+    def logout(self, session_id: str | None, *, problem: str | None = None) -> SessionRecord:
+        """``/v1/logout``: end the session of the JSESSIONID cookie."""
+        with self._lock:
+            now = self.now()
+            self._expire_sessions(now)
+            record = self.sessions.get(session_id) if session_id else None
+            reason = problem or ""
+            if record is None and not reason:
+                reason = "the JSESSIONID cookie names no session of this test"
+            elif record is not None and record.ended_at is not None:
+                reason = f"session {record.label} had ended already ({record.end_reason})"
+            if reason:
+                self._record(
+                    LoggedOutRejected(
+                        at=to_datetime(now),
+                        username=record.username if record else None,
+                        reason=reason,
+                    )
+                )
+                raise Refusal(401, AUTH_FAILED, reason)
+            assert record is not None
+            record.ended_at = now
+            record.end_reason = "logout"
+            self._record(
+                LoggedOut(at=to_datetime(now), username=record.username, session=record.label)
+            )
+            return record
+
+    def authorize_v1(
+        self,
+        session_id: str | None,
+        utk: str | None,
+        *,
+        problem: str | None,
+        method: str,
+        path: str,
+        permission: str | None,
+    ) -> Authorization:
+        """Authenticate a protected v1 call by its JSESSIONID cookie and utk."""
+        with self._lock:
+            now = self.now()
+            self._expire_sessions(now)
+            if session_id is None or problem:
+                self._refuse_call(
+                    "v1", None, None, method, path, problem or "no JSESSIONID cookie", now
+                )
+            assert session_id is not None
+            record = self.sessions.get(session_id)
+            if record is None:
+                self._refuse_call(
+                    "v1",
+                    None,
+                    None,
+                    method,
+                    path,
+                    "the JSESSIONID cookie names no session of this test: send the "
+                    "JSESSIONID value from /v1/login's Set-Cookie",
+                    now,
+                )
+            if record.ended_at is not None:
+                how = {
+                    "logout": "ended by /v1/logout",
+                    "timeout": f"expired after {self.options.session_timeout:g} s idle",
+                    "revoked": "revoked",
+                }.get(record.end_reason or "", "ended")
+                self._refuse_call(
+                    "v1",
+                    record.username,
+                    record.label,
+                    method,
+                    path,
+                    f"session {record.label} {how} {now - record.ended_at:.0f} s ago: log in again",
+                    now,
+                    expired=True,
+                )
+            if not utk:
+                self._refuse_call(
+                    "v1",
+                    record.username,
+                    record.label,
+                    method,
+                    path,
+                    "the utk query parameter is missing: v1 calls need both the JSESSIONID "
+                    "cookie and utk=<the utk of /v1/login's answer>",
+                    now,
+                )
+            if utk != record.utk:
+                owner = next((r for r in self.sessions.values() if r.utk == utk), None)
+                detail = f"it is the utk of session {owner.label}" if owner else "no session has it"
+                self._refuse_call(
+                    "v1",
+                    record.username,
+                    record.label,
+                    method,
+                    path,
+                    f"the utk does not belong to session {record.label} ({detail}): send the "
+                    "utk that came with this JSESSIONID",
+                    now,
+                )
+            self._check_permission(
+                record.username, "v1", record.label, method, path, permission, now
+            )
+            record.uses += 1
+            record.last_used = now
+            return Authorization(record.username, "v1", record.label)
+
+    # -- shared --------------------------------------------------------------------
+
+    def _refuse_call(
+        self,
+        version: str,
+        username: str | None,
+        credential: str | None,
+        method: str,
+        path: str,
+        reason: str,
+        now: float,
+        *,
+        expired: bool = False,
+    ) -> NoReturn:
+        if username is not None:
+            self._last_refusal[(username, version)] = now
+        self._record(
+            ApiCall(
+                at=to_datetime(now),
+                username=username,
+                method=method,
+                path=path,
+                version=version,
+                credential=credential,
+                status=401,
+                return_code=AUTH_FAILED,
+                reason=reason,
+                credential_expired=expired,
+            )
+        )
+        raise Refusal(401, AUTH_FAILED, reason)
+
+    def _check_permission(
+        self,
+        username: str,
+        version: str,
+        credential: str,
+        method: str,
+        path: str,
+        permission: str | None,
+        now: float,
+    ) -> None:
+        account = self.accounts[username]
+        if account.has_permission(permission):
+            return
+        reason = f"account {username!r} lacks the permission {permission!r} this route needs"
+        self._record(
+            ApiCall(
+                at=to_datetime(now),
+                username=username,
+                method=method,
+                path=path,
+                version=version,
+                credential=credential,
+                status=401,
+                return_code=FORBIDDEN,
+                reason=reason,
+            )
+        )
+        raise Refusal(401, FORBIDDEN, reason)
+
+    def record_call(self, auth: Authorization, method: str, path: str, status: int) -> None:
+        """An authenticated call reached its route's handler and got ``status``."""
+        with self._lock:
+            self._record(
+                ApiCall(
+                    at=to_datetime(self.now()),
+                    username=auth.username,
+                    method=method,
+                    path=path,
+                    version=auth.version,
+                    credential=auth.credential,
+                    status=status,
+                )
+            )
+
+    def record_bad_request(self, method: str, path: str, status: int, reason: str) -> None:
+        with self._lock:
+            self._record(
+                BadRequest(
+                    at=to_datetime(self.now()),
+                    username=None,
+                    method=method,
+                    path=path,
+                    status=status,
+                    reason=reason,
+                )
+            )
+
+    def record_unknown_route(self, method: str, path: str, status: int) -> None:
+        with self._lock:
+            self._record(
+                UnknownRoute(
+                    at=to_datetime(self.now()),
+                    username=None,
+                    method=method,
+                    path=path,
+                    status=status,
+                )
+            )
+
+    # -- queries -------------------------------------------------------------------
+
+    def auth_count(self, *, version: str | None = None, username: str | None = None) -> int:
+        if version not in (None, "v1", "v2"):
+            raise ValueError(f"version must be 'v1', 'v2' or None, got {version!r}")
+        kinds: tuple[type[Event], ...] = {
+            None: (TokenIssued, LoggedIn),
+            "v2": (TokenIssued,),
+            "v1": (LoggedIn,),
+        }[version]
+        return sum(
+            1
+            for e in self.events
+            if isinstance(e, kinds) and (username is None or e.username == username)
+        )
+
+    def _offset(self, timestamp: float) -> str:
+        return format_offset(timestamp - self.started_at)
+
+
+def format_offset(seconds: float) -> str:
+    """Simulated time since the test started, as ``HH:MM:SS``."""
+    sign = "-" if seconds < 0 else ""
+    total = int(abs(seconds))
+    return f"{sign}{total // 3600:02d}:{total % 3600 // 60:02d}:{total % 60:02d}"

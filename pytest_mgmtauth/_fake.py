@@ -1,0 +1,147 @@
+"""``MgmtServer``: the fake service of one test, as users see it (the ``mgmt_server``
+fixture). It joins the domain state of this test to the session's HTTP server."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from ._domain._service import AuthService
+from ._transport._app import BUILTIN_PATHS, Binding, RouteHandler
+
+if TYPE_CHECKING:
+    import ssl
+    from collections.abc import Iterable
+
+    from ._domain._accounts import Account
+    from ._domain._events import Event
+    from ._domain._options import Options
+    from ._pool import SessionPool
+
+_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
+
+
+class MgmtServer:
+    """The fake management auth service of one test.
+
+    Internal constructor, may change: use the ``mgmt_server`` fixture.
+    """
+
+    def __init__(self, options: Options, pool: SessionPool) -> None:
+        self.options = options
+        self._pool = pool
+        self._http = pool.server(https=options.https)
+        self._service = AuthService(options, pool.signer)
+        self._binding = Binding(self._service)
+        self._http.app.bind(self._binding)
+
+    # -- where ---------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        """The service's base URL: endpoints are ``{url}/v2/auth``, ``{url}/v1/login``..."""
+        return self._http.base_url
+
+    def url_for(self, path: str) -> str:
+        return self.url + ("" if path.startswith("/") else "/") + path
+
+    @property
+    def ca_bundle(self) -> str | None:
+        """Path of the test CA's certificate (PEM) when serving HTTPS, else ``None``."""
+        return self._pool.ca.ca_bundle if self.options.https else None
+
+    def client_ssl_context(self) -> ssl.SSLContext | None:
+        """A new client ``SSLContext`` that trusts the test CA (HTTPS only, else None)."""
+        return self._pool.ca.client_context() if self.options.https else None
+
+    # -- setup ---------------------------------------------------------------------
+
+    def add_account(
+        self,
+        username: str | None = None,
+        *,
+        api_key: str | None = None,
+        password: str | None = None,
+        permissions: Iterable[str] | None = None,
+    ) -> Account:
+        """Register an account; anything left out is generated (API keys contain
+        characters that must be URL-encoded). ``permissions=None``: every permission."""
+        return self._service.add_account(
+            username, api_key=api_key, password=password, permissions=permissions
+        )
+
+    @property
+    def accounts(self) -> list[Account]:
+        return list(self._service.accounts.values())
+
+    def route(
+        self,
+        method: str,
+        path: str | re.Pattern[str],
+        *,
+        permission: str | None = None,
+        auth: str | None = None,
+    ) -> RouteHandler:
+        """Declare an operation of the management API the client under test calls.
+
+        Every call is authenticated first: paths under ``/v1/`` by the v1 session
+        (JSESSIONID cookie + ``utk`` query parameter), all others by the v2 bearer
+        token; ``auth="v1"``/``"v2"`` overrides. Returns a pytest-httpserver handler:
+        ``.respond_with_json(...)``, ``.respond_with_data(...)``, ``.respond_with_handler(fn)``.
+        """
+        __tracebackhide__ = True
+        if not isinstance(method, str) or method.upper() not in _METHODS:
+            raise ValueError(
+                f"route(): method must be one of {', '.join(_METHODS)}, got {method!r}"
+            )
+        if isinstance(path, str):
+            if not path.startswith("/"):
+                raise ValueError(f"route(): path must start with '/', got {path!r}")
+            if path in BUILTIN_PATHS:
+                raise ValueError(
+                    f"route(): {path} is the fake's own endpoint; declare the API's other "
+                    "operations"
+                )
+        elif not isinstance(path, re.Pattern):
+            raise TypeError(f"route(): path must be a str or a compiled regex, got {path!r}")
+        if auth is None:
+            pattern = path if isinstance(path, str) else path.pattern.lstrip("^")
+            auth = "v1" if pattern.startswith("/v1/") else "v2"
+        if auth not in ("v1", "v2"):
+            raise ValueError(f"route(): auth must be 'v1', 'v2' or None, got {auth!r}")
+        handler = RouteHandler(method.upper(), path, permission=permission, auth=auth)
+        with self._binding.lock:
+            self._binding.routes.append(handler)
+        return handler
+
+    # -- what happened -------------------------------------------------------------
+
+    @property
+    def events(self) -> list[Event]:
+        """The timeline of this test, oldest first: typed, immutable records."""
+        return self._service.events
+
+    def auth_count(self, *, version: str | None = None, username: str | None = None) -> int:
+        """Successful credential grants: ``/v2/auth`` tokens and ``/v1/login`` sessions."""
+        return self._service.auth_count(version=version, username=username)
+
+    # -- lifecycle (internal) ------------------------------------------------------
+
+    def _raise_server_errors(self) -> None:
+        """Re-raise in the test what went wrong in the server thread."""
+        errors = self._binding.errors
+        if errors:
+            first = errors[0]
+            if len(errors) > 1 and hasattr(first, "add_note"):  # Python 3.11+
+                first.add_note(
+                    f"pytest-mgmtauth: {len(errors) - 1} more error(s) were raised while "
+                    "answering requests in this test"
+                )
+            errors.clear()
+            raise first
+
+    def _close(self) -> None:
+        self._http.app.unbind(self._binding)
+
+    def __repr__(self) -> str:
+        return f"<MgmtServer {self.url} {self.options.describe()}>"

@@ -1,0 +1,76 @@
+"""What a test session shares: the HTTP(S) servers, the signing key, the test CA.
+
+Each piece is made the first time a test needs it, so a suite that installs the plugin
+but never uses its fixtures starts no server and generates no key.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from ._domain._tokens import TokenSigner, generate_private_key_pem, load_private_key
+from ._transport._server import FakeHTTPServer
+from ._transport._tls import TestCA
+
+#: Reads / writes the PEM of the signing key across runs (pytest's cache); may be None.
+KeyCache = tuple[Callable[[], bytes | None], Callable[[bytes], None]]
+
+
+class SessionPool:
+    def __init__(self, key_cache: KeyCache | None = None) -> None:
+        self._key_cache = key_cache
+        self._lock = threading.Lock()
+        self._signer: TokenSigner | None = None
+        self._ca: TestCA | None = None
+        self._servers: dict[bool, FakeHTTPServer] = {}
+
+    @property
+    def signer(self) -> TokenSigner:
+        with self._lock:
+            if self._signer is None:
+                self._signer = TokenSigner(load_private_key(self._signing_key_pem()))
+            return self._signer
+
+    def _signing_key_pem(self) -> bytes:
+        if self._key_cache is not None:
+            cached = self._key_cache[0]()
+            if cached:
+                try:
+                    load_private_key(cached)
+                except ValueError:
+                    pass  # damaged cache entry: make a new key
+                else:
+                    return cached
+        pem = generate_private_key_pem()
+        if self._key_cache is not None:
+            self._key_cache[1](pem)
+        return pem
+
+    @property
+    def ca(self) -> TestCA:
+        with self._lock:
+            if self._ca is None:
+                self._ca = TestCA()
+            return self._ca
+
+    def server(self, *, https: bool) -> FakeHTTPServer:
+        ca = self.ca if https else None
+        with self._lock:
+            server = self._servers.get(https)
+            if server is None:
+                server = FakeHTTPServer(ssl_context=ca.server_context() if ca else None)
+                self._servers[https] = server
+        server.start()
+        return server
+
+    def close(self) -> None:
+        with self._lock:
+            servers = list(self._servers.values())
+            self._servers.clear()
+            ca, self._ca = self._ca, None
+        for server in servers:
+            if server.is_running():
+                server.stop()
+        if ca is not None:
+            ca.close()

@@ -1,0 +1,88 @@
+"""The simulated clock: freezegun underneath, so the client and the fake see one time."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import freezegun
+
+
+class MgmtClock:
+    """Frozen time that moves only when told to.
+
+    Internal constructor: use the ``mgmt_clock`` fixture. asyncio keeps real time
+    (``real_asyncio=True``), so ``asyncio.sleep`` and client timeouts still work.
+    """
+
+    def __init__(self, start: datetime | None = None) -> None:
+        if start is None:
+            start = datetime.now(timezone.utc).replace(microsecond=0)
+        self._freezer = freezegun.freeze_time(
+            _as_utc(start),
+            tick=False,
+            real_asyncio=True,
+            # pytest's own timer would otherwise report durations of ~1.8e9 s.
+            ignore=["_pytest.timing"],
+        )
+        self._factory: Any = None
+
+    def start(self) -> MgmtClock:
+        self._factory = self._freezer.start()
+        return self
+
+    def stop(self) -> None:
+        if self._factory is not None:
+            self._freezer.stop()
+            self._factory = None
+
+    def _running(self) -> Any:
+        if self._factory is None:
+            raise RuntimeError("the mgmt_clock is not running (its test has ended)")
+        return self._factory
+
+    def now(self) -> datetime:
+        """The simulated time, an aware UTC datetime."""
+        naive: datetime = self._running()()
+        return datetime(*naive.timetuple()[:6], naive.microsecond, tzinfo=timezone.utc)
+
+    def advance(
+        self,
+        delta: timedelta | None = None,
+        *,
+        seconds: float = 0,
+        minutes: float = 0,
+        hours: float = 0,
+    ) -> datetime:
+        """Move time forward; returns the new time. Tokens expire, sessions time out and
+        lockouts end on this clock."""
+        step = timedelta(seconds=seconds, minutes=minutes, hours=hours)
+        if delta is not None:
+            if not isinstance(delta, timedelta):
+                raise TypeError(
+                    f"advance() takes a timedelta or seconds=/minutes=/hours=, got {delta!r}"
+                )
+            step += delta
+        if step < timedelta(0):
+            raise ValueError(
+                f"advance() moves time forward only (got {step}); use move_to() to jump back"
+            )
+        self._running().tick(step)
+        return self.now()
+
+    def move_to(self, when: datetime) -> datetime:
+        """Jump to an instant (a naive datetime is taken as UTC); returns it."""
+        if not isinstance(when, datetime):
+            raise TypeError(f"move_to() takes a datetime, got {when!r}")
+        self._running().move_to(_as_utc(when))
+        return self.now()
+
+    def __repr__(self) -> str:
+        state = self.now().isoformat() if self._factory is not None else "stopped"
+        return f"<MgmtClock {state}>"
+
+
+def _as_utc(when: datetime) -> datetime:
+    if when.tzinfo is None:
+        return when.replace(tzinfo=timezone.utc)
+    return when.astimezone(timezone.utc)

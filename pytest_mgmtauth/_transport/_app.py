@@ -1,0 +1,244 @@
+"""Requests in, domain calls, JSON out: the endpoints of the fake service.
+
+The HTTP server is shared by a whole test session; each test binds its own state
+(an :class:`~pytest_mgmtauth._domain._service.AuthService` and its routes) for its
+duration. A request that arrives while no test is bound gets 503.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import TYPE_CHECKING, Any
+
+from pytest_httpserver import RequestHandler, RequestMatcher
+from werkzeug import Request, Response
+
+from .._domain._service import Authorization, AuthService, Refusal
+from ._parsing import BadInput, bearer_token, read_body, read_form, session_credentials
+
+if TYPE_CHECKING:
+    import re
+    from collections.abc import Callable, Sequence
+
+AUTH_PATH = "/v2/auth"
+LOGIN_PATH = "/v1/login"
+LOGOUT_PATH = "/v1/logout"
+BUILTIN_PATHS = (AUTH_PATH, LOGIN_PATH, LOGOUT_PATH)
+
+#: Cookie attributes of the interface document; the path is the real service's.
+COOKIE_PATH = "/urest_service"
+REMEMBER_ME = (
+    f"rememberMe=deleteMe; Path={COOKIE_PATH}; Max-Age=0; Expires=Sat, 01-Jan-2000 00:00:00 GMT"
+)
+#: Success headers of /v2/auth and /v1/login, as the interface document lists them.
+SUCCESS_HEADERS: tuple[tuple[str, str], ...] = (
+    ("Cache-Control", "no-cache,no-store,must-revalidate"),
+    ("Pragma", "no-cache"),
+    ("Expires", "0"),
+    ("X-XSS-Protection", "1;mode=block"),
+    ("X-NodeId", "mgmtauth-node-1"),
+    ("X-Version", "pytest-mgmtauth"),
+)
+
+
+def json_response(status: int, body: Any, headers: Sequence[tuple[str, str]] = ()) -> Response:
+    response = Response(json.dumps(body), status=status, content_type="application/json")
+    for name, value in headers:
+        response.headers.add(name, value)
+    return response
+
+
+def error_response(status: int, return_code: int, message: str, **extra: Any) -> Response:
+    """Every error the fake answers has ``returnCode`` and ``message``; for answers the
+    interface document does not show, ``returnCode`` is the HTTP status."""
+    headers: list[tuple[str, str]] = []
+    if status == 405:
+        headers.append(("Allow", "POST"))
+    return json_response(status, {"returnCode": return_code, "message": message, **extra}, headers)
+
+
+def refusal_response(refusal: Refusal) -> Response:
+    response = error_response(refusal.status, refusal.return_code, refusal.message)
+    if refusal.retry_after is not None:
+        response.headers["Retry-After"] = str(refusal.retry_after)
+    return response
+
+
+class RouteHandler(RequestHandler):
+    """What ``mgmt_server.route()`` returns: a pytest-httpserver handler (so
+    ``respond_with_json``/``_data``/``_handler`` work as there) that the fake
+    authenticates every call to before it answers."""
+
+    def __init__(
+        self, method: str, path: str | re.Pattern[str], *, permission: str | None, auth: str
+    ) -> None:
+        super().__init__(RequestMatcher(path, method=method))
+        self.method = method
+        self.path = path
+        self.permission = permission
+        self.auth = auth
+        #: Calls that passed authentication and reached this handler.
+        self.call_count = 0
+
+    def __repr__(self) -> str:
+        perm = f", permission={self.permission!r}" if self.permission else ""
+        return f"<route {self.method} {self.path} auth={self.auth}{perm}>"
+
+
+class Binding:
+    """One test's state, as the HTTP side sees it."""
+
+    def __init__(self, service: AuthService) -> None:
+        self.service = service
+        self.routes: list[RouteHandler] = []
+        #: Exceptions raised while answering (the fake's own, or a route handler's):
+        #: re-raised in the test at teardown, never lost.
+        self.errors: list[BaseException] = []
+        self.lock = threading.Lock()
+
+
+class FakeApp:
+    def __init__(self) -> None:
+        self._binding: Binding | None = None
+
+    def bind(self, binding: Binding) -> None:
+        self._binding = binding
+
+    def unbind(self, binding: Binding) -> None:
+        if self._binding is binding:
+            self._binding = None
+
+    def __call__(self, request: Request) -> Response:
+        binding = self._binding
+        if binding is None:
+            return error_response(
+                503,
+                503,
+                "no test is using the fake service right now: a request arrived outside "
+                "the test that owns the mgmt_server fixture",
+            )
+        try:
+            return self._dispatch(binding, request)
+        except BaseException as exc:  # the fake's own bug: never lose it
+            binding.errors.append(exc)
+            return error_response(
+                500,
+                500,
+                f"pytest-mgmtauth failed internally ({type(exc).__name__}: {exc}); the "
+                "error is re-raised in the test",
+            )
+
+    def _dispatch(self, binding: Binding, request: Request) -> Response:
+        service = binding.service
+        path, method = request.path, request.method
+        endpoint = _BUILTIN.get(path)
+        try:
+            if endpoint is not None:
+                if method != "POST":
+                    raise BadInput(405, f"{path} takes POST, not {method}")
+                return endpoint(service, request)
+            return self._protected(binding, request)
+        except BadInput as exc:
+            service.record_bad_request(method, path, exc.status, exc.reason)
+            return error_response(exc.status, exc.status, exc.reason)
+        except Refusal as refusal:
+            return refusal_response(refusal)
+
+    def _protected(self, binding: Binding, request: Request) -> Response:
+        service = binding.service
+        route = next((r for r in binding.routes if r.matcher.match(request)), None)
+        if route is None:
+            same_path = [r for r in binding.routes if r.matcher.match_uri(request)]
+            status = 405 if same_path else 404
+            service.record_unknown_route(request.method, request.path, status)
+            declared = ", ".join(f"{r.method} {r.path}" for r in binding.routes) or "none"
+            return error_response(
+                status,
+                status,
+                f"no route declares {request.method} {request.path}; declared routes: "
+                f"{declared}. Declare it with mgmt_server.route({request.method!r}, "
+                f"{request.path!r}).respond_with_json(...)",
+            )
+        read_body(request)  # enforce the size limit before any handler reads it
+        auth = self._authorize(service, route, request)
+        with binding.lock:
+            route.call_count += 1
+        try:
+            response = route.respond(request)
+        except Exception as exc:
+            binding.errors.append(exc)
+            service.record_call(auth, request.method, request.path, 500)
+            return error_response(
+                500,
+                500,
+                f"the handler of {route!r} raised {type(exc).__name__}: {exc} "
+                "(re-raised in the test)",
+            )
+        if isinstance(response, str):
+            response = Response(response)
+        service.record_call(auth, request.method, request.path, response.status_code)
+        return response
+
+    @staticmethod
+    def _authorize(service: AuthService, route: RouteHandler, request: Request) -> Authorization:
+        if route.auth == "v1":
+            session_id, utk, problem = session_credentials(request)
+            return service.authorize_v1(
+                session_id,
+                utk,
+                problem=problem,
+                method=request.method,
+                path=request.path,
+                permission=route.permission,
+            )
+        token, problem = bearer_token(request)
+        return service.authorize_v2(
+            token,
+            problem=problem,
+            method=request.method,
+            path=request.path,
+            permission=route.permission,
+        )
+
+
+def _auth(service: AuthService, request: Request) -> Response:
+    form = read_form(request, AUTH_PATH, ("username", "key"))
+    token, _ = service.grant_token(form["username"], form["key"])
+    return json_response(200, {"token": token}, (*SUCCESS_HEADERS, ("Set-Cookie", REMEMBER_ME)))
+
+
+def _login(service: AuthService, request: Request) -> Response:
+    form = read_form(request, LOGIN_PATH, ("username", "password"))
+    session = service.login(form["username"], form["password"])
+    # JSESSIONID first and on its own header line: working clients of the real service
+    # match '^JSESSIONID=([^;]*);' over the Set-Cookie lines.
+    cookie = f"JSESSIONID={session.session_id}; Path={COOKIE_PATH}; Secure; HttpOnly"
+    return json_response(
+        200,
+        {"utk": session.utk},
+        (("Set-Cookie", cookie), ("Set-Cookie", REMEMBER_ME), *SUCCESS_HEADERS),
+    )
+
+
+def _logout(service: AuthService, request: Request) -> Response:
+    read_body(request)
+    session_id = request.cookies.get("JSESSIONID")
+    problem = (
+        None
+        if session_id
+        else (
+            "no JSESSIONID cookie was sent to /v1/logout: send 'Cookie: JSESSIONID=<id>' "
+            "with the id from /v1/login's Set-Cookie (a cookie jar will not, because of "
+            f"Path={COOKIE_PATH})"
+        )
+    )
+    service.logout(session_id, problem=problem)
+    return json_response(200, {}, SUCCESS_HEADERS)
+
+
+_BUILTIN: dict[str, Callable[[AuthService, Request], Response]] = {
+    AUTH_PATH: _auth,
+    LOGIN_PATH: _login,
+    LOGOUT_PATH: _logout,
+}

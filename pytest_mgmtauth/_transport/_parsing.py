@@ -1,0 +1,180 @@
+"""Reading what a client sent, strictly, so that its mistakes get named.
+
+Werkzeug's ``request.form`` silently yields an empty form for a missing or wrong
+Content-Type and for a body with one non-UTF-8 byte; a fake that trusted it would
+answer "missing field" to a client that sent every field. So we read the raw body.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+from urllib.parse import parse_qsl
+
+if TYPE_CHECKING:
+    from werkzeug import Request
+
+FORM_TYPE = "application/x-www-form-urlencoded"
+
+#: Largest request body the fake reads; larger ones get 413 (a form of the service's
+#: is a few hundred bytes).
+MAX_BODY_BYTES = 64 * 1024
+
+
+class BadInput(Exception):
+    """The request is malformed; ``status`` is the 4xx to answer, ``str()`` says why."""
+
+    def __init__(self, status: int, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
+def _content_type_problem(request: Request, endpoint: str, fields: tuple[str, ...]) -> str:
+    wanted = (
+        f"{endpoint} takes a URL-encoded form ({', '.join(fields)}) with Content-Type: {FORM_TYPE}"
+    )
+    raw = request.headers.get("Content-Type")
+    if raw is None:
+        hint = ""
+        if request.content_length:
+            hint = (
+                " (requests sends no Content-Type when data= is a str or bytes: pass a dict, "
+                "or set the header yourself)"
+            )
+        return f"{wanted}; this request has no Content-Type header{hint}"
+    mimetype = raw.split(";", 1)[0].strip().lower()
+    if mimetype == "application/json" or mimetype.endswith("+json"):
+        return f"{wanted}; this request sent JSON (use data={{...}}, not json={{...}})"
+    if mimetype == "multipart/form-data":
+        return f"{wanted}; this request sent multipart/form-data (use data=, not files=)"
+    return f"{wanted}; this request sent Content-Type: {raw}"
+
+
+def read_form(request: Request, endpoint: str, fields: tuple[str, ...]) -> dict[str, str]:
+    """The named fields of a URL-encoded form body; :class:`BadInput` if anything is off."""
+    raw_type = request.headers.get("Content-Type", "")
+    if raw_type.split(";", 1)[0].strip().lower() != FORM_TYPE:
+        raise BadInput(415, _content_type_problem(request, endpoint, fields))
+    body = read_body(request)
+    if not body.strip():
+        raise BadInput(
+            400, f"{endpoint}: the body is empty; send the form fields {', '.join(fields)}"
+        )
+    try:
+        text = body.decode("ascii")
+    except UnicodeDecodeError as exc:
+        raise BadInput(
+            400,
+            f"{endpoint}: byte {exc.start} of the body is not ASCII (0x{body[exc.start]:02x}); "
+            "a URL-encoded body must percent-encode every non-ASCII byte: URL-encode the values",
+        ) from None
+    try:
+        pairs = parse_qsl(text, keep_blank_values=True, errors="strict")
+    except UnicodeDecodeError:
+        raise BadInput(
+            400,
+            f"{endpoint}: a percent-escape in the body decodes to bytes that are not UTF-8; "
+            "encode the values as UTF-8 before URL-encoding them",
+        ) from None
+    names = [name for name, _ in pairs]
+    missing = [f for f in fields if f not in names]
+    if missing:
+        got = ", ".join(repr(n) for n in dict.fromkeys(names)) or "none"
+        hint = ""
+        if endpoint == "/v2/auth" and "password" in names:
+            hint = " (/v2/auth takes the API key as 'key'; passwords go to /v1/login)"
+        elif endpoint == "/v1/login" and "key" in names:
+            hint = " (/v1/login takes 'password'; API keys go to /v2/auth as 'key')"
+        raise BadInput(
+            400,
+            f"{endpoint}: missing form field {', '.join(repr(m) for m in missing)}; "
+            f"fields received: {got}{hint}",
+        )
+    values: dict[str, str] = {}
+    for name, value in pairs:
+        if name not in fields:
+            continue
+        if name in values:
+            raise BadInput(
+                400,
+                f"{endpoint}: form field {name!r} appears {names.count(name)} times; send it once",
+            )
+        values[name] = value
+    empty = [f for f in fields if not values[f]]
+    if empty:
+        raise BadInput(400, f"{endpoint}: form field {empty[0]!r} is empty")
+    return values
+
+
+def read_body(request: Request) -> bytes:
+    length = request.content_length
+    if length is not None and length > MAX_BODY_BYTES:
+        raise BadInput(413, f"the body is {length} bytes; the fake reads at most {MAX_BODY_BYTES}")
+    body = request.get_data(cache=True)
+    if len(body) > MAX_BODY_BYTES:
+        raise BadInput(413, f"the body is over {MAX_BODY_BYTES} bytes")
+    return body
+
+
+def bearer_token(request: Request) -> tuple[str | None, str | None]:
+    """``(token, None)``, or ``(None, why not)`` for a missing or malformed header."""
+    values = request.headers.getlist("Authorization")
+    if not values:
+        hint = ""
+        if "JSESSIONID" in request.cookies:
+            hint = (
+                " (this request carries a JSESSIONID cookie: v1 sessions work on /v1/ routes only)"
+            )
+        return None, (
+            "no Authorization header: send 'Authorization: Bearer <token>' with the token "
+            f"from /v2/auth{hint}"
+        )
+    if len(values) > 1:
+        return None, f"{len(values)} Authorization headers; send exactly one"
+    value = values[0].strip()
+    scheme, _, rest = value.partition(" ")
+    rest = rest.strip()
+    if not rest:
+        if value.count(".") == 2:
+            return None, (
+                "the Authorization header holds the token without a scheme: send "
+                "'Authorization: Bearer <token>'"
+            )
+        return None, "the Authorization header is not 'Bearer <token>'"
+    if scheme.lower() != "bearer":
+        return None, (
+            f"the Authorization scheme is {scheme!r}: v2 calls take 'Authorization: Bearer <token>'"
+        )
+    if " " in rest:
+        return (
+            None,
+            "the bearer token contains a space; send the token exactly as /v2/auth returned it",
+        )
+    return rest, None
+
+
+def session_credentials(request: Request) -> tuple[str | None, str | None, str | None]:
+    """``(JSESSIONID, utk, problem)`` of a v1 call."""
+    session_id = request.cookies.get("JSESSIONID")
+    utk = request.args.get("utk")
+    if session_id:
+        return session_id, utk, None
+    if request.headers.get("Authorization", "").lower().startswith("bearer "):
+        return (
+            None,
+            utk,
+            (
+                "this is a v1 route: it takes the JSESSIONID cookie and utk of /v1/login, "
+                "not a bearer token"
+            ),
+        )
+    return (
+        None,
+        utk,
+        (
+            "no JSESSIONID cookie was sent. /v1/login sets it with Path=/urest_service and "
+            "Secure, so a cookie jar never sends it to /v1/... paths (nor over http://): "
+            "take JSESSIONID from the Set-Cookie header and send 'Cookie: JSESSIONID=<id>' "
+            "yourself, with utk as a query parameter"
+        ),
+    )

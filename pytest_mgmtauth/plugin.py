@@ -1,0 +1,163 @@
+"""The pytest glue: fixtures, the ``mgmtauth`` marker, options, report header.
+
+Thin on purpose: everything it builds comes from the modules below it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from ._domain._options import OPTION_NAMES, Options, build_options, check_option_names
+from ._fake import MgmtServer
+from ._pool import KeyCache, SessionPool
+from ._simclock import MgmtClock
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from ._domain._accounts import Account
+
+_BASE_OPTIONS = pytest.StashKey[Options]()
+_KEY_CACHE_ENTRY = "mgmtauth/signing-key-pem"
+
+_OPTION_HELP = {
+    "token_ttl": "bearer token validity in seconds (default 1800)",
+    "refresh_margin": "re-auth this many seconds before expiry counts as reuse (default 60)",
+    "lockout_threshold": "failed v1 logins in a row that lock an account (default 5)",
+    "lockout_duration": "seconds a lockout (error 1402) lasts (default 600)",
+    "session_timeout": "idle seconds after which a v1 session ends (default 1800)",
+    "throttle": "premature grants per account per 60 s before 429; 'none' turns it off (default 5)",
+    "strict": "fail tests on token churn instead of warning (default false)",
+    "https": "serve the fake over HTTPS with a per-session test CA (default false)",
+}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("mgmtauth", "pytest-mgmtauth (fake management auth service)")
+    group.addoption(
+        "--mgmtauth-strict",
+        action="store_true",
+        default=None,
+        help="fail tests whose client churns tokens (overrides the ini; markers still win)",
+    )
+    group.addoption(
+        "--mgmtauth-https",
+        action="store_true",
+        default=None,
+        help="serve the fake over HTTPS by default (overrides the ini; markers still win)",
+    )
+    for name in OPTION_NAMES:
+        parser.addini(f"mgmtauth_{name}", _OPTION_HELP[name], type="string", default=None)
+
+
+def _parse_ini(name: str, raw: str) -> Any:
+    field_type = {f.name: f.type for f in dataclasses.fields(Options)}[name]
+    text = raw.strip().lower()
+    if field_type == "bool":
+        if text in ("1", "true", "yes", "on"):
+            return True
+        if text in ("0", "false", "no", "off"):
+            return False
+        raise ValueError(f"mgmtauth_{name} = {raw!r}: expected true or false")
+    if name == "throttle" and text in ("none", "off", ""):
+        return None
+    try:
+        return int(text) if field_type.startswith("int") else float(text)
+    except ValueError:
+        raise ValueError(f"mgmtauth_{name} = {raw!r}: expected a number") from None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "mgmtauth(**options): configure the fake management auth service (mgmt_server) for "
+        f"this test, class or module; options: {', '.join(OPTION_NAMES)}",
+    )
+    overrides: dict[str, Any] = {}
+    for name in OPTION_NAMES:
+        raw = config.getini(f"mgmtauth_{name}")
+        if raw:
+            overrides[name] = _parse_ini(name, str(raw))
+    for name in ("strict", "https"):
+        if config.getoption(f"mgmtauth_{name}"):
+            overrides[name] = True
+    try:
+        options = build_options(Options(), overrides, where="mgmtauth ini settings")
+    except (TypeError, ValueError) as exc:
+        raise pytest.UsageError(str(exc)) from None
+    config.stash[_BASE_OPTIONS] = options
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return f"mgmtauth: {config.stash[_BASE_OPTIONS].describe()}"
+
+
+def options_for(node: pytest.Item, base: Options) -> Options:
+    """The options of one test: ini/CLI defaults, then markers from farthest to closest."""
+    __tracebackhide__ = True
+    merged: dict[str, Any] = {}
+    for marker in reversed(list(node.iter_markers("mgmtauth"))):
+        if marker.args:
+            raise TypeError(
+                f"@pytest.mark.mgmtauth takes keyword options only, got positional "
+                f"{marker.args!r}; known options: {', '.join(OPTION_NAMES)}"
+            )
+        check_option_names(marker.kwargs, where="@pytest.mark.mgmtauth")
+        merged.update(marker.kwargs)
+    return build_options(base, merged, where="@pytest.mark.mgmtauth")
+
+
+def _key_cache(config: pytest.Config) -> KeyCache | None:
+    cache = getattr(config, "cache", None)
+    if cache is None:  # -p no:cacheprovider
+        return None
+
+    def read() -> bytes | None:
+        value = cache.get(_KEY_CACHE_ENTRY, None)
+        return value.encode() if isinstance(value, str) else None
+
+    def write(pem: bytes) -> None:
+        cache.set(_KEY_CACHE_ENTRY, pem.decode())
+
+    return read, write
+
+
+@pytest.fixture(scope="session")
+def mgmt_server_pool(pytestconfig: pytest.Config) -> Iterator[SessionPool]:
+    """The session's servers, signing key and test CA (made on first use)."""
+    pool = SessionPool(_key_cache(pytestconfig))
+    yield pool
+    pool.close()
+
+
+@pytest.fixture
+def mgmt_server(
+    request: pytest.FixtureRequest, mgmt_server_pool: SessionPool
+) -> Iterator[MgmtServer]:
+    """The fake management auth service, with fresh state for this test."""
+    options = options_for(request.node, request.config.stash[_BASE_OPTIONS])
+    fake = MgmtServer(options, mgmt_server_pool)
+    try:
+        yield fake
+        fake._raise_server_errors()
+    finally:
+        fake._close()
+
+
+@pytest.fixture
+def mgmt_account(mgmt_server: MgmtServer) -> Account:
+    """One account on ``mgmt_server`` with every permission."""
+    return mgmt_server.add_account()
+
+
+@pytest.fixture
+def mgmt_clock() -> Iterator[MgmtClock]:
+    """Frozen simulated time (freezegun) that both the client and the fake see."""
+    clock = MgmtClock().start()
+    try:
+        yield clock
+    finally:
+        clock.stop()
