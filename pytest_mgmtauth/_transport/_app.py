@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_httpserver import RequestHandler, RequestMatcher
 from werkzeug import Request, Response
+from werkzeug.exceptions import ClientDisconnected, HTTPException
 
 from .._domain._service import Authorization, AuthService, Refusal
 from ._parsing import BadInput, bearer_token, read_body, read_form, session_credentials
@@ -120,6 +121,18 @@ class FakeApp:
             )
         try:
             return self._dispatch(binding, request)
+        except HTTPException as exc:
+            # Werkzeug's own 4xx (a chunked body over the size limit, a malformed
+            # header): the client's mistake, answered in the fake's JSON shape.
+            status = exc.code or 400
+            reason = exc.description or exc.name
+            if isinstance(exc, ClientDisconnected):
+                reason = (
+                    "the request body could not be read: the client disconnected, or sent "
+                    "a malformed chunked body"
+                )
+            binding.service.record_bad_request(request.method, request.path, status, reason)
+            return error_response(status, status, reason)
         except BaseException as exc:  # the fake's own bug: never lose it
             binding.errors.append(exc)
             return error_response(

@@ -33,7 +33,9 @@ STALL_TIMEOUT = 30.0
 
 
 class _FakeRequest(Request):
-    max_content_length = MAX_BODY_BYTES
+    # One byte over the limit, so that a chunked body (no Content-Length) that is too
+    # large reads as too large (read_body answers 413) instead of silently truncated.
+    max_content_length = MAX_BODY_BYTES + 1
     max_form_memory_size = MAX_BODY_BYTES
 
 
