@@ -1,0 +1,154 @@
+"""Shared fixtures of the three test layers.
+
+Keys are the expensive part of the fake, so each is made once per test session:
+a 2048-bit key for the domain tests (fast, tokens of ~500 characters) and the plugin's
+own 4096-bit default key, read from (or written to) the same pytest cache entry the
+plugin uses, so the wire tests, the pytester runs and a rerun all share one key.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+import requests
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from pytest_mgmtauth import Account, MgmtServer
+from pytest_mgmtauth._domain._clock import ManualClock
+from pytest_mgmtauth._domain._options import Options
+from pytest_mgmtauth._domain._service import AuthService
+from pytest_mgmtauth._domain._tokens import (
+    TokenSigner,
+    generate_private_key_pem,
+)
+from pytest_mgmtauth.plugin import _KEY_CACHE_ENTRY
+
+FORM_TYPE = "application/x-www-form-urlencoded"
+#: How working clients of the real service find the session id in the Set-Cookie lines.
+JSESSIONID_LINE = re.compile(r"^JSESSIONID=([^;]*);")
+
+
+# -- keys and signers (once per session) ---------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def rsa_key_2048() -> rsa.RSAPrivateKey:
+    """A small key for domain tests: same algorithm, a tenth of the generation time."""
+    return rsa.generate_private_key(public_exponent=65537, key_size=2048)
+
+
+@pytest.fixture(scope="session")
+def signer(rsa_key_2048: rsa.RSAPrivateKey) -> TokenSigner:
+    return TokenSigner(rsa_key_2048)
+
+
+@pytest.fixture(scope="session")
+def other_signer() -> TokenSigner:
+    """A signer with a different key (same issuer): its tokens must not verify."""
+    return TokenSigner(rsa.generate_private_key(public_exponent=65537, key_size=2048))
+
+
+@pytest.fixture(scope="session")
+def default_key_pem(pytestconfig: pytest.Config) -> bytes:
+    """The plugin's default (4096-bit) signing key, shared through pytest's cache.
+
+    The plugin's pool reads the same cache entry, so this key is the one the session's
+    ``mgmt_server`` signs with; pytester runs are seeded with it (see ``seed_key``).
+    """
+    cache = getattr(pytestconfig, "cache", None)
+    cached = cache.get(_KEY_CACHE_ENTRY, None) if cache is not None else None
+    if isinstance(cached, str):
+        return cached.encode()
+    pem = generate_private_key_pem()
+    if cache is not None:
+        cache.set(_KEY_CACHE_ENTRY, pem.decode())
+    return pem
+
+
+@pytest.fixture
+def seed_key(default_key_pem: bytes) -> Callable[[pytest.Pytester], None]:
+    """Write the session's key into a pytester directory's cache, so an inner run does
+    not spend half a second generating its own 4096-bit key."""
+
+    def seed(pytester: pytest.Pytester) -> None:
+        entry = pytester.path.joinpath(".pytest_cache", "v", *_KEY_CACHE_ENTRY.split("/"))
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        entry.write_text(json.dumps(default_key_pem.decode()))
+
+    return seed
+
+
+# -- domain --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock()
+
+
+@pytest.fixture
+def make_service(signer: TokenSigner, clock: ManualClock) -> Callable[..., AuthService]:
+    """``make_service(**options)``: a fresh AuthService on the manual clock."""
+
+    def make(**options: Any) -> AuthService:
+        return AuthService(Options(**options), signer, clock)
+
+    return make
+
+
+@pytest.fixture
+def service(make_service: Callable[..., AuthService]) -> AuthService:
+    return make_service()
+
+
+# -- wire ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def http() -> Iterator[requests.Session]:
+    """A requests session that ignores the environment's CA bundle variables."""
+    with requests.Session() as session:
+        session.trust_env = False
+        yield session
+
+
+@pytest.fixture
+def get_token(mgmt_server: MgmtServer, http: requests.Session) -> Callable[[Account], str]:
+    """A bearer token for an account, obtained the way a correct client does."""
+
+    def get(account: Account) -> str:
+        response = http.post(
+            f"{mgmt_server.url}/v2/auth",
+            data={"username": account.username, "key": account.api_key},
+        )
+        assert response.status_code == 200, response.text
+        token: str = response.json()["token"]
+        return token
+
+    return get
+
+
+@pytest.fixture
+def v1_login(
+    mgmt_server: MgmtServer, http: requests.Session
+) -> Callable[[Account], tuple[str, str]]:
+    """``(JSESSIONID, utk)`` of a new v1 session, taken from the answer as working
+    clients of the real service do (regex over the Set-Cookie lines)."""
+
+    def login(account: Account) -> tuple[str, str]:
+        response = http.post(
+            f"{mgmt_server.url}/v1/login",
+            data={"username": account.username, "password": account.password},
+        )
+        assert response.status_code == 200, response.text
+        for line in response.raw.headers.getlist("Set-Cookie"):
+            match = JSESSIONID_LINE.match(line)
+            if match:
+                return match.group(1), response.json()["utk"]
+        raise AssertionError(f"no JSESSIONID line in {response.headers!r}")
+
+    return login

@@ -1,0 +1,140 @@
+"""Accounts: generated credentials look like the real ones; secrets stay out of output."""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import quote, unquote_plus
+
+import pytest
+
+from pytest_mgmtauth import Account
+from pytest_mgmtauth._domain._accounts import (
+    fingerprint,
+    generate_api_key,
+    generate_password,
+    make_account,
+)
+from pytest_mgmtauth._domain._service import AuthService
+
+#: A sample large enough that a character class missing now and then would show.
+KEYS = [generate_api_key() for _ in range(200)]
+
+
+def test_generated_keys_are_about_sixty_characters() -> None:
+    assert {len(key) for key in KEYS} == {60}
+
+
+@pytest.mark.parametrize("char", list("+&=%/"))
+def test_every_generated_key_contains_what_must_be_url_encoded(char: str) -> None:
+    assert all(char in key for key in KEYS)
+
+
+def test_generated_keys_mix_letters_digits_and_punctuation_without_spaces() -> None:
+    for key in KEYS:
+        assert re.search("[a-z]", key)
+        assert re.search("[A-Z]", key)
+        assert re.search("[0-9]", key)
+        assert " " not in key
+        assert key[0].isalnum()  # a shell never eats the first character
+        assert key.isascii()
+
+
+def test_generated_keys_are_different_and_change_when_sent_unencoded() -> None:
+    assert len(set(KEYS)) == len(KEYS)
+    # What makes the fake useful: every key is damaged by a client that skips encoding.
+    assert all(unquote_plus(key.split("&", 1)[0]) != key for key in KEYS)
+    assert all(quote(key, safe="") != key for key in KEYS)
+
+
+def test_generated_passwords_need_encoding_too() -> None:
+    passwords = [generate_password() for _ in range(50)]
+    for password in passwords:
+        assert len(password) == 20
+        assert "+" in password
+        assert "&" in password
+        assert "%" in password
+
+
+def test_usernames_are_email_addresses_and_unique(service: AuthService) -> None:
+    accounts = [service.add_account() for _ in range(20)]
+    names = [a.username for a in accounts]
+    assert all(re.fullmatch(r"[^@\s]+@[^@\s]+\.[a-z]+", name) for name in names)
+    assert len(set(names)) == len(names)
+
+
+def test_account_has_every_permission_unless_told_otherwise() -> None:
+    everything = make_account(1, None, None, None, None)
+    assert everything.permissions is None
+    assert everything.has_permission("tags:write")
+    assert everything.has_permission(None)
+    some = make_account(2, None, None, None, ["tags:read"])
+    assert some.permissions == frozenset({"tags:read"})
+    assert some.has_permission("tags:read")
+    assert not some.has_permission("tags:write")
+    assert some.has_permission(None)  # a route without a permission
+    none = make_account(3, None, None, None, [])
+    assert none.permissions == frozenset()
+    assert not none.has_permission("tags:read")
+
+
+def test_given_credentials_are_kept_as_they_are() -> None:
+    account = make_account(1, "ops@example.com", "k+y&=%/", "pw", None)
+    assert account.username == "ops@example.com"
+    assert account.api_key == "k+y&=%/"
+    assert account.password == "pw"
+
+
+def test_secrets_never_appear_in_repr_or_str() -> None:
+    account = make_account(1, None, None, None, ["tags:read"])
+    for text in (repr(account), str(account), repr([account])):
+        assert account.api_key not in text
+        assert account.password not in text
+        assert account.username in text
+        assert fingerprint(account.api_key) in text
+        assert "['tags:read']" in text
+
+
+def test_fingerprint_is_short_stable_and_not_the_secret() -> None:
+    key = generate_api_key()
+    assert fingerprint(key) == fingerprint(key)
+    assert re.fullmatch("#[0-9a-f]{6}", fingerprint(key))
+    assert fingerprint(key) != fingerprint(key + "x")
+
+
+def test_account_is_immutable() -> None:
+    account = make_account(1, None, None, None, None)
+    with pytest.raises(AttributeError):
+        account.api_key = "x"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"username": "alice"}, "usernames of the service are e-mail addresses"),
+        ({"username": ""}, r"add_account\(username=...\) must be a non-empty str"),
+        ({"api_key": ""}, r"add_account\(api_key=...\) must be a non-empty str"),
+        ({"password": 123}, r"add_account\(password=...\) must be a non-empty str"),
+    ],
+)
+def test_bad_account_arguments_say_what_to_pass(kwargs: dict[str, object], message: str) -> None:
+    args: dict[str, object] = {"username": None, "api_key": None, "password": None}
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=message):
+        make_account(1, permissions=None, **args)  # type: ignore[arg-type]
+
+
+def test_permissions_as_a_single_string_is_refused_with_the_fix() -> None:
+    with pytest.raises(TypeError, match=r"did you mean permissions=\['tags:read'\]\?"):
+        make_account(1, None, None, None, "tags:read")
+
+
+def test_duplicate_username_in_one_test_is_refused(service: AuthService) -> None:
+    service.add_account("dup@example.com")
+    with pytest.raises(ValueError, match=r"an account 'dup@example\.com' exists already"):
+        service.add_account("dup@example.com")
+
+
+def test_accounts_are_registered_by_username(service: AuthService) -> None:
+    account = service.add_account(permissions=["a"])
+    assert isinstance(account, Account)
+    assert service.accounts == {account.username: account}

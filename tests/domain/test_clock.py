@@ -1,0 +1,127 @@
+"""The time seam (system_clock, ManualClock) and the simulated clock users get (MgmtClock)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
+
+import freezegun
+import pytest
+
+from pytest_mgmtauth import MgmtClock
+from pytest_mgmtauth._domain._clock import ManualClock, system_clock, to_datetime
+from pytest_mgmtauth._domain._options import Options
+from pytest_mgmtauth._domain._service import AuthService, Refusal
+from pytest_mgmtauth._domain._tokens import TokenSigner
+
+MOMENT = datetime(2031, 5, 6, 7, 8, 9, tzinfo=timezone.utc)
+
+
+def test_manual_clock_moves_only_when_told() -> None:
+    clock = ManualClock(start=100.0)
+    assert clock() == 100.0
+    assert clock() == 100.0
+    clock.advance(2.5)
+    assert clock() == 102.5
+
+
+def test_to_datetime_is_aware_utc() -> None:
+    assert to_datetime(MOMENT.timestamp()) == MOMENT
+    assert to_datetime(0).tzinfo is timezone.utc
+
+
+def test_system_clock_reads_time_at_each_call_so_freezegun_moves_it() -> None:
+    with freezegun.freeze_time(MOMENT) as frozen:
+        assert system_clock() == MOMENT.timestamp()
+        frozen.tick(timedelta(seconds=30))
+        assert system_clock() == MOMENT.timestamp() + 30
+    assert abs(system_clock() - time.time()) < 5
+
+
+def test_service_on_the_system_clock_follows_a_frozen_clock(signer: TokenSigner) -> None:
+    # What mgmt_clock relies on: the service has no clock of its own.
+    with freezegun.freeze_time(MOMENT) as frozen:
+        service = AuthService(Options(token_ttl=120), signer)
+        account = service.add_account()
+        token, record = service.grant_token(account.username, account.api_key)
+        assert record.claims.iat == int(MOMENT.timestamp())
+        frozen.tick(timedelta(seconds=120))
+        with pytest.raises(Refusal, match="token T1 expired 0 s ago"):
+            service.authorize_v2(token, problem=None, method="GET", path="/p", permission=None)
+
+
+# -- MgmtClock -----------------------------------------------------------------------
+
+
+@pytest.fixture
+def sim() -> Iterator[MgmtClock]:
+    clock = MgmtClock(MOMENT).start()
+    yield clock
+    clock.stop()
+
+
+def test_mgmt_clock_now_is_aware_utc_and_frozen(sim: MgmtClock) -> None:
+    assert sim.now() == MOMENT
+    assert sim.now().tzinfo is timezone.utc
+    assert time.time() == MOMENT.timestamp()
+    assert datetime.now(timezone.utc) == MOMENT
+
+
+def test_mgmt_clock_advance_takes_keywords_or_a_timedelta(sim: MgmtClock) -> None:
+    assert sim.advance(seconds=30) == MOMENT + timedelta(seconds=30)
+    assert sim.advance(minutes=2, hours=1) == MOMENT + timedelta(hours=1, minutes=2, seconds=30)
+    assert sim.advance(timedelta(seconds=10), seconds=5) == MOMENT + timedelta(
+        hours=1, minutes=2, seconds=45
+    )
+    assert time.time() == sim.now().timestamp()
+
+
+def test_mgmt_clock_moves_monotonic_time_too(sim: MgmtClock) -> None:
+    # Clients cache tokens against time.monotonic(); it must move with the clock.
+    before = time.monotonic()
+    sim.advance(minutes=31)
+    assert time.monotonic() - before == pytest.approx(31 * 60)
+
+
+def test_mgmt_clock_refuses_to_go_backwards_with_advance(sim: MgmtClock) -> None:
+    with pytest.raises(ValueError, match=r"forward only .*use move_to\(\) to jump back"):
+        sim.advance(seconds=-1)
+    with pytest.raises(TypeError, match="advance\\(\\) takes a timedelta"):
+        sim.advance(30)  # type: ignore[arg-type]
+
+
+def test_mgmt_clock_move_to_jumps_and_takes_naive_as_utc(sim: MgmtClock) -> None:
+    earlier = datetime(2020, 1, 1, 12, 0, 0)
+    assert sim.move_to(earlier) == earlier.replace(tzinfo=timezone.utc)
+    other_zone = datetime(2030, 1, 1, 12, 0, tzinfo=timezone(timedelta(hours=2)))
+    assert sim.move_to(other_zone) == datetime(2030, 1, 1, 10, 0, tzinfo=timezone.utc)
+    with pytest.raises(TypeError, match="move_to\\(\\) takes a datetime"):
+        sim.move_to("2030-01-01")  # type: ignore[arg-type]
+
+
+def test_asyncio_keeps_working_while_time_is_frozen(sim: MgmtClock) -> None:
+    async def sleeper() -> str:
+        await asyncio.sleep(0.01)
+        return "woke"
+
+    async def timeout() -> bool:
+        try:
+            await asyncio.wait_for(asyncio.Event().wait(), timeout=0.01)
+        except asyncio.TimeoutError:
+            return True
+        return False
+
+    assert asyncio.run(sleeper()) == "woke"
+    assert asyncio.run(timeout()) is True
+    assert sim.now() == MOMENT
+
+
+def test_stopped_mgmt_clock_says_its_test_has_ended() -> None:
+    clock = MgmtClock(MOMENT).start()
+    clock.stop()
+    assert "stopped" in repr(clock)
+    with pytest.raises(RuntimeError, match="its test has ended"):
+        clock.now()
+    assert time.time() != MOMENT.timestamp()

@@ -1,0 +1,201 @@
+"""v2 bearer tokens: real RS512 JWTs, and verification that refuses every fake."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import time
+
+import jwt
+import pytest
+from cryptography.hazmat.primitives import serialization
+
+from pytest_mgmtauth._domain._tokens import (
+    ISSUER,
+    KEY_BITS,
+    TokenProblem,
+    TokenSigner,
+    load_private_key,
+    unverified_subject,
+)
+
+T0 = 1_800_000_000
+
+
+def _b64(data: dict[str, object]) -> str:
+    raw = json.dumps(data, separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+
+
+def _parts(token: str) -> tuple[dict[str, object], dict[str, object], str]:
+    header, payload, signature = token.split(".")
+
+    def decode(part: str) -> dict[str, object]:
+        value: dict[str, object] = json.loads(
+            base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
+        )
+        return value
+
+    return decode(header), decode(payload), signature
+
+
+def test_header_is_typ_jwt_alg_rs512(signer: TokenSigner) -> None:
+    token, _ = signer.issue("a@example.com", T0, 1800)
+    header, _, _ = _parts(token)
+    assert header == {"typ": "JWT", "alg": "RS512"}
+
+
+def test_claims_are_sub_iss_iat_nbf_exp(signer: TokenSigner) -> None:
+    token, claims = signer.issue("a@example.com", T0, 1800)
+    _, payload, _ = _parts(token)
+    assert payload["sub"] == "a@example.com"
+    assert payload["iss"] == ISSUER
+    assert payload["iat"] == T0
+    assert payload["nbf"] == T0
+    assert payload["exp"] == T0 + 1800
+    assert isinstance(payload["jti"], str)
+    assert claims.sub == "a@example.com"
+    assert (claims.iat, claims.nbf, claims.exp) == (T0, T0, T0 + 1800)
+
+
+def test_exp_follows_the_ttl(signer: TokenSigner) -> None:
+    _, claims = signer.issue("a@example.com", T0, 90)
+    assert claims.exp == T0 + 90
+
+
+def test_tokens_of_one_instant_differ(signer: TokenSigner) -> None:
+    first, c1 = signer.issue("a@example.com", T0, 1800)
+    second, c2 = signer.issue("a@example.com", T0, 1800)
+    assert first != second
+    assert c1.jti != c2.jti
+
+
+def test_token_verifies_with_pyjwt_and_the_public_key(signer: TokenSigner) -> None:
+    # A client library that checks everything (time claims against the real clock too).
+    token, _ = signer.issue("a@example.com", int(time.time()), 1800)
+    payload = jwt.decode(token, signer._public_key, algorithms=["RS512"], issuer=ISSUER)
+    assert payload["sub"] == "a@example.com"
+
+
+def test_verify_returns_the_claims(signer: TokenSigner) -> None:
+    token, claims = signer.issue("a@example.com", T0, 1800)
+    assert signer.verify(token) == claims
+
+
+def test_real_default_key_makes_tokens_over_800_characters(default_key_pem: bytes) -> None:
+    key = load_private_key(default_key_pem)
+    assert key.key_size == KEY_BITS == 4096
+    token, _ = TokenSigner(key).issue("someone@example.com", T0, 1800)
+    assert len(token) > 800
+
+
+# -- verification refuses every token this fake did not issue ------------------------
+
+
+def test_token_from_another_key_is_refused(signer: TokenSigner, other_signer: TokenSigner) -> None:
+    token, _ = other_signer.issue("a@example.com", T0, 1800)
+    with pytest.raises(TokenProblem, match="signature does not verify with this fake's key"):
+        signer.verify(token)
+
+
+def test_tampered_payload_is_refused(signer: TokenSigner) -> None:
+    token, _ = signer.issue("a@example.com", T0, 1800)
+    header, _, signature = token.split(".")
+    claims = _parts(token)[1]
+    forged = _b64({**claims, "sub": "admin@example.com"})
+    with pytest.raises(TokenProblem, match="tampered with or issued by another server"):
+        signer.verify(f"{header}.{forged}.{signature}")
+
+
+def test_tampered_signature_is_refused(signer: TokenSigner) -> None:
+    token, _ = signer.issue("a@example.com", T0, 1800)
+    flipped = token[:-4] + ("AAAA" if token[-4:] != "AAAA" else "BBBB")
+    with pytest.raises(TokenProblem):
+        signer.verify(flipped)
+
+
+def test_extended_expiry_is_refused(signer: TokenSigner) -> None:
+    token, _ = signer.issue("a@example.com", T0, 1800)
+    header, _, signature = token.split(".")
+    claims = _parts(token)[1]
+    longer = _b64({**claims, "exp": T0 + 10**6})
+    with pytest.raises(TokenProblem, match="signature does not verify"):
+        signer.verify(f"{header}.{longer}.{signature}")
+
+
+@pytest.mark.parametrize("keep", [0.9, 0.5, 0.1])
+def test_truncated_token_is_refused(signer: TokenSigner, keep: float) -> None:
+    token, _ = signer.issue("a@example.com", T0, 1800)
+    with pytest.raises(TokenProblem):
+        signer.verify(token[: int(len(token) * keep)])
+
+
+def test_token_without_signature_part_is_refused_as_not_a_jwt(signer: TokenSigner) -> None:
+    token, _ = signer.issue("a@example.com", T0, 1800)
+    header, payload, _ = token.split(".")
+    with pytest.raises(TokenProblem, match="this has 2"):
+        signer.verify(f"{header}.{payload}")
+
+
+def test_unsigned_alg_none_token_is_refused(signer: TokenSigner) -> None:
+    token, _ = signer.issue("a@example.com", T0, 1800)
+    claims = _parts(token)[1]
+    unsigned = f"{_b64({'typ': 'JWT', 'alg': 'none'})}.{_b64(claims)}."
+    with pytest.raises(TokenProblem, match="algorithm is 'none', not 'RS512'"):
+        signer.verify(unsigned)
+
+
+def test_hs256_signed_with_the_public_key_is_refused(signer: TokenSigner) -> None:
+    # The classic algorithm confusion: HMAC keyed with the RSA public key's PEM.
+    token, _ = signer.issue("a@example.com", T0, 1800)
+    claims = _parts(token)[1]
+    public_pem = signer._public_key.public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    signing_input = f"{_b64({'typ': 'JWT', 'alg': 'HS256'})}.{_b64(claims)}"
+    mac = hmac.new(public_pem, signing_input.encode(), hashlib.sha256).digest()
+    forged = signing_input + "." + base64.urlsafe_b64encode(mac).rstrip(b"=").decode()
+    with pytest.raises(TokenProblem, match="algorithm is 'HS256', not 'RS512'"):
+        signer.verify(forged)
+
+
+def test_rs256_token_of_the_same_key_is_refused(signer: TokenSigner) -> None:
+    token, _ = signer.issue("a@example.com", T0, 1800)
+    claims = _parts(token)[1]
+    rs256 = jwt.encode(claims, signer._private_key, algorithm="RS256")
+    with pytest.raises(TokenProblem, match="'RS256', not 'RS512'"):
+        signer.verify(rs256)
+
+
+def test_token_missing_a_required_claim_is_refused(signer: TokenSigner) -> None:
+    token = jwt.encode(
+        {"sub": "a@example.com", "iss": ISSUER, "iat": T0, "exp": T0 + 60},
+        signer._private_key,
+        algorithm="RS512",
+    )
+    with pytest.raises(TokenProblem, match="lacks the 'nbf' claim"):
+        signer.verify(token)
+
+
+def test_token_of_another_issuer_is_refused(signer: TokenSigner) -> None:
+    other = TokenSigner(signer._private_key, issuer="someone-else")
+    token, _ = other.issue("a@example.com", T0, 1800)
+    with pytest.raises(TokenProblem, match="issuer is 'someone-else'"):
+        signer.verify(token)
+
+
+@pytest.mark.parametrize("garbage", ["", "abc", "a.b.c", "Bearer x.y.z", "...."])
+def test_garbage_is_refused_with_a_reason(signer: TokenSigner, garbage: str) -> None:
+    with pytest.raises(TokenProblem) as excinfo:
+        signer.verify(garbage)
+    assert str(excinfo.value)
+
+
+def test_unverified_subject_names_the_account_of_a_forged_token(
+    other_signer: TokenSigner,
+) -> None:
+    token, _ = other_signer.issue("who@example.com", T0, 1800)
+    assert unverified_subject(token) == "who@example.com"
+    assert unverified_subject("not a token") is None
