@@ -7,6 +7,7 @@ import hashlib
 import secrets
 import string
 from typing import TYPE_CHECKING
+from urllib.parse import unquote_to_bytes
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -27,6 +28,19 @@ def fingerprint(secret: str) -> str:
 
 
 def _generate_with(alphabet: str, length: int, required: str) -> str:
+    # A '%' followed by a hex pair like 'C3' makes the un-encoded body undecodable (a
+    # 400) instead of a wrong key (1401 with the diagnosis): keep the mistake's symptom
+    # the same for every generated secret, so a test of it is not flaky.
+    while True:
+        secret = _draw(alphabet, length, required)
+        try:
+            unquote_to_bytes(secret).decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        return secret
+
+
+def _draw(alphabet: str, length: int, required: str) -> str:
     chars = [secrets.choice(required_char) for required_char in required]
     chars += [secrets.choice(alphabet) for _ in range(length - len(chars))]
     # Shuffle so the required characters are not always at the start; keep the first

@@ -129,8 +129,13 @@ def bearer_token(request: Request) -> tuple[str | None, str | None]:
             "no Authorization header: send 'Authorization: Bearer <token>' with the token "
             f"from /v2/auth{hint}"
         )
+    # The WSGI server joins repeated headers into one with ", " (a JWT has no comma).
+    values = [part for joined in values for part in joined.split(",")]
     if len(values) > 1:
-        return None, f"{len(values)} Authorization headers; send exactly one"
+        return None, (
+            f"{len(values)} Authorization values (repeated headers, or commas in one); "
+            "send exactly one 'Authorization: Bearer <token>'"
+        )
     value = values[0].strip()
     scheme, _, rest = value.partition(" ")
     rest = rest.strip()
