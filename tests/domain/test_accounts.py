@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from urllib.parse import quote, unquote_plus
+from urllib.parse import quote, unquote_plus, unquote_to_bytes
 
 import pytest
 
@@ -44,6 +44,13 @@ def test_generated_keys_are_different_and_change_when_sent_unencoded() -> None:
     # What makes the fake useful: every key is damaged by a client that skips encoding.
     assert all(unquote_plus(key.split("&", 1)[0]) != key for key in KEYS)
     assert all(quote(key, safe="") != key for key in KEYS)
+
+
+def test_unencoded_generated_secrets_still_decode_so_the_mistake_is_always_a_1401() -> None:
+    # A '%C3'-like pair would make a forgetful client's body undecodable (a 400) instead
+    # of a wrong key: the symptom of the mistake must not depend on the draw.
+    for secret in KEYS + [generate_password() for _ in range(200)]:
+        unquote_to_bytes(secret).decode("utf-8")
 
 
 def test_generated_passwords_need_encoding_too() -> None:
