@@ -35,6 +35,10 @@ class TokenIssued(Event):
     #: Labels of credentials of the same kind the account still held, valid and not
     #: near expiry, when this one was granted: non-empty means churn.
     while_valid: tuple[str, ...] = ()
+    #: Labels of earlier grants to the same account that were issued while this
+    #: request was in flight (it arrived before they were issued, so its client could
+    #: not have known them): non-empty means a thundering herd.
+    concurrent_with: tuple[str, ...] = ()
 
     @property
     def premature(self) -> bool:
@@ -44,6 +48,8 @@ class TokenIssued(Event):
         text = f"token {self.token} ({self.fingerprint}) issued, valid to {{exp}}"
         if self.while_valid:
             text += f"  <-- premature: {', '.join(self.while_valid)} still valid"
+        if self.concurrent_with:
+            text += f"  <-- concurrent with {', '.join(self.concurrent_with)}"
         return text
 
 
@@ -65,6 +71,8 @@ class LoggedIn(Event):
     session: str
     fingerprint: str
     while_valid: tuple[str, ...] = ()
+    #: As :attr:`TokenIssued.concurrent_with`, for sessions.
+    concurrent_with: tuple[str, ...] = ()
 
     @property
     def premature(self) -> bool:
@@ -74,6 +82,8 @@ class LoggedIn(Event):
         text = f"session {self.session} ({self.fingerprint}) started by /v1/login"
         if self.while_valid:
             text += f"  <-- premature: {', '.join(self.while_valid)} still active"
+        if self.concurrent_with:
+            text += f"  <-- concurrent with {', '.join(self.concurrent_with)}"
         return text
 
 

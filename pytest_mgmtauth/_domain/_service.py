@@ -85,6 +85,11 @@ class TokenRecord:
     username: str
     uses: int = 0
     revoked_at: float | None = None
+    #: Order of grants in this test (tokens and sessions share it): a 1401 refusal
+    #: releases the credentials granted before it, see AuthService._held_tokens.
+    serial: int = 0
+    #: Tick at which it was issued, to tell which requests were in flight meanwhile.
+    issued_tick: int = 0
 
     @property
     def fingerprint(self) -> str:
@@ -102,6 +107,8 @@ class SessionRecord:
     uses: int = 0
     ended_at: float | None = None
     end_reason: str | None = None  # "logout", "timeout", "revoked"
+    serial: int = 0
+    issued_tick: int = 0
 
     @property
     def fingerprint(self) -> str:
@@ -131,9 +138,16 @@ class AuthService:
         self._failed_logins: dict[str, int] = {}
         self._lockouts: dict[str, tuple[float, float]] = {}  # username -> (start, end)
         self._premature_v2: dict[str, deque[float]] = {}
-        # When a protected call by an account last got a 1401, per version: a credential
-        # issued before that may be replaced without it counting as churn.
-        self._last_refusal: dict[tuple[str, str], float] = {}
+        # The serial of the last grant before a protected call by the account last got a
+        # 1401, per version: credentials granted up to then may be replaced without it
+        # counting as churn. Serials, not times: under a frozen clock everything happens
+        # at one instant.
+        self._last_refusal: dict[tuple[str, str], int] = {}
+        self._serial = 0
+        # Ticks order request arrivals and grants, for thundering-herd detection.
+        self._tick = 0
+        # Login attempts per account during its current lockout.
+        self._attempts_while_locked: dict[str, int] = {}
 
     # -- time and events -----------------------------------------------------------
 
@@ -195,21 +209,40 @@ class AuthService:
 
     # -- churn ---------------------------------------------------------------------
 
+    def request_arrived(self) -> int:
+        """A tick for a credential request that has just arrived (before its body is
+        read); pass it to :meth:`grant_token` / :meth:`login` as ``arrived``."""
+        with self._lock:
+            self._tick += 1
+            return self._tick
+
+    def _next_grant(self) -> tuple[int, int]:
+        self._serial += 1
+        self._tick += 1
+        return self._serial, self._tick
+
     def _held_tokens(self, username: str, now: float) -> list[TokenRecord]:
-        """Tokens the account still holds that are valid and not near expiry."""
-        refused = self._last_refusal.get((username, "v2"), -math.inf)
+        """Tokens the account still holds: valid, not refused, not near expiry.
+
+        Churn is a grant while this is non-empty. A 1401 on a call attributed to the
+        account releases every token granted before it (the client was told its
+        credential is no good); a 1469 does not. A token within ``refresh_margin`` of
+        its ``exp`` may be replaced.
+        """
+        refused = self._last_refusal.get((username, "v2"), 0)
         margin = self.options.refresh_margin
         return [
             rec
             for rec in self.tokens.values()
             if rec.username == username
             and rec.revoked_at is None
-            and rec.claims.iat > refused
+            and rec.serial > refused
             and now < rec.claims.exp - margin
         ]
 
     def _held_sessions(self, username: str, now: float) -> list[SessionRecord]:
-        refused = self._last_refusal.get((username, "v1"), -math.inf)
+        """Sessions the account still holds: active, not refused, not near idle timeout."""
+        refused = self._last_refusal.get((username, "v1"), 0)
         margin = self.options.refresh_margin
         timeout = self.options.session_timeout
         return [
@@ -217,9 +250,20 @@ class AuthService:
             for rec in self.sessions.values()
             if rec.username == username
             and rec.ended_at is None
-            and rec.started_at > refused
+            and rec.serial > refused
             and now < rec.last_used + timeout - margin
         ]
+
+    @staticmethod
+    def _concurrent(
+        records: Iterable[TokenRecord | SessionRecord], username: str, arrived: int | None
+    ) -> tuple[str, ...]:
+        """Labels of the account's grants issued after a request arrived at ``arrived``."""
+        if arrived is None:
+            return ()
+        return tuple(
+            r.label for r in records if r.username == username and r.issued_tick > arrived
+        )
 
     def _check_throttle(self, username: str, now: float) -> None:
         limit = self.options.throttle
@@ -251,8 +295,14 @@ class AuthService:
 
     # -- v2 ------------------------------------------------------------------------
 
-    def grant_token(self, username: str, key: str) -> tuple[str, TokenRecord]:
-        """``/v2/auth``: a new bearer token, or :class:`Refusal`."""
+    def grant_token(
+        self, username: str, key: str, *, arrived: int | None = None
+    ) -> tuple[str, TokenRecord]:
+        """``/v2/auth``: a new bearer token, or :class:`Refusal`.
+
+        ``arrived`` is the :meth:`request_arrived` tick of the request; without it the
+        grant cannot be part of a thundering herd.
+        """
         with self._lock:
             now = self.now()
             account = self.accounts.get(username)
@@ -280,12 +330,16 @@ class AuthService:
                 )
                 raise Refusal(401, AUTH_FAILED, problem)
             held = self._held_tokens(username, now)
+            concurrent = self._concurrent(self.tokens.values(), username, arrived)
             token, claims = self._signer.issue(username, int(now), int(self.options.token_ttl))
+            serial, tick = self._next_grant()
             record = TokenRecord(
                 label=f"T{len(self.tokens) + 1}",
                 token=token,
                 claims=claims,
                 username=username,
+                serial=serial,
+                issued_tick=tick,
             )
             self.tokens[claims.jti] = record
             if held:
@@ -298,6 +352,7 @@ class AuthService:
                     fingerprint=record.fingerprint,
                     expires_at=to_datetime(claims.exp),
                     while_valid=tuple(r.label for r in held),
+                    concurrent_with=concurrent,
                 )
             )
             return token, record
@@ -311,11 +366,18 @@ class AuthService:
         path: str,
         permission: str | None,
     ) -> Authorization:
-        """Authenticate a protected call by its bearer token; :class:`Refusal` if not."""
+        """Authenticate a protected call by its bearer token; :class:`Refusal` if not.
+
+        With a ``problem`` (a malformed Authorization header), ``token`` may be the
+        token found in it anyway: it attributes the refusal to its account.
+        """
         with self._lock:
             now = self.now()
             if token is None or problem:
-                self._refuse_call("v2", None, None, method, path, problem or "no bearer token", now)
+                owner, label = self._attribute_token(token) if token else (None, None)
+                self._refuse_call(
+                    "v2", owner, label, method, path, problem or "no bearer token", now
+                )
             assert token is not None
             try:
                 claims = self._signer.verify(token)
@@ -375,9 +437,17 @@ class AuthService:
             record.uses += 1
             return Authorization(record.username, "v2", record.label)
 
+    def _attribute_token(self, token: str) -> tuple[str | None, str | None]:
+        """The account and label of a token presented in a malformed header."""
+        record = next((r for r in self.tokens.values() if r.token == token), None)
+        if record is not None:
+            return record.username, record.label
+        sub = unverified_subject(token)
+        return (sub if sub in self.accounts else None), None
+
     # -- v1 ------------------------------------------------------------------------
 
-    def login(self, username: str, password: str) -> SessionRecord:
+    def login(self, username: str, password: str, *, arrived: int | None = None) -> SessionRecord:
         """``/v1/login``: a new session, or :class:`Refusal` (1401, 1402)."""
         with self._lock:
             now = self.now()
@@ -397,10 +467,20 @@ class AuthService:
             lockout = self._lockouts.get(username)
             if lockout is not None and now < lockout[1]:
                 start, end = lockout
+                attempts = self._attempts_while_locked.get(username, 0) + 1
+                self._attempts_while_locked[username] = attempts
+                hammering = ""
+                if attempts > 1:
+                    # A client that retries /v1/login in a loop on 1402 hammers the
+                    # service for nothing: say so, with the count.
+                    hammering = (
+                        f"; the client is still hammering the locked account: {attempts} "
+                        f"login attempts since the lockout began, stop retrying on 1402"
+                    )
                 reason = (
                     f"account locked since {self._offset(start)} until {self._offset(end)} "
                     f"after {self.options.lockout_threshold} failed logins; attempts during a "
-                    f"lockout do not end it sooner: wait {math.ceil(end - now)} s"
+                    f"lockout do not end it sooner: wait {math.ceil(end - now)} s{hammering}"
                 )
                 self._record(
                     LoginRejected(
@@ -427,6 +507,7 @@ class AuthService:
                     until = now + self.options.lockout_duration
                     self._lockouts[username] = (now, until)
                     self._failed_logins[username] = 0
+                    self._attempts_while_locked[username] = 0
                     self._record(
                         AccountLocked(
                             at=to_datetime(now),
@@ -438,6 +519,8 @@ class AuthService:
                 raise Refusal(401, AUTH_FAILED, problem)
             self._failed_logins[username] = 0
             held = self._held_sessions(username, now)
+            concurrent = self._concurrent(self.sessions.values(), username, arrived)
+            serial, tick = self._next_grant()
             record = SessionRecord(
                 label=f"S{len(self.sessions) + 1}",
                 session_id=secrets.token_hex(16).upper(),
@@ -445,6 +528,8 @@ class AuthService:
                 username=username,
                 started_at=now,
                 last_used=now,
+                serial=serial,
+                issued_tick=tick,
             )
             self.sessions[record.session_id] = record
             self._record(
@@ -454,6 +539,7 @@ class AuthService:
                     session=record.label,
                     fingerprint=record.fingerprint,
                     while_valid=tuple(r.label for r in held),
+                    concurrent_with=concurrent,
                 )
             )
             return record
@@ -505,8 +591,15 @@ class AuthService:
             now = self.now()
             self._expire_sessions(now)
             if session_id is None or problem:
+                known = self.sessions.get(session_id) if session_id else None
                 self._refuse_call(
-                    "v1", None, None, method, path, problem or "no JSESSIONID cookie", now
+                    "v1",
+                    known.username if known else None,
+                    known.label if known else None,
+                    method,
+                    path,
+                    problem or "no JSESSIONID cookie",
+                    now,
                 )
             assert session_id is not None
             record = self.sessions.get(session_id)
@@ -583,7 +676,7 @@ class AuthService:
         expired: bool = False,
     ) -> NoReturn:
         if username is not None:
-            self._last_refusal[(username, version)] = now
+            self._last_refusal[(username, version)] = self._serial
         self._record(
             ApiCall(
                 at=to_datetime(now),

@@ -216,14 +216,18 @@ class FakeApp:
 
 
 def _auth(service: AuthService, request: Request) -> Response:
+    # Taken before the body is read: grants issued from here on were made while this
+    # request was in flight (thundering-herd detection).
+    arrived = service.request_arrived()
     form = read_form(request, AUTH_PATH, ("username", "key"))
-    token, _ = service.grant_token(form["username"], form["key"])
+    token, _ = service.grant_token(form["username"], form["key"], arrived=arrived)
     return json_response(200, {"token": token}, (*SUCCESS_HEADERS, ("Set-Cookie", REMEMBER_ME)))
 
 
 def _login(service: AuthService, request: Request) -> Response:
+    arrived = service.request_arrived()
     form = read_form(request, LOGIN_PATH, ("username", "password"))
-    session = service.login(form["username"], form["password"])
+    session = service.login(form["username"], form["password"], arrived=arrived)
     # JSESSIONID first and on its own header line: working clients of the real service
     # match '^JSESSIONID=([^;]*);' over the Set-Cookie lines.
     cookie = f"JSESSIONID={session.session_id}; Path={COOKIE_PATH}; Secure; HttpOnly"
