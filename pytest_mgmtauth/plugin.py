@@ -77,16 +77,17 @@ def pytest_configure(config: pytest.Config) -> None:
         f"this test, class or module; options: {', '.join(OPTION_NAMES)}",
     )
     overrides: dict[str, Any] = {}
-    for name in OPTION_NAMES:
-        raw = config.getini(f"mgmtauth_{name}")
-        if raw:
-            overrides[name] = _parse_ini(name, str(raw))
-    for name in ("strict", "https"):
-        if config.getoption(f"mgmtauth_{name}"):
-            overrides[name] = True
     try:
+        for name in OPTION_NAMES:
+            raw = config.getini(f"mgmtauth_{name}")
+            if raw:
+                overrides[name] = _parse_ini(name, str(raw))
+        for name in ("strict", "https"):
+            if config.getoption(f"mgmtauth_{name}"):
+                overrides[name] = True
         options = build_options(Options(), overrides, where="mgmtauth ini settings")
     except (TypeError, ValueError) as exc:
+        # A usage error, not an INTERNALERROR traceback: the message says how to fix it.
         raise pytest.UsageError(str(exc)) from None
     config.stash[_BASE_OPTIONS] = options
 
@@ -138,7 +139,12 @@ def mgmt_server(
     request: pytest.FixtureRequest, mgmt_server_pool: SessionPool
 ) -> Iterator[MgmtServer]:
     """The fake management auth service, with fresh state for this test."""
-    options = options_for(request.node, request.config.stash[_BASE_OPTIONS])
+    try:
+        options = options_for(request.node, request.config.stash[_BASE_OPTIONS])
+    except (TypeError, ValueError) as exc:
+        # The message names the known options and the fix; a traceback through
+        # dataclasses would only bury it.
+        pytest.fail(f"{type(exc).__name__}: {exc}", pytrace=False)
     fake = MgmtServer(options, mgmt_server_pool)
     try:
         yield fake
