@@ -82,6 +82,30 @@ def seed_key(default_key_pem: bytes) -> Callable[[pytest.Pytester], None]:
     return seed
 
 
+@pytest.fixture(scope="session")
+def _modules_inner_runs_import() -> None:
+    """Import what inner runs would import, before any ``pytester`` exists.
+
+    pytester restores ``sys.modules`` after each test, dropping every module imported
+    while it existed; hypothesis's plugin imports hypothesis at the end of every inner
+    run: two seconds each time without bytecode caching. Imported here (a session
+    fixture, so before the function-scoped ``pytester`` takes its snapshot), it stays.
+    """
+    import hypothesis  # noqa: F401
+
+
+@pytest.fixture
+def mgmt_pytester(
+    _modules_inner_runs_import: None,
+    pytester: pytest.Pytester,
+    seed_key: Callable[[pytest.Pytester], None],
+) -> pytest.Pytester:
+    """``pytester`` for in-process runs of a user's suite, made cheap: the inner run's
+    cache holds the session's signing key, and its heavy imports are done once."""
+    seed_key(pytester)
+    return pytester
+
+
 # -- domain --------------------------------------------------------------------------
 
 
