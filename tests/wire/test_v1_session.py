@@ -75,6 +75,18 @@ def test_login_answer_has_the_cookie_lines_and_headers(
     assert headers["X-Version"]
     assert int(headers["Content-Length"]) == len(content)
     assert headers["Connection"]
+    documented = {
+        "Set-Cookie",
+        "Cache-Control",
+        "Pragma",
+        "Expires",
+        "X-XSS-Protection",
+        "X-NodeId",
+        "X-Version",
+        "Content-Length",
+        "Connection",
+    }
+    assert set(headers.keys()) - documented <= {"Content-Type", "Server", "Date"}
 
 
 def test_cookie_and_utk_authenticate_v1_calls(
@@ -258,3 +270,42 @@ def test_missing_permission_is_401_1469(
     assert write.call_count == 0
     # A 1469 does not end the session.
     assert _v1_get(http, mgmt_server, "/v1/tags", session_id, utk).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("cookie", "utk", "expected"),
+    [
+        ("JSESSIONID=0123456789ABCDEF0123456789ABCDEF", "live", "names no session of this test"),
+        ("JSESSIONID=", "live", "no JSESSIONID cookie was sent"),
+        (None, "live", "no JSESSIONID cookie was sent"),
+        ("live", "made-up-utk", "no session has it"),
+        ("live", "", "the utk query parameter is missing"),
+    ],
+    ids=["unknown-session", "empty-cookie", "no-cookie", "unknown-utk", "empty-utk"],
+)
+def test_bad_v1_credentials_get_401_json_never_the_routes_answer(
+    mgmt_server: MgmtServer,
+    mgmt_account: Account,
+    v1_login: Login,
+    http: requests.Session,
+    cookie: str | None,
+    utk: str,
+    expected: str,
+) -> None:
+    route = mgmt_server.route("GET", "/v1/secret")
+    route.respond_with_json({"secret": "the route's answer"})
+    session_id, live_utk = v1_login(mgmt_account)
+    headers = {}
+    if cookie is not None:
+        headers["Cookie"] = f"JSESSIONID={session_id}" if cookie == "live" else cookie
+    response = http.get(
+        f"{mgmt_server.url}/v1/secret",
+        params={"utk": live_utk if utk == "live" else utk},
+        headers=headers,
+    )
+    assert response.status_code == 401
+    assert response.headers["Content-Type"] == "application/json"
+    assert response.json()["returnCode"] == 1401
+    assert expected in response.json()["message"]
+    assert "the route's answer" not in response.text
+    assert route.call_count == 0

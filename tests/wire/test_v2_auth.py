@@ -51,6 +51,19 @@ def test_success_answer_has_the_interface_documents_headers(
     assert int(headers["Content-Length"]) == len(content)
     assert headers["Connection"]
     assert json.loads(content).keys() == {"token"}
+    # Nothing beyond the documented list but the body's type and the server's own two.
+    documented = {
+        "Cache-Control",
+        "Pragma",
+        "Expires",
+        "X-XSS-Protection",
+        "X-NodeId",
+        "X-Version",
+        "Set-Cookie",
+        "Content-Length",
+        "Connection",
+    }
+    assert set(headers.keys()) - documented <= {"Content-Type", "Server", "Date"}
     # The rememberMe deletion is the only cookie, and it deletes: Max-Age=0, past expiry.
     [cookie] = headers.get_all("Set-Cookie")
     attributes = [part.strip() for part in cookie.split(";")]
