@@ -9,6 +9,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
+from cryptography.exceptions import UnsupportedAlgorithm
+
 from ._domain._tokens import TokenSigner, generate_private_key_pem, load_private_key
 from ._transport._server import FakeHTTPServer
 from ._transport._tls import TestCA
@@ -38,8 +40,10 @@ class SessionPool:
             if cached:
                 try:
                     load_private_key(cached)
-                except ValueError:
-                    pass  # damaged cache entry: make a new key
+                except (ValueError, TypeError, UnsupportedAlgorithm):
+                    # A damaged entry, e.g. half-written by another xdist worker (pytest's
+                    # cache writes are not atomic): make a new key instead.
+                    pass
                 else:
                     return cached
         pem = generate_private_key_pem()
