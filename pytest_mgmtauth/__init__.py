@@ -5,6 +5,7 @@ Public names are listed in ``__all__``; every other module is private and may ch
 
 from __future__ import annotations
 
+from ._assertions import TokenChurnWarning
 from ._domain._accounts import Account
 from ._domain._events import (
     AccountLocked,
@@ -45,6 +46,7 @@ __all__ = [
     "RouteHandler",
     "SessionExpired",
     "Throttled",
+    "TokenChurnWarning",
     "TokenIssued",
     "UnknownRoute",
     "__version__",

@@ -7,6 +7,7 @@ import re
 from typing import TYPE_CHECKING
 
 from . import _assertions
+from . import _assertions
 from ._domain._service import AuthService
 from ._transport._app import BUILTIN_PATHS, Binding, RouteHandler
 
@@ -34,6 +35,8 @@ class MgmtServer:
         self._http = pool.server(https=options.https)
         self._service = AuthService(options, pool.signer)
         self._binding = Binding(self._service)
+        #: Set by assert_token_reused: the test checked churn itself.
+        self._churn_checked = False
         #: Set by assert_token_reused: the test checked churn itself.
         self._churn_checked = False
         self._http.app.bind(self._binding)
@@ -127,6 +130,74 @@ class MgmtServer:
     def auth_count(self, *, version: str | None = None, username: str | None = None) -> int:
         """Successful credential grants: ``/v2/auth`` tokens and ``/v1/login`` sessions."""
         return self._service.auth_count(version=version, username=username)
+
+    # -- assertions in auth terms (messages: see _assertions) -----------------------
+
+    def _scene(self) -> _assertions.Scene:
+        service = self._service
+        return _assertions.Scene(
+            events=service.events,
+            options=self.options,
+            started_at=service.started_at,
+            now=service.now(),
+        )
+
+    def _known_username(self, username: str | None) -> None:
+        __tracebackhide__ = True
+        if username is not None and username not in self._service.accounts:
+            known = ", ".join(repr(u) for u in self._service.accounts) or "none"
+            raise ValueError(f"no account {username!r} in this test; accounts: {known}")
+
+    def timeline(self, username: str | None = None) -> str:
+        """This test's timeline (of one account, or all) in simulated time since the
+        test started, with each credential's uses and end; secrets as fingerprints."""
+        self._known_username(username)
+        return _assertions.format_timeline(self._scene(), username=username)
+
+    def assert_token_reused(self, *, username: str | None = None) -> None:
+        """Fail if an account was granted a new credential while it still held a valid
+        one (churn; see docs/token-reuse.md). Takes over the teardown check."""
+        __tracebackhide__ = True
+        self._known_username(username)
+        self._churn_checked = True
+        _assertions.check_token_reused(self._scene(), username=username)
+
+    def assert_auth_count(
+        self, n: int, *, version: str | None = None, username: str | None = None
+    ) -> None:
+        """Exactly ``n`` credential grants (``version`` ``"v1"``/``"v2"``, one account)."""
+        __tracebackhide__ = True
+        self._known_username(username)
+        _assertions.check_auth_count(self._scene(), n, version=version, username=username)
+
+    def assert_no_expired_token_used(self, *, username: str | None = None) -> None:
+        """Fail if the client presented an expired bearer token or an ended v1 session."""
+        __tracebackhide__ = True
+        self._known_username(username)
+        _assertions.check_no_expired_credential_used(self._scene(), username=username)
+
+    def assert_logged_out(self, *, username: str | None = None) -> None:
+        """Fail if a v1 session opened in this test was not ended with /v1/logout."""
+        __tracebackhide__ = True
+        self._known_username(username)
+        _assertions.check_logged_out(self._scene(), username=username)
+
+    def assert_single_flight(self, *, username: str | None = None) -> None:
+        """Fail if a grant was requested while another grant to the same account was in
+        flight (a thundering herd of threads or tasks refreshing together)."""
+        __tracebackhide__ = True
+        self._known_username(username)
+        _assertions.check_single_flight(self._scene(), username=username)
+
+    def _churn_report(self) -> str | None:
+        """The teardown check: the churn message, unless a test called
+        assert_token_reused itself."""
+        if self._churn_checked:
+            return None
+        return _assertions.churn_message(self._scene())
+
+    def _summary(self) -> _assertions.AuthSummary:
+        return _assertions.summarize(self._service.events)
 
     # -- assertions in auth terms (messages: see _assertions) -----------------------
 

@@ -6,21 +6,28 @@ Thin on purpose: everything it builds comes from the modules below it.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ._assertions import TokenChurnWarning
 from ._domain._options import OPTION_NAMES, Options, build_options, check_option_names
 from ._fake import MgmtServer
 from ._pool import KeyCache, SessionPool
+from ._report import figures, format_table
 from ._simclock import MgmtClock
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Generator, Iterator
+
+    from pluggy import Result
 
     from ._domain._accounts import Account
 
 _BASE_OPTIONS = pytest.StashKey[Options]()
+#: Whether the test's call phase failed (the teardown check then only warns).
+_CALL_FAILED = pytest.StashKey[bool]()
 _KEY_CACHE_ENTRY = "mgmtauth/signing-key-pem"
 
 _OPTION_HELP = {
@@ -42,6 +49,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         default=None,
         help="fail tests whose client churns tokens (overrides the ini; markers still win)",
+    )
+    group.addoption(
+        "--mgmtauth-report",
+        action="store_true",
+        default=False,
+        help="show the mgmtauth summary (grants, API calls, rejections, churn per test) "
+        "in the terminal; -v shows it too",
     )
     group.addoption(
         "--mgmtauth-https",
@@ -90,6 +104,7 @@ def pytest_configure(config: pytest.Config) -> None:
         # A usage error, not an INTERNALERROR traceback: the message says how to fix it.
         raise pytest.UsageError(str(exc)) from None
     config.stash[_BASE_OPTIONS] = options
+    config.pluginmanager.register(_Report(config), "mgmtauth-report")
 
 
 def pytest_report_header(config: pytest.Config) -> str:
@@ -149,8 +164,73 @@ def mgmt_server(
     try:
         yield fake
         fake._raise_server_errors()
+        _check_churn(request.node, fake)
     finally:
+        # The figures travel with the teardown report: JUnit XML properties, and the
+        # terminal summary (also from xdist workers).
+        request.node.user_properties.extend(fake._summary().as_properties())
         fake._close()
+
+
+_STRICT_HINT = (
+    "(pytest-mgmtauth checks this at the end of every test that uses mgmt_server. "
+    "Fail such tests with @pytest.mark.mgmtauth(strict=True), the ini setting "
+    "mgmtauth_strict = true or --mgmtauth-strict; check it in the test with "
+    "mgmt_server.assert_token_reused(), which replaces this check.)"
+)
+
+
+def _check_churn(item: pytest.Item, fake: MgmtServer) -> None:
+    """The teardown check: churn fails a strict test, else becomes a TokenChurnWarning."""
+    __tracebackhide__ = True
+    message = fake._churn_report()
+    if message is None:
+        return
+    if fake.options.strict and not item.stash.get(_CALL_FAILED, False):
+        pytest.fail(message, pytrace=False)
+    # Attributed to the test function, not to this file, in pytest's warnings summary.
+    path, lineno, _ = item.reportinfo()
+    warnings.warn_explicit(
+        TokenChurnWarning(f"{message}\n{_STRICT_HINT}"),
+        TokenChurnWarning,
+        filename=str(path),
+        lineno=(lineno or 0) + 1,
+    )
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, Result[pytest.TestReport], None]:
+    outcome = yield
+    report = outcome.get_result()
+    if report.when == "call":
+        item.stash[_CALL_FAILED] = report.failed
+
+
+class _Report:
+    """Collects each test's figures from its teardown report; prints the section."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self._config = config
+        self._rows: list[tuple[str, dict[str, int]]] = []
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when != "teardown":
+            return
+        values = figures(report.user_properties)
+        if values is not None:
+            self._rows.append((report.nodeid, values))
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        config = self._config
+        if not self._rows or not (
+            config.getoption("mgmtauth_report") or config.getoption("verbose") > 0
+        ):
+            return
+        terminalreporter.write_sep("=", "mgmtauth: credentials per test")
+        for line in format_table(self._rows):
+            terminalreporter.write_line(line)
 
 
 @pytest.fixture

@@ -17,34 +17,58 @@ def _as_unencoded_form_value(secret: str) -> str:
     return unquote_plus(secret.split("&", 1)[0])
 
 
+def _unencoded_damage(field: str, expected: str) -> list[str]:
+    """What writing ``expected`` into a form body without encoding does to it."""
+    head, cut, tail = expected.partition("&")
+    damage = []
+    if "+" in head:
+        damage.append(f"each '+' arrived as a space ({head.count('+')} of them)")
+    if unquote(head.replace("+", " ")) != head.replace("+", " "):
+        damage.append("'%' sequences were decoded (a '%' must travel as %25)")
+    if cut:
+        stray = "stray form fields" if "&" in tail else "a stray form field"
+        split = " split again at its '=' and '&'" if ("=" in tail or "&" in tail) else ""
+        damage.append(
+            f"the field was cut at the first '&' (after {len(head)} characters) and the "
+            f"other {len(tail)} arrived as {stray}{split}"
+        )
+    return damage or ["it was decoded once too often"]
+
+
 def diagnose_secret(field: str, expected: str, received: str) -> str:
     """One sentence saying how ``received`` relates to ``expected``; '' when equal."""
     if received == expected:
         return ""
     if received == _as_unencoded_form_value(expected):
-        damage = []
-        head = expected.split("&", 1)[0]
-        if "+" in head:
-            damage.append("each '+' arrived as a space")
-        if "&" in expected:
-            damage.append(f"the field was cut at the first '&' (after {len(head)} characters)")
-        if unquote(head.replace("+", " ")) != head.replace("+", " "):
-            damage.append("'%' sequences were decoded")
-        if not damage:
-            damage.append("it was decoded once too often")
         return (
-            f"the {field} arrived un-encoded: {'; '.join(damage)}. URL-encode the {field} "
-            f"in the form body (urllib.parse.urlencode, or data={{...}} as a dict in "
-            f"requests/httpx) instead of writing it into the body as it is"
+            f"the {field} arrived un-encoded: {'; '.join(_unencoded_damage(field, expected))}. "
+            f"URL-encode the {field} in the form body (urllib.parse.urlencode, or data={{...}} "
+            f"as a dict in requests/httpx) instead of writing it into the body as it is"
         )
-    if received != unquote(received) and unquote(received) == expected:
+    if received == expected.replace("+", " "):
+        # '%' and '&' were encoded (or absent) but '+' was not: a hand-rolled encoder.
         return (
-            f"the {field} arrived URL-encoded twice (it still contains '%XX' escapes, "
-            f"e.g. {quote('+', safe='')!s} for '+'): encode it once; a client that passes a "
-            f"dict to its HTTP library must not quote the value itself"
+            f"each '+' of the {field} arrived as a space: in a form body '+' means space, "
+            f"so it must travel as %2B; URL-encode the whole {field} with "
+            "urllib.parse.quote_plus (or pass a dict to your HTTP library)"
         )
+    decoded = received
+    for times in (2, 3):
+        once_more = unquote(decoded)
+        if once_more == decoded:
+            break
+        decoded = once_more
+        if decoded == expected:
+            return (
+                f"the {field} arrived URL-encoded {'twice' if times == 2 else 'three times'} "
+                f"(it still contains '%XX' escapes, e.g. {quote('+', safe='')} for '+'): "
+                f"encode it once; a client that passes a dict to its HTTP library (or uses "
+                f"curl --data-urlencode) must not quote the value itself"
+            )
     if received and expected.startswith(received):
         return f"the {field} arrived truncated ({len(received)} of {len(expected)} characters)"
+    if received.strip() == expected:
+        return f"the {field} arrived with surrounding whitespace; send it without"
     return (
         f"the {field} does not match the account's (received {len(received)} characters, "
         f"{fingerprint(received)}; expected {len(expected)}, {fingerprint(expected)})"

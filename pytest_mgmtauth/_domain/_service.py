@@ -779,7 +779,11 @@ class AuthService:
         )
 
     def _offset(self, timestamp: float) -> str:
-        return format_offset(timestamp - self.started_at)
+        # Whole seconds from the test's start, or from an earlier event if the clock was
+        # set back (mgmt_clock starts on a whole second, possibly before this service was
+        # made): never "-00:00:00", and the same origin as the assertions' timelines.
+        first = min((e.at.timestamp() for e in self._events), default=self.started_at)
+        return format_offset(timestamp - math.floor(min(self.started_at, first)))
 
 
 def format_offset(seconds: float) -> str:

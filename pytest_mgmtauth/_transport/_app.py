@@ -146,6 +146,10 @@ class FakeApp:
         service = binding.service
         path, method = request.path, request.method
         endpoint = _BUILTIN.get(path)
+        if endpoint is not None:
+            # Before anything reads the body: grants issued from here on were made while
+            # this request was in flight (thundering-herd detection).
+            request.environ[_ARRIVED] = service.request_arrived()
         try:
             if endpoint is not None:
                 if method != "POST":
@@ -215,17 +219,24 @@ class FakeApp:
         )
 
 
+_ARRIVED = "mgmtauth.arrived"
+
+
+def _arrival(service: AuthService, request: Request) -> int:
+    """The tick at which the request arrived (see FakeApp._dispatch)."""
+    tick = request.environ.get(_ARRIVED)
+    return tick if isinstance(tick, int) else service.request_arrived()
+
+
 def _auth(service: AuthService, request: Request) -> Response:
-    # Taken before the body is read: grants issued from here on were made while this
-    # request was in flight (thundering-herd detection).
-    arrived = service.request_arrived()
+    arrived = _arrival(service, request)
     form = read_form(request, AUTH_PATH, ("username", "key"))
     token, _ = service.grant_token(form["username"], form["key"], arrived=arrived)
     return json_response(200, {"token": token}, (*SUCCESS_HEADERS, ("Set-Cookie", REMEMBER_ME)))
 
 
 def _login(service: AuthService, request: Request) -> Response:
-    arrived = service.request_arrived()
+    arrived = _arrival(service, request)
     form = read_form(request, LOGIN_PATH, ("username", "password"))
     session = service.login(form["username"], form["password"], arrived=arrived)
     # JSESSIONID first and on its own header line: working clients of the real service

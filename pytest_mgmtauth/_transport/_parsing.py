@@ -7,8 +7,9 @@ answer "missing field" to a client that sent every field. So we read the raw bod
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, unquote_plus
 
 if TYPE_CHECKING:
     from werkzeug import Request
@@ -68,18 +69,25 @@ def read_form(request: Request, endpoint: str, fields: tuple[str, ...]) -> dict[
             f"{endpoint}: byte {exc.start} of the body is not ASCII (0x{body[exc.start]:02x}); "
             "a URL-encoded body must percent-encode every non-ASCII byte: URL-encode the values",
         ) from None
+    if text.lstrip().startswith(("{", "[")):
+        raise BadInput(
+            400,
+            f"{endpoint}: the body is JSON but the Content-Type says {FORM_TYPE}: send the "
+            f"fields {', '.join(fields)} as a URL-encoded form (data={{...}}, not json=...)",
+        )
     try:
         pairs = parse_qsl(text, keep_blank_values=True, errors="strict")
     except UnicodeDecodeError:
-        raise BadInput(
-            400,
-            f"{endpoint}: a percent-escape in the body decodes to bytes that are not UTF-8; "
-            "encode the values as UTF-8 before URL-encoding them",
-        ) from None
+        raise BadInput(400, _undecodable_escape(endpoint, text)) from None
     names = [name for name, _ in pairs]
     missing = [f for f in fields if f not in names]
     if missing:
-        got = ", ".join(repr(n) for n in dict.fromkeys(names)) or "none"
+        # Stray field names can be pieces of an un-encoded secret: show plain names only.
+        shown = [n for n in dict.fromkeys(names) if _PLAIN_NAME.fullmatch(n)]
+        hidden = len(set(names)) - len(shown)
+        got = ", ".join(repr(n) for n in shown) or "none"
+        if hidden:
+            got += f" and {hidden} other(s) not shown"
         hint = ""
         if endpoint == "/v2/auth" and "password" in names:
             hint = " (/v2/auth takes the API key as 'key'; passwords go to /v1/login)"
@@ -106,6 +114,28 @@ def read_form(request: Request, endpoint: str, fields: tuple[str, ...]) -> dict[
     return values
 
 
+_PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,31}")
+
+
+def _undecodable_escape(endpoint: str, text: str) -> str:
+    """Name the field whose '%XX' escape is not UTF-8 (usually an un-encoded secret)."""
+    for pair in text.split("&"):
+        name, _, value = pair.partition("=")
+        try:
+            unquote_plus(value, errors="strict")
+        except UnicodeDecodeError:
+            field = repr(name) if _PLAIN_NAME.fullmatch(name) else "a field"
+            return (
+                f"{endpoint}: in form field {field}, a '%XX' escape decodes to bytes that are "
+                "not UTF-8. A value with a raw '%' was most likely written into the body "
+                "without URL-encoding (a '%' must travel as %25): URL-encode the values"
+            )
+    return (
+        f"{endpoint}: a percent-escape in the body decodes to bytes that are not UTF-8; "
+        "encode the values as UTF-8 before URL-encoding them"
+    )
+
+
 def read_body(request: Request) -> bytes:
     length = request.content_length
     if length is not None and length > MAX_BODY_BYTES:
@@ -117,7 +147,9 @@ def read_body(request: Request) -> bytes:
 
 
 def bearer_token(request: Request) -> tuple[str | None, str | None]:
-    """``(token, None)``, or ``(None, why not)`` for a missing or malformed header."""
+    """``(token, None)``, or ``(token or None, why not)`` for a missing or malformed
+    header; with a problem, the token is the JWT found in the header anyway (it lets
+    the service attribute the refusal to an account)."""
     values = request.headers.getlist("Authorization")
     if not values:
         hint = ""
@@ -141,14 +173,19 @@ def bearer_token(request: Request) -> tuple[str | None, str | None]:
     rest = rest.strip()
     if not rest:
         if value.count(".") == 2:
-            return None, (
-                "the Authorization header holds the token without a scheme: send "
-                "'Authorization: Bearer <token>'"
+            return value, (
+                "the Authorization header holds the token without the 'Bearer' scheme: "
+                "send 'Authorization: Bearer <token>'"
             )
+        if scheme.lower() == "bearer":
+            return None, "the Authorization header says 'Bearer' but no token follows it"
         return None, "the Authorization header is not 'Bearer <token>'"
     if scheme.lower() != "bearer":
-        return None, (
-            f"the Authorization scheme is {scheme!r}: v2 calls take 'Authorization: Bearer <token>'"
+        # The scheme is named, never a secret; the value after it is.
+        shown = scheme if len(scheme) <= 20 and scheme.isascii() else f"{scheme[:8]}..."
+        return (rest if rest.count(".") == 2 else None), (
+            f"the Authorization scheme is {shown!r}, not 'Bearer': v2 calls take "
+            "'Authorization: Bearer <token>'"
         )
     if " " in rest:
         return (
@@ -163,6 +200,13 @@ def session_credentials(request: Request) -> tuple[str | None, str | None, str |
     session_id = request.cookies.get("JSESSIONID")
     utk = request.args.get("utk")
     if session_id:
+        if not utk:
+            misplaced = _misplaced_utk(request)
+            if misplaced:
+                return session_id, None, (
+                    f"utk arrived {misplaced}, not in the query string: v1 calls take it as "
+                    "the query parameter ?utk=<the utk of /v1/login's answer>"
+                )
         return session_id, utk, None
     if request.headers.get("Authorization", "").lower().startswith("bearer "):
         return (
@@ -173,13 +217,35 @@ def session_credentials(request: Request) -> tuple[str | None, str | None, str |
                 "not a bearer token"
             ),
         )
-    return (
-        None,
-        utk,
-        (
-            "no JSESSIONID cookie was sent. /v1/login sets it with Path=/urest_service and "
-            "Secure, so a cookie jar never sends it to /v1/... paths (nor over http://): "
-            "take JSESSIONID from the Set-Cookie header and send 'Cookie: JSESSIONID=<id>' "
-            "yourself, with utk as a query parameter"
-        ),
+    return None, utk, missing_session_cookie(request)
+
+
+def missing_session_cookie(request: Request) -> str:
+    """Why a client's cookie jar did not send JSESSIONID back, for this very request."""
+    causes = []
+    if not request.path.startswith("/urest_service/"):
+        causes.append(f"its Path=/urest_service does not cover {request.path}")
+    if request.scheme != "https":
+        causes.append("it is Secure and this request came over http://")
+    why = (
+        f"a cookie jar does not send it back here: {' and '.join(causes)}"
+        if causes
+        else "this client does not keep cookies between calls"
     )
+    others = sorted(name for name in request.cookies if name != "JSESSIONID")
+    sent = f" (cookies sent: {', '.join(others)})" if others else ""
+    return (
+        f"no JSESSIONID cookie was sent{sent}. /v1/login sets it with Path=/urest_service; "
+        f"Secure; HttpOnly, so {why}. Take JSESSIONID from /v1/login's Set-Cookie header "
+        "and send 'Cookie: JSESSIONID=<id>' yourself, with utk as a query parameter"
+    )
+
+
+def _misplaced_utk(request: Request) -> str | None:
+    """Where a utk that is not in the query string arrived instead, if anywhere."""
+    for name in request.headers.keys():  # noqa: SIM118 (werkzeug Headers)
+        if "utk" in name.lower():
+            return f"in the header {name!r}"
+    if request.mimetype == FORM_TYPE and b"utk=" in request.get_data(cache=True):
+        return "in the form body"
+    return None

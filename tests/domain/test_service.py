@@ -20,6 +20,7 @@ from pytest_mgmtauth import (
     UnknownRoute,
 )
 from pytest_mgmtauth._domain._clock import ManualClock, to_datetime
+from pytest_mgmtauth._domain._options import Options
 from pytest_mgmtauth._domain._service import (
     AUTH_FAILED,
     FORBIDDEN,
@@ -270,6 +271,20 @@ def test_attempts_during_lockout_do_not_extend_it(
     clock.advance(5)  # 100 s after the lockout started
     assert service.login(account.username, account.password).label == "S1"
     assert len([e for e in service.events if isinstance(e, AccountLocked)]) == 1
+
+
+def test_lockout_times_count_whole_seconds_from_the_first_event(
+    signer: TokenSigner,
+) -> None:
+    # As under mgmt_clock set up after mgmt_server: the service is made mid-second,
+    # then time is frozen on the whole second before.
+    clock = ManualClock(start=1_800_000_000.4)
+    service = AuthService(Options(lockout_threshold=1), signer, clock)
+    account = service.add_account()
+    clock.now = 1_800_000_000.0
+    _fail_login(service, account.username)
+    refusal = _fail_login(service, account.username)
+    assert "account locked since 00:00:00 until 00:10:00 after 1 failed logins" in (refusal.reason)
 
 
 def test_a_success_resets_the_failure_count(make_service: MakeService) -> None:

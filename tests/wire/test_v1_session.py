@@ -199,7 +199,8 @@ def test_lockout_is_1402_until_lockout_duration_has_passed(
     assert locked.status_code == 401
     assert locked.json()["returnCode"] == 1402
     assert locked.json()["message"].startswith(
-        "Too many unsuccessful login attempts; try again in 10 minutes"
+        "Too many unsuccessful login attempts; try again in 10 minutes: account locked "
+        "since 00:00:00 until 00:10:00 after 3 failed logins"
     )
     mgmt_clock.advance(minutes=9, seconds=59)
     assert login(mgmt_account.password).json()["returnCode"] == 1402

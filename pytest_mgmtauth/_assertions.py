@@ -1,0 +1,592 @@
+"""Checks in auth terms over one test's timeline, and the messages that explain them.
+
+Pure functions of the events (no pytest): each ``check_*`` raises ``AssertionError``
+with a message that reads like a diagnosis, in this order: what went wrong in one
+sentence naming the account and the first offending credential, the account's
+credential timeline in simulated time since the test started, then the fix. The
+plugin decides whether a finding fails a test or becomes a warning.
+
+Credentials appear as their per-test labels (``T1``, ``S2``) and fingerprints, never
+whole; the reasons on events are written the same way by the service.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import TYPE_CHECKING
+
+from ._domain._events import (
+    ApiCall,
+    AuthRejected,
+    BadRequest,
+    Event,
+    LoggedIn,
+    LoggedOut,
+    LoggedOutRejected,
+    LoginRejected,
+    SessionExpired,
+    Throttled,
+    TokenIssued,
+    UnknownRoute,
+)
+from ._domain._service import format_offset
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from ._domain._options import Options
+
+Grant = TokenIssued | LoggedIn
+
+#: Lines of a timeline shown before and after the line it is about; the rest is elided.
+_CONTEXT_BEFORE = 12
+_CONTEXT_AFTER = 8
+_HEAD = 4
+#: Refused calls carry this code when the credential itself was refused.
+_AUTH_FAILED = 1401
+
+
+@dataclasses.dataclass(frozen=True)
+class Scene:
+    """What a check looks at: the events of one test and how to place them in time."""
+
+    events: Sequence[Event]
+    options: Options
+    #: When the test's fake was created (seconds since the epoch, simulated).
+    started_at: float
+    #: The simulated time of the check.
+    now: float
+
+    @property
+    def origin(self) -> float:
+        """Time zero of the timeline: the test's start, or an earlier event if the clock
+        was moved back (``mgmt_clock.move_to``), so offsets stay readable."""
+        first = min((e.at.timestamp() for e in self.events), default=self.started_at)
+        # Whole seconds, like a wall clock: without a frozen clock the test starts
+        # mid-second, and a token's exp (whole seconds) would show as 00:29:59.
+        return math.floor(min(self.started_at, first))
+
+    def offset(self, timestamp: float) -> str:
+        return format_offset(timestamp - self.origin)
+
+
+# -- findings ------------------------------------------------------------------------
+
+
+def _is_grant(event: Event) -> bool:
+    return isinstance(event, (TokenIssued, LoggedIn))
+
+
+def _label(grant: Grant) -> str:
+    return grant.token if isinstance(grant, TokenIssued) else grant.session
+
+
+def _version(grant: Grant) -> str:
+    return "v2" if isinstance(grant, TokenIssued) else "v1"
+
+
+def grants(
+    events: Sequence[Event], *, version: str | None = None, username: str | None = None
+) -> list[Grant]:
+    """Successful credential grants, oldest first."""
+    found: list[Grant] = []
+    for e in events:
+        if (
+            isinstance(e, (TokenIssued, LoggedIn))
+            and (username is None or e.username == username)
+            and (version is None or _version(e) == version)
+        ):
+            found.append(e)
+    return found
+
+
+def premature_grants(events: Sequence[Event], *, username: str | None = None) -> list[Grant]:
+    """Grants made while the account still held a valid credential: churn."""
+    return [g for g in grants(events, username=username) if g.while_valid]
+
+
+def concurrent_grants(events: Sequence[Event], *, username: str | None = None) -> list[Grant]:
+    """Grants whose request was in flight while another grant to the account was made."""
+    return [g for g in grants(events, username=username) if g.concurrent_with]
+
+
+def _is_rejection(event: Event) -> bool:
+    if isinstance(event, ApiCall):
+        return event.return_code is not None
+    return isinstance(
+        event, (AuthRejected, LoginRejected, LoggedOutRejected, Throttled, BadRequest)
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class AuthSummary:
+    """The figures of one test for the terminal summary and JUnit XML properties."""
+
+    grants: int
+    api_calls: int
+    rejections: int
+    churn: int
+    concurrent: int
+
+    def as_properties(self) -> list[tuple[str, int]]:
+        return [(f"mgmtauth_{f.name}", getattr(self, f.name)) for f in dataclasses.fields(self)]
+
+
+def summarize(events: Sequence[Event]) -> AuthSummary:
+    return AuthSummary(
+        grants=len(grants(events)),
+        api_calls=sum(1 for e in events if isinstance(e, ApiCall)),
+        rejections=sum(1 for e in events if _is_rejection(e)),
+        churn=len(premature_grants(events)),
+        concurrent=len(concurrent_grants(events)),
+    )
+
+
+# -- the timeline --------------------------------------------------------------------
+
+
+def _duration(seconds: float) -> str:
+    seconds = max(0, round(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+
+
+def _uses(events: Sequence[Event], label: str) -> int:
+    """Calls the service accepted the credential for (a 1469 is still an accepted one)."""
+    return sum(
+        1
+        for e in events
+        if isinstance(e, ApiCall) and e.credential == label and e.return_code != _AUTH_FAILED
+    )
+
+
+def _times(n: int) -> str:
+    return f"{n} time" if n == 1 else f"{n} times"
+
+
+def _describe(event: Event, scene: Scene) -> str:
+    """One timeline line for an event, without its time."""
+    if isinstance(event, TokenIssued):
+        text = (
+            f"{event.token} issued by /v2/auth ({event.fingerprint}), valid until "
+            f"{scene.offset(event.expires_at.timestamp())}"
+        )
+    elif isinstance(event, LoggedIn):
+        text = f"{event.session} started by /v1/login ({event.fingerprint})"
+    elif isinstance(event, ApiCall):
+        cred = event.credential or "no known credential"
+        text = f"{event.method} {event.path} with {cred} -> {event.status}"
+        if event.return_code is not None:
+            text += f" ({event.return_code}: {event.reason})"
+    else:
+        text = event.describe()
+        # Some describe() texts leave their times as placeholders for the renderer.
+        for name in ("exp", "until"):
+            when = getattr(event, name, None) or getattr(event, "expires_at", None)
+            if "{" + name + "}" in text and when is not None:
+                text = text.replace("{" + name + "}", scene.offset(when.timestamp()))
+    if event.username is None and not isinstance(event, (BadRequest, UnknownRoute)):
+        text += "  [no known account]"
+    return text
+
+
+@dataclasses.dataclass
+class _Line:
+    at: float
+    text: str
+    marks: list[str] = dataclasses.field(default_factory=list)
+    repeat: int = 1
+    until: float | None = None
+
+
+def _annotate(grant: Grant, events: Sequence[Event], scene: Scene) -> list[str]:
+    marks = []
+    if grant.while_valid:
+        held = ", ".join(grant.while_valid)
+        expiries = _expiries(events)
+        known = [h for h in grant.while_valid if h in expiries]
+        left = ""
+        if known:
+            soonest = min(known, key=lambda h: expiries[h])
+            more = _duration(expiries[soonest] - grant.at.timestamp())
+            left = f" ({soonest} for another {more})" if len(known) > 1 else f" for another {more}"
+        marks.append(f"PREMATURE: {held} still valid{left}")
+    if grant.concurrent_with:
+        marks.append(
+            f"CONCURRENT: requested before {', '.join(grant.concurrent_with)} was issued "
+            "(thundering herd)"
+        )
+    return marks
+
+
+def _expiries(events: Sequence[Event]) -> dict[str, float]:
+    return {e.token: e.expires_at.timestamp() for e in events if isinstance(e, TokenIssued)}
+
+
+def _involves(event: Event, username: str | None) -> bool:
+    return username is None or event.username in (username, None)
+
+
+def _lines(scene: Scene, username: str | None) -> list[_Line]:
+    events = [e for e in scene.events if _involves(e, username)]
+    lines: list[_Line] = []
+    for e in events:
+        marks = _annotate(e, scene.events, scene) if isinstance(e, (TokenIssued, LoggedIn)) else []
+        lines.append(_Line(e.at.timestamp(), _describe(e, scene), marks))
+    # Expiry is not an event (nothing happens on the wire); show it where it falls.
+    used_after: dict[str, int] = {}
+    for e in events:
+        if isinstance(e, TokenIssued) and e.expires_at.timestamp() <= scene.now:
+            used_after[e.token] = _uses(scene.events, e.token)
+            lines.append(
+                _Line(
+                    e.expires_at.timestamp(),
+                    f"{e.token} expired (used {_times(used_after[e.token])})",
+                )
+            )
+    lines.sort(key=lambda line: line.at)
+    # A client in a loop makes the same call many times: one line with a count.
+    merged: list[_Line] = []
+    for line in lines:
+        last = merged[-1] if merged else None
+        if last is not None and not line.marks and not last.marks and last.text == line.text:
+            last.repeat += 1
+            last.until = line.at
+        else:
+            merged.append(line)
+    return merged
+
+
+def _render(line: _Line, scene: Scene) -> str:
+    text = f"  {scene.offset(line.at)}  {line.text}"
+    if line.repeat > 1:
+        until = f", until {scene.offset(line.until)}" if line.until not in (None, line.at) else ""
+        text += f"  (x{line.repeat}{until})"
+    for mark in line.marks:
+        text += f"\n            <-- {mark}"
+    return text
+
+
+def _credentials_table(scene: Scene, username: str | None) -> list[str]:
+    """Each credential of the account: issued, used N times, how it ended."""
+    rows = []
+    # What ended each credential, first occurrence of each kind, with its time.
+    ends: dict[str, dict[str, float]] = {}
+    for e in scene.events:
+        at = e.at.timestamp()
+        if isinstance(e, LoggedOut):
+            ends.setdefault(e.session, {}).setdefault("logged out", at)
+        elif isinstance(e, SessionExpired):
+            ends.setdefault(e.session, {}).setdefault("timed out", at)
+        elif isinstance(e, ApiCall) and e.credential and e.return_code == _AUTH_FAILED:
+            ends.setdefault(e.credential, {}).setdefault("first refused", at)
+        else:
+            cred = getattr(e, "credential", None)
+            kind = {"CredentialExpired": "expired on cue", "CredentialRevoked": "revoked"}
+            if isinstance(cred, str) and type(e).__name__ in kind:
+                ends.setdefault(cred, {}).setdefault(kind[type(e).__name__], at)
+    for g in grants(scene.events, username=username):
+        label = _label(g)
+        marks = dict(ends.get(label, {}))
+        if isinstance(g, TokenIssued) and g.expires_at.timestamp() <= scene.now:
+            marks["expired"] = g.expires_at.timestamp()
+        if marks:
+            state = ", ".join(
+                f"{what} {scene.offset(at)}"
+                for what, at in sorted(marks.items(), key=lambda m: m[1])
+            )
+        else:
+            state = "still valid" if isinstance(g, TokenIssued) else "still active"
+        flags = "".join(
+            f"  [{flag}]"
+            for flag, on in (("premature", g.while_valid), ("concurrent", g.concurrent_with))
+            if on
+        )
+        owner = f" {g.username}" if username is None else ""
+        rows.append(
+            f"  {label:<4} {g.fingerprint}{owner}  issued {scene.offset(g.at.timestamp())}, "
+            f"used {_times(_uses(scene.events, label))}, {state}{flags}"
+        )
+    return rows
+
+
+def format_timeline(
+    scene: Scene, *, username: str | None = None, focus: Event | None = None
+) -> str:
+    """The timeline of one account (or of all), around ``focus`` when it is long."""
+    lines = _lines(scene, username)
+    who = f"account {username!r}" if username else "all accounts"
+    header = f"Timeline of {who} (simulated time since the test started):"
+    if not lines:
+        return f"{header}\n  (nothing happened)"
+    index = 0
+    if focus is not None:
+        focus_text = _describe(focus, scene)
+        index = next(
+            (i for i, line in enumerate(lines) if line.text == focus_text and line.marks),
+            next((i for i, line in enumerate(lines) if line.text == focus_text), 0),
+        )
+    start = max(0, index - _CONTEXT_BEFORE)
+    end = min(len(lines), max(index + _CONTEXT_AFTER + 1, start + _CONTEXT_BEFORE + 9))
+    shown = [_render(line, scene) for line in lines[start:end]]
+    if start > _HEAD:
+        skipped = start - _HEAD
+        shown = [
+            *(_render(line, scene) for line in lines[:_HEAD]),
+            f"  ... {skipped} more line(s) ...",
+            *shown,
+        ]
+    elif start:
+        shown = [*(_render(line, scene) for line in lines[:start]), *shown]
+    if end < len(lines):
+        shown.append(
+            f"  ... {len(lines) - end} more line(s): mgmt_server.timeline() shows them all"
+        )
+    table = _credentials_table(scene, username)
+    parts = [header, *shown]
+    if table:
+        parts += ["Credentials:", *table]
+    return "\n".join(parts)
+
+
+def _preceding_call(scene: Scene, grant: Grant) -> ApiCall | None:
+    index = next(i for i, e in enumerate(scene.events) if e is grant)
+    for e in reversed(scene.events[:index]):
+        if isinstance(e, ApiCall) and e.username == grant.username:
+            return e
+    return None
+
+
+# -- the fixes -------------------------------------------------------------------------
+
+
+def _fix_churn(options: Options, versions: set[str], herd: bool) -> str:
+    fixes = []
+    if "v2" in versions:
+        fixes.append(
+            "keep the token from /v2/auth and send it with every call; authenticate again "
+            f"only within refresh_margin ({options.refresh_margin:g} s) of its expiry (the "
+            f"JWT's exp claim, {options.token_ttl:g} s after issue) or after a call was "
+            "answered 401 with returnCode 1401"
+        )
+    if "v1" in versions:
+        fixes.append(
+            "keep the JSESSIONID and utk of one /v1/login for every v1 call; log in again "
+            "only after /v1/logout, or after a call was answered 401 with returnCode 1401"
+        )
+    fixes.append(
+        "threads and clients that use one account should share one credential (churn is "
+        "counted per account, whichever client asked)"
+    )
+    if herd:
+        fixes.append(
+            "refresh in single flight: one thread or task refreshes under a lock while the "
+            "others wait for its result, instead of all refreshing together"
+        )
+    return "Fix: " + "; ".join(fixes) + "."
+
+
+# -- the checks ----------------------------------------------------------------------
+
+
+def churn_message(scene: Scene, *, username: str | None = None) -> str | None:
+    """Why the test churned credentials, or ``None`` if it reused them."""
+    premature = premature_grants(scene.events, username=username)
+    if not premature:
+        return None
+    by_account: dict[str, list[Grant]] = {}
+    for g in premature:
+        by_account.setdefault(g.username or "?", []).append(g)
+    parts = []
+    herd = False
+    for account, found in by_account.items():
+        first = found[0]
+        label = _label(first)
+        held = ", ".join(first.while_valid)
+        call = _preceding_call(scene, first)
+        before = (
+            f"the call before it: {call.method} {call.path} with {call.credential or '?'} -> "
+            f"{call.status} at {scene.offset(call.at.timestamp())}"
+            if call is not None
+            else "no API call was made by this account before it"
+        )
+        total = len(grants(scene.events, username=account))
+        concurrent = [g for g in found if g.concurrent_with]
+        herd = herd or bool(concurrent)
+        herd_note = (
+            f" {len(concurrent)} of them were requested at the same moment as another grant "
+            "(a thundering herd: several threads or tasks refreshing together)."
+            if concurrent
+            else ""
+        )
+        parts.append(
+            f"account {account!r} was granted {len(found)} new credential(s) while it still "
+            f"held a valid one ({total} grants in all). First premature grant: {label} "
+            f"({first.fingerprint}) at {scene.offset(first.at.timestamp())}, while {held} was "
+            f"still valid; {before}.{herd_note}\n\n"
+            + format_timeline(scene, username=account, focus=first)
+        )
+    versions = {_version(g) for g in premature}
+    return (
+        "pytest-mgmtauth: token churn: "
+        + "\n\n".join(parts)
+        + "\n\n"
+        + _fix_churn(scene.options, versions, herd)
+    )
+
+
+def check_token_reused(scene: Scene, *, username: str | None = None) -> None:
+    __tracebackhide__ = True
+    message = churn_message(scene, username=username)
+    if message is not None:
+        raise AssertionError(message)
+
+
+def check_single_flight(scene: Scene, *, username: str | None = None) -> None:
+    """Fails when grants to one account were made while another was in flight."""
+    __tracebackhide__ = True
+    found = concurrent_grants(scene.events, username=username)
+    if not found:
+        return
+    first = found[0]
+    account = first.username or "?"
+    raise AssertionError(
+        f"pytest-mgmtauth: thundering herd: {len(found)} grant(s) to account {account!r} "
+        f"were requested while another grant to it was in flight; first: {_label(first)} at "
+        f"{scene.offset(first.at.timestamp())}, requested before "
+        f"{', '.join(first.concurrent_with)} was issued, so its client could not have "
+        "reused it.\n\n"
+        + format_timeline(scene, username=account, focus=first)
+        + "\n\nFix: refresh in single flight: one thread or task refreshes under a lock "
+        "while the others wait and then use its credential."
+    )
+
+
+def check_auth_count(
+    scene: Scene, expected: int, *, version: str | None = None, username: str | None = None
+) -> None:
+    __tracebackhide__ = True
+    if version not in (None, "v1", "v2"):
+        raise ValueError(f"version must be 'v1', 'v2' or None, got {version!r}")
+    if isinstance(expected, bool) or not isinstance(expected, int) or expected < 0:
+        raise TypeError(f"assert_auth_count(n): n must be an int >= 0, got {expected!r}")
+    found = grants(scene.events, version=version, username=username)
+    if len(found) == expected:
+        return
+    what = {None: "credential grants", "v2": "/v2/auth tokens", "v1": "/v1/login sessions"}[version]
+    scope = f" for account {username!r}" if username else ""
+    listed = ", ".join(f"{_label(g)} at {scene.offset(g.at.timestamp())}" for g in found[:10])
+    if len(found) > 10:
+        listed += f", ... ({len(found) - 10} more)"
+    hint = ""
+    if len(found) > expected and premature_grants(scene.events, username=username):
+        hint = "\n\nSome grants were premature (churn): " + _fix_churn(
+            scene.options,
+            {_version(g) for g in premature_grants(scene.events, username=username)},
+            bool(concurrent_grants(scene.events, username=username)),
+        )
+    elif not found:
+        hint = (
+            "\n\nNo credential was granted: did the client reach "
+            f"{'/v1/login' if version == 'v1' else '/v2/auth'} at all? "
+            "Rejections are in the timeline above."
+        )
+    raise AssertionError(
+        f"pytest-mgmtauth: expected {expected} {what}{scope}, got {len(found)}"
+        + (f": {listed}" if listed else "")
+        + "\n\n"
+        + format_timeline(
+            scene, username=username, focus=found[expected] if len(found) > expected else None
+        )
+        + hint
+    )
+
+
+def check_no_expired_credential_used(scene: Scene, *, username: str | None = None) -> None:
+    """Fails when the client presented an expired bearer token or an ended session."""
+    __tracebackhide__ = True
+    stale = [
+        e
+        for e in scene.events
+        if isinstance(e, ApiCall)
+        and e.credential_expired
+        and (username is None or e.username == username)
+    ]
+    if not stale:
+        return
+    first = stale[0]
+    account = first.username
+    versions = {e.version for e in stale}
+    fixes = []
+    if "v2" in versions:
+        fixes.append(
+            "refresh proactively: before a call, authenticate again when the token is "
+            f"within refresh_margin ({scene.options.refresh_margin:g} s) of its exp claim, "
+            "instead of sending it until the service answers 401"
+        )
+    if "v1" in versions:
+        fixes.append(
+            "after /v1/logout or an idle timeout the session is gone: log in again before "
+            "the next call instead of presenting the old JSESSIONID"
+        )
+    raise AssertionError(
+        f"pytest-mgmtauth: the client presented an expired credential {_times(len(stale))}; "
+        f"first: {first.method} {first.path} with {first.credential} at "
+        f"{scene.offset(first.at.timestamp())} -> {first.status} ({first.reason})\n\n"
+        + format_timeline(scene, username=account, focus=first)
+        + "\n\nFix: "
+        + "; ".join(fixes)
+        + "."
+    )
+
+
+def check_logged_out(scene: Scene, *, username: str | None = None) -> None:
+    """Fails when a v1 session opened in the test was not ended with /v1/logout."""
+    __tracebackhide__ = True
+    logged_out = {e.session for e in scene.events if isinstance(e, LoggedOut)}
+    timed_out = {e.session: e for e in scene.events if isinstance(e, SessionExpired)}
+    open_sessions = [
+        g
+        for g in grants(scene.events, version="v1", username=username)
+        if isinstance(g, LoggedIn) and g.session not in logged_out
+    ]
+    if not open_sessions:
+        return
+    described = []
+    for g in open_sessions:
+        ended = timed_out.get(g.session)
+        state = (
+            f"timed out idle at {scene.offset(ended.at.timestamp())}"
+            if ended is not None
+            else "still active"
+        )
+        described.append(
+            f"{g.session} of {g.username!r} (started {scene.offset(g.at.timestamp())}, used "
+            f"{_times(_uses(scene.events, g.session))}, {state})"
+        )
+    first = open_sessions[0]
+    accounts = {g.username for g in open_sessions}
+    raise AssertionError(
+        f"pytest-mgmtauth: {len(open_sessions)} v1 session(s) were not ended with "
+        f"/v1/logout: {'; '.join(described)}\n\n"
+        + format_timeline(scene, username=first.username if len(accounts) == 1 else None)
+        + "\n\nFix: when done, POST /v1/logout with 'Cookie: JSESSIONID=<id>' (in a "
+        "finally: block or a context manager's __exit__), so the session does not linger "
+        "until its idle timeout."
+    )
+
+
+class TokenChurnWarning(UserWarning):
+    """A test's client was granted new credentials while it still held valid ones.
+
+    Emitted at the end of a test that uses ``mgmt_server`` (unless it called
+    ``assert_token_reused`` itself); the message carries the account's timeline. With
+    ``strict`` the test fails instead.
+    """
+
+    # Shown in tracebacks and used in filterwarnings as its public name.
+    __module__ = "pytest_mgmtauth"
