@@ -14,16 +14,21 @@ from ._domain._events import (
     BadRequest,
     Event,
     LoggedIn,
+    CredentialExpired,
+    CredentialRevoked,
     LoggedOut,
+    FaultInjected,
     LoggedOutRejected,
     LoginRejected,
     SessionExpired,
     Throttled,
+    SecretRotated,
     TokenIssued,
     UnknownRoute,
 )
 from ._domain._options import Options
 from ._fake import MgmtServer
+from ._domain._faults import ScriptedFault
 from ._simclock import MgmtClock
 from ._transport._app import RouteHandler
 
@@ -34,10 +39,15 @@ __all__ = [
     "AccountLocked",
     "ApiCall",
     "AuthRejected",
+    "AccountLockedManually",
+    "AccountUnlocked",
     "BadRequest",
     "Event",
     "LoggedIn",
+    "CredentialExpired",
+    "CredentialRevoked",
     "LoggedOut",
+    "FaultInjected",
     "LoggedOutRejected",
     "LoginRejected",
     "MgmtClock",
@@ -46,6 +56,8 @@ __all__ = [
     "RouteHandler",
     "SessionExpired",
     "Throttled",
+    "ScriptedFault",
+    "SecretRotated",
     "TokenChurnWarning",
     "TokenIssued",
     "UnknownRoute",

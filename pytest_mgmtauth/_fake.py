@@ -7,7 +7,9 @@ import re
 from typing import TYPE_CHECKING
 
 from . import _assertions
-from . import _assertions
+from ._domain import _faults
+from ._domain._accounts import Account
+from ._domain._clock import system_clock
 from ._domain._service import AuthService
 from ._transport._app import BUILTIN_PATHS, Binding, RouteHandler
 
@@ -15,8 +17,9 @@ if TYPE_CHECKING:
     import ssl
     from collections.abc import Iterable
 
-    from ._domain._accounts import Account
+    from ._domain._clock import Clock
     from ._domain._events import Event
+    from ._domain._faults import ScriptedFault
     from ._domain._options import Options
     from ._pool import SessionPool
 
@@ -29,14 +32,14 @@ class MgmtServer:
     Internal constructor, may change: use the ``mgmt_server`` fixture.
     """
 
-    def __init__(self, options: Options, pool: SessionPool) -> None:
+    def __init__(self, options: Options, pool: SessionPool, clock: Clock | None = None) -> None:
         self.options = options
         self._pool = pool
         self._http = pool.server(https=options.https)
-        self._service = AuthService(options, pool.signer)
+        # No clock: the process's time (what mgmt_clock / freezegun move). The
+        # standalone server passes a clock its control API can advance.
+        self._service = AuthService(options, pool.signer, clock or system_clock)
         self._binding = Binding(self._service)
-        #: Set by assert_token_reused: the test checked churn itself.
-        self._churn_checked = False
         #: Set by assert_token_reused: the test checked churn itself.
         self._churn_checked = False
         self._http.app.bind(self._binding)
@@ -131,15 +134,26 @@ class MgmtServer:
         """Successful credential grants: ``/v2/auth`` tokens and ``/v1/login`` sessions."""
         return self._service.auth_count(version=version, username=username)
 
-    # -- assertions in auth terms (messages: see _assertions) -----------------------
+    # -- faults on cue (docs/faults.md) ----------------------------------------------
+    #
+    # Scripted faults apply to the next ``count`` calls of /v2/auth (version="v2"),
+    # /v1/login (version="v1") or either (None), in the order they were scripted. They
+    # never change the service's state, and each one that fires is a FaultInjected event.
 
-    def _scene(self) -> _assertions.Scene:
-        service = self._service
-        return _assertions.Scene(
-            events=service.events,
-            options=self.options,
-            started_at=service.started_at,
-            now=service.now(),
+    def fail_next(
+        self,
+        count: int = 1,
+        *,
+        error: int = 503,
+        version: str | None = None,
+        retry_after: int | None = None,
+    ) -> None:
+        """The next ``count`` auth/login calls answer ``error``: an HTTP status (e.g. 500,
+        502, 503, 504; 429 comes with ``Retry-After``, 1 s unless ``retry_after``) or a
+        service error (1401 wrong credentials, 1402 locked out, both as HTTP 401)."""
+        __tracebackhide__ = True
+        self._service.faults.add(
+            _faults.failure(error, count=count, version=version, retry_after=retry_after)
         )
 
     def _known_username(self, username: str | None) -> None:

@@ -20,8 +20,14 @@ KeyCache = tuple[Callable[[], bytes | None], Callable[[bytes], None]]
 
 
 class SessionPool:
-    def __init__(self, key_cache: KeyCache | None = None) -> None:
+    def __init__(
+        self, key_cache: KeyCache | None = None, *, host: str = "127.0.0.1", port: int = 0
+    ) -> None:
         self._key_cache = key_cache
+        # Where the servers listen: any free loopback port under pytest; the standalone
+        # server passes its --host/--port.
+        self._host = host
+        self._port = port
         self._lock = threading.Lock()
         self._signer: TokenSigner | None = None
         self._ca: TestCA | None = None
@@ -63,7 +69,11 @@ class SessionPool:
         with self._lock:
             server = self._servers.get(https)
             if server is None:
-                server = FakeHTTPServer(ssl_context=ca.server_context() if ca else None)
+                server = FakeHTTPServer(
+                    host=self._host,
+                    port=self._port,
+                    ssl_context=ca.server_context() if ca else None,
+                )
                 self._servers[https] = server
         server.start()
         return server

@@ -8,6 +8,7 @@ client under test and the fake agree. Unit tests pass a :class:`ManualClock` ins
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from datetime import datetime, timezone
@@ -32,6 +33,32 @@ class ManualClock:
 
     def advance(self, seconds: float) -> None:
         self.now += seconds
+
+
+class OffsetClock:
+    """Real time plus an offset that only grows (the standalone server's clock).
+
+    :meth:`advance` moves it forward without waiting; between advances it runs at the
+    speed of real time, so ``Retry-After`` waits and token lifetimes pass as usual.
+    """
+
+    def __init__(self) -> None:
+        self._offset = 0.0
+        self._lock = threading.Lock()
+
+    def __call__(self) -> float:
+        return time.time() + self._offset
+
+    def advance(self, seconds: float) -> None:
+        if not seconds >= 0:
+            raise ValueError(f"the clock moves forward only, got {seconds!r} seconds")
+        with self._lock:
+            self._offset += seconds
+
+    @property
+    def offset(self) -> float:
+        """Seconds advanced so far."""
+        return self._offset
 
 
 def to_datetime(timestamp: float) -> datetime:

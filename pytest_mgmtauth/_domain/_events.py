@@ -205,3 +205,84 @@ class LoggedOutRejected(Event):
 
     def describe(self) -> str:
         return f"/v1/logout rejected: {self.reason}"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class FaultInjected(Event):
+    """A scripted fault (``mgmt_server.fail_next`` and friends) answered a call.
+
+    ``fault`` is the kind (``fail``, ``hang``, ``reset``, ``malformed``), ``detail`` what
+    the client got, ``ordinal`` which of the ``count`` calls it scripted this was.
+    """
+
+    method: str
+    path: str
+    fault: str
+    detail: str
+    ordinal: int
+    count: int
+
+    def describe(self) -> str:
+        return (
+            f"{self.method} {self.path} -> scripted fault ({self.ordinal} of {self.count}): "
+            f"{self.detail}"
+        )
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class CredentialExpired(Event):
+    """A token or session was made to expire now (``mgmt_server.expire``)."""
+
+    credential: str
+    version: str
+
+    def describe(self) -> str:
+        kind = "token" if self.version == "v2" else "session"
+        return f"{kind} {self.credential} expired on cue"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class CredentialRevoked(Event):
+    """A token or session was revoked (``mgmt_server.revoke``)."""
+
+    credential: str
+    version: str
+
+    def describe(self) -> str:
+        kind = "token" if self.version == "v2" else "session"
+        return f"{kind} {self.credential} revoked on cue"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class AccountLockedManually(Event):
+    """``mgmt_server.lock``: /v1/login answers 1402 until ``until`` (``None``: until
+    ``unlock``)."""
+
+    until: datetime | None
+
+    def describe(self) -> str:
+        end = "until unlocked" if self.until is None else "until {until}"
+        return f"account locked on cue, {end}"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class AccountUnlocked(Event):
+    """``mgmt_server.unlock``: any lockout ended and the failed-login count is zero."""
+
+    def describe(self) -> str:
+        return "account unlocked on cue"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SecretRotated(Event):
+    """``mgmt_server.rotate_key`` / ``rotate_password``: the old secret now gets 1401."""
+
+    secret: str  # "API key" or "password"
+    old_fingerprint: str
+    new_fingerprint: str
+
+    def describe(self) -> str:
+        return (
+            f"{self.secret} rotated on cue ({self.old_fingerprint} -> {self.new_fingerprint}); "
+            f"the old one now gets 1401"
+        )

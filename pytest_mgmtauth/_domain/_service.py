@@ -16,24 +16,37 @@ import threading
 from collections import deque
 from typing import TYPE_CHECKING, NoReturn
 
-from ._accounts import Account, fingerprint, make_account
+from ._accounts import (
+    Account,
+    fingerprint,
+    generate_api_key,
+    generate_password,
+    make_account,
+)
 from ._clock import Clock, system_clock, to_datetime
 from ._diagnosis import diagnose_secret
 from ._events import (
     AccountLocked,
+    AccountLockedManually,
+    AccountUnlocked,
     ApiCall,
     AuthRejected,
     BadRequest,
+    CredentialExpired,
+    CredentialRevoked,
     Event,
+    FaultInjected,
     LoggedIn,
     LoggedOut,
     LoggedOutRejected,
     LoginRejected,
+    SecretRotated,
     SessionExpired,
     Throttled,
     TokenIssued,
     UnknownRoute,
 )
+from ._faults import FaultPlan, FiredFault
 from ._tokens import Claims, TokenProblem, TokenSigner, unverified_subject
 
 if TYPE_CHECKING:
@@ -85,6 +98,8 @@ class TokenRecord:
     username: str
     uses: int = 0
     revoked_at: float | None = None
+    #: When ``mgmt_server.expire`` ended it ahead of its ``exp``.
+    expired_at: float | None = None
     #: Order of grants in this test (tokens and sessions share it): a 1401 refusal
     #: releases the credentials granted before it, see AuthService._held_tokens.
     serial: int = 0
@@ -106,7 +121,7 @@ class SessionRecord:
     last_used: float
     uses: int = 0
     ended_at: float | None = None
-    end_reason: str | None = None  # "logout", "timeout", "revoked"
+    end_reason: str | None = None  # "logout", "timeout", "revoked", "expired" (on cue)
     serial: int = 0
     issued_tick: int = 0
 
@@ -148,6 +163,12 @@ class AuthService:
         self._tick = 0
         # Login attempts per account during its current lockout.
         self._attempts_while_locked: dict[str, int] = {}
+        #: Scripted faults for the next /v2/auth and /v1/login calls (see _faults.py).
+        self.faults = FaultPlan()
+        # Locks set by lock(): username -> (start, end); end is inf until unlock().
+        self._manual_locks: dict[str, tuple[float, float]] = {}
+        # Secrets replaced by rotate_*(): (username, "API key"/"password") -> [(old, when)].
+        self._rotated: dict[tuple[str, str], list[tuple[str, float]]] = {}
 
     # -- time and events -----------------------------------------------------------
 
@@ -200,6 +221,11 @@ class AuthService:
     def _unknown_account(self, username: str) -> str:
         close = difflib.get_close_matches(username, list(self.accounts), n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
+        if " " in username and username.replace(" ", "+") in self.accounts:
+            hint = (
+                f"; did you mean {username.replace(' ', '+')!r}? A '+' arrived as a space: "
+                "URL-encode the username in the form body"
+            )
         if not self.accounts:
             hint = (
                 "; this test has no accounts: add one with mgmt_server.add_account() "
@@ -236,6 +262,7 @@ class AuthService:
             for rec in self.tokens.values()
             if rec.username == username
             and rec.revoked_at is None
+            and rec.expired_at is None
             and rec.serial > refused
             and now < rec.claims.exp - margin
         ]
@@ -318,7 +345,7 @@ class AuthService:
                 )
                 raise Refusal(401, AUTH_FAILED, reason)
             self._check_throttle(username, now)
-            problem = diagnose_secret("API key", account.api_key, key)
+            problem = self._secret_problem(username, "API key", account.api_key, key)
             if problem:
                 self._record(
                     AuthRejected(
@@ -405,7 +432,21 @@ class AuthService:
                     record.label,
                     method,
                     path,
-                    f"token {record.label} was revoked",
+                    f"token {record.label} was revoked {now - record.revoked_at:.0f} s ago: "
+                    "authenticate again",
+                    now,
+                )
+            if record.expired_at is not None and now >= record.expired_at:
+                # Ended early on cue: the client could not have seen it coming, so this
+                # is no use of an expired token (expired=False) but a 401 to recover from.
+                self._refuse_call(
+                    "v2",
+                    record.username,
+                    record.label,
+                    method,
+                    path,
+                    f"token {record.label} expired {now - record.expired_at:.0f} s ago (ended "
+                    f"early on cue): authenticate again on a 401",
                     now,
                 )
             if now >= claims.exp:
@@ -464,6 +505,7 @@ class AuthService:
                     )
                 )
                 raise Refusal(401, AUTH_FAILED, reason)
+            self._check_manual_lock(username, now)
             lockout = self._lockouts.get(username)
             if lockout is not None and now < lockout[1]:
                 start, end = lockout
@@ -491,7 +533,7 @@ class AuthService:
                     )
                 )
                 raise Refusal(401, LOCKED_OUT, reason, message=self._lockout_message())
-            problem = diagnose_secret("password", account.password, password)
+            problem = self._secret_problem(username, "password", account.password, password)
             if problem:
                 failures = self._failed_logins.get(username, 0) + 1
                 self._failed_logins[username] = failures
@@ -619,6 +661,7 @@ class AuthService:
                     "logout": "ended by /v1/logout",
                     "timeout": f"expired after {self.options.session_timeout:g} s idle",
                     "revoked": "revoked",
+                    "expired": "expired (ended early on cue)",
                 }.get(record.end_reason or "", "ended")
                 self._refuse_call(
                     "v1",
@@ -628,7 +671,8 @@ class AuthService:
                     path,
                     f"session {record.label} {how} {now - record.ended_at:.0f} s ago: log in again",
                     now,
-                    expired=True,
+                    # Revoked or expired on cue: the client could not have known.
+                    expired=record.end_reason in ("logout", "timeout"),
                 )
             if not utk:
                 self._refuse_call(
@@ -761,6 +805,202 @@ class AuthService:
                     status=status,
                 )
             )
+
+    # -- faults on cue (mgmt_server.fail_next, expire, lock, rotate_key...) ---------
+
+    def take_fault(
+        self, version: str, method: str, path: str, username: str | None
+    ) -> FiredFault | None:
+        """The scripted fault this ``/v2/auth`` or ``/v1/login`` call gets, recorded in
+        the timeline; ``None`` when the call is answered normally."""
+        with self._lock:
+            fired = self.faults.take(version)
+            if fired is not None:
+                self._record(
+                    FaultInjected(
+                        at=to_datetime(self.now()),
+                        username=username if username in self.accounts else None,
+                        method=method,
+                        path=path,
+                        fault=fired.fault.kind,
+                        detail=fired.fault.describe(),
+                        ordinal=fired.ordinal,
+                        count=fired.fault.count,
+                    )
+                )
+            return fired
+
+    def find_credential(self, credential: str) -> TokenRecord | SessionRecord:
+        """A token or session of this test by its value (the JWT, the JSESSIONID) or its
+        label (``T1``, ``S1``); ValueError naming the known labels if none matches."""
+        with self._lock:
+            if not isinstance(credential, str) or not credential:
+                raise TypeError(
+                    "expects a token (the JWT), a JSESSIONID or a label like 'T1' / 'S1', "
+                    f"got {credential!r}"
+                )
+            for rec in self.tokens.values():
+                if credential in (rec.token, rec.label):
+                    return rec
+            for srec in self.sessions.values():
+                if credential in (srec.session_id, srec.label, srec.utk):
+                    return srec
+            labels = [r.label for r in self.tokens.values()]
+            labels += [r.label for r in self.sessions.values()]
+            shown = credential if len(credential) <= 4 else fingerprint(credential)
+            raise ValueError(
+                f"no token or session of this test is {shown}; known: "
+                f"{', '.join(labels) or 'none (nothing was granted yet)'}"
+            )
+
+    def expire(self, credential: str) -> str:
+        """End a token or session now, as if its lifetime had run out; returns its label.
+        Later calls with it get 401 (1401); re-authenticating is not churn."""
+        with self._lock:
+            now = self.now()
+            self._expire_sessions(now)
+            rec = self.find_credential(credential)
+            if isinstance(rec, TokenRecord):
+                if rec.expired_at is None:
+                    rec.expired_at = now
+                version = "v2"
+            else:
+                if rec.ended_at is None:
+                    rec.ended_at = now
+                    rec.end_reason = "expired"
+                version = "v1"
+            self._record(
+                CredentialExpired(
+                    at=to_datetime(now),
+                    username=rec.username,
+                    credential=rec.label,
+                    version=version,
+                )
+            )
+            return rec.label
+
+    def revoke(self, credential: str) -> str:
+        """Revoke a token or session now; returns its label. Later calls with it get 401
+        (1401); re-authenticating is not churn."""
+        with self._lock:
+            now = self.now()
+            self._expire_sessions(now)
+            rec = self.find_credential(credential)
+            if isinstance(rec, TokenRecord):
+                if rec.revoked_at is None:
+                    rec.revoked_at = now
+                version = "v2"
+            else:
+                if rec.ended_at is None:
+                    rec.ended_at = now
+                    rec.end_reason = "revoked"
+                version = "v1"
+            self._record(
+                CredentialRevoked(
+                    at=to_datetime(now),
+                    username=rec.username,
+                    credential=rec.label,
+                    version=version,
+                )
+            )
+            return rec.label
+
+    def _known_account(self, username: str) -> Account:
+        account = self.accounts.get(username)
+        if account is None:
+            raise ValueError(self._unknown_account(username))
+        return account
+
+    def lock(self, username: str, *, seconds: float | None = None) -> None:
+        """Lock the account now: ``/v1/login`` answers 1402 until :meth:`unlock`, or for
+        ``seconds`` of simulated time. ``/v2/auth`` is not affected (the service's lockout
+        is a v1 login rule)."""
+        with self._lock:
+            self._known_account(username)
+            if seconds is not None and (
+                isinstance(seconds, bool)
+                or not isinstance(seconds, (int, float))
+                or not 0 < seconds < math.inf
+            ):
+                raise ValueError(f"lock(seconds=...) must be > 0 and finite, got {seconds!r}")
+            now = self.now()
+            end = math.inf if seconds is None else now + seconds
+            self._manual_locks[username] = (now, end)
+            self._record(
+                AccountLockedManually(
+                    at=to_datetime(now),
+                    username=username,
+                    until=None if seconds is None else to_datetime(end),
+                )
+            )
+
+    def unlock(self, username: str) -> None:
+        """End any lock of the account (on cue or after failed logins) and forget its
+        failed logins."""
+        with self._lock:
+            self._known_account(username)
+            self._manual_locks.pop(username, None)
+            self._lockouts.pop(username, None)
+            self._failed_logins[username] = 0
+            self._record(AccountUnlocked(at=to_datetime(self.now()), username=username))
+
+    def _check_manual_lock(self, username: str, now: float) -> None:
+        lock = self._manual_locks.get(username)
+        if lock is None or now >= lock[1]:
+            return
+        start, end = lock
+        until = "until unlocked" if end == math.inf else f"until {self._offset(end)}"
+        reason = f"account locked on cue since {self._offset(start)}, {until}"
+        self._record(
+            LoginRejected(
+                at=to_datetime(now), username=username, return_code=LOCKED_OUT, reason=reason
+            )
+        )
+        raise Refusal(401, LOCKED_OUT, reason, message=self._lockout_message())
+
+    def rotate_secret(self, username: str, secret: str, new_value: str | None = None) -> Account:
+        """Replace the account's ``"API key"`` or ``"password"`` (generated unless given);
+        the old one gets 1401 from now on. Credentials already granted stay valid."""
+        with self._lock:
+            account = self._known_account(username)
+            if secret not in ("API key", "password"):
+                raise ValueError(f"secret must be 'API key' or 'password', got {secret!r}")
+            if new_value is not None and (not isinstance(new_value, str) or not new_value):
+                raise ValueError(f"the new {secret} must be a non-empty str, got {new_value!r}")
+            old = account.api_key if secret == "API key" else account.password
+            if new_value is None:
+                new_value = generate_api_key() if secret == "API key" else generate_password()
+            if new_value == old:
+                raise ValueError(f"the new {secret} is the account's current one")
+            if secret == "API key":
+                rotated = dataclasses.replace(account, api_key=new_value)
+            else:
+                rotated = dataclasses.replace(account, password=new_value)
+            self.accounts[username] = rotated
+            now = self.now()
+            self._rotated.setdefault((username, secret), []).append((old, now))
+            self._record(
+                SecretRotated(
+                    at=to_datetime(now),
+                    username=username,
+                    secret=secret,
+                    old_fingerprint=fingerprint(old),
+                    new_fingerprint=fingerprint(new_value),
+                )
+            )
+            return rotated
+
+    def _secret_problem(self, username: str, secret: str, expected: str, received: str) -> str:
+        """diagnose_secret, knowing that a rotated-out secret is an old one, not a typo."""
+        if received == expected:
+            return ""
+        for old, when in reversed(self._rotated.get((username, secret), [])):
+            if received == old:
+                return (
+                    f"this is the account's old {secret} ({fingerprint(old)}), replaced at "
+                    f"{self._offset(when)} by rotation: use the current one"
+                )
+        return diagnose_secret(secret, expected, received)
 
     # -- queries -------------------------------------------------------------------
 

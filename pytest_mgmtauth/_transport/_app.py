@@ -8,6 +8,8 @@ duration. A request that arrives while no test is bound gets 503.
 from __future__ import annotations
 
 import json
+import socket
+import struct
 import threading
 from typing import TYPE_CHECKING, Any
 
@@ -15,12 +17,15 @@ from pytest_httpserver import RequestHandler, RequestMatcher
 from werkzeug import Request, Response
 from werkzeug.exceptions import ClientDisconnected, HTTPException
 
-from .._domain._service import Authorization, AuthService, Refusal
+from .._domain._service import SERVICE_MESSAGES, Authorization, AuthService, Refusal
 from ._parsing import BadInput, bearer_token, read_body, read_form, session_credentials
 
 if TYPE_CHECKING:
     import re
     from collections.abc import Callable, Sequence
+
+    from .._domain._faults import ScriptedFault
+    from ._control import ControlAPI
 
 AUTH_PATH = "/v2/auth"
 LOGIN_PATH = "/v1/login"
@@ -60,7 +65,8 @@ def error_response(status: int, return_code: int, message: str, **extra: Any) ->
 
 
 def refusal_response(refusal: Refusal) -> Response:
-    response = error_response(refusal.status, refusal.return_code, refusal.message)
+    extra = {} if refusal.retry_after is None else {"retryAfter": refusal.retry_after}
+    response = error_response(refusal.status, refusal.return_code, refusal.message, **extra)
     if refusal.retry_after is not None:
         response.headers["Retry-After"] = str(refusal.retry_after)
     return response
@@ -97,11 +103,18 @@ class Binding:
         #: re-raised in the test at teardown, never lost.
         self.errors: list[BaseException] = []
         self.lock = threading.Lock()
+        #: Set when the test ends: requests held by a scripted hang give up at once.
+        self.closed = threading.Event()
+
+    def close(self) -> None:
+        self.closed.set()
 
 
 class FakeApp:
     def __init__(self) -> None:
         self._binding: Binding | None = None
+        #: The standalone server's control API (``/_mgmtauth/...``); None under pytest.
+        self.control: ControlAPI | None = None
 
     def bind(self, binding: Binding) -> None:
         self._binding = binding
@@ -119,8 +132,12 @@ class FakeApp:
                 "no test is using the fake service right now: a request arrived outside "
                 "the test that owns the mgmt_server fixture",
             )
+        if self.control is not None and request.path.startswith(self.control.prefix):
+            return self.control(request)
         try:
             return self._dispatch(binding, request)
+        except ConnectionResetOnCue:
+            raise  # Werkzeug drops the connection; see _server._RequestHandler
         except HTTPException as exc:
             # Werkzeug's own 4xx (a chunked body over the size limit, a malformed
             # header): the client's mistake, answered in the fake's JSON shape.
@@ -270,3 +287,77 @@ _BUILTIN: dict[str, Callable[[AuthService, Request], Response]] = {
     LOGIN_PATH: _login,
     LOGOUT_PATH: _logout,
 }
+
+
+# -- scripted faults (mgmt_server.fail_next, hang_next, reset_next, malformed_next) -----
+
+_FAULT_VERSIONS = {AUTH_PATH: "v2", LOGIN_PATH: "v1"}
+#: How often a hang on the simulated clock looks at the clock, in real seconds.
+_SIMULATED_HANG_POLL = 0.01
+
+
+class ConnectionResetOnCue(ConnectionAbortedError):
+    """Raised through Werkzeug so that it drops the connection without an answer; the
+    socket was set to close with a TCP reset (SO_LINGER 0)."""
+
+
+def _scripted_fault(binding: Binding, request: Request) -> ScriptedFault | None:
+    version = _FAULT_VERSIONS.get(request.path)
+    if version is None:
+        return None
+    fired = binding.service.take_fault(
+        version, request.method, request.path, _username_of(request)
+    )
+    return fired.fault if fired is not None else None
+
+
+def _username_of(request: Request) -> str | None:
+    """The form's username, to attribute a fault in the timeline; None if unreadable."""
+    fields = ("username", "key") if request.path == AUTH_PATH else ("username", "password")
+    try:
+        return read_form(request, request.path, fields)["username"]
+    except BadInput:
+        return None
+
+
+def _carry_out(fault: ScriptedFault, binding: Binding, request: Request) -> Response | None:
+    """The answer a scripted fault gives, or None to go on answering normally (after a
+    hang). A reset raises :class:`ConnectionResetOnCue`."""
+    if fault.kind == "fail":
+        assert fault.status is not None
+        assert fault.return_code is not None
+        base = SERVICE_MESSAGES.get(fault.return_code, f"Service error {fault.return_code}")
+        refusal = Refusal(
+            fault.status,
+            fault.return_code,
+            "scripted fault (mgmt_server.fail_next)",
+            message=base,
+            retry_after=fault.retry_after,
+        )
+        return refusal_response(refusal)
+    if fault.kind == "hang":
+        assert fault.seconds is not None
+        if fault.clock == "real":
+            if binding.closed.wait(fault.seconds):
+                _reset_connection(request)
+        else:
+            service = binding.service
+            until = service.now() + fault.seconds
+            while service.now() < until:
+                if binding.closed.wait(_SIMULATED_HANG_POLL):
+                    _reset_connection(request)
+        return None
+    if fault.kind == "reset":
+        _reset_connection(request)
+    # "malformed": a 200 whose JSON stops in the middle, as if cut off on the way.
+    field = "token" if request.path == AUTH_PATH else "utk"
+    body = f'{{"{field}": "eyJ0eXAiOiJKV1QiLCJhbGciOiJSUzUxMiJ9.eyJzdWIiOi'
+    return Response(body, status=200, content_type="application/json")
+
+
+def _reset_connection(request: Request) -> None:
+    sock = request.environ.get("werkzeug.socket")
+    if sock is not None:
+        # Linger on, timeout 0: closing the socket sends RST instead of FIN.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    raise ConnectionResetOnCue("connection reset on cue (mgmt_server.reset_next)")

@@ -14,9 +14,11 @@ Differences from the stock server, each for a measured reason (see the field not
 
 from __future__ import annotations
 
+import socket
 import ssl
 import threading
-from typing import TYPE_CHECKING, Any
+import struct
+from typing import Any
 
 from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
@@ -24,9 +26,6 @@ from werkzeug.serving import ThreadedWSGIServer, WSGIRequestHandler
 
 from ._app import FakeApp
 from ._parsing import MAX_BODY_BYTES
-
-if TYPE_CHECKING:
-    import socket
 
 #: Seconds a connection may sit idle mid-request before its thread gives up on it.
 STALL_TIMEOUT = 30.0
@@ -61,6 +60,11 @@ class _RequestHandler(WSGIRequestHandler):
         super().handle()
 
     def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+    def connection_dropped(self, error: BaseException, environ: Any = None) -> None:
+        # Never read another request from a dropped connection (a scripted reset
+        # raises through here; HTTP/1.1 would otherwise wait for a next request).
+        self.close_connection = True
+
         pass
 
     def log(self, type: str, message: str, *args: Any) -> None:
@@ -105,6 +109,18 @@ class FakeHTTPServer(HTTPServer):
                 return
             app = _FakeRequest.application(self.application)
             # Plain TCP server; TLS is layered per connection in get_request.
+    def shutdown_request(self, request: Any) -> None:
+        # A connection set to linger 0 (a scripted reset) must close without the FIN
+        # of shutdown(SHUT_WR), so that the client sees a reset, not an empty answer.
+        try:
+            linger = request.getsockopt(socket.SOL_SOCKET, socket.SO_LINGER, 8)
+        except OSError:
+            linger = b""
+        if linger == struct.pack("ii", 1, 0):
+            self.close_request(request)
+        else:
+            super().shutdown_request(request)
+
             server = _Server(self.host, self.port, app, handler=_RequestHandler)
             if self.ssl_context is not None:
                 server._tls_context = self.ssl_context

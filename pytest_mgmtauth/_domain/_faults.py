@@ -1,0 +1,199 @@
+"""Scripted faults: what the next auth or login calls get instead of a normal answer.
+
+Pure data and bookkeeping; the transport carries a fault out (it owns the socket). A
+fault is scripted for the next ``count`` calls of ``/v2/auth`` (``version="v2"``),
+``/v1/login`` (``version="v1"``) or either (``version=None``). Faults fire in the order
+they were scripted; a call takes the first pending fault that applies to it.
+
+A scripted fault never changes the service's state: a scripted 1401 is no failed login
+(no step towards a lockout), a scripted 429 is no throttling, and no credential is
+granted. It is what the client sees, recorded in the timeline as ``FaultInjected``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import threading
+
+#: Service errors a scripted failure may name besides HTTP statuses (answered as 401).
+SERVICE_ERRORS = (1401, 1402)
+#: The kinds of scripted fault.
+FAULT_KINDS = ("fail", "hang", "reset", "malformed")
+#: The clocks a hang can run on.
+HANG_CLOCKS = ("real", "simulated")
+#: Retry-After of a scripted 429 when none is given, in seconds.
+DEFAULT_RETRY_AFTER = 1
+
+_VERSIONS = (None, "v1", "v2")
+_ENDPOINTS = {"v2": "/v2/auth", "v1": "/v1/login"}
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ScriptedFault:
+    """One kind of misbehaviour, for the next ``count`` matching calls.
+
+    ``kind`` is ``"fail"`` (answer ``status`` with ``returnCode`` ``return_code``),
+    ``"hang"`` (hold the request ``seconds`` on the ``clock``, then answer normally),
+    ``"reset"`` (drop the TCP connection with a reset, no answer) or ``"malformed"``
+    (200 with a truncated JSON body).
+    """
+
+    kind: str
+    count: int = 1
+    version: str | None = None
+    status: int | None = None
+    return_code: int | None = None
+    retry_after: int | None = None
+    seconds: float | None = None
+    clock: str | None = None
+
+    def applies_to(self, version: str) -> bool:
+        return self.version is None or self.version == version
+
+    def describe(self) -> str:
+        """What the client gets, in a few words (timeline, control API)."""
+        if self.kind == "fail":
+            what = f"error {self.return_code}"
+            if self.return_code != self.status:
+                what += f" (HTTP {self.status})"
+            if self.retry_after is not None:
+                what += f", Retry-After {self.retry_after}s"
+        elif self.kind == "hang":
+            what = f"hang {self.seconds:g} s on the {self.clock} clock"
+        elif self.kind == "reset":
+            what = "connection reset, no answer"
+        else:
+            what = "200 with malformed (truncated) JSON"
+        return what
+
+    @property
+    def endpoints(self) -> str:
+        return _ENDPOINTS[self.version] if self.version else "/v2/auth or /v1/login"
+
+
+def _check_count(count: object) -> int:
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise ValueError(f"count must be an int >= 1 (how many calls get the fault), got {count!r}")
+    return count
+
+
+def _check_version(version: object) -> str | None:
+    if version not in _VERSIONS:
+        raise ValueError(
+            f"version must be 'v2' (/v2/auth), 'v1' (/v1/login) or None (either), got {version!r}"
+        )
+    return version
+
+
+def failure(
+    error: int, *, count: int = 1, version: str | None = None, retry_after: int | None = None
+) -> ScriptedFault:
+    """The next calls answer ``error``: an HTTP status (4xx, 5xx; 429 gets ``Retry-After``)
+    or a service error (1401 wrong credentials, 1402 locked out; both as HTTP 401)."""
+    if isinstance(error, bool) or not isinstance(error, int):
+        raise TypeError(f"error must be an int (an HTTP status or 1401/1402), got {error!r}")
+    if error in SERVICE_ERRORS:
+        status = 401
+    elif 400 <= error <= 599:
+        status = error
+    else:
+        raise ValueError(
+            f"error must be an HTTP error status (400-599) or a service error "
+            f"({', '.join(map(str, SERVICE_ERRORS))}), got {error!r}"
+        )
+    if retry_after is not None and (
+        isinstance(retry_after, bool) or not isinstance(retry_after, int) or retry_after < 0
+    ):
+        raise ValueError(f"retry_after must be an int >= 0 (seconds), got {retry_after!r}")
+    if retry_after is None and status == 429:
+        retry_after = DEFAULT_RETRY_AFTER
+    return ScriptedFault(
+        kind="fail",
+        count=_check_count(count),
+        version=_check_version(version),
+        status=status,
+        return_code=error,
+        retry_after=retry_after,
+    )
+
+
+def hang(
+    seconds: float, *, clock: str = "real", count: int = 1, version: str | None = None
+) -> ScriptedFault:
+    """The next calls are held ``seconds`` before they are answered normally: on the
+    ``"real"`` clock (client timeouts fire), or until the ``"simulated"`` clock has
+    moved on by ``seconds`` (someone else advances it)."""
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
+        raise TypeError(f"seconds must be a number, got {seconds!r}")
+    if not (seconds > 0 and math.isfinite(seconds)):
+        raise ValueError(f"seconds must be > 0 and finite, got {seconds!r}")
+    if clock not in HANG_CLOCKS:
+        raise ValueError(f"clock must be 'real' or 'simulated', got {clock!r}")
+    return ScriptedFault(
+        kind="hang",
+        count=_check_count(count),
+        version=_check_version(version),
+        seconds=float(seconds),
+        clock=clock,
+    )
+
+
+def reset(*, count: int = 1, version: str | None = None) -> ScriptedFault:
+    """The next calls get their TCP connection reset, without an answer."""
+    return ScriptedFault(kind="reset", count=_check_count(count), version=_check_version(version))
+
+
+def malformed(*, count: int = 1, version: str | None = None) -> ScriptedFault:
+    """The next calls get 200 with a JSON body cut off in the middle."""
+    return ScriptedFault(
+        kind="malformed", count=_check_count(count), version=_check_version(version)
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class FiredFault:
+    """A scripted fault taken by one call: ``ordinal`` of ``fault.count``."""
+
+    fault: ScriptedFault
+    ordinal: int
+
+
+@dataclasses.dataclass
+class _Entry:
+    fault: ScriptedFault
+    used: int = 0
+
+
+class FaultPlan:
+    """The queue of scripted faults of one test (or one standalone server). Thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pending: list[_Entry] = []
+
+    def add(self, fault: ScriptedFault) -> None:
+        with self._lock:
+            self._pending.append(_Entry(fault))
+
+    def take(self, version: str) -> FiredFault | None:
+        """The fault the next call of ``version`` gets, if any, and count it as used."""
+        with self._lock:
+            for entry in self._pending:
+                if entry.fault.applies_to(version):
+                    entry.used += 1
+                    if entry.used >= entry.fault.count:
+                        self._pending.remove(entry)
+                    return FiredFault(entry.fault, entry.used)
+            return None
+
+    def pending(self) -> list[ScriptedFault]:
+        """Faults not fired yet, each with the number of calls it still applies to."""
+        with self._lock:
+            return [
+                dataclasses.replace(e.fault, count=e.fault.count - e.used) for e in self._pending
+            ]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._pending.clear()

@@ -1,0 +1,460 @@
+"""``mgmtauth-server``: the fake as a process, for clients in any language.
+
+The same fake the ``mgmt_server`` fixture gives (the same endpoints, tokens, sessions,
+lockout, throttling and faults) on a host and port of your choice, with a clock of its
+own that the control API under ``/_mgmtauth/`` advances. See docs/standalone.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import ipaddress
+import json
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from typing import TYPE_CHECKING, Any, TextIO
+
+from . import __version__
+from ._domain._accounts import make_account
+from ._domain._clock import ManualClock, OffsetClock
+from ._domain._options import Options
+from ._fake import MgmtServer
+from ._pool import KeyCache, SessionPool
+from ._transport._control import PREFIX, ControlAPI, account_json
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from types import FrameType
+
+    from ._domain._accounts import Account
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8765
+#: How often the main thread looks for a stop request, in seconds.
+_STOP_POLL = 0.1
+
+
+class UsageError(Exception):
+    """Bad command line or accounts file: reported in one line, exit status 2."""
+
+
+@dataclasses.dataclass(frozen=True)
+class AccountSpec:
+    username: str | None = None
+    api_key: str | None = None
+    password: str | None = None
+    permissions: tuple[str, ...] | None = None
+
+
+def _spec_from_json(data: object, where: str) -> AccountSpec:
+    known = ("username", "api_key", "password", "permissions")
+    if not isinstance(data, dict):
+        raise UsageError(f"{where}: an account is a JSON object with {', '.join(known)}")
+    unknown = [k for k in data if k not in known]
+    if unknown:
+        raise UsageError(
+            f"{where}: unknown account field {', '.join(map(repr, unknown))}; "
+            f"known: {', '.join(known)}"
+        )
+    for name in ("username", "api_key", "password"):
+        if data.get(name) is not None and not isinstance(data[name], str):
+            raise UsageError(f"{where}: {name!r} must be a string")
+    permissions = data.get("permissions")
+    if permissions is not None and (
+        not isinstance(permissions, list) or not all(isinstance(p, str) for p in permissions)
+    ):
+        raise UsageError(f"{where}: 'permissions' must be a list of strings")
+    return AccountSpec(
+        username=data.get("username"),
+        api_key=data.get("api_key"),
+        password=data.get("password"),
+        permissions=None if permissions is None else tuple(permissions),
+    )
+
+
+def parse_account(text: str) -> AccountSpec:
+    """``--account``: an e-mail address, or a JSON object with the account's fields."""
+    if text.lstrip().startswith("{"):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise UsageError(f"--account {text!r}: not valid JSON ({exc})") from None
+        return _spec_from_json(data, "--account")
+    return AccountSpec(username=text)
+
+
+def read_accounts_file(path: str) -> list[AccountSpec]:
+    """``--accounts-file``: a JSON list of account objects (or ``{"accounts": [...]}``)."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except OSError as exc:
+        raise UsageError(f"--accounts-file {path}: {exc.strerror or exc}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise UsageError(f"--accounts-file {path}: not valid JSON ({exc})") from None
+    if isinstance(data, dict) and set(data) == {"accounts"}:
+        data = data["accounts"]
+    if not isinstance(data, list):
+        raise UsageError(f"--accounts-file {path}: expected a JSON list of account objects")
+    return [
+        _spec_from_json(item, f"--accounts-file {path}, account {i + 1}")
+        for i, item in enumerate(data)
+    ]
+
+
+def parse_route(text: str) -> tuple[str, str]:
+    """``--route``: ``"METHOD /path"``, or just ``/path`` for GET."""
+    parts = text.split()
+    if len(parts) == 1:
+        parts = ["GET", parts[0]]
+    if len(parts) != 2 or not parts[1].startswith("/"):
+        raise UsageError(f"--route {text!r}: expected 'METHOD /path', e.g. 'GET /v2/things'")
+    return parts[0].upper(), parts[1]
+
+
+def _file_key_cache(path: str) -> KeyCache:
+    """Keep the signing key in ``path`` so that a restart skips the key generation."""
+
+    def read() -> bytes | None:
+        try:
+            with open(path, "rb") as handle:
+                return handle.read()
+        except FileNotFoundError:
+            return None
+
+    def write(pem: bytes) -> None:
+        # Owner-only: it is a private key, even if only a test one.
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(pem)
+
+    return read, write
+
+
+class StandaloneServer:
+    """One fake at a time on one socket; ``reset()`` swaps in a fresh one."""
+
+    def __init__(
+        self,
+        options: Options,
+        *,
+        host: str = DEFAULT_HOST,
+        port: int = DEFAULT_PORT,
+        accounts: Sequence[AccountSpec] = (AccountSpec(),),
+        routes: Sequence[tuple[str, str]] = (),
+        key_file: str | None = None,
+        frozen_clock: bool = False,
+    ) -> None:
+        self.options = options
+        self.clock: ManualClock | OffsetClock = (
+            ManualClock(time.time()) if frozen_clock else OffsetClock()
+        )
+        self._host, self._port = host, port
+        self._pool = SessionPool(
+            _file_key_cache(key_file) if key_file else None, host=host, port=port
+        )
+        self._account_specs = list(accounts)
+        self._routes = list(routes)
+        self._startup_accounts: list[Account] | None = None
+        self._fake: MgmtServer | None = None
+        self._lock = threading.Lock()
+
+    def start(self) -> None:
+        """Listen and set up the startup accounts and routes; OSError if the port is taken."""
+        self._pool.signer  # noqa: B018  (generate or load the key before listening)
+        if self._port:
+            # Werkzeug answers a taken port with sys.exit(1) and its own text; find out
+            # first, so that main() can say what to do instead.
+            socket.create_server((self._host, self._port)).close()
+        self._fake = self._new_fake()
+        self._fake._http.app.control = ControlAPI(
+            fake=lambda: self.fake, clock=self.clock, reset=self.reset
+        )
+
+    def _new_fake(self) -> MgmtServer:
+        fake = MgmtServer(self.options, self._pool, clock=self.clock)
+        if self._startup_accounts is None:
+            self._startup_accounts = [
+                fake.add_account(
+                    s.username, api_key=s.api_key, password=s.password, permissions=s.permissions
+                )
+                for s in self._account_specs
+            ]
+        else:  # a reset: the same credentials as at startup
+            for a in self._startup_accounts:
+                fake.add_account(
+                    a.username, api_key=a.api_key, password=a.password, permissions=a.permissions
+                )
+        for method, path in self._routes:
+            fake.route(method, path).respond_with_json({"ok": True, "route": f"{method} {path}"})
+        return fake
+
+    @property
+    def fake(self) -> MgmtServer:
+        fake = self._fake
+        if fake is None:
+            raise RuntimeError("the standalone server is not started")
+        return fake
+
+    def reset(self) -> None:
+        """Fresh state: the startup accounts (with their startup credentials) and routes;
+        no tokens, sessions, events or faults. The clock keeps its time."""
+        with self._lock:
+            old = self._fake
+            self._fake = self._new_fake()  # binds itself to the server
+            if old is not None:
+                old._close()
+
+    @property
+    def url(self) -> str:
+        return self.fake.url
+
+    @property
+    def ca_bundle(self) -> str | None:
+        return self.fake.ca_bundle
+
+    @property
+    def startup_accounts(self) -> list[Account]:
+        return list(self._startup_accounts or ())
+
+    def stop(self) -> None:
+        if self._fake is not None:
+            self._fake._close()
+        self._pool.close()
+
+    def describe(self) -> dict[str, Any]:
+        """What a client needs to know, as printed at startup (``--json``)."""
+        return {
+            "url": self.url,
+            "control": f"{self.url}{PREFIX}/",
+            "ca_bundle": self.ca_bundle,
+            "clock": "frozen" if isinstance(self.clock, ManualClock) else "real",
+            "options": {
+                f.name: getattr(self.options, f.name) for f in dataclasses.fields(self.options)
+            },
+            "accounts": [account_json(a) for a in self.startup_accounts],
+            "routes": [f"{m} {p}" for m, p in self._routes],
+        }
+
+
+def _print_banner(server: StandaloneServer, out: TextIO) -> None:
+    info = server.describe()
+    lines = [
+        f"mgmtauth-server {__version__}: the fake management auth service is up",
+        f"  base URL     {info['url']}",
+        f"  control API  {info['control']}",
+    ]
+    if info["ca_bundle"]:
+        lines.append(f"  CA bundle    {info['ca_bundle']}  (trust it: curl --cacert <path>)")
+    clock = (
+        "frozen: moves only by POST /_mgmtauth/clock/advance"
+        if info["clock"] == "frozen"
+        else "real time, plus POST /_mgmtauth/clock/advance"
+    )
+    lines.append(f"  clock        {clock}")
+    lines.append(f"  options      {server.options.describe()}")
+    for account in info["accounts"]:
+        lines.append(f"  account      {account['username']}")
+        lines.append(f"    api key    {account['api_key']}")
+        lines.append(f"    password   {account['password']}")
+    for route in info["routes"]:
+        lines.append(f"  route        {route}")
+    lines.append("Stop with Ctrl-C or SIGTERM.")
+    out.write("\n".join(lines) + "\n")
+    out.flush()
+
+
+def _seconds_arg(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+
+
+def _throttle_arg(text: str) -> int | None:
+    if text.strip().lower() in ("none", "off"):
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a number of premature grants per 60 s, or 'none', got {text!r}"
+        ) from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mgmtauth-server",
+        description=(
+            "Serve the fake management auth service (v2 /v2/auth bearer tokens, v1 "
+            "/v1/login sessions) for clients in any language, with a control API under "
+            f"{PREFIX}/ to read the timeline, advance the clock and script faults."
+        ),
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    where = parser.add_argument_group("where")
+    where.add_argument("--host", default=DEFAULT_HOST, help="address to listen on (%(default)s)")
+    where.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help="port (%(default)s; 0: any free port)"
+    )
+    where.add_argument(
+        "--https", action="store_true", help="serve HTTPS with a fresh test CA (path printed)"
+    )
+    setup = parser.add_argument_group("accounts and routes")
+    setup.add_argument(
+        "--account",
+        action="append",
+        default=[],
+        metavar="EMAIL_OR_JSON",
+        help="add an account: an e-mail address (API key and password generated), or a JSON "
+        'object like \'{"username": "a@example.com", "api_key": "...", "password": "..."}\'; '
+        "repeatable. Without --account or --accounts-file, one generated account",
+    )
+    setup.add_argument(
+        "--accounts-file", metavar="PATH", help="a JSON list of account objects (as --account)"
+    )
+    setup.add_argument(
+        "--route",
+        action="append",
+        default=[],
+        metavar="'METHOD /path'",
+        help='declare a protected API route answering {"ok": true}; paths under /v1/ take '
+        "the v1 session, others the v2 bearer token; repeatable (more via the control API)",
+    )
+    behaviour = parser.add_argument_group("behaviour (the options of @pytest.mark.mgmtauth)")
+    defaults = Options()
+    behaviour.add_argument("--token-ttl", type=_seconds_arg, default=defaults.token_ttl)
+    behaviour.add_argument("--refresh-margin", type=_seconds_arg, default=defaults.refresh_margin)
+    behaviour.add_argument("--lockout-threshold", type=int, default=defaults.lockout_threshold)
+    behaviour.add_argument(
+        "--lockout-duration", type=_seconds_arg, default=defaults.lockout_duration
+    )
+    behaviour.add_argument("--session-timeout", type=_seconds_arg, default=defaults.session_timeout)
+    behaviour.add_argument(
+        "--throttle",
+        type=_throttle_arg,
+        default=defaults.throttle,
+        help="premature grants per account per 60 s before /v2/auth answers 429; 'none' "
+        "turns throttling off (default %(default)s)",
+    )
+    behaviour.add_argument(
+        "--frozen-clock",
+        action="store_true",
+        help="time stands still until POST /_mgmtauth/clock/advance (default: real time "
+        "plus whatever was advanced)",
+    )
+    misc = parser.add_argument_group("misc")
+    misc.add_argument(
+        "--key-file",
+        metavar="PATH",
+        help="keep the RS512 signing key in PATH (made if missing): restarts skip the "
+        "~0.5 s key generation",
+    )
+    misc.add_argument(
+        "--json",
+        action="store_true",
+        help="print the startup information as one JSON line (for scripts)",
+    )
+    return parser
+
+
+def server_from_args(args: argparse.Namespace) -> StandaloneServer:
+    """The server the parsed command line describes (not started); UsageError if off."""
+    try:
+        options = Options(
+            token_ttl=args.token_ttl,
+            refresh_margin=args.refresh_margin,
+            lockout_threshold=args.lockout_threshold,
+            lockout_duration=args.lockout_duration,
+            session_timeout=args.session_timeout,
+            throttle=args.throttle,
+            https=args.https,
+        )
+    except (TypeError, ValueError) as exc:
+        raise UsageError(str(exc).replace("mgmtauth option ", "option ")) from None
+    specs = [parse_account(text) for text in args.account]
+    if args.accounts_file:
+        specs += read_accounts_file(args.accounts_file)
+    if not specs:
+        specs = [AccountSpec()]
+    names: set[str] = set()
+    for serial, spec in enumerate(specs, 1):
+        try:  # checked before the key is made: a typo costs no key generation
+            account = make_account(
+                serial, spec.username, spec.api_key, spec.password, spec.permissions
+            )
+        except (TypeError, ValueError) as exc:
+            raise UsageError(str(exc)) from None
+        if spec.username is not None and account.username in names:
+            raise UsageError(f"the account {account.username!r} is given twice")
+        names.add(account.username)
+    routes = [parse_route(text) for text in args.route]
+    if not 0 <= args.port <= 65535:
+        raise UsageError(f"--port {args.port}: expected 0-65535")
+    return StandaloneServer(
+        options,
+        host=args.host,
+        port=args.port,
+        accounts=specs,
+        routes=routes,
+        key_file=args.key_file,
+        frozen_clock=args.frozen_clock,
+    )
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        server = server_from_args(args)
+        server.start()
+    except UsageError as exc:
+        parser.error(str(exc))
+    except ValueError as exc:  # an account the fake refuses (not an e-mail, duplicate...)
+        parser.error(str(exc))
+    except OSError as exc:
+        print(
+            f"mgmtauth-server: cannot listen on {args.host}:{args.port}: "
+            f"{exc.strerror or exc} (pass --port 0 for any free port)",
+            file=sys.stderr,
+        )
+        return 1
+
+    stop = threading.Event()
+
+    def request_stop(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, request_stop)
+    signal.signal(signal.SIGINT, request_stop)
+    try:
+        if not _is_loopback(args.host):
+            print(
+                f"mgmtauth-server: warning: listening on {args.host}, not loopback: anyone "
+                "who can reach it can use these test credentials",
+                file=sys.stderr,
+            )
+        if args.json:
+            print(json.dumps(server.describe()), flush=True)
+        else:
+            _print_banner(server, sys.stdout)
+        while not stop.wait(_STOP_POLL):
+            pass
+    finally:
+        server.stop()
+    print("mgmtauth-server: stopped", file=sys.stderr, flush=True)
+    return 0

@@ -1,0 +1,477 @@
+"""The standalone server's control API: JSON over HTTP under ``/_mgmtauth/``.
+
+A client in any language (or curl) reads the timeline, advances the simulated clock,
+adds accounts and routes, scripts faults and resets the fake through it. Every answer
+is JSON; bad input gets a 4xx JSON body ``{"returnCode": status, "message": ...}`` that
+says what to send instead, and never stops the server. See docs/standalone.md.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Protocol
+
+from werkzeug import Response
+
+from .._domain._clock import to_datetime
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+
+    from werkzeug import Request
+
+    from .._domain._accounts import Account
+    from .._domain._events import Event
+    from .._domain._faults import ScriptedFault
+    from ._app import RouteHandler
+
+PREFIX = "/_mgmtauth"
+#: Largest control request body read, in bytes.
+MAX_CONTROL_BODY = 64 * 1024
+
+
+class ControlledFake(Protocol):
+    """What the control API drives: the public face of ``MgmtServer``."""
+
+    @property
+    def events(self) -> list[Event]: ...
+
+    @property
+    def accounts(self) -> list[Account]: ...
+
+    @property
+    def pending_faults(self) -> list[ScriptedFault]: ...
+
+    def add_account(
+        self,
+        username: str | None = None,
+        *,
+        api_key: str | None = None,
+        password: str | None = None,
+        permissions: Iterable[str] | None = None,
+    ) -> Account: ...
+
+    def route(
+        self, method: str, path: str, *, permission: str | None = None, auth: str | None = None
+    ) -> RouteHandler: ...
+
+    def fail_next(
+        self,
+        count: int = 1,
+        *,
+        error: int = 503,
+        version: str | None = None,
+        retry_after: int | None = None,
+    ) -> None: ...
+
+    def hang_next(
+        self, count: int = 1, *, seconds: float, clock: str = "real", version: str | None = None
+    ) -> None: ...
+
+    def reset_next(self, count: int = 1, *, version: str | None = None) -> None: ...
+
+    def malformed_next(self, count: int = 1, *, version: str | None = None) -> None: ...
+
+    def clear_faults(self) -> None: ...
+
+    def expire(self, credential: str) -> str: ...
+
+    def revoke(self, credential: str) -> str: ...
+
+    def lock(self, account: Account | str, *, seconds: float | None = None) -> None: ...
+
+    def unlock(self, account: Account | str) -> None: ...
+
+    def rotate_key(self, account: Account | str, new_key: str | None = None) -> Account: ...
+
+    def rotate_password(
+        self, account: Account | str, new_password: str | None = None
+    ) -> Account: ...
+
+
+class AdvanceableClock(Protocol):
+    def __call__(self) -> float: ...
+
+    def advance(self, seconds: float) -> None: ...
+
+
+class ControlError(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def _json(status: int, body: Any) -> Response:
+    return Response(json.dumps(body), status=status, content_type="application/json")
+
+
+def _error(status: int, message: str) -> Response:
+    return _json(status, {"returnCode": status, "message": message})
+
+
+def _iso(value: datetime) -> str:
+    return value.isoformat().replace("+00:00", "Z")
+
+
+def event_json(event: Event) -> dict[str, Any]:
+    """An event as a JSON object: ``type``, ``description``, then its fields."""
+    data: dict[str, Any] = {"type": type(event).__name__}
+    fields: dict[str, Any] = {}
+    for field in dataclasses.fields(event):
+        value = getattr(event, field.name)
+        if isinstance(value, datetime):
+            value = _iso(value)
+        elif isinstance(value, tuple):
+            value = list(value)
+        fields[field.name] = value
+    description = event.describe()
+    # describe() leaves times as {exp}/{until} for the renderer to format.
+    for placeholder, name in (("{exp}", "expires_at"), ("{until}", "until")):
+        if isinstance(fields.get(name), str):
+            description = description.replace(placeholder, fields[name])
+    data["description"] = description
+    data.update(fields)
+    return data
+
+
+def account_json(account: Account) -> dict[str, Any]:
+    # A local test tool: the control API hands out the generated credentials on purpose.
+    return {
+        "username": account.username,
+        "api_key": account.api_key,
+        "password": account.password,
+        "permissions": None if account.permissions is None else sorted(account.permissions),
+    }
+
+
+def fault_json(fault: ScriptedFault) -> dict[str, Any]:
+    data = {k: v for k, v in dataclasses.asdict(fault).items() if v is not None}
+    data["description"] = fault.describe()
+    data["endpoints"] = fault.endpoints
+    return data
+
+
+class _Body:
+    """A control request's JSON object, read field by field with named errors."""
+
+    def __init__(self, endpoint: str, data: dict[str, Any], known: tuple[str, ...]) -> None:
+        unknown = [k for k in data if k not in known]
+        if unknown:
+            raise ControlError(
+                400,
+                f"{endpoint}: unknown field {', '.join(map(repr, unknown))}; known fields: "
+                f"{', '.join(known) or 'none'}",
+            )
+        self.endpoint = endpoint
+        self.data = data
+
+    def _get(self, name: str, types: tuple[type, ...], what: str, required: bool) -> Any:
+        if name not in self.data or self.data[name] is None:
+            if required:
+                raise ControlError(400, f"{self.endpoint}: the field {name!r} ({what}) is required")
+            return None
+        value = self.data[name]
+        if isinstance(value, bool) and bool not in types:
+            value_ok = False
+        else:
+            value_ok = isinstance(value, types)
+        if not value_ok:
+            raise ControlError(
+                400, f"{self.endpoint}: the field {name!r} must be {what}, got {json.dumps(value)}"
+            )
+        return value
+
+    def text(self, name: str, *, required: bool = False) -> str | None:
+        value = self._get(name, (str,), "a string", required)
+        assert value is None or isinstance(value, str)
+        return value
+
+    def integer(self, name: str, *, required: bool = False) -> int | None:
+        value = self._get(name, (int,), "an integer", required)
+        assert value is None or isinstance(value, int)
+        return value
+
+    def number(self, name: str, *, required: bool = False) -> float | None:
+        value = self._get(name, (int, float), "a number", required)
+        if value is not None and not math.isfinite(value):
+            raise ControlError(400, f"{self.endpoint}: the field {name!r} must be finite")
+        return None if value is None else float(value)
+
+    def texts(self, name: str) -> list[str] | None:
+        value = self._get(name, (list,), "a list of strings", False)
+        if value is not None and not all(isinstance(v, str) for v in value):
+            raise ControlError(
+                400, f"{self.endpoint}: the field {name!r} must be a list of strings"
+            )
+        return value  # type: ignore[no-any-return]
+
+
+class ControlAPI:
+    """Answers requests under :data:`PREFIX`; ``fake()`` is the current fake (it changes
+    on reset), ``reset()`` replaces it with a fresh one."""
+
+    prefix = PREFIX
+
+    def __init__(
+        self,
+        *,
+        fake: Callable[[], ControlledFake],
+        clock: AdvanceableClock,
+        reset: Callable[[], None],
+    ) -> None:
+        self._fake = fake
+        self._clock = clock
+        self._reset = reset
+        # (method, path below the prefix) -> (handler, known body fields, what it does)
+        self._endpoints: dict[
+            tuple[str, str], tuple[Callable[[_Body], tuple[int, Any]], tuple[str, ...], str]
+        ] = {
+            ("GET", ""): (self._index, (), "this list"),
+            ("GET", "/events"): (self._events, (), "the timeline, oldest first"),
+            ("GET", "/clock"): (self._now, (), "the simulated time"),
+            ("POST", "/clock/advance"): (
+                self._advance,
+                ("seconds", "minutes", "hours"),
+                "move the simulated clock forward",
+            ),
+            ("GET", "/accounts"): (self._accounts, (), "accounts with their credentials"),
+            ("POST", "/accounts"): (
+                self._add_account,
+                ("username", "api_key", "password", "permissions"),
+                "add an account (anything left out is generated)",
+            ),
+            ("POST", "/routes"): (
+                self._add_route,
+                ("method", "path", "status", "json", "permission", "auth"),
+                "declare a protected API route and its JSON answer",
+            ),
+            ("GET", "/faults"): (self._faults, (), "scripted faults not fired yet"),
+            ("POST", "/faults"): (
+                self._add_fault,
+                ("kind", "count", "version", "error", "retry_after", "seconds", "clock"),
+                "script a fault for the next auth/login calls",
+            ),
+            ("DELETE", "/faults"): (self._clear_faults, (), "drop pending faults"),
+            ("POST", "/expire"): (self._expire, ("credential",), "expire a token or session"),
+            ("POST", "/revoke"): (self._revoke, ("credential",), "revoke a token or session"),
+            ("POST", "/lock"): (self._lock, ("username", "seconds"), "lock an account (1402)"),
+            ("POST", "/unlock"): (self._unlock, ("username",), "unlock an account"),
+            ("POST", "/rotate-key"): (
+                self._rotate_key,
+                ("username", "api_key"),
+                "give an account a new API key",
+            ),
+            ("POST", "/rotate-password"): (
+                self._rotate_password,
+                ("username", "password"),
+                "give an account a new password",
+            ),
+            ("POST", "/reset"): (
+                self._reset_all,
+                (),
+                "fresh state: the startup accounts and routes again, nothing else",
+            ),
+        }
+
+    def __call__(self, request: Request) -> Response:
+        sub = request.path[len(PREFIX) :].rstrip("/")
+        endpoint = f"{request.method} {PREFIX}{sub}"
+        entry = self._endpoints.get((request.method, sub))
+        if entry is None:
+            methods = sorted(m for m, p in self._endpoints if p == sub)
+            if methods:
+                return _error(
+                    405, f"{PREFIX}{sub} takes {' or '.join(methods)}, not {request.method}"
+                )
+            return _error(
+                404,
+                f"no control endpoint {endpoint}; see GET {PREFIX}/ for the list: "
+                + ", ".join(f"{m} {PREFIX}{p}" for m, p in self._endpoints),
+            )
+        handler, known, _ = entry
+        try:
+            body = _Body(endpoint, self._read_json(request, endpoint), known)
+            status, payload = handler(body)
+        except ControlError as exc:
+            return _error(exc.status, exc.message)
+        except (TypeError, ValueError) as exc:
+            # The fake's own validation (an unknown account, a bad fault option...).
+            return _error(400, f"{endpoint}: {exc}")
+        return _json(status, payload)
+
+    @staticmethod
+    def _read_json(request: Request, endpoint: str) -> dict[str, Any]:
+        length = request.content_length
+        if length is not None and length > MAX_CONTROL_BODY:
+            raise ControlError(413, f"{endpoint}: the body is over {MAX_CONTROL_BODY} bytes")
+        raw = request.get_data(cache=True)[: MAX_CONTROL_BODY + 1]
+        if len(raw) > MAX_CONTROL_BODY:
+            raise ControlError(413, f"{endpoint}: the body is over {MAX_CONTROL_BODY} bytes")
+        if not raw.strip():
+            return {}
+        try:
+            data = json.loads(raw)
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ControlError(
+                400,
+                f"{endpoint}: the body is not JSON ({exc}); send a JSON object, e.g. "
+                "curl -H 'Content-Type: application/json' -d '{\"seconds\": 1800}'",
+            ) from None
+        if not isinstance(data, dict):
+            raise ControlError(
+                400, f"{endpoint}: the body must be a JSON object, got {type(data).__name__}"
+            )
+        return data
+
+    # -- endpoints -------------------------------------------------------------------
+
+    def _index(self, body: _Body) -> tuple[int, Any]:
+        return 200, {
+            "endpoints": [
+                {"method": m, "path": f"{PREFIX}{p}", "fields": list(known), "does": does}
+                for (m, p), (_, known, does) in self._endpoints.items()
+            ]
+        }
+
+    def _events(self, body: _Body) -> tuple[int, Any]:
+        return 200, {"events": [event_json(e) for e in self._fake().events]}
+
+    def _now(self, body: _Body) -> tuple[int, Any]:
+        return 200, {"now": _iso(to_datetime(self._clock()))}
+
+    def _advance(self, body: _Body) -> tuple[int, Any]:
+        seconds = (
+            (body.number("seconds") or 0.0)
+            + (body.number("minutes") or 0.0) * 60
+            + (body.number("hours") or 0.0) * 3600
+        )
+        if seconds < 0:
+            raise ControlError(400, f"{body.endpoint}: the clock moves forward only")
+        if seconds == 0:
+            raise ControlError(
+                400, f'{body.endpoint}: say how far: {{"seconds": 1800}} (or minutes, hours)'
+            )
+        self._clock.advance(seconds)
+        return self._now(body)
+
+    def _accounts(self, body: _Body) -> tuple[int, Any]:
+        return 200, {"accounts": [account_json(a) for a in self._fake().accounts]}
+
+    def _add_account(self, body: _Body) -> tuple[int, Any]:
+        account = self._fake().add_account(
+            body.text("username"),
+            api_key=body.text("api_key"),
+            password=body.text("password"),
+            permissions=body.texts("permissions"),
+        )
+        return 201, account_json(account)
+
+    def _add_route(self, body: _Body) -> tuple[int, Any]:
+        method = body.text("method") or "GET"
+        path = body.text("path", required=True)
+        assert path is not None
+        status = body.integer("status") or 200
+        if not 200 <= status <= 599:
+            raise ControlError(400, f"{body.endpoint}: status must be 200-599, got {status}")
+        answer = body.data.get("json", {})
+        route = self._fake().route(
+            method, path, permission=body.text("permission"), auth=body.text("auth")
+        )
+        route.respond_with_json(answer, status=status)
+        return 201, {"method": route.method, "path": path, "auth": route.auth}
+
+    def _faults(self, body: _Body) -> tuple[int, Any]:
+        return 200, {"pending": [fault_json(f) for f in self._fake().pending_faults]}
+
+    def _add_fault(self, body: _Body) -> tuple[int, Any]:
+        kind = body.text("kind", required=True)
+        count = body.integer("count") or 1
+        version = body.text("version")
+        allowed = {
+            "fail": ("error", "retry_after"),
+            "hang": ("seconds", "clock"),
+            "reset": (),
+            "malformed": (),
+        }
+        if kind not in allowed:
+            raise ControlError(
+                400,
+                f"{body.endpoint}: kind must be one of {', '.join(allowed)}, got {kind!r}",
+            )
+        extra = [
+            k
+            for k in ("error", "retry_after", "seconds", "clock")
+            if k in body.data and k not in allowed[kind]
+        ]
+        if extra:
+            raise ControlError(
+                400,
+                f"{body.endpoint}: {', '.join(map(repr, extra))} do not apply to kind "
+                f"{kind!r}; it takes: {', '.join(('count', 'version', *allowed[kind]))}",
+            )
+        fake = self._fake()
+        if kind == "fail":
+            error = body.integer("error")
+            fake.fail_next(
+                count,
+                error=503 if error is None else error,
+                version=version,
+                retry_after=body.integer("retry_after"),
+            )
+        elif kind == "hang":
+            seconds = body.number("seconds", required=True)
+            assert seconds is not None
+            fake.hang_next(
+                count, seconds=seconds, clock=body.text("clock") or "real", version=version
+            )
+        elif kind == "reset":
+            fake.reset_next(count, version=version)
+        else:
+            fake.malformed_next(count, version=version)
+        return 201, {"pending": [fault_json(f) for f in fake.pending_faults]}
+
+    def _clear_faults(self, body: _Body) -> tuple[int, Any]:
+        self._fake().clear_faults()
+        return 200, {"pending": []}
+
+    def _credential(self, body: _Body) -> str:
+        credential = body.text("credential", required=True)
+        assert credential is not None
+        return credential
+
+    def _expire(self, body: _Body) -> tuple[int, Any]:
+        return 200, {"expired": self._fake().expire(self._credential(body))}
+
+    def _revoke(self, body: _Body) -> tuple[int, Any]:
+        return 200, {"revoked": self._fake().revoke(self._credential(body))}
+
+    def _username(self, body: _Body) -> str:
+        username = body.text("username", required=True)
+        assert username is not None
+        return username
+
+    def _lock(self, body: _Body) -> tuple[int, Any]:
+        username = self._username(body)
+        self._fake().lock(username, seconds=body.number("seconds"))
+        return 200, {"locked": username}
+
+    def _unlock(self, body: _Body) -> tuple[int, Any]:
+        username = self._username(body)
+        self._fake().unlock(username)
+        return 200, {"unlocked": username}
+
+    def _rotate_key(self, body: _Body) -> tuple[int, Any]:
+        account = self._fake().rotate_key(self._username(body), body.text("api_key"))
+        return 200, account_json(account)
+
+    def _rotate_password(self, body: _Body) -> tuple[int, Any]:
+        account = self._fake().rotate_password(self._username(body), body.text("password"))
+        return 200, account_json(account)
+
+    def _reset_all(self, body: _Body) -> tuple[int, Any]:
+        self._reset()
+        return 200, {"accounts": [account_json(a) for a in self._fake().accounts]}

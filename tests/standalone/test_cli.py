@@ -1,0 +1,202 @@
+"""``mgmtauth-server`` / ``python -m pytest_mgmtauth`` as a process: startup output,
+accounts from the command line and a file, clean stops on SIGTERM and Ctrl-C, errors."""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+import requests
+from standalone_support import GUARD, ServerProcess, console_script
+
+from pytest_mgmtauth import __version__
+from pytest_mgmtauth._standalone import main
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest_mgmtauth", *args],
+        capture_output=True,
+        text=True,
+        timeout=GUARD,
+    )
+
+
+def test_the_console_script_is_installed_and_serves(key_file: Path, http: requests.Session) -> None:
+    script = console_script()
+    assert script is not None, "mgmtauth-server is not installed: pip install -e ."
+    with ServerProcess(["--key-file", str(key_file)], command=[script]) as server:
+        account = server.account
+        answer = http.post(
+            f"{server.url}/v2/auth",
+            data={"username": account["username"], "key": account["api_key"]},
+        )
+        assert answer.status_code == 200
+        assert len(answer.json()["token"]) > 800
+        code, err = server.stop(signal.SIGTERM)
+    assert code == 0
+    assert "mgmtauth-server: stopped" in err
+
+
+def test_ctrl_c_stops_it_cleanly_even_with_a_request_held_by_a_hang(
+    key_file: Path, http: requests.Session
+) -> None:
+    with ServerProcess(["--key-file", str(key_file)]) as server:
+        http.post(
+            f"{server.url}/_mgmtauth/faults", json={"kind": "hang", "seconds": 600}
+        ).raise_for_status()
+        held: list[BaseException] = []
+
+        def call() -> None:
+            with requests.Session() as own:
+                own.trust_env = False
+                try:
+                    own.post(
+                        f"{server.url}/v2/auth",
+                        data={"username": server.account["username"], "key": "x"},
+                        timeout=GUARD,
+                    )
+                except requests.RequestException as exc:
+                    held.append(exc)
+
+        caller = threading.Thread(target=call)
+        caller.start()
+        for _ in range(1000):  # wait (real time, at most ~10 s) until the hang holds it
+            events = http.get(f"{server.url}/_mgmtauth/events").json()["events"]
+            if events:
+                break
+            threading.Event().wait(0.01)
+        assert events[0]["fault"] == "hang"
+        code, err = server.stop(signal.SIGINT)
+        caller.join(GUARD)
+    assert code == 0
+    assert "Traceback" not in err
+    assert held, "the held request should have been dropped when the server stopped"
+
+
+def test_human_banner_prints_url_credentials_and_how_to_stop(key_file: Path) -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pytest_mgmtauth", "--port", "0", "--key-file", str(key_file)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        lines = [process.stdout.readline() for _ in range(3)]
+        assert lines[0].startswith(f"mgmtauth-server {__version__}")
+        assert lines[1].split()[:2] == ["base", "URL"]
+        assert lines[1].split()[2].startswith("http://127.0.0.1:")
+        assert "/_mgmtauth/" in lines[2]
+        rest = []
+        for line in process.stdout:
+            rest.append(line)
+            if line.startswith("Stop with"):
+                break
+        text = "".join(rest)
+        assert "api key" in text
+        assert "password" in text
+    finally:
+        process.terminate()
+        process.communicate(timeout=GUARD)
+    assert process.returncode == 0
+
+
+def test_accounts_from_the_command_line_and_a_file(
+    key_file: Path, tmp_path: Path, http: requests.Session
+) -> None:
+    accounts = tmp_path / "accounts.json"
+    accounts.write_text(
+        json.dumps(
+            [{"username": "carol@example.com", "api_key": "c+a&r=o%l", "permissions": ["read"]}]
+        )
+    )
+    args = [
+        "--key-file",
+        str(key_file),
+        "--account",
+        "alice@example.com",
+        "--account",
+        '{"username": "bob@example.com", "password": "b0b+&"}',
+        "--accounts-file",
+        str(accounts),
+        "--route",
+        "GET /v2/things",
+        "--https",
+        "--throttle",
+        "none",
+        "--token-ttl",
+        "600",
+    ]
+    with ServerProcess(args) as server:
+        info = server.info
+        assert [a["username"] for a in info["accounts"]] == [
+            "alice@example.com",
+            "bob@example.com",
+            "carol@example.com",
+        ]
+        assert info["accounts"][1]["password"] == "b0b+&"
+        assert info["accounts"][2]["permissions"] == ["read"]
+        assert info["options"]["throttle"] is None
+        assert info["options"]["token_ttl"] == 600
+        assert info["url"].startswith("https://")
+        assert Path(info["ca_bundle"]).is_file()
+        answer = http.post(
+            f"{server.url}/v2/auth",
+            data={"username": "carol@example.com", "key": "c+a&r=o%l"},
+            verify=info["ca_bundle"],
+        )
+        assert answer.status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--throttle", "lots"], "expected a number of premature grants per 60 s, or 'none'"),
+        (["--token-ttl", "0"], "'token_ttl' must be > 0 seconds"),
+        (["--account", "bob"], "usernames of the service are e-mail addresses"),
+        (["--account", '{"username": 1}'], "'username' must be a string"),
+        (["--accounts-file", "/nonexistent/accounts.json"], "No such file or directory"),
+        (["--route", "GET things"], "expected 'METHOD /path'"),
+        (["--port", "70000"], "expected 0-65535"),
+    ],
+)
+def test_bad_command_lines_exit_2_with_one_line_saying_why(
+    args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as excinfo:
+        main(["--port", "0", *args])
+    assert excinfo.value.code == 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]  # after the usage lines
+    assert last.startswith("mgmtauth-server: error: ")
+    assert message in last
+
+
+def test_a_bad_command_line_as_a_process(key_file: Path) -> None:
+    result = _run("--account", "bob@example.com", "--account", "bob@example.com")
+    assert result.returncode == 2
+    assert "the account 'bob@example.com' is given twice" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_a_taken_port_exits_1_and_suggests_port_0(key_file: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = _run("--port", str(port), "--key-file", str(key_file))
+    assert result.returncode == 1
+    assert f"cannot listen on 127.0.0.1:{port}" in result.stderr
+    assert "--port 0" in result.stderr
+
+
+def test_version() -> None:
+    result = _run("--version")
+    assert result.returncode == 0
+    assert result.stdout.strip() == f"mgmtauth-server {__version__}"
