@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import socket
 import ssl
-import threading
 import struct
+import threading
 from typing import Any
 
 from pytest_httpserver import HTTPServer
@@ -59,12 +59,12 @@ class _RequestHandler(WSGIRequestHandler):
             return
         super().handle()
 
-    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
     def connection_dropped(self, error: BaseException, environ: Any = None) -> None:
         # Never read another request from a dropped connection (a scripted reset
         # raises through here; HTTP/1.1 would otherwise wait for a next request).
         self.close_connection = True
 
+    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
         pass
 
     def log(self, type: str, message: str, *args: Any) -> None:
@@ -84,6 +84,18 @@ class _Server(ThreadedWSGIServer):
         return sock, address
 
     _tls_context: ssl.SSLContext | None = None
+
+    def shutdown_request(self, request: Any) -> None:
+        # A connection set to linger 0 (a scripted reset) must close without the FIN
+        # of shutdown(SHUT_WR), so that the client sees a reset, not an empty answer.
+        try:
+            linger = request.getsockopt(socket.SOL_SOCKET, socket.SO_LINGER, 8)
+        except OSError:
+            linger = b""
+        if linger == struct.pack("ii", 1, 0):
+            self.close_request(request)
+        else:
+            super().shutdown_request(request)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         # Dropped and broken connections are the client's business; errors inside the
@@ -109,18 +121,6 @@ class FakeHTTPServer(HTTPServer):
                 return
             app = _FakeRequest.application(self.application)
             # Plain TCP server; TLS is layered per connection in get_request.
-    def shutdown_request(self, request: Any) -> None:
-        # A connection set to linger 0 (a scripted reset) must close without the FIN
-        # of shutdown(SHUT_WR), so that the client sees a reset, not an empty answer.
-        try:
-            linger = request.getsockopt(socket.SOL_SOCKET, socket.SO_LINGER, 8)
-        except OSError:
-            linger = b""
-        if linger == struct.pack("ii", 1, 0):
-            self.close_request(request)
-        else:
-            super().shutdown_request(request)
-
             server = _Server(self.host, self.port, app, handler=_RequestHandler)
             if self.ssl_context is not None:
                 server._tls_context = self.ssl_context
