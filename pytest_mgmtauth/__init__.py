@@ -9,26 +9,28 @@ from ._assertions import TokenChurnWarning
 from ._domain._accounts import Account
 from ._domain._events import (
     AccountLocked,
+    AccountLockedManually,
+    AccountUnlocked,
     ApiCall,
     AuthRejected,
     BadRequest,
-    Event,
-    LoggedIn,
     CredentialExpired,
     CredentialRevoked,
-    LoggedOut,
+    Event,
     FaultInjected,
+    LoggedIn,
+    LoggedOut,
     LoggedOutRejected,
     LoginRejected,
+    SecretRotated,
     SessionExpired,
     Throttled,
-    SecretRotated,
     TokenIssued,
     UnknownRoute,
 )
+from ._domain._faults import ScriptedFault
 from ._domain._options import Options
 from ._fake import MgmtServer
-from ._domain._faults import ScriptedFault
 from ._simclock import MgmtClock
 from ._transport._app import RouteHandler
 
@@ -37,27 +39,27 @@ __version__ = "0.1.0"
 __all__ = [
     "Account",
     "AccountLocked",
-    "ApiCall",
-    "AuthRejected",
     "AccountLockedManually",
     "AccountUnlocked",
+    "ApiCall",
+    "AuthRejected",
     "BadRequest",
-    "Event",
-    "LoggedIn",
     "CredentialExpired",
     "CredentialRevoked",
-    "LoggedOut",
+    "Event",
     "FaultInjected",
+    "LoggedIn",
+    "LoggedOut",
     "LoggedOutRejected",
     "LoginRejected",
     "MgmtClock",
     "MgmtServer",
     "Options",
     "RouteHandler",
-    "SessionExpired",
-    "Throttled",
     "ScriptedFault",
     "SecretRotated",
+    "SessionExpired",
+    "Throttled",
     "TokenChurnWarning",
     "TokenIssued",
     "UnknownRoute",

@@ -156,62 +156,83 @@ class MgmtServer:
             _faults.failure(error, count=count, version=version, retry_after=retry_after)
         )
 
-    def _known_username(self, username: str | None) -> None:
-        __tracebackhide__ = True
-        if username is not None and username not in self._service.accounts:
-            known = ", ".join(repr(u) for u in self._service.accounts) or "none"
-            raise ValueError(f"no account {username!r} in this test; accounts: {known}")
-
-    def timeline(self, username: str | None = None) -> str:
-        """This test's timeline (of one account, or all) in simulated time since the
-        test started, with each credential's uses and end; secrets as fingerprints."""
-        self._known_username(username)
-        return _assertions.format_timeline(self._scene(), username=username)
-
-    def assert_token_reused(self, *, username: str | None = None) -> None:
-        """Fail if an account was granted a new credential while it still held a valid
-        one (churn; see docs/token-reuse.md). Takes over the teardown check."""
-        __tracebackhide__ = True
-        self._known_username(username)
-        self._churn_checked = True
-        _assertions.check_token_reused(self._scene(), username=username)
-
-    def assert_auth_count(
-        self, n: int, *, version: str | None = None, username: str | None = None
+    def hang_next(
+        self,
+        count: int = 1,
+        *,
+        seconds: float,
+        clock: str = "real",
+        version: str | None = None,
     ) -> None:
-        """Exactly ``n`` credential grants (``version`` ``"v1"``/``"v2"``, one account)."""
+        """The next ``count`` auth/login calls are held ``seconds`` before they are
+        answered normally: on the ``"real"`` clock (the client's timeout fires first if
+        it is shorter), or until the ``"simulated"`` clock has moved on ``seconds``
+        (``mgmt_clock.advance`` from another thread). A hang ends when the test does."""
         __tracebackhide__ = True
-        self._known_username(username)
-        _assertions.check_auth_count(self._scene(), n, version=version, username=username)
+        self._service.faults.add(
+            _faults.hang(seconds, clock=clock, count=count, version=version)
+        )
 
-    def assert_no_expired_token_used(self, *, username: str | None = None) -> None:
-        """Fail if the client presented an expired bearer token or an ended v1 session."""
+    def reset_next(self, count: int = 1, *, version: str | None = None) -> None:
+        """The next ``count`` auth/login calls get their TCP connection reset (RST)
+        without an answer."""
         __tracebackhide__ = True
-        self._known_username(username)
-        _assertions.check_no_expired_credential_used(self._scene(), username=username)
+        self._service.faults.add(_faults.reset(count=count, version=version))
 
-    def assert_logged_out(self, *, username: str | None = None) -> None:
-        """Fail if a v1 session opened in this test was not ended with /v1/logout."""
+    def malformed_next(self, count: int = 1, *, version: str | None = None) -> None:
+        """The next ``count`` auth/login calls get 200 with a JSON body that stops in
+        the middle (no credential is granted)."""
         __tracebackhide__ = True
-        self._known_username(username)
-        _assertions.check_logged_out(self._scene(), username=username)
+        self._service.faults.add(_faults.malformed(count=count, version=version))
 
-    def assert_single_flight(self, *, username: str | None = None) -> None:
-        """Fail if a grant was requested while another grant to the same account was in
-        flight (a thundering herd of threads or tasks refreshing together)."""
+    @property
+    def pending_faults(self) -> list[ScriptedFault]:
+        """Scripted faults that have not fired (yet), with the calls each still applies to."""
+        return self._service.faults.pending()
+
+    def clear_faults(self) -> None:
+        """Drop every scripted fault that has not fired."""
+        self._service.faults.clear()
+
+    def expire(self, credential: str) -> str:
+        """Make a token or session expire now; ``credential`` is the token (JWT), the
+        JSESSIONID (or utk) or a label from the timeline (``"T1"``, ``"S1"``). Later calls
+        with it get 401 (1401); re-authenticating is not churn. Returns the label."""
         __tracebackhide__ = True
-        self._known_username(username)
-        _assertions.check_single_flight(self._scene(), username=username)
+        return self._service.expire(credential)
 
-    def _churn_report(self) -> str | None:
-        """The teardown check: the churn message, unless a test called
-        assert_token_reused itself."""
-        if self._churn_checked:
-            return None
-        return _assertions.churn_message(self._scene())
+    def revoke(self, credential: str) -> str:
+        """Revoke a token or session now (as :meth:`expire`, recorded as a revocation).
+        Returns the label."""
+        __tracebackhide__ = True
+        return self._service.revoke(credential)
 
-    def _summary(self) -> _assertions.AuthSummary:
-        return _assertions.summarize(self._service.events)
+    def lock(self, account: Account | str, *, seconds: float | None = None) -> None:
+        """Lock an account now: ``/v1/login`` answers 1402 until :meth:`unlock`, or for
+        ``seconds`` of simulated time. ``/v2/auth`` is not affected (use
+        ``fail_next(error=1402, version="v2")`` for that)."""
+        __tracebackhide__ = True
+        self._service.lock(_username(account), seconds=seconds)
+
+    def unlock(self, account: Account | str) -> None:
+        """End any lock of the account (on cue or after failed logins) and reset its
+        failed-login count."""
+        __tracebackhide__ = True
+        self._service.unlock(_username(account))
+
+    def rotate_key(self, account: Account | str, new_key: str | None = None) -> Account:
+        """Give the account a new API key (generated unless given) and return the updated
+        ``Account``; the old key gets 1401 from now on. Tokens already issued stay valid
+        (``revoke`` them too to simulate a compromised key)."""
+        __tracebackhide__ = True
+        return self._service.rotate_secret(_username(account), "API key", new_key)
+
+    def rotate_password(self, account: Account | str, new_password: str | None = None) -> Account:
+        """Give the account a new password and return the updated ``Account``; the old
+        password gets 1401 (and counts towards a lockout) from now on. Sessions already
+        started stay valid."""
+        __tracebackhide__ = True
+        return self._service.rotate_secret(_username(account), "password", new_password)
 
     # -- assertions in auth terms (messages: see _assertions) -----------------------
 
@@ -298,6 +319,15 @@ class MgmtServer:
 
     def _close(self) -> None:
         self._http.app.unbind(self._binding)
+        self._binding.close()  # requests held by a scripted hang give up now
 
     def __repr__(self) -> str:
         return f"<MgmtServer {self.url} {self.options.describe()}>"
+
+
+def _username(account: Account | str) -> str:
+    if isinstance(account, Account):
+        return account.username
+    if isinstance(account, str):
+        return account
+    raise TypeError(f"expects an Account or a username, got {account!r}")
