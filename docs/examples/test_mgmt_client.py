@@ -48,6 +48,7 @@ def test_one_token_serves_many_calls(mgmt_server, mgmt_account):
     assert devices.call_count == 25
     # Every call presented the first token (T1) and was answered by the route.
     assert {(e.credential, e.status) for e in api_calls(mgmt_server)} == {("T1", 200)}
+    mgmt_server.assert_token_reused()  # on failure: the account's credential timeline
 
 
 def test_clients_sharing_a_token_cache_share_one_token(mgmt_server, mgmt_account):
@@ -60,7 +61,7 @@ def test_clients_sharing_a_token_cache_share_one_token(mgmt_server, mgmt_account
         ) as client:
             client.get("/v2/devices")
 
-    assert mgmt_server.auth_count() == 1
+    mgmt_server.assert_auth_count(1)
 
 
 # --8<-- [end:reuse]
@@ -87,6 +88,8 @@ def test_token_is_renewed_inside_the_refresh_margin_only(mgmt_server, mgmt_accou
         ("T1", 200),
         ("T2", 200),
     ]
+    mgmt_server.assert_no_expired_token_used()
+    mgmt_server.assert_token_reused()
 
 
 def test_a_refused_token_is_replaced_and_the_call_retried_once(mgmt_server, mgmt_account):
@@ -186,6 +189,7 @@ def test_v1_session_logs_in_once_calls_with_cookie_and_utk_and_logs_out(mgmt_ser
     assert mgmt_server.auth_count(version="v1") == 1
     # The route saw its own parameter; utk is the fake's business and reached it too.
     assert all(args["severity"] == "high" and args["utk"] for args in seen)
+    mgmt_server.assert_logged_out()
 
 
 def test_a_cookie_jar_alone_never_sends_jsessionid(mgmt_server, mgmt_account):
@@ -220,6 +224,10 @@ def test_an_idle_session_ends_and_the_client_logs_in_again(mgmt_server, mgmt_acc
         ("S2", 200),
     ]
     assert [e.session for e in mgmt_server.events if isinstance(e, LoggedOut)] == ["S2"]
+    # The client learns of the timeout from the 401 (it cannot know session_timeout),
+    # so it did present an ended session once; the assertion says so.
+    with pytest.raises(AssertionError, match="presented an expired credential"):
+        mgmt_server.assert_no_expired_token_used()
 
 
 @pytest.mark.mgmtauth(lockout_threshold=3)

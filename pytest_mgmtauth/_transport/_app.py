@@ -204,7 +204,8 @@ class FakeApp:
         with binding.lock:
             route.call_count += 1
         try:
-            response = route.respond(request)
+            # Typed as a Response, but a user's handler may return anything.
+            response: object = route.respond(request)
         except Exception as exc:
             binding.errors.append(exc)
             service.record_call(auth, request.method, request.path, 500)
@@ -216,6 +217,16 @@ class FakeApp:
             )
         if isinstance(response, str):
             response = Response(response)
+        if not isinstance(response, Response):
+            # The user's handler is at fault, not the fake: say so, and what to return.
+            error = TypeError(
+                f"the handler of {route!r} returned {type(response).__name__}, not a "
+                "werkzeug Response or str: return Response(...), or use "
+                ".respond_with_json(...) instead of .respond_with_handler(...)"
+            )
+            binding.errors.append(error)
+            service.record_call(auth, request.method, request.path, 500)
+            return error_response(500, 500, f"{error} (re-raised in the test)")
         service.record_call(auth, request.method, request.path, response.status_code)
         return response
 

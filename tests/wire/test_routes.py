@@ -181,3 +181,30 @@ def test_url_helpers(mgmt_server: MgmtServer) -> None:
     assert mgmt_server.url_for("v2/auth") == mgmt_server.url + "/v2/auth"
     assert mgmt_server.ca_bundle is None
     assert mgmt_server.client_ssl_context() is None
+
+
+def test_handler_returning_something_else_than_a_response_is_blamed_on_the_handler(
+    mgmt_server: MgmtServer, mgmt_account: Account, get_token: GetToken, http: requests.Session
+) -> None:
+    mgmt_server.route("GET", "/api/x").respond_with_handler(lambda request: {"a": 1})
+    bearer = {"Authorization": f"Bearer {get_token(mgmt_account)}"}
+    response = http.get(f"{mgmt_server.url}/api/x", headers=bearer)
+    assert response.status_code == 500
+    message = response.json()["message"]
+    assert "the handler of <route GET /api/x auth=v2> returned dict" in message
+    assert "failed internally" not in message
+    # Re-raised in the test (at teardown; here by hand, which also clears it).
+    with pytest.raises(TypeError, match="returned dict, not a werkzeug Response or str"):
+        mgmt_server._raise_server_errors()
+
+
+def test_route_without_a_response_is_re_raised_naming_the_route(
+    mgmt_server: MgmtServer, mgmt_account: Account, get_token: GetToken, http: requests.Session
+) -> None:
+    mgmt_server.route("GET", "/api/y")  # forgot .respond_with_json(...)
+    bearer = {"Authorization": f"Bearer {get_token(mgmt_account)}"}
+    response = http.get(f"{mgmt_server.url}/api/y", headers=bearer)
+    assert response.status_code == 500
+    assert "the handler of <route GET /api/y auth=v2> raised" in response.json()["message"]
+    with pytest.raises(Exception, match="no response defined"):
+        mgmt_server._raise_server_errors()
