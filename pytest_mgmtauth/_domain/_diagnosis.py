@@ -27,7 +27,8 @@ def _unencoded_damage(field: str, expected: str) -> list[str]:
         damage.append("'%' sequences were decoded (a '%' must travel as %25)")
     if cut:
         stray = "stray form fields" if "&" in tail else "a stray form field"
-        split = " split again at its '=' and '&'" if ("=" in tail or "&" in tail) else ""
+        seps = " and ".join(f"'{c}'" for c in "=&" if c in tail)
+        split = f" split again at its {seps}" if seps else ""
         damage.append(
             f"the field was cut at the first '&' (after {len(head)} characters) and the "
             f"other {len(tail)} arrived as {stray}{split}"
