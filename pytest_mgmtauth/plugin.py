@@ -78,10 +78,12 @@ def _parse_ini(name: str, raw: str) -> Any:
         raise ValueError(f"mgmtauth_{name} = {raw!r}: expected true or false")
     if name == "throttle" and text in ("none", "off", ""):
         return None
+    whole = field_type.startswith("int")
     try:
-        return int(text) if field_type.startswith("int") else float(text)
+        return int(text) if whole else float(text)
     except ValueError:
-        raise ValueError(f"mgmtauth_{name} = {raw!r}: expected a number") from None
+        wanted = "a whole number" if whole else "a number of seconds"
+        raise ValueError(f"mgmtauth_{name} = {raw!r}: expected {wanted}") from None
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -115,8 +115,20 @@ def test_bad_ini_value_is_a_usage_error_naming_the_setting(pytester: pytest.Pyte
     pytester.makeini("[pytest]\nmgmtauth_token_ttl = half an hour\n")
     pytester.makepyfile("def test_nothing(): pass")
     result = pytester.runpytest_inprocess()
-    result.stderr.fnmatch_lines(["ERROR: mgmtauth_token_ttl = 'half an hour': expected a number"])
+    result.stderr.fnmatch_lines(
+        ["ERROR: mgmtauth_token_ttl = 'half an hour': expected a number of seconds"]
+    )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+
+
+def test_fractional_count_in_the_ini_asks_for_a_whole_number(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\nmgmtauth_lockout_threshold = 2.5\n")
+    pytester.makepyfile("def test_nothing(): pass")
+    result = pytester.runpytest_inprocess()
+    result.stderr.fnmatch_lines(
+        ["ERROR: mgmtauth_lockout_threshold = '2.5': expected a whole number"]
+    )
 
 
 def test_invalid_ini_value_is_a_usage_error_with_the_options_message(
