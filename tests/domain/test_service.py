@@ -198,6 +198,18 @@ def test_logout_ends_the_session(service: AuthService, clock: ManualClock) -> No
     assert kinds == [LoggedIn, LoggedOut, ApiCall, LoggedOutRejected]
 
 
+def test_logout_after_the_idle_timeout_says_the_session_had_ended(
+    make_service: MakeService, clock: ManualClock
+) -> None:
+    service = make_service(session_timeout=60)
+    account = service.add_account()
+    session = service.login(account.username, account.password)
+    clock.advance(60)
+    refusal = _refusal(lambda: service.logout(session.session_id))
+    assert "session S1 had ended already (timeout)" in refusal.reason
+    assert [type(e) for e in service.events] == [LoggedIn, SessionExpired, LoggedOutRejected]
+
+
 def test_logout_of_an_unknown_session_is_refused(service: AuthService) -> None:
     refusal = _refusal(lambda: service.logout("NOPE"))
     assert refusal.return_code == AUTH_FAILED

@@ -315,7 +315,9 @@ def test_garbage_cookie_header_is_401_json(mgmt_server: MgmtServer) -> None:
     _assert_answer(status, body, 401, "no JSESSIONID cookie was sent")
 
 
-def test_a_sweep_of_small_mistakes_never_gets_a_5xx(mgmt_server: MgmtServer, v2_body: bytes) -> None:
+def test_a_sweep_of_small_mistakes_never_gets_a_5xx(
+    mgmt_server: MgmtServer, v2_body: bytes
+) -> None:
     # A sweep of small mistakes in one test; each must be a 4xx.
     cases: list[tuple[bytes | None, dict[str, str]]] = [
         (b"%", {"Content-Type": FORM_TYPE}),
