@@ -6,7 +6,7 @@ import dataclasses
 import hashlib
 import secrets
 import string
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote_to_bytes
 
 if TYPE_CHECKING:
@@ -87,6 +87,11 @@ class Account:
             f"Account(username={self.username!r}, api_key={fingerprint(self.api_key)}, "
             f"password={fingerprint(self.password)}, permissions={perms})"
         )
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        # Hypothesis (and IPython) print dataclasses field by field, bypassing __repr__:
+        # a failing property test would show the key and password whole.
+        printer.text(repr(self))
 
 
 def make_account(

@@ -14,6 +14,7 @@ Differences from the stock server, each for a measured reason (see the field not
 
 from __future__ import annotations
 
+import json
 import socket
 import ssl
 import struct
@@ -69,6 +70,29 @@ class _RequestHandler(WSGIRequestHandler):
 
     def log(self, type: str, message: str, *args: Any) -> None:
         pass
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        # What http.server answers by itself (a malformed request line or headers, before
+        # the fake sees the request): the fake's JSON shape instead of an HTML page, and
+        # never a 5xx for a client's mistake: 505 for "HTTP/2.0" becomes 400 (found by
+        # the hostile-input suite).
+        if code == 505:
+            code, message = 400, f"{message or 'Unsupported HTTP version'}: send HTTP/1.1"
+        if len(getattr(self, "requestline", "").split()) >= 3:
+            # An unparsable version leaves http.server at HTTP/0.9, which would send
+            # the body without a status line; the client wrote an HTTP/1.x-style line.
+            self.request_version = "HTTP/1.0"
+        short, long = self.responses.get(code, ("Error", ""))
+        text = f"{message or short}: {explain or long}".rstrip(": ")
+        body = json.dumps({"returnCode": code, "message": text}).encode()
+        self.send_response(code, short)
+        self.send_header("Connection", "close")
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+        self.close_connection = True
 
 
 class _Server(ThreadedWSGIServer):
