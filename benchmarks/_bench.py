@@ -1,0 +1,164 @@
+"""What the benchmarks share: alternating measurement, medians, one result table.
+
+Every figure is a ratio of two things measured in the same run, in alternating order
+(A B B A ...), so that drift and noise of a shared machine hit both sides alike.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclasses.dataclass
+class Figure:
+    """One line of the final table."""
+
+    name: str
+    value: float
+    baseline: float | None
+    unit: str
+    target: float
+    #: "ratio": value/baseline <= target; "max": value <= target; "delta": value-baseline.
+    kind: str = "ratio"
+    note: str = ""
+
+    @property
+    def measured(self) -> float:
+        if self.kind == "ratio":
+            assert self.baseline
+            return self.value / self.baseline
+        if self.kind == "delta":
+            assert self.baseline is not None
+            return self.value - self.baseline
+        return self.value
+
+    @property
+    def met(self) -> bool:
+        return self.measured <= self.target
+
+    def row(self) -> list[str]:
+        base = "" if self.baseline is None else fmt(self.baseline, self.unit)
+        if self.kind == "ratio":
+            got, want = f"{self.measured:.2f}x", f"<= {self.target:g}x"
+        else:
+            got, want = fmt(self.measured, self.unit), f"<= {fmt(self.target, self.unit)}"
+        return [
+            self.name,
+            fmt(self.value, self.unit),
+            base,
+            got,
+            want,
+            "met" if self.met else "MISSED",
+        ]
+
+
+def fmt(value: float, unit: str) -> str:
+    if unit == "s":
+        if abs(value) < 1e-3:
+            return f"{value * 1e6:.0f} us"
+        if abs(value) < 1:
+            return f"{value * 1e3:.2f} ms"
+        return f"{value:.2f} s"
+    if unit == "MiB":
+        return f"{value:.1f} MiB"
+    return f"{value:g} {unit}"
+
+
+def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    line = "  ".join("-" * w for w in widths)
+    out = ["  ".join(str(h).ljust(w) for h, w in zip(header, widths)), line]
+    out += ["  ".join(str(c).ljust(w) for c, w in zip(r, widths)) for r in rows]
+    return "\n".join(out)
+
+
+FIGURE_HEADER = ["figure", "plugin", "baseline", "measured", "target", ""]
+
+
+def print_figures(figures: Sequence[Figure]) -> None:
+    print(table(FIGURE_HEADER, [f.row() for f in figures]))
+    for f in figures:
+        if f.note:
+            print(f"  - {f.name}: {f.note}")
+
+
+def alternate(
+    a: Callable[[], float], b: Callable[[], float], rounds: int
+) -> tuple[list[float], list[float]]:
+    """Run ``a`` and ``b`` ``rounds`` times each in ABBA order; each returns one sample."""
+    xs: list[float] = []
+    ys: list[float] = []
+    for i in range(rounds):
+        if i % 2 == 0:
+            xs.append(a())
+            ys.append(b())
+        else:
+            ys.append(b())
+            xs.append(a())
+    return xs, ys
+
+
+def per_call(fn: Callable[[], object], batch: int) -> Callable[[], float]:
+    """A sampler: seconds per call of ``fn``, over a batch of calls."""
+
+    def sample() -> float:
+        start = time.perf_counter()
+        for _ in range(batch):
+            fn()
+        return (time.perf_counter() - start) / batch
+
+    return sample
+
+
+def median(xs: Sequence[float]) -> float:
+    return statistics.median(xs)
+
+
+def spread(xs: Sequence[float]) -> str:
+    """Interquartile range as text, for the per-benchmark tables."""
+    if len(xs) < 4:
+        return "-"
+    q = statistics.quantiles(xs, n=4)
+    return f"{q[0] * 1e3:.2f}-{q[2] * 1e3:.2f} ms"
+
+
+def run_pytest(
+    directory: Path, *args: str, env: dict[str, str] | None = None
+) -> tuple[float, subprocess.CompletedProcess[str]]:
+    """Wall time of ``python -m pytest`` in ``directory`` (a fresh process, as users run)."""
+    full_env = {**os.environ, **(env or {})}
+    # The generated suites are not part of this repository's configuration.
+    full_env.pop("PYTEST_ADDOPTS", None)
+    start = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", *args],
+        cwd=directory,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    elapsed = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise RuntimeError(
+            f"generated suite failed in {directory} ({' '.join(args)}):\n"
+            f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+        )
+    return elapsed, proc
+
+
+def machine() -> str:
+    return (
+        f"Python {platform.python_version()} on {platform.system()} {platform.machine()}, "
+        f"{os.cpu_count()} CPUs"
+    )
