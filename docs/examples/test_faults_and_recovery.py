@@ -1,0 +1,149 @@
+"""How a client copes when the service says no: scripted faults and throttling.
+
+``fetch_token`` is what a careful client does at ``/v2/auth``: it retries 5xx answers,
+dropped connections, timeouts and malformed JSON a few times, and waits ``Retry-After``
+on a 429. The tests script each misbehaviour on ``mgmt_server`` and check the recovery.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import pytest
+import requests
+
+from pytest_mgmtauth import FaultInjected, MgmtClock, MgmtServer, Throttled
+
+# --8<-- [start:client]
+RETRYABLE_STATUS = {429, 500, 502, 503, 504}
+
+
+def fetch_token(
+    http: requests.Session,
+    url: str,
+    username: str,
+    api_key: str,
+    *,
+    attempts: int = 4,
+    timeout: float = 5.0,
+    sleep: Callable[[float], None] = time.sleep,
+) -> str:
+    """A bearer token from ``/v2/auth``, retrying what a retry can fix."""
+    for attempt in range(1, attempts + 1):
+        try:
+            answer = http.post(
+                f"{url}/v2/auth",
+                data={"username": username, "key": api_key},  # a dict: URL-encoded
+                timeout=timeout,
+            )
+            if answer.status_code in RETRYABLE_STATUS and attempt < attempts:
+                sleep(float(answer.headers.get("Retry-After", "1")))
+                continue
+            answer.raise_for_status()
+            token: str = answer.json()["token"]
+            return token
+        except (requests.ConnectionError, requests.Timeout, requests.JSONDecodeError):
+            if attempt == attempts:
+                raise
+            sleep(1.0)
+    raise AssertionError("unreachable")
+
+
+# --8<-- [end:client]
+
+
+@pytest.fixture
+def http() -> requests.Session:
+    session = requests.Session()
+    session.trust_env = False  # ignore proxy / CA bundle variables of the environment
+    return session
+
+
+# --8<-- [start:faults]
+def test_the_client_rides_out_errors_resets_and_malformed_answers(
+    mgmt_server: MgmtServer, http: requests.Session
+) -> None:
+    account = mgmt_server.add_account()
+    mgmt_server.fail_next(error=503)  # one 503
+    mgmt_server.reset_next()  # then a dropped connection
+    mgmt_server.malformed_next()  # then a 200 with broken JSON
+    waits: list[float] = []
+
+    token = fetch_token(
+        http, mgmt_server.url, account.username, account.api_key, sleep=waits.append
+    )
+
+    assert token.count(".") == 2
+    assert waits == [1.0, 1.0, 1.0]  # one pause per fault
+    faults = [e.fault for e in mgmt_server.events if isinstance(e, FaultInjected)]
+    assert faults == ["fail", "reset", "malformed"]
+    mgmt_server.assert_auth_count(1)  # the faults granted nothing
+
+
+def test_the_client_waits_out_a_hang_with_its_timeout(
+    mgmt_server: MgmtServer, http: requests.Session
+) -> None:
+    account = mgmt_server.add_account()
+    mgmt_server.hang_next(seconds=30)  # real seconds; released when the test ends
+
+    token = fetch_token(
+        http, mgmt_server.url, account.username, account.api_key, timeout=0.2, sleep=lambda s: None
+    )
+
+    assert token
+    mgmt_server.assert_auth_count(1)
+
+
+# --8<-- [end:faults]
+
+
+# --8<-- [start:throttle]
+@pytest.mark.mgmtauth(throttle=2)
+def test_a_client_that_asks_for_a_token_per_call_is_throttled(
+    mgmt_server: MgmtServer, mgmt_clock: MgmtClock, http: requests.Session
+) -> None:
+    account = mgmt_server.add_account()
+    waits: list[float] = []
+
+    def sleep_on_the_simulated_clock(seconds: float) -> None:
+        waits.append(seconds)
+        mgmt_clock.advance(seconds=seconds)
+
+    for _ in range(4):  # the bug: a new token for every call
+        fetch_token(
+            http,
+            mgmt_server.url,
+            account.username,
+            account.api_key,
+            sleep=sleep_on_the_simulated_clock,
+        )
+
+    assert waits == [60.0]  # the 4th call got 429 and waited Retry-After
+    throttled = [e for e in mgmt_server.events if isinstance(e, Throttled)]
+    assert throttled[0].retry_after == 60
+    with pytest.raises(AssertionError, match="premature"):
+        mgmt_server.assert_token_reused()
+
+
+# --8<-- [end:throttle]
+
+
+# --8<-- [start:on-cue]
+def test_a_revoked_token_and_a_rotated_key(mgmt_server: MgmtServer, http: requests.Session) -> None:
+    account = mgmt_server.add_account()
+    mgmt_server.route("GET", "/v2/things").respond_with_json({"things": []})
+    token = fetch_token(http, mgmt_server.url, account.username, account.api_key)
+
+    mgmt_server.revoke(token)  # or by its label: mgmt_server.revoke("T1")
+    refused = http.get(f"{mgmt_server.url}/v2/things", headers={"Authorization": f"Bearer {token}"})
+    assert refused.status_code == 401
+
+    rotated = mgmt_server.rotate_key(account)  # the old key now gets 1401
+    with pytest.raises(requests.HTTPError):
+        fetch_token(http, mgmt_server.url, account.username, account.api_key)
+    assert fetch_token(http, mgmt_server.url, rotated.username, rotated.api_key)
+    mgmt_server.assert_token_reused()  # re-authenticating after a refusal is no churn
+
+
+# --8<-- [end:on-cue]
