@@ -20,6 +20,8 @@ from ._domain._events import (
     ApiCall,
     AuthRejected,
     BadRequest,
+    CredentialExpired,
+    CredentialRevoked,
     Event,
     LoggedIn,
     LoggedOut,
@@ -284,11 +286,10 @@ def _credentials_table(scene: Scene, username: str | None) -> list[str]:
             ends.setdefault(e.session, {}).setdefault("timed out", at)
         elif isinstance(e, ApiCall) and e.credential and e.return_code == _AUTH_FAILED:
             ends.setdefault(e.credential, {}).setdefault("first refused", at)
-        else:
-            cred = getattr(e, "credential", None)
-            kind = {"CredentialExpired": "expired on cue", "CredentialRevoked": "revoked"}
-            if isinstance(cred, str) and type(e).__name__ in kind:
-                ends.setdefault(cred, {}).setdefault(kind[type(e).__name__], at)
+        elif isinstance(e, CredentialExpired):
+            ends.setdefault(e.credential, {}).setdefault("expired on cue", at)
+        elif isinstance(e, CredentialRevoked):
+            ends.setdefault(e.credential, {}).setdefault("revoked", at)
     for g in grants(scene.events, username=username):
         label = _label(g)
         marks = dict(ends.get(label, {}))
@@ -548,6 +549,12 @@ def check_logged_out(scene: Scene, *, username: str | None = None) -> None:
     """Fails when a v1 session opened in the test was not ended with /v1/logout."""
     __tracebackhide__ = True
     logged_out = {e.session for e in scene.events if isinstance(e, LoggedOut)}
+    # A session the test itself ended (mgmt_server.expire / revoke) cannot be logged out.
+    logged_out |= {
+        e.credential
+        for e in scene.events
+        if isinstance(e, (CredentialExpired, CredentialRevoked)) and e.version == "v1"
+    }
     timed_out = {e.session: e for e in scene.events if isinstance(e, SessionExpired)}
     open_sessions = [
         g

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from urllib.parse import parse_qsl, quote, quote_plus, unquote_plus
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from pytest_mgmtauth._assertions import (
     AuthSummary,
@@ -19,8 +22,9 @@ from pytest_mgmtauth._assertions import (
     format_timeline,
     summarize,
 )
-from pytest_mgmtauth._domain._accounts import Account, fingerprint
+from pytest_mgmtauth._domain._accounts import _KEY_ALPHABET, Account, fingerprint
 from pytest_mgmtauth._domain._clock import ManualClock
+from pytest_mgmtauth._domain._diagnosis import diagnose_secret
 from pytest_mgmtauth._domain._service import AuthService, Refusal
 
 MakeService = Callable[..., AuthService]
@@ -362,3 +366,43 @@ def test_summary_counts_grants_calls_rejections_churn_and_herds(service: AuthSer
         grants=2, api_calls=2, rejections=2, churn=1, concurrent=1
     )
     assert summarize(service.events).as_properties()[0] == ("mgmtauth_grants", 2)
+
+
+# -- diagnoses of how a secret travelled (property) ---------------------------------------
+
+_KEYS = st.text(alphabet=_KEY_ALPHABET, min_size=2, max_size=60).filter(lambda k: k[0].isalnum())
+
+
+@given(key=_KEYS)
+def test_any_key_sent_unencoded_is_diagnosed_as_such_without_showing_it(key: str) -> None:
+    body = f"username=a%40b.c&key={key}"
+    try:
+        received = dict(parse_qsl(body, keep_blank_values=True, errors="strict"))["key"]
+    except UnicodeDecodeError:
+        return  # answered 400 before any comparison (tests/wire/test_diagnoses.py)
+    message = diagnose_secret("API key", key, received)
+    if received == key:
+        assert message == ""  # nothing in it needed encoding
+    else:
+        assert message.startswith("the API key arrived un-encoded: ")
+        assert key not in message
+
+
+@given(key=_KEYS)
+def test_any_key_encoded_twice_is_diagnosed_as_such(key: str) -> None:
+    received = unquote_plus(quote_plus(quote(key, safe="")))  # what the server reads
+    message = diagnose_secret("API key", key, received)
+    if received == key:
+        assert message == ""
+    else:
+        assert message.startswith("the API key arrived URL-encoded twice")
+
+
+def test_a_session_the_test_revoked_need_not_be_logged_out(service: AuthService) -> None:
+    account = service.add_account()
+    record = service.login(account.username, account.password)
+    service.revoke(record.session_id)
+    check_logged_out(scene(service))
+    text = format_timeline(scene(service))
+    assert "S1   " in text
+    assert "revoked 00:00:00" in text
