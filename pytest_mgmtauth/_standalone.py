@@ -170,9 +170,10 @@ class StandaloneServer:
         if self._port:
             # Werkzeug answers a taken port with sys.exit(1) and its own text; find out
             # first, so that main() can say what to do instead.
-            socket.create_server((self._host, self._port)).close()
+            family = socket.AF_INET6 if ":" in self._host else socket.AF_INET
+            socket.create_server((self._host, self._port), family=family).close()
         self._fake = self._new_fake()
-        self._fake._http.app.control = ControlAPI(
+        self._pool.server(https=self.options.https).app.control = ControlAPI(
             fake=lambda: self.fake, clock=self.clock, reset=self.reset
         )
 

@@ -187,6 +187,12 @@ class FaultPlan:
                     return FiredFault(entry.fault, entry.used)
             return None
 
+    def any_for(self, version: str) -> bool:
+        """Whether a fault is pending for a call of ``version`` (a cheap look first: most
+        calls meet no fault)."""
+        with self._lock:
+            return any(e.fault.applies_to(version) for e in self._pending)
+
     def pending(self) -> list[ScriptedFault]:
         """Faults not fired yet, each with the number of calls it still applies to."""
         with self._lock:

@@ -147,6 +147,16 @@ def test_faults_fire_in_order_each_for_its_count_and_version() -> None:
     assert plan.pending() == []
 
 
+def test_any_for_looks_without_taking() -> None:
+    plan = FaultPlan()
+    assert not plan.any_for("v2")
+    plan.add(_faults.reset(version="v1"))
+    assert (plan.any_for("v2"), plan.any_for("v1")) == (False, True)
+    assert plan.any_for("v1")  # still there: looking takes nothing
+    plan.take("v1")
+    assert not plan.any_for("v1")
+
+
 def test_pending_faults_show_the_calls_they_still_apply_to() -> None:
     plan = FaultPlan()
     plan.add(_faults.hang(2.5, clock="simulated", count=3))
