@@ -292,9 +292,7 @@ class AuthService:
         """Labels of the account's grants issued after a request arrived at ``arrived``."""
         if arrived is None:
             return ()
-        return tuple(
-            r.label for r in records if r.username == username and r.issued_tick > arrived
-        )
+        return tuple(r.label for r in records if r.username == username and r.issued_tick > arrived)
 
     def _check_throttle(self, username: str, now: float) -> None:
         limit = self.options.throttle

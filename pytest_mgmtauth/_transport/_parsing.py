@@ -203,9 +203,13 @@ def session_credentials(request: Request) -> tuple[str | None, str | None, str |
         if not utk:
             misplaced = _misplaced_utk(request)
             if misplaced:
-                return session_id, None, (
-                    f"utk arrived {misplaced}, not in the query string: v1 calls take it as "
-                    "the query parameter ?utk=<the utk of /v1/login's answer>"
+                return (
+                    session_id,
+                    None,
+                    (
+                        f"utk arrived {misplaced}, not in the query string: v1 calls take it as "
+                        "the query parameter ?utk=<the utk of /v1/login's answer>"
+                    ),
                 )
         return session_id, utk, None
     if request.headers.get("Authorization", "").lower().startswith("bearer "):
