@@ -169,9 +169,7 @@ class MgmtServer:
         it is shorter), or until the ``"simulated"`` clock has moved on ``seconds``
         (``mgmt_clock.advance`` from another thread). A hang ends when the test does."""
         __tracebackhide__ = True
-        self._service.faults.add(
-            _faults.hang(seconds, clock=clock, count=count, version=version)
-        )
+        self._service.faults.add(_faults.hang(seconds, clock=clock, count=count, version=version))
 
     def reset_next(self, count: int = 1, *, version: str | None = None) -> None:
         """The next ``count`` auth/login calls get their TCP connection reset (RST)

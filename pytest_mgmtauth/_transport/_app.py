@@ -321,9 +321,7 @@ def _scripted_fault(binding: Binding, request: Request) -> ScriptedFault | None:
     version = _FAULT_VERSIONS.get(request.path)
     if version is None or not binding.service.faults.any_for(version):
         return None  # the common case: no form parsing for the fault's attribution
-    fired = binding.service.take_fault(
-        version, request.method, request.path, _username_of(request)
-    )
+    fired = binding.service.take_fault(version, request.method, request.path, _username_of(request))
     return fired.fault if fired is not None else None
 
 
