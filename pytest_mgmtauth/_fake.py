@@ -236,11 +236,15 @@ class MgmtServer:
 
     def _scene(self) -> _assertions.Scene:
         service = self._service
+        events = service.events
+        # At teardown mgmt_clock may have stopped already (it is torn down first when
+        # requested after mgmt_server): never let "now" fall before what happened.
+        latest = max((e.at.timestamp() for e in events), default=service.started_at)
         return _assertions.Scene(
-            events=service.events,
+            events=events,
             options=self.options,
             started_at=service.started_at,
-            now=service.now(),
+            now=max(service.now(), latest),
         )
 
     def _known_username(self, username: str | None) -> None:
