@@ -406,3 +406,15 @@ def test_a_session_the_test_revoked_need_not_be_logged_out(service: AuthService)
     text = format_timeline(scene(service))
     assert "S1   " in text
     assert "revoked 00:00:00" in text
+
+
+def test_v1_logins_in_flight_together_are_a_herd_too(service: AuthService) -> None:
+    account = service.add_account()
+    arrivals = [service.request_arrived(), service.request_arrived()]
+    for arrived in arrivals:
+        service.login(account.username, account.password, arrived=arrived)
+    with pytest.raises(AssertionError, match=r"first: S2 at 00:00:00, requested before S1"):
+        check_single_flight(scene(service))
+    message = churn_error(service)
+    assert "First premature grant: S2" in message
+    assert "refresh in single flight" in message

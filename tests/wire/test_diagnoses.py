@@ -7,6 +7,7 @@ appear whole in any of them.
 
 from __future__ import annotations
 
+import asyncio
 import http.client
 import threading
 import time
@@ -441,3 +442,34 @@ def test_a_client_with_a_lock_around_its_refresh_is_single_flight(
     mgmt_server.assert_single_flight()
     mgmt_server.assert_auth_count(1)
     mgmt_server.assert_token_reused()
+
+
+def test_asyncio_tasks_sharing_a_locked_refresh_are_single_flight(
+    mgmt_server: MgmtServer, mgmt_account: Account
+) -> None:
+    mgmt_server.route("GET", "/api/things").respond_with_json([])
+
+    async def run() -> list[int]:
+        lock = asyncio.Lock()
+        cache: dict[str, str] = {}
+        async with httpx.AsyncClient(base_url=mgmt_server.url) as client:
+
+            async def token() -> str:
+                async with lock:
+                    if "token" not in cache:
+                        answer = await client.post(
+                            "/v2/auth",
+                            data={"username": mgmt_account.username, "key": mgmt_account.api_key},
+                        )
+                        cache["token"] = answer.json()["token"]
+                    return cache["token"]
+
+            async def call() -> int:
+                bearer = {"Authorization": f"Bearer {await token()}"}
+                return (await client.get("/api/things", headers=bearer)).status_code
+
+            return list(await asyncio.gather(*(call() for _ in range(6))))
+
+    assert asyncio.run(run()) == [200] * 6
+    mgmt_server.assert_single_flight()
+    mgmt_server.assert_auth_count(1, version="v2")
