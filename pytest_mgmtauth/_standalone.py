@@ -329,17 +329,31 @@ def build_parser() -> argparse.ArgumentParser:
     )
     behaviour = parser.add_argument_group("behaviour (the options of @pytest.mark.mgmtauth)")
     defaults = Options()
-    behaviour.add_argument("--token-ttl", type=_seconds_arg, default=defaults.token_ttl)
-    behaviour.add_argument("--refresh-margin", type=_seconds_arg, default=defaults.refresh_margin)
-    behaviour.add_argument("--lockout-threshold", type=int, default=defaults.lockout_threshold)
+    for flag, default, what in (
+        ("--token-ttl", defaults.token_ttl, "bearer token validity"),
+        ("--refresh-margin", defaults.refresh_margin, "re-auth this close to expiry is reuse"),
+        ("--lockout-duration", defaults.lockout_duration, "how long error 1402 lasts"),
+        ("--session-timeout", defaults.session_timeout, "idle time that ends a v1 session"),
+    ):
+        behaviour.add_argument(
+            flag,
+            type=_seconds_arg,
+            default=default,
+            metavar="SECONDS",
+            help=f"{what} (default {default:g})",
+        )
     behaviour.add_argument(
-        "--lockout-duration", type=_seconds_arg, default=defaults.lockout_duration
+        "--lockout-threshold",
+        type=int,
+        default=defaults.lockout_threshold,
+        metavar="N",
+        help="failed v1 logins in a row that lock an account (default %(default)s)",
     )
-    behaviour.add_argument("--session-timeout", type=_seconds_arg, default=defaults.session_timeout)
     behaviour.add_argument(
         "--throttle",
         type=_throttle_arg,
         default=defaults.throttle,
+        metavar="N|none",
         help="premature grants per account per 60 s before /v2/auth answers 429; 'none' "
         "turns throttling off (default %(default)s)",
     )

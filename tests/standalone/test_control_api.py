@@ -4,6 +4,7 @@ standalone server: timeline, clock, accounts, routes, faults, reset, and bad inp
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -223,3 +224,21 @@ def test_a_body_that_is_not_json(server: StandaloneServer, http: requests.Sessio
     assert "the body is not JSON" in answer.json()["message"]
     huge = http.post(f"{server.url}/_mgmtauth/accounts", data=b"{" + b" " * 70_000 + b"}")
     assert huge.status_code == 413
+
+
+def test_a_frozen_clock_moves_only_when_advanced(key_file: Path, http: requests.Session) -> None:
+    server = StandaloneServer(Options(), port=0, frozen_clock=True, key_file=str(key_file))
+    server.start()
+    try:
+        url = f"{server.url}/_mgmtauth/clock"
+        first = http.get(url).json()["now"]
+        assert http.get(url).json()["now"] == first
+        advanced = http.post(f"{url}/advance", json={"hours": 1}).json()["now"]
+        # "Z" is ISO 8601 for UTC; Python 3.10's fromisoformat wants "+00:00".
+        delta = datetime.fromisoformat(advanced.replace("Z", "+00:00")) - datetime.fromisoformat(
+            first.replace("Z", "+00:00")
+        )
+        assert delta == timedelta(hours=1)
+        assert server.describe()["clock"] == "frozen"
+    finally:
+        server.stop()
