@@ -13,6 +13,7 @@ whole; the reasons on events are written the same way by the service.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from typing import TYPE_CHECKING
 
@@ -60,7 +61,7 @@ class Scene:
     #: The simulated time of the check.
     now: float
 
-    @property
+    @functools.cached_property
     def origin(self) -> float:
         """Time zero of the timeline: the test's start, or an earlier event if the clock
         was moved back (``mgmt_clock.move_to``), so offsets stay readable."""
@@ -71,6 +72,24 @@ class Scene:
 
     def offset(self, timestamp: float) -> str:
         return format_offset(timestamp - self.origin)
+
+    # Computed once per scene: a churning test has hundreds of grants and calls.
+
+    @functools.cached_property
+    def uses(self) -> dict[str, int]:
+        """Per credential label, the calls the service accepted it for (a 1469 is still
+        an accepted credential)."""
+        counts: dict[str, int] = {}
+        for e in self.events:
+            if isinstance(e, ApiCall) and e.credential and e.return_code != _AUTH_FAILED:
+                counts[e.credential] = counts.get(e.credential, 0) + 1
+        return counts
+
+    @functools.cached_property
+    def expiries(self) -> dict[str, float]:
+        return {
+            e.token: e.expires_at.timestamp() for e in self.events if isinstance(e, TokenIssued)
+        }
 
 
 # -- findings ------------------------------------------------------------------------
@@ -157,13 +176,11 @@ def _duration(seconds: float) -> str:
     return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
 
 
-def _uses(events: Sequence[Event], label: str) -> int:
-    """Calls the service accepted the credential for (a 1469 is still an accepted one)."""
-    return sum(
-        1
-        for e in events
-        if isinstance(e, ApiCall) and e.credential == label and e.return_code != _AUTH_FAILED
-    )
+def _labels(labels: Sequence[str], limit: int = 4) -> str:
+    """``T1, T2, T3`` or, for a long churn, ``T1, T2, T3, T4 and 196 more``."""
+    if len(labels) <= limit + 1:
+        return ", ".join(labels)
+    return f"{', '.join(labels[:limit])} and {len(labels) - limit} more"
 
 
 def _times(n: int) -> str:
@@ -205,11 +222,11 @@ class _Line:
     until: float | None = None
 
 
-def _annotate(grant: Grant, events: Sequence[Event], scene: Scene) -> list[str]:
+def _annotate(grant: Grant, scene: Scene) -> list[str]:
     marks = []
     if grant.while_valid:
-        held = ", ".join(grant.while_valid)
-        expiries = _expiries(events)
+        held = _labels(grant.while_valid)
+        expiries = scene.expiries
         known = [h for h in grant.while_valid if h in expiries]
         left = ""
         if known:
@@ -219,14 +236,10 @@ def _annotate(grant: Grant, events: Sequence[Event], scene: Scene) -> list[str]:
         marks.append(f"PREMATURE: {held} still valid{left}")
     if grant.concurrent_with:
         marks.append(
-            f"CONCURRENT: requested before {', '.join(grant.concurrent_with)} was issued "
+            f"CONCURRENT: requested before {_labels(grant.concurrent_with)} was issued "
             "(thundering herd)"
         )
     return marks
-
-
-def _expiries(events: Sequence[Event]) -> dict[str, float]:
-    return {e.token: e.expires_at.timestamp() for e in events if isinstance(e, TokenIssued)}
 
 
 def _involves(event: Event, username: str | None) -> bool:
@@ -237,13 +250,13 @@ def _lines(scene: Scene, username: str | None) -> list[_Line]:
     events = [e for e in scene.events if _involves(e, username)]
     lines: list[_Line] = []
     for e in events:
-        marks = _annotate(e, scene.events, scene) if isinstance(e, (TokenIssued, LoggedIn)) else []
+        marks = _annotate(e, scene) if isinstance(e, (TokenIssued, LoggedIn)) else []
         lines.append(_Line(e.at.timestamp(), _describe(e, scene), marks))
     # Expiry is not an event (nothing happens on the wire); show it where it falls.
     used_after: dict[str, int] = {}
     for e in events:
         if isinstance(e, TokenIssued) and e.expires_at.timestamp() <= scene.now:
-            used_after[e.token] = _uses(scene.events, e.token)
+            used_after[e.token] = scene.uses.get(e.token, 0)
             lines.append(
                 _Line(
                     e.expires_at.timestamp(),
@@ -310,7 +323,7 @@ def _credentials_table(scene: Scene, username: str | None) -> list[str]:
         owner = f" {g.username}" if username is None else ""
         rows.append(
             f"  {label:<4} {g.fingerprint}{owner}  issued {scene.offset(g.at.timestamp())}, "
-            f"used {_times(_uses(scene.events, label))}, {state}{flags}"
+            f"used {_times(scene.uses.get(label, 0))}, {state}{flags}"
         )
     return rows
 
@@ -407,7 +420,7 @@ def churn_message(scene: Scene, *, username: str | None = None) -> str | None:
     for account, found in by_account.items():
         first = found[0]
         label = _label(first)
-        held = ", ".join(first.while_valid)
+        held = _labels(first.while_valid)
         call = _preceding_call(scene, first)
         before = (
             f"the call before it: {call.method} {call.path} with {call.credential or '?'} -> "
@@ -459,7 +472,7 @@ def check_single_flight(scene: Scene, *, username: str | None = None) -> None:
         f"pytest-mgmtauth: thundering herd: {len(found)} grant(s) to account {account!r} "
         f"were requested while another grant to it was in flight; first: {_label(first)} at "
         f"{scene.offset(first.at.timestamp())}, requested before "
-        f"{', '.join(first.concurrent_with)} was issued, so its client could not have "
+        f"{_labels(first.concurrent_with)} was issued, so its client could not have "
         "reused it.\n\n"
         + format_timeline(scene, username=account, focus=first)
         + "\n\nFix: refresh in single flight: one thread or task refreshes under a lock "
@@ -573,7 +586,7 @@ def check_logged_out(scene: Scene, *, username: str | None = None) -> None:
         )
         described.append(
             f"{g.session} of {g.username!r} (started {scene.offset(g.at.timestamp())}, used "
-            f"{_times(_uses(scene.events, g.session))}, {state})"
+            f"{_times(scene.uses.get(g.session, 0))}, {state})"
         )
     first = open_sessions[0]
     accounts = {g.username for g in open_sessions}

@@ -418,3 +418,15 @@ def test_v1_logins_in_flight_together_are_a_herd_too(service: AuthService) -> No
     message = churn_error(service)
     assert "First premature grant: S2" in message
     assert "refresh in single flight" in message
+
+
+def test_a_long_churn_names_the_first_held_tokens_and_counts_the_rest(
+    make_service: MakeService,
+) -> None:
+    service = make_service(throttle=None)
+    account = service.add_account()
+    for _ in range(8):
+        grant(service, account)
+    message = churn_error(service)
+    assert "PREMATURE: T1, T2, T3, T4 and 3 more still valid (T1 for another 30m00s)" in message
+    assert "PREMATURE: T1, T2, T3, T4, T5 still valid" in message  # five are listed whole
