@@ -301,6 +301,10 @@ class ControlAPI:
         except (TypeError, ValueError) as exc:
             # The fake's own validation (an unknown account, a bad fault option...).
             return _error(400, f"{endpoint}: {exc}")
+        except Exception as exc:  # a bug of ours: answer it, keep serving
+            return _error(
+                500, f"{endpoint}: mgmtauth-server failed internally ({type(exc).__name__}: {exc})"
+            )
         return _json(status, payload)
 
     @staticmethod

@@ -242,3 +242,16 @@ def test_a_frozen_clock_moves_only_when_advanced(key_file: Path, http: requests.
         assert server.describe()["clock"] == "frozen"
     finally:
         server.stop()
+
+
+def test_an_internal_error_is_answered_and_the_server_carries_on(
+    server: StandaloneServer, control: Any, http: requests.Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(self: object) -> list[object]:
+        raise RuntimeError("simulated bug")
+
+    monkeypatch.setattr(type(server.fake), "events", property(broken))
+    answer = control("GET", "/events")
+    assert answer.status_code == 500
+    assert "failed internally (RuntimeError: simulated bug)" in answer.json()["message"]
+    assert _token(http, server.url).status_code == 200
