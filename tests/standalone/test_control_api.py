@@ -3,6 +3,8 @@ standalone server: timeline, clock, accounts, routes, faults, reset, and bad inp
 
 from __future__ import annotations
 
+import concurrent.futures
+import time
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -255,3 +257,30 @@ def test_an_internal_error_is_answered_and_the_server_carries_on(
     assert answer.status_code == 500
     assert "failed internally (RuntimeError: simulated bug)" in answer.json()["message"]
     assert _token(http, server.url).status_code == 200
+
+
+def test_a_hang_on_the_simulated_clock_ends_when_the_control_api_advances_it(
+    key_file: Path, http: requests.Session
+) -> None:
+    server = StandaloneServer(
+        Options(), port=0, accounts=[ALICE], frozen_clock=True, key_file=str(key_file)
+    )
+    server.start()
+    try:
+        control = f"{server.url}/_mgmtauth"
+        http.post(f"{control}/faults", json={"kind": "hang", "seconds": 30, "clock": "simulated"})
+        own = requests.Session()  # one per thread
+        own.trust_env = False
+        with own, concurrent.futures.ThreadPoolExecutor(1) as pool:
+            pending = pool.submit(_token, own, server.url)
+            for _ in range(1000):  # real-time guard, at most ~10 s
+                if http.get(f"{control}/events").json()["events"]:
+                    break
+                time.sleep(0.01)
+            http.post(f"{control}/clock/advance", json={"seconds": 29})
+            time.sleep(0.05)
+            assert not pending.done()
+            http.post(f"{control}/clock/advance", json={"seconds": 1})
+            assert pending.result(timeout=10).status_code == 200
+    finally:
+        server.stop()
