@@ -344,7 +344,7 @@ def _carry_out(fault: ScriptedFault, binding: Binding, request: Request) -> Resp
         refusal = Refusal(
             fault.status,
             fault.return_code,
-            "scripted fault (mgmt_server.fail_next)",
+            "scripted fault: the test told the fake to fail this call",
             message=base,
             retry_after=fault.retry_after,
         )
