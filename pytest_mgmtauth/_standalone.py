@@ -19,10 +19,13 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, TextIO
 
+from cryptography.exceptions import UnsupportedAlgorithm
+
 from . import __version__
 from ._domain._accounts import make_account
 from ._domain._clock import ManualClock, OffsetClock
 from ._domain._options import Options
+from ._domain._tokens import load_private_key
 from ._fake import MgmtServer
 from ._pool import KeyCache, SessionPool
 from ._transport._control import PREFIX, ControlAPI, account_json
@@ -123,15 +126,29 @@ def _file_key_cache(path: str) -> KeyCache:
     def read() -> bytes | None:
         try:
             with open(path, "rb") as handle:
-                return handle.read()
+                pem = handle.read()
         except FileNotFoundError:
             return None
+        except OSError as exc:
+            raise UsageError(f"--key-file {path}: {exc.strerror or exc}") from None
+        try:
+            load_private_key(pem)
+        except (ValueError, TypeError, UnsupportedAlgorithm):
+            # Never overwrite a file we did not make: it may be something else entirely.
+            raise UsageError(
+                f"--key-file {path} is not a private key made by mgmtauth-server; pass a "
+                "path that does not exist yet, and the key is made there"
+            ) from None
+        return pem
 
     def write(pem: bytes) -> None:
-        # Owner-only: it is a private key, even if only a test one.
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(pem)
+        try:
+            # Owner-only: it is a private key, even if only a test one.
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(pem)
+        except OSError as exc:
+            raise UsageError(f"--key-file {path}: {exc.strerror or exc}") from None
 
     return read, write
 
@@ -411,6 +428,8 @@ def server_from_args(args: argparse.Namespace) -> StandaloneServer:
     routes = [parse_route(text) for text in args.route]
     if not 0 <= args.port <= 65535:
         raise UsageError(f"--port {args.port}: expected 0-65535")
+    if args.key_file and not os.path.isdir(os.path.dirname(os.path.abspath(args.key_file))):
+        raise UsageError(f"--key-file {args.key_file}: its directory does not exist")
     return StandaloneServer(
         options,
         host=args.host,

@@ -178,6 +178,21 @@ def test_bad_command_lines_exit_2_with_one_line_saying_why(
     assert message in last
 
 
+def test_a_key_file_that_is_not_a_key_is_never_overwritten(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    precious = tmp_path / "notes.txt"
+    precious.write_text("not a key")
+    with pytest.raises(SystemExit) as excinfo:
+        main(["--port", "0", "--key-file", str(precious)])
+    assert excinfo.value.code == 2
+    assert "is not a private key made by mgmtauth-server" in capsys.readouterr().err
+    assert precious.read_text() == "not a key"
+    with pytest.raises(SystemExit):
+        main(["--port", "0", "--key-file", str(tmp_path / "missing" / "key.pem")])
+    assert "its directory does not exist" in capsys.readouterr().err
+
+
 def test_a_bad_command_line_as_a_process(key_file: Path) -> None:
     result = _run("--account", "bob@example.com", "--account", "bob@example.com")
     assert result.returncode == 2
