@@ -289,7 +289,9 @@ def main(argv: list[str] | None = None) -> int:
     header = ("measure", "HTTP", "HTTPS", "ratio", "target", "")
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     for row in [header, *rows]:
-        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+        print(
+            "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        )
     return 1 if (args.check and missed) else 0
 
 
