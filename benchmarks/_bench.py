@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -77,8 +78,8 @@ def fmt(value: float, unit: str) -> str:
 def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
     line = "  ".join("-" * w for w in widths)
-    out = ["  ".join(str(h).ljust(w) for h, w in zip(header, widths)), line]
-    out += ["  ".join(str(c).ljust(w) for c, w in zip(r, widths)) for r in rows]
+    out = ["  ".join(str(h).ljust(w) for h, w in zip(header, widths, strict=True)), line]
+    out += ["  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
     return "\n".join(out)
 
 
@@ -132,13 +133,19 @@ def spread(xs: Sequence[float]) -> str:
     return f"{q[0] * 1e3:.2f}-{q[2] * 1e3:.2f} ms"
 
 
-def run_pytest(
-    directory: Path, *args: str, env: dict[str, str] | None = None
-) -> tuple[float, subprocess.CompletedProcess[str]]:
-    """Wall time of ``python -m pytest`` in ``directory`` (a fresh process, as users run)."""
+@dataclasses.dataclass
+class Run:
+    wall: float
+    cpu: float  # user + system seconds of the child: less disturbed by a busy machine
+    proc: subprocess.CompletedProcess[str]
+
+
+def run_pytest(directory: Path, *args: str, env: dict[str, str] | None = None) -> Run:
+    """Times of ``python -m pytest`` in ``directory`` (a fresh process, as users run)."""
     full_env = {**os.environ, **(env or {})}
     # The generated suites are not part of this repository's configuration.
     full_env.pop("PYTEST_ADDOPTS", None)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", *args],
@@ -149,12 +156,14 @@ def run_pytest(
         check=False,
     )
     elapsed = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if proc.returncode != 0:
         raise RuntimeError(
             f"generated suite failed in {directory} ({' '.join(args)}):\n"
             f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
         )
-    return elapsed, proc
+    return Run(elapsed, cpu, proc)
 
 
 def machine() -> str:

@@ -38,7 +38,8 @@ ITEMS = {"items": [1, 2, 3]}
 
 def _address(url: str) -> tuple[str, int]:
     parts = urlsplit(url)
-    assert parts.hostname is not None and parts.port is not None
+    assert parts.hostname is not None
+    assert parts.port is not None
     return parts.hostname, parts.port
 
 

@@ -7,8 +7,6 @@ import ssl
 import tempfile
 from functools import cached_property
 
-import trustme
-
 
 class TestCA:
     """Issues the fake's server certificate for 127.0.0.1 and localhost."""
@@ -16,6 +14,8 @@ class TestCA:
     __test__ = False  # not a pytest test class, whatever its name
 
     def __init__(self) -> None:
+        import trustme  # on first use: ~45 ms a suite without HTTPS should not pay
+
         self._ca = trustme.CA(organization_name="pytest-mgmtauth test CA")
         self._cert = self._ca.issue_cert("127.0.0.1", "localhost", "::1")
         self._dir = tempfile.TemporaryDirectory(prefix="mgmtauth-ca-")
