@@ -90,8 +90,15 @@ def _modules_inner_runs_import() -> None:
     while it existed; hypothesis's plugin imports hypothesis at the end of every inner
     run: two seconds each time without bytecode caching. Imported here (a session
     fixture, so before the function-scoped ``pytester`` takes its snapshot), it stays.
+    The plugin imports PyJWT, cryptography, freezegun and trustme on first use: an inner
+    run that first imports them leaves half of cryptography re-imported afterwards, and
+    a later trustme certificate then fails (ExtensionNotFound: SubjectKeyIdentifier).
     """
+    import cryptography.x509  # noqa: F401
+    import freezegun  # noqa: F401
     import hypothesis  # noqa: F401
+    import jwt  # noqa: F401
+    import trustme  # noqa: F401
 
 
 @pytest.fixture
