@@ -869,47 +869,37 @@ class AuthService:
     def expire(self, credential: str) -> str:
         """End a token or session now, as if its lifetime had run out; returns its label.
         Later calls with it get 401 (1401); re-authenticating is not churn."""
-        with self._lock:
-            now = self.now()
-            self._expire_sessions(now)
-            rec = self.find_credential(credential)
-            if isinstance(rec, TokenRecord):
-                if rec.expired_at is None:
-                    rec.expired_at = now
-                version = "v2"
-            else:
-                if rec.ended_at is None:
-                    rec.ended_at = now
-                    rec.end_reason = "expired"
-                version = "v1"
-            self._record(
-                CredentialExpired(
-                    at=to_datetime(now),
-                    username=rec.username,
-                    credential=rec.label,
-                    version=version,
-                )
-            )
-            return rec.label
+        return self._end_on_cue(credential, "expired", CredentialExpired)
 
     def revoke(self, credential: str) -> str:
         """Revoke a token or session now; returns its label. Later calls with it get 401
         (1401); re-authenticating is not churn."""
+        return self._end_on_cue(credential, "revoked", CredentialRevoked)
+
+    def _end_on_cue(
+        self,
+        credential: str,
+        how: str,
+        event: type[CredentialExpired] | type[CredentialRevoked],
+    ) -> str:
         with self._lock:
             now = self.now()
             self._expire_sessions(now)
             rec = self.find_credential(credential)
             if isinstance(rec, TokenRecord):
-                if rec.revoked_at is None:
+                # Tokens keep expiry and revocation apart: the refusal says which.
+                if how == "expired" and rec.expired_at is None:
+                    rec.expired_at = now
+                elif how == "revoked" and rec.revoked_at is None:
                     rec.revoked_at = now
                 version = "v2"
             else:
                 if rec.ended_at is None:
                     rec.ended_at = now
-                    rec.end_reason = "revoked"
+                    rec.end_reason = how
                 version = "v1"
             self._record(
-                CredentialRevoked(
+                event(
                     at=to_datetime(now),
                     username=rec.username,
                     credential=rec.label,
