@@ -55,17 +55,22 @@ def json_response(status: int, body: Any, headers: Sequence[tuple[str, str]] = (
     return response
 
 
-def error_response(status: int, return_code: int, message: str, **extra: Any) -> Response:
+def error_response(
+    status: int, return_code: int, message: str, *, allow: str | None = None, **extra: Any
+) -> Response:
     """Every error the fake answers has ``returnCode`` and ``message``; for answers the
-    interface document does not show, ``returnCode`` is the HTTP status."""
+    interface document does not show, ``returnCode`` is the HTTP status. A 405 names the
+    methods the path does take in ``Allow``."""
     headers: list[tuple[str, str]] = []
-    if status == 405:
-        headers.append(("Allow", "POST"))
+    if allow is not None:
+        headers.append(("Allow", allow))
     return json_response(status, {"returnCode": return_code, "message": message, **extra}, headers)
 
 
 def refusal_response(refusal: Refusal) -> Response:
-    extra = {} if refusal.retry_after is None else {"retryAfter": refusal.retry_after}
+    extra: dict[str, Any] = {}
+    if refusal.retry_after is not None:
+        extra["retryAfter"] = refusal.retry_after
     response = error_response(refusal.status, refusal.return_code, refusal.message, **extra)
     if refusal.retry_after is not None:
         response.headers["Retry-After"] = str(refusal.retry_after)
@@ -180,7 +185,8 @@ class FakeApp:
             return self._protected(binding, request)
         except BadInput as exc:
             service.record_bad_request(method, path, exc.status, exc.reason)
-            return error_response(exc.status, exc.status, exc.reason)
+            allow = "POST" if exc.status == 405 and endpoint is not None else None
+            return error_response(exc.status, exc.status, exc.reason, allow=allow)
         except Refusal as refusal:
             return refusal_response(refusal)
 
@@ -192,12 +198,14 @@ class FakeApp:
             status = 405 if same_path else 404
             service.record_unknown_route(request.method, request.path, status)
             declared = ", ".join(f"{r.method} {r.path}" for r in binding.routes) or "none"
+            allowed = ", ".join(sorted({r.method for r in same_path})) if same_path else None
             return error_response(
                 status,
                 status,
                 f"no route declares {request.method} {request.path}; declared routes: "
                 f"{declared}. Declare it with mgmt_server.route({request.method!r}, "
                 f"{request.path!r}).respond_with_json(...)",
+                allow=allowed,
             )
         read_body(request)  # enforce the size limit before any handler reads it
         auth = self._authorize(service, route, request)

@@ -115,9 +115,12 @@ def test_declared_path_with_another_method_is_405(
     mgmt_server: MgmtServer, http: requests.Session
 ) -> None:
     mgmt_server.route("GET", "/api/tags").respond_with_json({})
+    mgmt_server.route("DELETE", "/api/tags").respond_with_json({})
     response = http.put(f"{mgmt_server.url}/api/tags")
     assert response.status_code == 405
     assert response.json()["returnCode"] == 405
+    # Allow names the methods declared for this path, not the fake's own endpoints'.
+    assert response.headers["Allow"] == "DELETE, GET"
     [event] = mgmt_server.events
     assert isinstance(event, UnknownRoute)
     assert event.status == 405
@@ -130,6 +133,7 @@ def test_builtin_endpoints_take_post_only(
     for path in ("/v2/auth", "/v1/login", "/v1/logout"):
         response = http.request(method, f"{mgmt_server.url}{path}")
         assert response.status_code == 405
+        assert response.headers["Allow"] == "POST"
         assert response.json()["message"] == f"{path} takes POST, not {method}"
 
 
