@@ -109,7 +109,7 @@ def test_strict_marker_fails_the_churning_test_at_teardown_with_the_timeline(
             "*<-- PREMATURE: T1 still valid*",
             "Fix: keep the token from /v2/auth*",
             "*= short test summary info =*",
-            "ERROR *::test_churns",
+            "ERROR *::test_churns*",
         ]
     )
     assert "TokenChurnWarning" not in result.stdout.str()
