@@ -54,6 +54,13 @@ class Options:
     def __post_init__(self) -> None:
         for name in ("token_ttl", "lockout_duration", "session_timeout"):
             object.__setattr__(self, name, _seconds(name, getattr(self, name)))
+        if not float(self.token_ttl).is_integer():
+            # The token's exp claim is whole seconds (iat + token_ttl); a fraction would
+            # be cut off silently and the token would expire earlier than asked.
+            raise ValueError(
+                f"mgmtauth option 'token_ttl' must be whole seconds (the JWT's exp claim "
+                f"is in seconds), got {self.token_ttl:g}"
+            )
         margin = _seconds("refresh_margin", self.refresh_margin, allow_zero=True)
         object.__setattr__(self, "refresh_margin", margin)
         if margin >= self.token_ttl:

@@ -65,6 +65,13 @@ def test_durations_refuse_non_numbers_naming_the_type(value: object) -> None:
         Options(token_ttl=value)  # type: ignore[arg-type]
 
 
+def test_token_ttl_must_be_whole_seconds_like_the_exp_claim() -> None:
+    assert Options(token_ttl=90.0).token_ttl == 90
+    assert Options(token_ttl=timedelta(minutes=2)).token_ttl == 120
+    with pytest.raises(ValueError, match=r"'token_ttl' must be whole seconds .* got 1.5"):
+        Options(token_ttl=1.5)
+
+
 def test_refresh_margin_may_be_zero_but_must_be_shorter_than_the_ttl() -> None:
     assert Options(refresh_margin=0).refresh_margin == 0
     with pytest.raises(ValueError, match=r"'refresh_margin' \(100 s\) must be shorter than"):
