@@ -183,3 +183,15 @@ def v1_login(
         raise AssertionError(f"no JSESSIONID line in {response.headers!r}")
 
     return login
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    # Here, not in tests/hostile/conftest.py: pytest loads this conftest at startup, so
+    # the option works from the repository root too (`pytest --mgmtauth-hostile-examples=N`).
+    parser.addoption(
+        "--mgmtauth-hostile-examples",
+        type=int,
+        default=None,
+        help="generated requests per hostile fuzz test (default 1000, "
+        "or $MGMTAUTH_HOSTILE_EXAMPLES)",
+    )

@@ -19,18 +19,8 @@ if TYPE_CHECKING:
 
     from pytest_mgmtauth import MgmtServer
 
-DEFAULT_EXAMPLES = 1000
+DEFAULT_EXAMPLES = 1000  # keep in step with the option's help in tests/conftest.py
 PROFILE = "mgmtauth-hostile"
-
-
-def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption(
-        "--mgmtauth-hostile-examples",
-        type=int,
-        default=None,
-        help="generated requests per hostile fuzz test (default "
-        f"{DEFAULT_EXAMPLES}, or $MGMTAUTH_HOSTILE_EXAMPLES)",
-    )
 
 
 def hostile_examples(config: pytest.Config) -> int:
