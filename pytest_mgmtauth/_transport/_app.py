@@ -98,6 +98,11 @@ class RouteHandler(RequestHandler):
         return f"<route {self.method} {self.path} auth={self.auth}{perm}>"
 
 
+#: WSGI environ key: the :class:`Binding` current when the request's connection was
+#: accepted (set by the server; absent when the app is driven without it).
+ACCEPTED_BINDING = "mgmtauth.binding"
+
+
 class Binding:
     """One test's state, as the HTTP side sees it."""
 
@@ -124,12 +129,27 @@ class FakeApp:
     def bind(self, binding: Binding) -> None:
         self._binding = binding
 
+    @property
+    def current(self) -> Binding | None:
+        """The binding requests are answered for now (the server reads it on accept)."""
+        return self._binding
+
     def unbind(self, binding: Binding) -> None:
         if self._binding is binding:
             self._binding = None
 
     def __call__(self, request: Request) -> Response:
-        binding = self._binding
+        # A request belongs to the test during which its connection was accepted (the
+        # server records it), not to whichever test is bound when its headers finally
+        # get parsed: a slow or stalled client must not leak events into the next test.
+        binding = request.environ.get(ACCEPTED_BINDING, self._binding)
+        if binding is not None and binding.closed.is_set():
+            return error_response(
+                503,
+                503,
+                "this connection was opened during a test that has ended; its request "
+                "is not counted in any test (open a new connection)",
+            )
         if binding is None:
             return error_response(
                 503,

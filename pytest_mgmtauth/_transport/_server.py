@@ -25,7 +25,7 @@ from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 from werkzeug.serving import ThreadedWSGIServer, WSGIRequestHandler
 
-from ._app import FakeApp
+from ._app import ACCEPTED_BINDING, Binding, FakeApp
 from ._parsing import MAX_BODY_BYTES
 
 #: Seconds a connection may sit idle mid-request before its thread gives up on it.
@@ -39,6 +39,10 @@ class _FakeRequest(Request):
     max_form_memory_size = MAX_BODY_BYTES
 
 
+#: Per connection thread: the test binding current when the connection was accepted.
+_accepted = threading.local()
+
+
 class _RequestHandler(WSGIRequestHandler):
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True
@@ -47,7 +51,7 @@ class _RequestHandler(WSGIRequestHandler):
     def setup(self) -> None:
         super().setup()
         if isinstance(self.connection, ssl.SSLSocket):
-            # Deferred from accept() (see _TLSServer.get_request); a failed handshake
+            # Deferred from accept() (see _Server.get_request); a failed handshake
             # closes this connection only.
             try:
                 self.connection.do_handshake()
@@ -59,6 +63,12 @@ class _RequestHandler(WSGIRequestHandler):
         if getattr(self, "handshake_failed", False):
             return
         super().handle()
+
+    def make_environ(self) -> dict[str, Any]:
+        environ = super().make_environ()
+        if hasattr(_accepted, "binding"):
+            environ[ACCEPTED_BINDING] = _accepted.binding
+        return environ
 
     def connection_dropped(self, error: BaseException, environ: Any = None) -> None:
         # Never read another request from a dropped connection (a scripted reset
@@ -98,6 +108,23 @@ class _RequestHandler(WSGIRequestHandler):
 class _Server(ThreadedWSGIServer):
     daemon_threads = True
     block_on_close = False
+    fake_app: FakeApp | None = None
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        # As ThreadingMixIn does, plus: note which test was bound when the connection
+        # was accepted (in accept order, before any client bytes are parsed).
+        binding = self.fake_app.current if self.fake_app is not None else None
+        thread = threading.Thread(
+            target=self._serve_connection,
+            args=(request, client_address, binding),
+            daemon=True,
+            name="mgmtauth-connection",
+        )
+        thread.start()
+
+    def _serve_connection(self, request: Any, client_address: Any, binding: Binding | None) -> None:
+        _accepted.binding = binding
+        self.process_request_thread(request, client_address)
 
     def get_request(self) -> tuple[socket.socket, Any]:
         sock, address = self.socket.accept()
@@ -146,6 +173,7 @@ class FakeHTTPServer(HTTPServer):
             app = _FakeRequest.application(self.application)
             # Plain TCP server; TLS is layered per connection in get_request.
             server = _Server(self.host, self.port, app, handler=_RequestHandler)
+            server.fake_app = self.app
             if self.ssl_context is not None:
                 server._tls_context = self.ssl_context
                 server.ssl_context = self.ssl_context  # Werkzeug reports wsgi.url_scheme
