@@ -9,7 +9,7 @@ fingerprint; secrets never appear whole.
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -230,27 +230,32 @@ class FaultInjected(Event):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class CredentialExpired(Event):
-    """A token or session was made to expire now (``mgmt_server.expire``)."""
+class _CredentialEndedOnCue(Event):
+    """A token (``version="v2"``) or session (``"v1"``) the test ended on purpose."""
 
     credential: str
     version: str
 
+    #: What happened to it, in the timeline line.
+    _ended: ClassVar[str]
+
     def describe(self) -> str:
         kind = "token" if self.version == "v2" else "session"
-        return f"{kind} {self.credential} expired on cue"
+        return f"{kind} {self.credential} {self._ended} on cue"
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class CredentialRevoked(Event):
+class CredentialExpired(_CredentialEndedOnCue):
+    """A token or session was made to expire now (``mgmt_server.expire``)."""
+
+    _ended: ClassVar[str] = "expired"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class CredentialRevoked(_CredentialEndedOnCue):
     """A token or session was revoked (``mgmt_server.revoke``)."""
 
-    credential: str
-    version: str
-
-    def describe(self) -> str:
-        kind = "token" if self.version == "v2" else "session"
-        return f"{kind} {self.credential} revoked on cue"
+    _ended: ClassVar[str] = "revoked"
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
