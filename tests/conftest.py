@@ -82,9 +82,12 @@ def seed_key(default_key_pem: bytes) -> Callable[[pytest.Pytester], None]:
     return seed
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="session", autouse=True)
 def _modules_inner_runs_import() -> None:
     """Import what inner runs would import, before any ``pytester`` exists.
+
+    Autouse: every test that uses plain ``pytester`` needs it too, not only
+    ``mgmt_pytester`` (without it ``pytest tests/concurrency`` alone failed).
 
     pytester restores ``sys.modules`` after each test, dropping every module imported
     while it existed; hypothesis's plugin imports hypothesis at the end of every inner
