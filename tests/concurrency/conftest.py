@@ -50,3 +50,26 @@ def within() -> Callable[..., Any]:
         return run_within(seconds, work, what=what)
 
     return run
+
+
+@pytest.fixture
+def in_threads(within: Callable[..., Any]) -> Callable[..., None]:
+    """``in_threads(target, items, what=...)``: ``target(index, item)`` in one thread per
+    item, all started, then all joined, under the real-time guard."""
+
+    def run(target: Callable[[int, Any], None], items: list[Any], *, what: str) -> None:
+        __tracebackhide__ = True
+
+        def start_and_join() -> None:
+            threads = [
+                threading.Thread(target=target, args=(index, item), daemon=True)
+                for index, item in enumerate(items)
+            ]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+
+        within(start_and_join, what=what)
+
+    return run

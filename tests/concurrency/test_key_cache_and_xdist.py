@@ -37,7 +37,7 @@ def small_keys(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
 
 
 def test_racing_pools_on_an_empty_cache_all_get_a_working_key(
-    pytester: pytest.Pytester, small_keys: list[bytes], within: Callable[..., Any]
+    pytester: pytest.Pytester, small_keys: list[bytes], in_threads: Callable[..., None]
 ) -> None:
     config = pytester.parseconfigure()
     cache = _key_cache(config)
@@ -50,17 +50,7 @@ def test_racing_pools_on_an_empty_cache_all_get_a_working_key(
         start.wait()
         signers[index] = pool.signer
 
-    def race() -> None:
-        threads = [
-            threading.Thread(target=sign_with, args=(i, p), daemon=True)
-            for i, p in enumerate(pools)
-        ]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-
-    within(race, what="six pools reading and writing one key cache")
+    in_threads(sign_with, pools, what="six pools reading and writing one key cache")
 
     assert len(signers) == len(pools)
     for signer in signers.values():

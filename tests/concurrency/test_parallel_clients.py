@@ -58,7 +58,7 @@ def api_paths(server: MgmtServer) -> collections.Counter[tuple[str, int, str | N
     ],
 )
 def test_eight_threads_each_event_recorded_exactly_once(
-    mgmt_server: MgmtServer, within: Callable[..., Any], https: bool
+    mgmt_server: MgmtServer, in_threads: Callable[..., None], https: bool
 ) -> None:
     accounts = [mgmt_server.add_account() for _ in range(THREADS)]
     _, first_round = barrier_handler(THREADS)
@@ -86,17 +86,7 @@ def test_eight_threads_each_event_recorded_exactly_once(
                 got.append(answer.text)
             answers[index] = got
 
-    def run_all() -> None:
-        threads = [
-            threading.Thread(target=worker, args=(i, a), daemon=True)
-            for i, a in enumerate(accounts)
-        ]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-
-    within(run_all, what=f"{THREADS} threads of v2 flows")
+    in_threads(worker, accounts, what=f"{THREADS} threads of v2 flows")
 
     expected_paths = {
         i: [f"/api/items/{i * 100 + c}" for c in range(CALLS_PER_THREAD)] for i in range(THREADS)
@@ -114,7 +104,7 @@ def test_eight_threads_each_event_recorded_exactly_once(
 
 
 def test_eight_threads_of_v1_sessions_login_call_logout(
-    mgmt_server: MgmtServer, within: Callable[..., Any]
+    mgmt_server: MgmtServer, in_threads: Callable[..., None]
 ) -> None:
     accounts = [mgmt_server.add_account() for _ in range(THREADS)]
     _, handler = barrier_handler(THREADS)
@@ -141,17 +131,7 @@ def test_eight_threads_of_v1_sessions_login_call_logout(
                 f"{mgmt_server.url}/v1/logout", headers=cookie, timeout=15
             ).raise_for_status()
 
-    def run_all() -> None:
-        threads = [
-            threading.Thread(target=worker, args=(i, a), daemon=True)
-            for i, a in enumerate(accounts)
-        ]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-
-    within(run_all, what=f"{THREADS} threads of v1 sessions")
+    in_threads(worker, accounts, what=f"{THREADS} threads of v1 sessions")
 
     kinds = collections.Counter(type(e).__name__ for e in mgmt_server.events)
     assert kinds == {"LoggedIn": THREADS, "ApiCall": THREADS, "LoggedOut": THREADS}
