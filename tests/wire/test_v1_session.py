@@ -10,6 +10,7 @@ from urllib.parse import urlencode, urlsplit
 
 import pytest
 import requests
+from wire_support import assert_success_headers
 
 from pytest_mgmtauth import (
     Account,
@@ -65,28 +66,7 @@ def test_login_answer_has_the_cookie_lines_and_headers(
     assert remember_line.startswith("rememberMe=deleteMe;")
     assert "Path=/urest_service" in remember_line
     assert "Max-Age=0" in remember_line
-    headers = response.headers
-    assert headers["Content-Type"] == "application/json"
-    assert headers["Cache-Control"] == "no-cache,no-store,must-revalidate"
-    assert headers["Pragma"] == "no-cache"
-    assert headers["Expires"] == "0"
-    assert headers["X-XSS-Protection"] == "1;mode=block"
-    assert headers["X-NodeId"]
-    assert headers["X-Version"]
-    assert int(headers["Content-Length"]) == len(content)
-    assert headers["Connection"]
-    documented = {
-        "Set-Cookie",
-        "Cache-Control",
-        "Pragma",
-        "Expires",
-        "X-XSS-Protection",
-        "X-NodeId",
-        "X-Version",
-        "Content-Length",
-        "Connection",
-    }
-    assert set(headers.keys()) - documented <= {"Content-Type", "Server", "Date"}
+    assert_success_headers(response.headers, content)
 
 
 def test_cookie_and_utk_authenticate_v1_calls(

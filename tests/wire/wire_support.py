@@ -1,0 +1,35 @@
+"""Checks shared by the wire tests of /v2/auth and /v1/login."""
+
+from __future__ import annotations
+
+from email.message import Message
+
+#: "Response headers present on success" of the interface document, for both endpoints.
+DOCUMENTED_SUCCESS_HEADERS = frozenset(
+    {
+        "Cache-Control",
+        "Pragma",
+        "Expires",
+        "X-XSS-Protection",
+        "X-NodeId",
+        "X-Version",
+        "Set-Cookie",
+        "Content-Length",
+        "Connection",
+    }
+)
+
+
+def assert_success_headers(headers: Message, content: bytes) -> None:
+    """Every documented success header with its documented value, and nothing beyond
+    them but the body's type and the server's own two (Server, Date)."""
+    assert headers["Content-Type"] == "application/json"
+    assert headers["Cache-Control"] == "no-cache,no-store,must-revalidate"
+    assert headers["Pragma"] == "no-cache"
+    assert headers["Expires"] == "0"
+    assert headers["X-XSS-Protection"] == "1;mode=block"
+    assert headers["X-NodeId"]
+    assert headers["X-Version"]
+    assert int(headers["Content-Length"]) == len(content)
+    assert headers["Connection"]
+    assert set(headers.keys()) - DOCUMENTED_SUCCESS_HEADERS <= {"Content-Type", "Server", "Date"}
