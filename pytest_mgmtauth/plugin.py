@@ -256,6 +256,9 @@ def pytest_runtest_makereport(
     fake = item.stash.get(_FAKE, None)
     if fake is None:
         return
+    if report.when == "teardown":
+        # Items live as long as the session: let the fake's timeline go with the test.
+        del item.stash[_FAKE]
     if report.failed:
         if item.stash.get(_SECTION_SHOWN, False):
             return  # a call failure and a teardown error: the first one carries it

@@ -515,3 +515,26 @@ def test_reauthenticating_after_a_1469_is_told_that_logging_in_again_cannot_help
         ]
     )
     assert "keep the token from /v2/auth" not in result.stdout.str()
+
+
+def test_the_fake_of_a_test_is_not_kept_for_its_report_section_after_the_test(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(
+        """
+        import gc
+        import weakref
+
+        fakes = []
+
+
+        def test_uses_the_fake(mgmt_server):
+            fakes.append(weakref.ref(mgmt_server))
+
+
+        def test_the_fake_is_gone():
+            gc.collect()
+            assert fakes[0]() is None
+        """
+    )
+    pytester.runpytest_inprocess("-p", "no:randomly").assert_outcomes(passed=2)
