@@ -12,7 +12,7 @@ import pytest
 from pytest_mgmtauth import _pool
 from pytest_mgmtauth._domain._tokens import generate_private_key_pem, load_private_key
 from pytest_mgmtauth._pool import SessionPool
-from pytest_mgmtauth.plugin import _KEY_CACHE_ENTRY, _key_cache
+from pytest_mgmtauth.plugin import _KEY_CACHE_DIR, _KEY_CACHE_FILE, _key_cache
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -133,5 +133,5 @@ def test_under_xdist_each_worker_has_its_own_server_and_state(
     assert set(by_worker) == {"gw0", "gw1"}
     assert all(len(urls) == 1 for urls in by_worker.values())  # one server per worker
     assert by_worker["gw0"] != by_worker["gw1"]  # and not the same one
-    entry = pytester.path / ".pytest_cache" / "v" / _KEY_CACHE_ENTRY
-    load_private_key(json.loads(entry.read_text()).encode())
+    entry = pytester.path / ".pytest_cache" / "d" / _KEY_CACHE_DIR / _KEY_CACHE_FILE
+    load_private_key(entry.read_bytes())
