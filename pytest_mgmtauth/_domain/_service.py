@@ -118,6 +118,10 @@ class TokenRecord:
     def fingerprint(self) -> str:
         return fingerprint(self.token)
 
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        # Hypothesis and IPython print dataclasses field by field, repr=False ones too.
+        printer.text(repr(self))
+
 
 @dataclasses.dataclass
 class SessionRecord:
@@ -136,6 +140,9 @@ class SessionRecord:
     @property
     def fingerprint(self) -> str:
         return fingerprint(self.session_id)
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(repr(self))
 
 
 @dataclasses.dataclass(frozen=True)

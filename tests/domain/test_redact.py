@@ -199,3 +199,17 @@ def test_the_diagnosis_budget_is_per_account(service: AuthService) -> None:
         _refusal_of(lambda: service.grant_token(first.username, "wrong-key-123"))
     refusal = _refusal_of(lambda: service.grant_token(second.username, second.api_key[:-1]))
     assert "truncated" in refusal.reason
+
+
+def test_hypothesis_reports_of_credential_records_show_no_secret(service: AuthService) -> None:
+    # Hypothesis (and IPython) print dataclasses field by field, repr=False fields too.
+    from hypothesis.vendor.pretty import pretty
+
+    account = service.add_account()
+    token, token_record = service.grant_token(account.username, account.api_key)
+    session = service.login(account.username, account.password)
+    shown = pretty(token_record) + pretty(session)
+    for secret in (token, session.session_id, session.utk):
+        assert secret not in shown
+    assert "T1" in shown
+    assert "S1" in shown
