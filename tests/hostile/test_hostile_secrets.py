@@ -22,11 +22,12 @@ from urllib.parse import quote, quote_plus, urlencode
 import pytest
 import requests
 from hostile_support import SECRET_INPUTS_TRIED as TRIED
-from hostile_support import World, build_request
+from hostile_support import World, build_request, exchange
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_mgmtauth import Options
+from pytest_mgmtauth import AuthRejected, Options
+from pytest_mgmtauth._domain._accounts import fingerprint as fp
 from pytest_mgmtauth._standalone import AccountSpec, StandaloneServer
 
 PROFILE = settings.get_profile("mgmtauth-hostile")
@@ -116,6 +117,43 @@ def _places(world: World) -> dict[str, Callable[[str], bytes]]:
         "malformed request line": lambda s: f"GET /v1/items?utk={s} HTTP/1.1 x\r\n\r\n".encode(),
         "bad version": lambda s: f"GET / {s}\r\nHost: x\r\n\r\n".encode(),
     }
+
+
+# -- the three examples of the issue, as found ----------------------------------------
+
+
+def test_swapped_v2_fields_get_the_key_as_a_fingerprint(world: World) -> None:
+    key, user = world.full.api_key, world.full.username
+    answer = world.send(_post_form("/v2/auth", _form([("username", key), ("key", user)])))
+    assert answer.status == 401
+    assert answer.json()["message"].startswith(f"Authentication failed: no account '{fp(key)}'")
+    (event,) = [e for e in world.fake.events if isinstance(e, AuthRejected)]
+    assert f"no account '{fp(key)}' exists" in event.reason
+
+
+def test_a_jsessionid_path_parameter_is_not_echoed_by_the_404(world: World) -> None:
+    answer = world.send(_get(f"/v1/x;jsessionid={world.session_id}"))
+    assert answer.status == 404
+    assert f"GET /v1/x;jsessionid={fp(world.session_id)};" in answer.json()["message"]
+
+
+def test_the_request_repr_masks_the_utk(world: World) -> None:
+    seen: list[str] = []
+
+    def handler(request: Any) -> Any:
+        seen.append(repr(request))
+        raise RuntimeError("broken handler")
+
+    world.routes["boom"] = world.fake.route("GET", "/v1/boom", auth="v1")
+    world.routes["boom"].respond_with_handler(handler)
+    cookie = ("Cookie", f"JSESSIONID={world.session_id}")
+    answer = exchange(world.address, _get(f"/v1/boom?utk={world.utk}", [cookie]))
+    world.side_requests += 1
+    assert answer.status == 500
+    assert seen == [f"<_FakeRequest '/v1/boom?utk={fp(world.utk)}' [GET]>"]
+    (error,) = world.errors
+    world.errors.clear()  # seen here; not re-raised at teardown
+    assert str(error) == "broken handler"
 
 
 def _channels(world: World) -> str:
