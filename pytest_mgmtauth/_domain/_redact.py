@@ -63,6 +63,11 @@ class SecretMasker:
                 bucket.append((spelling, shown))
                 bucket.sort(key=lambda entry: -len(entry[0]))
 
+    def add_all(self, other: SecretMasker) -> None:
+        """Know every secret ``other`` knows, too."""
+        for secret in list(other._known):
+            self.add(secret)
+
     def __contains__(self, secret: object) -> bool:
         return secret in self._known
 

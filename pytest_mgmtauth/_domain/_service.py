@@ -207,6 +207,11 @@ class AuthService:
         that quotes what a client sent before it leaves the fake."""
         return self._masker.mask(text)
 
+    def keep_masking(self, previous: AuthService) -> None:
+        """Mask the secrets of ``previous`` too (the standalone server's state before a
+        reset: its clients may still send the old sessions' ids)."""
+        self._masker.add_all(previous._masker)
+
     def _masked_event(self, event: Event) -> Event:
         changes: dict[str, Any] = {}
         for field in dataclasses.fields(event):
