@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, unquote_plus
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from werkzeug import Request
 
 FORM_TYPE = "application/x-www-form-urlencoded"
@@ -146,6 +148,73 @@ def read_body(request: Request) -> bytes:
     return body
 
 
+#: What may surround a header value (RFC 9110 5.5: optional whitespace is SP and HTAB).
+#: str.strip() also strips NBSP, VT, FF, NEL (U+0085) and U+001C..U+001F.
+HTTP_WHITESPACE = " \t"
+
+#: Names of the characters a client most often lets into a header value by mistake.
+_CHAR_NAMES = {
+    "\xa0": "a no-break space (U+00A0)",
+    "\x0b": "a vertical tab (U+000B)",
+    "\x0c": "a form feed (U+000C)",
+    "\x85": "a next-line character (U+0085)",
+    "\x00": "a NUL byte (U+0000)",
+    "\u200b": "a zero-width space (U+200B)",
+    "\ufeff": "a byte-order mark (U+FEFF)",
+}
+
+
+def _odd_char(value: str) -> tuple[int, str] | None:
+    """The first character that HTTP does not allow as whitespace in a header value but
+    that str.split/str.strip would treat as such (or any other control character)."""
+    for index, char in enumerate(value):
+        if char in HTTP_WHITESPACE:
+            continue
+        if char.isspace() or not char.isprintable():
+            return index, _CHAR_NAMES.get(char, f"the character U+{ord(char):04X}")
+    return None
+
+
+def framing_problem(version: str, headers: Sequence[tuple[str, str]]) -> str | None:
+    """Why the request's Host or Content-Length headers make it invalid (RFC 9112), or
+    None. The server answers such a request 400 and closes the connection.
+
+    Two ``Content-Length`` headers are refused even when their values are equal: RFC
+    9110 8.6 lets a recipient collapse identical ones, but a client that sends two has a
+    bug that a proxy in front of the real service may refuse; the fake points it out.
+    """
+    hosts = [value for name, value in headers if name.lower() == "host"]
+    if not hosts and version not in ("HTTP/0.9", "HTTP/1.0"):
+        return (
+            f"this {version} request has no Host header; HTTP/1.1 requires one (RFC 9112 "
+            "3.2): send 'Host: <host>:<port>' (HTTP libraries do; a hand-written request "
+            "may not)"
+        )
+    if len(hosts) > 1:
+        return f"this request has {len(hosts)} Host headers; send exactly one (RFC 9112 3.2)"
+    lengths = [value for name, value in headers if name.lower() == "content-length"]
+    if len(lengths) > 1:
+        same = "equal" if len({v.strip(HTTP_WHITESPACE) for v in lengths}) == 1 else "different"
+        return (
+            f"this request has {len(lengths)} Content-Length headers ({same} values); send "
+            "exactly one: the body's length is ambiguous (RFC 9112 6.3), the fake refuses "
+            "duplicates even when they are equal"
+        )
+    if lengths and not lengths[0].strip(HTTP_WHITESPACE).isdigit():
+        return (
+            "the Content-Length header is not a number of bytes (digits only, RFC 9110 8.6): "
+            f"it is {_short(lengths[0])}"
+        )
+    return None
+
+
+def _short(value: str) -> str:
+    value = value.strip(HTTP_WHITESPACE)
+    if len(value) <= 20 and value.isascii() and value.isprintable():
+        return repr(value)
+    return f"a {len(value)}-character value"
+
+
 def bearer_token(request: Request) -> tuple[str | None, str | None]:
     """``(token, None)``, or ``(token or None, why not)`` for a missing or malformed
     header; with a problem, the token is the JWT found in the header anyway (it lets
@@ -168,9 +237,20 @@ def bearer_token(request: Request) -> tuple[str | None, str | None]:
             f"{len(values)} Authorization values (repeated headers, or commas in one); "
             "send exactly one 'Authorization: Bearer <token>'"
         )
-    value = values[0].strip()
+    value = values[0].strip(HTTP_WHITESPACE)
+    odd = _odd_char(value)
+    if odd is not None:
+        index, char = odd
+        # The token found anyway (without the odd characters) attributes the refusal.
+        words = "".join(c if c.isprintable() and not c.isspace() else " " for c in value).split()
+        found = next((w for w in words if w.count(".") == 2), None)
+        return found, (
+            f"the Authorization header contains {char} {_where(value, index)}; HTTP allows "
+            "only spaces and tabs there: send 'Authorization: Bearer <token>' with the "
+            "token exactly as /v2/auth returned it"
+        )
     scheme, _, rest = value.partition(" ")
-    rest = rest.strip()
+    rest = rest.strip(HTTP_WHITESPACE)
     if not rest:
         if value.count(".") == 2:
             return value, (
@@ -187,12 +267,29 @@ def bearer_token(request: Request) -> tuple[str | None, str | None]:
             f"the Authorization scheme is {shown!r}, not 'Bearer': v2 calls take "
             "'Authorization: Bearer <token>'"
         )
-    if " " in rest:
+    if " " in rest or "\t" in rest:
         return (
             None,
-            "the bearer token contains a space; send the token exactly as /v2/auth returned it",
+            "the bearer token contains a space or a tab; send the token exactly as /v2/auth "
+            "returned it",
         )
     return rest, None
+
+
+def _where(value: str, index: int) -> str:
+    """Where in 'Bearer <token>' the character at ``index`` is."""
+
+    def visible(text: str) -> str:
+        return "".join(c for c in text if c.isprintable() and not c.isspace())
+
+    before = visible(value[:index])
+    if not before:
+        return "at its start, before the scheme"
+    if not visible(value[index + 1 :]):
+        return "at its end, after the token"
+    if before.lower() == "bearer":
+        return "between 'Bearer' and the token"
+    return f"inside the value (character {index + 1})"
 
 
 def session_credentials(request: Request) -> tuple[str | None, str | None, str | None]:
