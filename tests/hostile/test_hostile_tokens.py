@@ -177,7 +177,10 @@ def test_real_token_expired_by_one_second_is_refused(world: World, mgmt_clock: M
     form = urlencode({"username": world.full.username, "key": world.full.api_key}).encode()
     answer = world.send(
         build_request(
-            "POST", "/v2/auth", [("Content-Type", "application/x-www-form-urlencoded")], form
+            "POST",
+            "/v2/auth",
+            [("Host", "x"), ("Content-Type", "application/x-www-form-urlencoded")],
+            form,
         )
     )
     token = answer.json()["token"]
