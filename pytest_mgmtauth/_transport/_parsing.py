@@ -8,6 +8,7 @@ answer "missing field" to a client that sent every field. So we read the raw bod
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, unquote_plus
 
@@ -152,27 +153,52 @@ def read_body(request: Request) -> bytes:
 #: str.strip() also strips NBSP, VT, FF, NEL (U+0085) and U+001C..U+001F.
 HTTP_WHITESPACE = " \t"
 
-#: Names of the characters a client most often lets into a header value by mistake.
+#: Characters without a Unicode name that a client lets into a header value by mistake.
 _CHAR_NAMES = {
-    "\xa0": "a no-break space (U+00A0)",
-    "\x0b": "a vertical tab (U+000B)",
-    "\x0c": "a form feed (U+000C)",
-    "\x85": "a next-line character (U+0085)",
-    "\x00": "a NUL byte (U+0000)",
-    "\u200b": "a zero-width space (U+200B)",
-    "\ufeff": "a byte-order mark (U+FEFF)",
+    "\x00": "a NUL byte",
+    "\x0b": "a vertical tab",
+    "\x0c": "a form feed",
+    "\x1c": "a file separator",
+    "\x1d": "a group separator",
+    "\x1e": "a record separator",
+    "\x1f": "a unit separator",
+    "\x7f": "a DEL character",
+    "\x85": "a next-line character (NEL)",
 }
 
 
 def _odd_char(value: str) -> tuple[int, str] | None:
-    """The first character that HTTP does not allow as whitespace in a header value but
-    that str.split/str.strip would treat as such (or any other control character)."""
+    """The first character of a header value that is neither visible ASCII nor SP or
+    HTAB (str.strip() and str.split() treat NBSP, VT, FF, NEL and U+001C..U+001F as
+    whitespace; HTTP does not), and its description."""
     for index, char in enumerate(value):
-        if char in HTTP_WHITESPACE:
+        if char in HTTP_WHITESPACE or (char.isascii() and char.isprintable()):
             continue
-        if char.isspace() or not char.isprintable():
-            return index, _CHAR_NAMES.get(char, f"the character U+{ord(char):04X}")
+        return index, _describe_char(value, index)
     return None
+
+
+def _describe_char(value: str, index: int) -> str:
+    char, how = value[index], ""
+    if "\xc2" <= char <= "\xf4":
+        # Header values arrive as latin-1: a UTF-8 sequence shows as 2 to 4 characters.
+        raw = value[index : index + 4].encode("latin-1", "replace")
+        for size in (2, 3, 4):
+            try:
+                decoded = raw[:size].decode("utf-8")
+            except UnicodeDecodeError:
+                continue
+            if len(decoded) == 1:
+                char, how = decoded, ", sent as UTF-8"
+            break
+    name = _CHAR_NAMES.get(char)
+    if name is None:
+        unicode_name = unicodedata.name(char, "").lower()
+        if not unicode_name:
+            name = "the character"
+        else:
+            name = f"{'an' if unicode_name[0] in 'aeiou' else 'a'} {unicode_name}"
+    return f"{name} (U+{ord(char):04X}{how})"
 
 
 def framing_problem(version: str, headers: Sequence[tuple[str, str]]) -> str | None:
@@ -242,7 +268,7 @@ def bearer_token(request: Request) -> tuple[str | None, str | None]:
     if odd is not None:
         index, char = odd
         # The token found anyway (without the odd characters) attributes the refusal.
-        words = "".join(c if c.isprintable() and not c.isspace() else " " for c in value).split()
+        words = "".join(c if c.isascii() and c.isprintable() else " " for c in value).split()
         found = next((w for w in words if w.count(".") == 2), None)
         return found, (
             f"the Authorization header contains {char} {_where(value, index)}; HTTP allows "
@@ -280,7 +306,7 @@ def _where(value: str, index: int) -> str:
     """Where in 'Bearer <token>' the character at ``index`` is."""
 
     def visible(text: str) -> str:
-        return "".join(c for c in text if c.isprintable() and not c.isspace())
+        return "".join(c for c in text if c.isascii() and c.isprintable() and c != " ")
 
     before = visible(value[:index])
     if not before:

@@ -120,11 +120,13 @@ def test_forged_jwt_header_is_401_with_a_reason_not_500(
         ("\xa0Bearer {token}", "a no-break space (U+00A0) at its start, before the scheme"),
         ("Bearer\xa0{token}", "a no-break space (U+00A0) between 'Bearer' and the token"),
         ("Bearer {token}\x0b", "a vertical tab (U+000B) at its end"),
-        ("Bearer {token}\x85", "a next-line character (U+0085) at its end"),
-        ("Bearer \x1c{token}", "the character U+001C between 'Bearer' and the token"),
+        ("Bearer {token}\x85", "a next-line character (NEL) (U+0085) at its end"),
+        ("Bearer \x1c{token}", "a file separator (U+001C) between 'Bearer' and the token"),
         ("Bearer {token}\x0c", "a form feed (U+000C) at its end"),
+        ("Bearer {token}\xc2\xa0", "a no-break space (U+00A0, sent as UTF-8) at its end"),
+        ("\xe2\x80\x83Bearer {token}", "an em space (U+2003, sent as UTF-8) at its start"),
     ],
-    ids=["nbsp after", "nbsp before", "nbsp between", "vt", "nel", "fs", "ff"],
+    ids=["nbsp after", "nbsp before", "nbsp between", "vt", "nel", "fs", "ff", "utf8 nbsp", "em"],
 )
 def test_bearer_with_whitespace_other_than_sp_or_htab_is_refused(
     mgmt_server: MgmtServer,
