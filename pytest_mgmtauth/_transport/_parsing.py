@@ -226,19 +226,29 @@ def framing_problem(version: str, headers: Sequence[tuple[str, str]]) -> str | N
             "exactly one: the body's length is ambiguous (RFC 9112 6.3), the fake refuses "
             "duplicates even when they are equal"
         )
-    if lengths and not lengths[0].strip(HTTP_WHITESPACE).isdigit():
+    if lengths and not _ASCII_DIGITS.fullmatch(lengths[0].strip(HTTP_WHITESPACE)):
         return (
             "the Content-Length header is not a number of bytes (digits only, RFC 9110 8.6): "
-            f"it is {_short(lengths[0])}"
+            f"{_not_digits(lengths[0])}"
         )
     return None
 
 
-def _short(value: str) -> str:
+#: str.isdigit() also takes '²' and other Unicode digits, which int() then refuses.
+_ASCII_DIGITS = re.compile(r"[0-9]+")
+
+
+def _not_digits(value: str) -> str:
+    """What is wrong with a Content-Length value, without repeating it (any header may
+    carry a secret)."""
     value = value.strip(HTTP_WHITESPACE)
-    if len(value) <= 20 and value.isascii() and value.isprintable():
-        return repr(value)
-    return f"a {len(value)}-character value"
+    if not value:
+        return "it is empty"
+    if "," in value:
+        return "it holds several values separated by commas"
+    if value[0] in "+-":
+        return f"it has a sign ({value[0]!r})"
+    return f"{len(value)} character(s), not all digits"
 
 
 def bearer_token(request: Request) -> tuple[str | None, str | None]:

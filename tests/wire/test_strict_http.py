@@ -241,14 +241,29 @@ def test_two_content_length_headers_are_400_even_when_equal(
     assert mgmt_server.auth_count() == 0
 
 
-@pytest.mark.parametrize("value", ["-1", "+7", "0x10", "7, 7", "abc"])
-def test_content_length_that_is_not_digits_is_400(mgmt_server: MgmtServer, value: str) -> None:
+@pytest.mark.parametrize(
+    ("value", "what"),
+    [
+        ("-1", "it has a sign ('-')"),
+        ("+7", "it has a sign ('+')"),
+        ("0x10", "4 character(s), not all digits"),
+        ("7, 7", "several values separated by commas"),
+        ("\xb2", "1 character(s), not all digits"),  # '²': str.isdigit() says True
+        ("S3cretPassw0rd", "14 character(s), not all digits"),
+    ],
+)
+def test_content_length_that_is_not_digits_is_400(
+    mgmt_server: MgmtServer, value: str, what: str
+) -> None:
     raw = _request(
         "POST", "/v2/auth", [("Host", "x"), ("Content-Type", FORM), ("Content-Length", value)]
     )
     status, _, body = _exchange(mgmt_server, raw)
     assert status == 400
-    assert "Content-Length header is not a number of bytes" in str(body["message"])
+    message = str(body["message"])
+    assert "Content-Length header is not a number of bytes" in message
+    assert what in message
+    assert value not in message or len(value) < 3  # the value itself is not repeated
 
 
 # -- two Cookie headers ---------------------------------------------------------------------------
