@@ -38,8 +38,8 @@ from ._parsing import MAX_BODY_BYTES, framing_problem
 STALL_TIMEOUT = 30.0
 #: After the answer: what the client still sends is discarded until it is silent this
 #: long, or for DRAIN_SECONDS at most; then the connection closes.
-DRAIN_SILENCE = 0.05
-DRAIN_SECONDS = 2.0
+DRAIN_SILENCE = 0.25
+DRAIN_SECONDS = 5.0
 
 
 class _FakeRequest(Request):
