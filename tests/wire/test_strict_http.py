@@ -325,3 +325,18 @@ def test_client_that_sends_a_whole_20mb_body_reads_the_413(
     assert response.status_code == 413
     assert response.headers["Connection"] == "close"
     assert response.json()["returnCode"] == 413
+
+
+@pytest.mark.mgmtauth(https=True)
+def test_over_https_a_client_that_sends_a_whole_20mb_body_reads_the_413(
+    mgmt_server: MgmtServer, http: requests.Session
+) -> None:
+    # The brief drain reads through the TLS layer as well.
+    response = http.post(
+        f"{mgmt_server.url}/v2/auth",
+        data=b"k" * (20 * 1024 * 1024),
+        headers={"Content-Type": FORM},
+        verify=mgmt_server.ca_bundle,
+    )
+    assert response.status_code == 413
+    assert response.json()["returnCode"] == 413
