@@ -277,13 +277,19 @@ def bearer_token(request: Request) -> tuple[str | None, str | None]:
     odd = _odd_char(value)
     if odd is not None:
         index, char = odd
-        # The token found anyway (without the odd characters) attributes the refusal.
-        words = "".join(c if c.isascii() and c.isprintable() else " " for c in value).split()
+        # The token found anyway, without the odd characters, attributes the refusal.
+        dropped = "".join(c for c in value if c.isascii() and (c.isprintable() or c == "\t"))
+        words = [re.sub(r"(?i)^bearer", "", word) for word in dropped.split()]
         found = next((w for w in words if w.count(".") == 2), None)
+        where = _where(value, index)
+        rule = (
+            "a JWT holds only letters, digits, '-', '_' and '.'"
+            if where.startswith("inside")
+            else "HTTP allows only spaces and tabs there"
+        )
         return found, (
-            f"the Authorization header contains {char} {_where(value, index)}; HTTP allows "
-            "only spaces and tabs there: send 'Authorization: Bearer <token>' with the "
-            "token exactly as /v2/auth returned it"
+            f"the Authorization header contains {char} {where}; {rule}: send "
+            "'Authorization: Bearer <token>' with the token exactly as /v2/auth returned it"
         )
     scheme, _, rest = value.partition(" ")
     rest = rest.strip(HTTP_WHITESPACE)

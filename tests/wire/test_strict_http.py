@@ -125,8 +125,20 @@ def test_forged_jwt_header_is_401_with_a_reason_not_500(
         ("Bearer {token}\x0c", "a form feed (U+000C) at its end"),
         ("Bearer {token}\xc2\xa0", "a no-break space (U+00A0, sent as UTF-8) at its end"),
         ("\xe2\x80\x83Bearer {token}", "an em space (U+2003, sent as UTF-8) at its start"),
+        ("Bearer {head}\xa0{tail}", "a no-break space (U+00A0) inside the value (character 30)"),
     ],
-    ids=["nbsp after", "nbsp before", "nbsp between", "vt", "nel", "fs", "ff", "utf8 nbsp", "em"],
+    ids=[
+        "nbsp after",
+        "nbsp before",
+        "nbsp between",
+        "vt",
+        "nel",
+        "fs",
+        "ff",
+        "utf8 nbsp",
+        "em",
+        "nbsp inside",
+    ],
 )
 def test_bearer_with_whitespace_other_than_sp_or_htab_is_refused(
     mgmt_server: MgmtServer,
@@ -140,9 +152,8 @@ def test_bearer_with_whitespace_other_than_sp_or_htab_is_refused(
     route = mgmt_server.route("GET", "/api/items")
     route.respond_with_json({"items": []})
     token = get_token(mgmt_account)
-    raw = _request(
-        "GET", "/api/items", [("Host", "x"), ("Authorization", template.format(token=token))]
-    )
+    value = template.format(token=token, head=token[:22], tail=token[22:])
+    raw = _request("GET", "/api/items", [("Host", "x"), ("Authorization", value)])
     status, _, body = _exchange(mgmt_server, raw)
     assert (status, body["returnCode"]) == (401, 1401), body
     message = str(body["message"])
