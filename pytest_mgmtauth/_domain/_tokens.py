@@ -9,8 +9,10 @@ installs the plugin but never uses it should not pay ~70 ms per run for them.
 
 from __future__ import annotations
 
+import base64
 import json
 import secrets
+import string
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +24,7 @@ ALGORITHM = "RS512"
 #: some old clients refuse shorter ones.
 KEY_BITS = 4096
 ISSUER = "pytest-mgmtauth"
+_BASE64URL = string.ascii_letters + string.digits + "-_"
 _REQUIRED_CLAIMS = ("sub", "iss", "iat", "nbf", "exp", "jti")
 
 
@@ -101,6 +104,12 @@ class TokenSigner:
     def verify(self, token: str) -> Claims:
         """The claims of a token this fake signed; raises :class:`TokenProblem`.
 
+        Every way a token can fail is a :class:`TokenProblem` whose text says what is
+        wrong with the token, never another exception: PyJWT raises
+        ``InvalidTokenError`` subclasses (and a header or payload of the wrong JSON
+        types can raise anything) for input a hostile client chooses. The reason
+        never repeats a value from the token: it may carry a secret.
+
         Time claims are checked by the caller against the fake's clock, so that the
         reason can say "expired 40 s ago" instead of PyJWT's generic message.
         """
@@ -111,18 +120,8 @@ class TokenSigner:
                 f"the bearer value is not a JWT (a JWT has 3 dot-separated parts, this has "
                 f"{token.count('.') + 1}); send the 'token' field of /v2/auth's answer as it is"
             )
-        try:
-            header = jwt.get_unverified_header(token)
-        except jwt.DecodeError:
-            raise TokenProblem(
-                "the bearer value is not a well-formed JWT (it is truncated or altered); "
-                "send the 'token' field of /v2/auth's answer unchanged"
-            ) from None
-        alg = header.get("alg")
-        if alg != ALGORITHM:
-            raise TokenProblem(
-                f"the token's algorithm is {alg!r}, not {ALGORITHM!r}: this fake never issued it"
-            )
+        header = _unverified_header(token)
+        _check_header(header)
         try:
             payload = jwt.decode(
                 token,
@@ -134,6 +133,8 @@ class TokenSigner:
                     "verify_iat": False,
                     "verify_aud": False,
                     "verify_iss": False,
+                    "verify_sub": False,
+                    "verify_jti": False,
                     "require": list(_REQUIRED_CLAIMS),
                 },
             )
@@ -143,25 +144,146 @@ class TokenSigner:
                 "tampered with or issued by another server"
             ) from None
         except jwt.MissingRequiredClaimError as exc:
+            claim = exc.claim if exc.claim in _REQUIRED_CLAIMS else "a required"
             raise TokenProblem(
-                f"the token lacks the {exc.claim!r} claim: this fake never issued it"
+                f"the token lacks the {claim!r} claim (or it is null): this fake never issued it"
             ) from None
-        except jwt.PyJWTError as exc:
-            raise TokenProblem(f"the token does not decode ({exc}); it is damaged") from None
-        if payload.get("iss") != self.issuer:
-            raise TokenProblem(f"the token's issuer is {payload.get('iss')!r}, not {self.issuer!r}")
-        try:
-            return Claims(
-                sub=str(payload["sub"]),
-                iat=int(payload["iat"]),
-                nbf=int(payload["nbf"]),
-                exp=int(payload["exp"]),
-                jti=str(payload["jti"]),
+        except Exception as exc:  # hostile input: every failure is a refusal
+            raise TokenProblem(
+                f"the token does not decode ({_library_says(exc)}); it is damaged or forged: "
+                "send the 'token' field of /v2/auth's answer unchanged"
+            ) from None
+        if not isinstance(payload, dict):  # PyJWT checks this; a refusal if it ever does not
+            raise TokenProblem(
+                "the token's payload is not a JSON object: this fake never issued it"
             )
-        except (TypeError, ValueError):
+        if payload.get("iss") != self.issuer:
             raise TokenProblem(
-                f"the token's claims have the wrong types: {json.dumps(payload)[:200]}"
-            ) from None
+                f"the token's issuer is {_shown(payload.get('iss'))}, not {self.issuer!r}"
+            )
+        return Claims(
+            sub=_string_claim(payload, "sub"),
+            iat=_time_claim(payload, "iat"),
+            nbf=_time_claim(payload, "nbf"),
+            exp=_time_claim(payload, "exp"),
+            jti=_string_claim(payload, "jti"),
+        )
+
+
+#: The largest time claim accepted: 9999-12-31T23:59:59Z, the last second a datetime
+#: holds (a larger exp would overflow wherever the claim is shown as a time).
+MAX_TIME_CLAIM = 253_402_300_799
+#: PyJWT's messages that never repeat a value from the token (shown in the reason).
+_SAFE_LIBRARY_MESSAGES = (
+    "Invalid payload string",
+    "Invalid header string",
+    "Invalid header padding",
+    "Invalid payload padding",
+    "Invalid crypto padding",
+    "Not enough segments",
+    "Algorithm not specified",
+    "The specified alg value is not allowed",
+    "Algorithm not supported",
+)
+
+
+def _library_says(exc: BaseException) -> str:
+    """PyJWT's reason if it cannot carry a value from the token, else the error's type."""
+    text = str(exc)
+    if text.startswith(_SAFE_LIBRARY_MESSAGES) and len(text) <= 160:
+        return text
+    return f"{type(exc).__name__} from the JWT library"
+
+
+def _shown(value: object) -> str:
+    """A header or claim value as a reason may show it: short plain strings and numbers
+    as they are, anything else by its JSON type (a long string may be a secret)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        if len(value) <= 16 and value.isascii() and value.isprintable():
+            return repr(value)
+        return f"a {len(value)}-character string"
+    if isinstance(value, int):
+        return str(value) if abs(value) < 10**20 else "a huge number"
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, list):
+        return f"a list of {len(value)}"
+    if isinstance(value, dict):
+        return f"an object of {len(value)} member(s)"
+    return type(value).__name__
+
+
+def _unverified_header(token: str) -> dict[str, Any]:
+    """The token's header, read here (not by PyJWT, which refuses a bad 'kid' or 'crit'
+    with an exception that does not say which), so that _check_header can name it."""
+    segment = token.split(".", 1)[0]
+    try:
+        if not segment or segment.strip(_BASE64URL):
+            raise ValueError("not base64url")
+        header = json.loads(base64.urlsafe_b64decode(segment + "=" * (-len(segment) % 4)))
+    except (ValueError, RecursionError):  # binascii.Error and JSON errors are ValueErrors
+        raise TokenProblem(
+            "the bearer value is not a well-formed JWT (it is truncated or altered); "
+            "send the 'token' field of /v2/auth's answer unchanged"
+        ) from None
+    if not isinstance(header, dict):
+        raise TokenProblem(
+            f"the token's header is {_shown(header)}, not a JSON object: this fake never issued it"
+        )
+    return header
+
+
+def _check_header(header: dict[str, Any]) -> None:
+    """Refuse a header this fake never writes, saying which member is wrong."""
+    alg = header.get("alg")
+    if alg != ALGORITHM:
+        raise TokenProblem(
+            f"the token's algorithm is {_shown(alg)}, not {ALGORITHM!r}: this fake never issued it"
+        )
+    if "crit" in header:
+        raise TokenProblem(
+            f"the token's header has 'crit' ({_shown(header['crit'])}): this fake issues no "
+            "critical header extensions and refuses tokens that need one (RFC 7515 4.1.11)"
+        )
+    if "kid" in header and not isinstance(header["kid"], str):
+        raise TokenProblem(
+            f"the token's header has a 'kid' that is {_shown(header['kid'])}, not a string: "
+            "this fake never issued it"
+        )
+    if "b64" in header:
+        raise TokenProblem(
+            "the token's header has 'b64' (an unencoded payload, RFC 7797): this fake never "
+            "issued it"
+        )
+
+
+def _string_claim(payload: dict[str, Any], name: str) -> str:
+    value = payload[name]
+    if not isinstance(value, str):
+        raise TokenProblem(
+            f"the token's {name!r} claim is {_shown(value)}, not a string: this fake never "
+            "issued it"
+        )
+    return value
+
+
+def _time_claim(payload: dict[str, Any], name: str) -> int:
+    value = payload[name]
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TokenProblem(
+            f"the token's {name!r} claim is {_shown(value)}, not whole seconds since 1970: "
+            "this fake never issued it"
+        )
+    if not 0 <= value <= MAX_TIME_CLAIM:
+        raise TokenProblem(
+            f"the token's {name!r} claim is {_shown(value)}, outside 0..{MAX_TIME_CLAIM} "
+            "(the years 1970 to 9999): this fake never issued it"
+        )
+    return value
 
 
 def unverified_subject(token: str) -> str | None:
@@ -169,7 +291,8 @@ def unverified_subject(token: str) -> str | None:
     import jwt
 
     try:
-        sub = jwt.decode(token, options={"verify_signature": False}).get("sub")
-    except jwt.PyJWTError:
+        payload = jwt.decode(token, options={"verify_signature": False})
+    except Exception:  # hostile input: an unreadable token has no subject
         return None
+    sub = payload.get("sub") if isinstance(payload, dict) else None
     return sub if isinstance(sub, str) else None

@@ -128,6 +128,11 @@ class RouteHandler(RequestHandler):
 #: WSGI environ key: the :class:`Binding` current when the request's connection was
 #: accepted (set by the server; absent when the app is driven without it).
 ACCEPTED_BINDING = "mgmtauth.binding"
+#: WSGI environ key: why the request's Host or Content-Length headers make it invalid
+#: (set by the server, see _parsing.framing_problem); the answer is a 400.
+FRAMING_PROBLEM = "mgmtauth.framing_problem"
+#: WSGI environ key: a callable the server sets, called once the answer is decided.
+AFTER_ANSWER = "mgmtauth.after_answer"
 
 
 class Binding:
@@ -170,6 +175,12 @@ class FakeApp:
         # server records it), not to whichever test is bound when its headers finally
         # get parsed: a slow or stalled client must not leak events into the next test.
         binding = request.environ.get(ACCEPTED_BINDING, self._binding)
+        framing = request.environ.get(FRAMING_PROBLEM)
+        if framing is not None:
+            # Before anything else reads the request: its body's length is unknown.
+            if binding is not None and not binding.closed.is_set():
+                binding.service.record_bad_request(request.method, request.path, 400, framing)
+            return error_response(400, 400, framing)
         if binding is not None and binding.closed.is_set():
             return error_response(
                 503,

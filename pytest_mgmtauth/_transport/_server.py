@@ -9,16 +9,22 @@ Differences from the stock server, each for a measured reason (see the field not
 * a 50 ms poll interval, so ``stop()`` takes ~50 ms instead of ~500 ms;
 * nothing is appended to ``log``: a session-long server would grow without bound;
 * TLS handshakes happen in the request's thread, not in the accepting one, so a
-  client that connects and never speaks TLS blocks nobody.
+  client that connects and never speaks TLS blocks nobody;
+* a request whose Host or Content-Length headers are invalid (RFC 9112) is marked for a
+  400, and repeated ``Cookie`` headers are joined with "; " (Werkzeug joins with ",");
+* after the answer, what the client still sends is discarded only briefly (see
+  :class:`_BriefDrain`): Werkzeug's own drain could hold a connection for 30 s.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import socket
 import ssl
 import struct
 import threading
+import time
 from typing import TYPE_CHECKING, Any
 
 from pytest_httpserver import HTTPServer
@@ -26,14 +32,18 @@ from werkzeug import Request, Response
 from werkzeug.serving import ThreadedWSGIServer, WSGIRequestHandler
 
 from .._domain._redact import SecretMasker
-from ._app import ACCEPTED_BINDING, Binding, FakeApp
-from ._parsing import MAX_BODY_BYTES
+from ._app import ACCEPTED_BINDING, AFTER_ANSWER, FRAMING_PROBLEM, Binding, FakeApp
+from ._parsing import MAX_BODY_BYTES, framing_problem
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
 #: Seconds a connection may sit idle mid-request before its thread gives up on it.
 STALL_TIMEOUT = 30.0
+#: After the answer: what the client still sends is discarded until it is silent this
+#: long, or for DRAIN_SECONDS at most; then the connection closes.
+DRAIN_SILENCE = 0.25
+DRAIN_SECONDS = 5.0
 
 
 class _FakeRequest(Request):
@@ -93,7 +103,23 @@ class _RequestHandler(WSGIRequestHandler):
         environ = super().make_environ()
         if hasattr(_accepted, "binding"):
             environ[ACCEPTED_BINDING] = _accepted.binding
+        headers = [(name, value.replace("\r\n", "")) for name, value in self.headers.items()]
+        problem = framing_problem(self.request_version, headers)
+        if problem is not None:
+            environ[FRAMING_PROBLEM] = problem
+        cookies = [value for name, value in headers if name.lower() == "cookie"]
+        if len(cookies) > 1:
+            # RFC 9113 8.2.3 / RFC 6265 5.4: cookie lines join with "; ". Werkzeug joins
+            # repeated headers with ",", which hid a JSESSIONID sent in a second line.
+            environ["HTTP_COOKIE"] = "; ".join(cookies)
+        environ[AFTER_ANSWER] = self._drain_briefly
         return environ
+
+    def _drain_briefly(self) -> None:
+        """Called once the app has its answer: Werkzeug's drain reads through this."""
+        self.close_connection = True
+        if not isinstance(self.rfile, _BriefDrain):
+            self.rfile = _BriefDrain(self.rfile, self.connection)
 
     def connection_dropped(self, error: BaseException, environ: Any = None) -> None:
         # Never read another request from a dropped connection (a scripted reset
@@ -129,6 +155,41 @@ class _RequestHandler(WSGIRequestHandler):
         if self.command != "HEAD":
             self.wfile.write(body)
         self.close_connection = True
+
+
+class _BriefDrain(io.BufferedIOBase):
+    """Stands in for the connection's reader once the answer is decided.
+
+    After every answer Werkzeug discards what the client still sends (so that a client
+    still sending a large body reads a 413 instead of a reset), with a blocking read
+    of 10 MB: a client that sent part of a 20 MB body and waits held the connection
+    until the stall timeout (30 s). Read through this, that drain discards what arrives
+    until the client is silent for DRAIN_SILENCE, sends EOF, or DRAIN_SECONDS pass, and
+    then reports EOF: the connection closes at once.
+    """
+
+    def __init__(self, rfile: Any, connection: socket.socket) -> None:
+        super().__init__()
+        self._rfile = rfile
+        self._connection = connection
+
+    def read(self, size: int | None = -1) -> bytes:
+        deadline = time.monotonic() + DRAIN_SECONDS
+        try:
+            while (left := deadline - time.monotonic()) > 0:
+                self._connection.settimeout(min(DRAIN_SILENCE, left))
+                if not self._rfile.read1(65536):
+                    break
+        except (OSError, ValueError):  # silence (a timeout), a reset, a closed reader
+            pass
+        return b""
+
+    def readline(self, size: int | None = -1) -> bytes:
+        return b""
+
+    def close(self) -> None:
+        self._rfile.close()
+        super().close()
 
 
 class _Server(ThreadedWSGIServer):
@@ -180,6 +241,19 @@ class _Server(ThreadedWSGIServer):
         pass
 
 
+def _drain_briefly_after(app: Any) -> Any:
+    """The WSGI app, then the brief drain (see :class:`_BriefDrain`) of its request."""
+
+    def wsgi(environ: dict[str, Any], start_response: Any) -> Any:
+        answer = app(environ, start_response)
+        after = environ.get(AFTER_ANSWER)
+        if after is not None:
+            after()
+        return answer
+
+    return wsgi
+
+
 class FakeHTTPServer(HTTPServer):
     """One per test session (per xdist worker) and scheme; tests bind their state to
     :attr:`app` for their duration."""
@@ -196,7 +270,7 @@ class FakeHTTPServer(HTTPServer):
         with self._start_lock:
             if self.is_running():
                 return
-            app = _FakeRequest.application(self.application)
+            app = _drain_briefly_after(_FakeRequest.application(self.application))
             # Plain TCP server; TLS is layered per connection in get_request.
             server = _Server(self.host, self.port, app, handler=_RequestHandler)
             server.fake_app = self.app

@@ -6,11 +6,13 @@ import base64
 import hashlib
 import hmac
 import json
+import re
 import time
 
 import jwt
 import pytest
-from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import padding
 
 from pytest_mgmtauth._domain._tokens import (
     ISSUER,
@@ -199,3 +201,122 @@ def test_unverified_subject_names_the_account_of_a_forged_token(
     token, _ = other_signer.issue("who@example.com", T0, 1800)
     assert unverified_subject(token) == "who@example.com"
     assert unverified_subject("not a token") is None
+
+
+# -- issue 9: every way PyJWT (or an odd header/payload) can refuse is a TokenProblem --
+
+
+def _forge(signer: TokenSigner, header: object, payload: object) -> str:
+    """A token with this exact header and payload JSON, signed by ``signer``'s key, so
+    that the checks after the signature are reached too."""
+    head = _b64_any(header)
+    body = _b64_any(payload)
+    signature = signer._private_key.sign(
+        f"{head}.{body}".encode(), padding.PKCS1v15(), hashes.SHA512()
+    )
+    return f"{head}.{body}.{base64.urlsafe_b64encode(signature).rstrip(b'=').decode()}"
+
+
+def _b64_any(data: object) -> str:
+    raw = json.dumps(data, separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+
+
+def _good_payload(**changes: object) -> dict[str, object]:
+    payload: dict[str, object] = {
+        "sub": "a@example.com",
+        "iss": ISSUER,
+        "iat": T0,
+        "nbf": T0,
+        "exp": T0 + 1800,
+        "jti": "0123456789abcdef",
+    }
+    payload.update(changes)
+    return payload
+
+
+@pytest.mark.parametrize(
+    ("header", "reason"),
+    [
+        # The three of the issue: PyJWT raised InvalidTokenError, the fake answered 500.
+        ({"alg": "RS512", "kid": 1}, "'kid' that is 1, not a string"),
+        ({"crit": ["exp"]}, "algorithm is null"),
+        ({"alg": "RS512", "crit": ["exp"]}, "'crit'"),
+        ({"alg": "RS512", "crit": []}, "'crit'"),
+        ({"alg": "RS512", "kid": None}, "'kid' that is null"),
+        ({"alg": "RS512", "kid": ["a"]}, "'kid' that is a list of 1"),
+        ({"alg": "RS512", "crit": "b64", "b64": False}, "'crit'"),
+        ({"alg": "RS512", "b64": False}, "'b64'"),
+        ({"alg": ["RS512"]}, "algorithm is a list of 1"),
+        ({"alg": None}, "algorithm is null"),
+        ({"alg": 512}, "algorithm is 512"),
+        ([], "header is a list of 0"),
+        ("RS512", "header is 'RS512'"),
+        (None, "header is null"),
+    ],
+)
+def test_odd_header_is_refused_with_what_is_wrong(
+    signer: TokenSigner, header: object, reason: str
+) -> None:
+    token = _forge(signer, header, _good_payload())
+    with pytest.raises(TokenProblem, match=re.escape(reason)):
+        signer.verify(token)
+
+
+@pytest.mark.parametrize(
+    ("changes", "reason"),
+    [
+        ({"exp": "1800001800"}, "'exp' claim is '1800001800', not whole seconds"),
+        ({"iat": [T0]}, "'iat' claim is a list of 1"),
+        ({"nbf": 1.5}, "'nbf' claim is 1.5"),
+        ({"exp": True}, "'exp' claim is true"),
+        ({"exp": 10**30}, "'exp' claim is a huge number, outside"),
+        ({"exp": -1}, "'exp' claim is -1, outside"),
+        ({"sub": None}, "lacks the 'sub' claim"),
+        ({"sub": 42}, "'sub' claim is 42, not a string"),
+        ({"jti": {"a": 1}}, "'jti' claim is an object of 1 member(s)"),
+        ({"iss": ["pytest-mgmtauth"]}, "issuer is a list of 1"),
+    ],
+)
+def test_claim_of_the_wrong_type_is_refused(
+    signer: TokenSigner, changes: dict[str, object], reason: str
+) -> None:
+    token = _forge(signer, {"typ": "JWT", "alg": "RS512"}, _good_payload(**changes))
+    with pytest.raises(TokenProblem, match=re.escape(reason)):
+        signer.verify(token)
+
+
+@pytest.mark.parametrize(
+    "payload", [[1, 2], "a string", 12, None], ids=["list", "string", "number", "null"]
+)
+def test_payload_that_is_not_an_object_is_refused(signer: TokenSigner, payload: object) -> None:
+    token = _forge(signer, {"typ": "JWT", "alg": "RS512"}, payload)
+    with pytest.raises(TokenProblem, match="does not decode"):
+        signer.verify(token)
+    assert unverified_subject(token) is None
+
+
+def test_non_finite_claims_are_refused(signer: TokenSigner) -> None:
+    # json.dumps writes Infinity/NaN and Python's JSON reads them back as floats:
+    # int(inf) raised OverflowError, a 500.
+    for value in (float("inf"), float("-inf"), float("nan")):
+        token = _forge(signer, {"typ": "JWT", "alg": "RS512"}, _good_payload(iat=value))
+        with pytest.raises(TokenProblem, match="'iat' claim is"):
+            signer.verify(token)
+
+
+def test_reason_never_repeats_a_long_value_from_the_token(signer: TokenSigner) -> None:
+    secret = "S3cr3t-" + "x" * 40
+    for header in (
+        {"alg": secret},
+        {"alg": "RS512", "kid": [secret]},
+        {"alg": "RS512", "crit": [secret]},
+    ):
+        token = _forge(signer, header, _good_payload())
+        with pytest.raises(TokenProblem) as excinfo:
+            signer.verify(token)
+        assert secret not in str(excinfo.value)
+    token = _forge(signer, {"alg": "RS512"}, _good_payload(iss=secret, sub=secret))
+    with pytest.raises(TokenProblem, match="47-character string") as excinfo:
+        signer.verify(token)
+    assert secret not in str(excinfo.value)

@@ -55,11 +55,13 @@ def _stalled_connections(world: World) -> list[socket.socket]:
         head[: len(head) // 2],  # half the headers
         head + b"\r\n\r\n",  # headers, none of the body
         head + b"\r\n\r\n" + body[:5],  # part of the body
-        build_request("GET", "/api/items", [("Authorization", f"Bearer {world.token}")])[:-2],
+        build_request(
+            "GET", "/api/items", [("Host", "x"), ("Authorization", f"Bearer {world.token}")]
+        )[:-2],
         build_request(
             "PUT",
             "/api/echo",
-            [("Authorization", f"Bearer {world.token}"), ("Content-Length", "100")],
+            [("Host", "x"), ("Authorization", f"Bearer {world.token}"), ("Content-Length", "100")],
             content_length=None,
         )
         + b"0123456789",  # protected call, body short of its length
@@ -82,7 +84,9 @@ def test_stalled_clients_block_nobody(world: World) -> None:
             answer = world.send(auth_request(world))
             assert answer.status in (200, 429)
             call = world.send(
-                build_request("GET", "/api/items", [("Authorization", f"Bearer {world.token}")])
+                build_request(
+                    "GET", "/api/items", [("Host", "x"), ("Authorization", f"Bearer {world.token}")]
+                )
             )
             assert call.status == 200
         # The stalled protected call has not reached its handler.
@@ -112,7 +116,7 @@ def test_short_body_then_hang_up_is_a_4xx_not_a_crash(world: World) -> None:
     raw = build_request(
         "POST",
         "/v2/auth",
-        [("Content-Type", FORM), ("Content-Length", "100")],
+        [("Host", "x"), ("Content-Type", FORM), ("Content-Length", "100")],
         content_length=None,
     )
     answer = world.send(raw + b"username=x")
@@ -143,7 +147,9 @@ def test_client_that_never_reads_its_answer(world: World) -> None:
         for _ in range(10):
             sock = socket.create_connection(world.address, timeout=GUARD)
             sock.sendall(
-                build_request("GET", "/api/items", [("Authorization", f"Bearer {world.token}")])
+                build_request(
+                    "GET", "/api/items", [("Host", "x"), ("Authorization", f"Bearer {world.token}")]
+                )
             )
             socks.append(sock)
         world.check_still_serving()

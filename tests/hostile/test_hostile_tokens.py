@@ -13,7 +13,8 @@ from urllib.parse import urlencode
 
 import jwt
 import pytest
-from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import padding
 from hostile_support import build_request
 
 from pytest_mgmtauth import ApiCall
@@ -48,6 +49,21 @@ def with_payload(token: str, **changes: object) -> str:
     header, _, signature = token.split(".")
     payload = {**claims_of(token), **changes}
     return f"{header}.{b64(json.dumps(payload).encode())}.{signature}"
+
+
+def with_header(token: str, header: object) -> str:
+    """The token with another header and its original payload and signature."""
+    return b64(json.dumps(header).encode()) + "." + token.split(".", 1)[1]
+
+
+def own_signed(world: World, header: object, payload: object) -> str:
+    """Exactly this header and payload JSON, RS512-signed with the world's own key: the
+    signature verifies, so the checks after it are reached."""
+    signing_input = f"{b64(json.dumps(header).encode())}.{b64(json.dumps(payload).encode())}"
+    signature = _own(world)._private_key.sign(
+        signing_input.encode(), padding.PKCS1v15(), hashes.SHA512()
+    )
+    return f"{signing_input}.{b64(signature)}"
 
 
 def hmac_signed(payload: dict[str, object], key: bytes, alg: str = "HS256") -> str:
@@ -120,6 +136,41 @@ FORGERIES: dict[str, Callable[[World, TokenSigner], str]] = {
     "own key, not issued in this test": lambda w, o: (
         "Bearer " + _own(w).issue(w.full.username, int(claims_of(w.token)["iat"]), 1800)[0]
     ),  # type: ignore[call-overload]
+    # Issue 9: PyJWT raised InvalidTokenError subclasses the fake did not catch (500).
+    "kid a number": lambda w, o: "Bearer " + with_header(w.token, {"alg": "RS512", "kid": 1}),
+    "kid null": lambda w, o: "Bearer " + with_header(w.token, {"alg": "RS512", "kid": None}),
+    "crit [exp], no alg": lambda w, o: "Bearer " + with_header(w.token, {"crit": ["exp"]}),
+    "crit []": lambda w, o: "Bearer " + with_header(w.token, {"alg": "RS512", "crit": []}),
+    "crit [b64], b64 false": lambda w, o: (
+        "Bearer " + with_header(w.token, {"alg": "RS512", "b64": False, "crit": ["b64"]})
+    ),
+    "jku and x5u to elsewhere": lambda w, o: (
+        "Bearer "
+        + with_header(w.token, {"alg": "RS512", "jku": "http://evil/jwks", "x5u": "http://evil/x5"})
+    ),
+    "header a list": lambda w, o: "Bearer " + with_header(w.token, ["RS512"]),
+    "kid a number (own key)": lambda w, o: (
+        "Bearer " + own_signed(w, {"alg": "RS512", "kid": 1}, claims_of(w.token))
+    ),
+    "iat Infinity (own key)": lambda w, o: (
+        "Bearer " + own_signed(w, {"alg": "RS512"}, {**claims_of(w.token), "iat": float("inf")})
+    ),
+    "exp NaN (own key)": lambda w, o: (
+        "Bearer " + own_signed(w, {"alg": "RS512"}, {**claims_of(w.token), "exp": float("nan")})
+    ),
+    "iat a list (own key)": lambda w, o: (
+        "Bearer " + own_signed(w, {"alg": "RS512"}, {**claims_of(w.token), "iat": [1]})
+    ),
+    "sub null (own key)": lambda w, o: (
+        "Bearer " + own_signed(w, {"alg": "RS512"}, {**claims_of(w.token), "sub": None})
+    ),
+    "sub a number (own key)": lambda w, o: (
+        "Bearer " + own_signed(w, {"alg": "RS512"}, {**claims_of(w.token), "sub": 7})
+    ),
+    "exp 10**30 (own key)": lambda w, o: (
+        "Bearer " + own_signed(w, {"alg": "RS512"}, {**claims_of(w.token), "exp": 10**30})
+    ),
+    "payload a list (own key)": lambda w, o: "Bearer " + own_signed(w, {"alg": "RS512"}, [1]),
     "truncated by 10": lambda w, o: "Bearer " + w.token[:-10],
     "truncated to half": lambda w, o: "Bearer " + w.token[: len(w.token) // 2],
     "header and payload only": lambda w, o: "Bearer " + w.token.rsplit(".", 1)[0],
@@ -177,7 +228,10 @@ def test_real_token_expired_by_one_second_is_refused(world: World, mgmt_clock: M
     form = urlencode({"username": world.full.username, "key": world.full.api_key}).encode()
     answer = world.send(
         build_request(
-            "POST", "/v2/auth", [("Content-Type", "application/x-www-form-urlencoded")], form
+            "POST",
+            "/v2/auth",
+            [("Host", "x"), ("Content-Type", "application/x-www-form-urlencoded")],
+            form,
         )
     )
     token = answer.json()["token"]
