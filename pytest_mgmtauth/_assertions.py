@@ -33,12 +33,11 @@ from ._domain._events import (
     TokenIssued,
     UnknownRoute,
 )
+from ._domain._options import Options
 from ._domain._service import format_offset
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
-
-    from ._domain._options import Options
 
 Grant = TokenIssued | LoggedIn
 
@@ -520,18 +519,22 @@ def check_auth_count(
     )
 
 
-def check_no_expired_credential_used(scene: Scene, *, username: str | None = None) -> None:
-    """Fails when the client presented an expired bearer token or an ended session."""
-    __tracebackhide__ = True
-    stale = [
+def _expired_uses(scene: Scene, username: str | None = None) -> list[ApiCall]:
+    """Calls that presented an expired bearer token or an ended session."""
+    return [
         e
         for e in scene.events
         if isinstance(e, ApiCall)
         and e.credential_expired
         and (username is None or e.username == username)
     ]
+
+
+def expired_use_message(scene: Scene, *, username: str | None = None) -> str | None:
+    """Why presenting expired credentials is a bug, or ``None`` if the client never did."""
+    stale = _expired_uses(scene, username)
     if not stale:
-        return
+        return None
     first = stale[0]
     account = first.username
     versions = {e.version for e in stale}
@@ -547,7 +550,7 @@ def check_no_expired_credential_used(scene: Scene, *, username: str | None = Non
             "after /v1/logout or an idle timeout the session is gone: log in again before "
             "the next call instead of presenting the old JSESSIONID"
         )
-    raise AssertionError(
+    return (
         f"pytest-mgmtauth: the client presented an expired credential {_times(len(stale))}; "
         f"first: {first.method} {first.path} with {first.credential} at "
         f"{scene.offset(first.at.timestamp())} -> {first.status} ({first.reason})\n\n"
@@ -558,9 +561,16 @@ def check_no_expired_credential_used(scene: Scene, *, username: str | None = Non
     )
 
 
-def check_logged_out(scene: Scene, *, username: str | None = None) -> None:
-    """Fails when a v1 session opened in the test was not ended with /v1/logout."""
+def check_no_expired_credential_used(scene: Scene, *, username: str | None = None) -> None:
+    """Fails when the client presented an expired bearer token or an ended session."""
     __tracebackhide__ = True
+    message = expired_use_message(scene, username=username)
+    if message is not None:
+        raise AssertionError(message)
+
+
+def _open_sessions(scene: Scene, username: str | None = None) -> list[LoggedIn]:
+    """v1 sessions started in the scene and never ended with /v1/logout."""
     logged_out = {e.session for e in scene.events if isinstance(e, LoggedOut)}
     # A session the test itself ended (mgmt_server.expire / revoke) cannot be logged out.
     logged_out |= {
@@ -568,14 +578,19 @@ def check_logged_out(scene: Scene, *, username: str | None = None) -> None:
         for e in scene.events
         if isinstance(e, (CredentialExpired, CredentialRevoked)) and e.version == "v1"
     }
-    timed_out = {e.session: e for e in scene.events if isinstance(e, SessionExpired)}
-    open_sessions = [
+    return [
         g
         for g in grants(scene.events, version="v1", username=username)
         if isinstance(g, LoggedIn) and g.session not in logged_out
     ]
+
+
+def logged_out_message(scene: Scene, *, username: str | None = None) -> str | None:
+    """Which v1 sessions were left open, or ``None`` if every one was logged out."""
+    open_sessions = _open_sessions(scene, username)
     if not open_sessions:
-        return
+        return None
+    timed_out = {e.session: e for e in scene.events if isinstance(e, SessionExpired)}
     described = []
     for g in open_sessions:
         ended = timed_out.get(g.session)
@@ -590,7 +605,7 @@ def check_logged_out(scene: Scene, *, username: str | None = None) -> None:
         )
     first = open_sessions[0]
     accounts = {g.username for g in open_sessions}
-    raise AssertionError(
+    return (
         f"pytest-mgmtauth: {len(open_sessions)} v1 session(s) were not ended with "
         f"/v1/logout: {'; '.join(described)}\n\n"
         + format_timeline(scene, username=first.username if len(accounts) == 1 else None)
@@ -598,6 +613,96 @@ def check_logged_out(scene: Scene, *, username: str | None = None) -> None:
         "finally: block or a context manager's __exit__), so the session does not linger "
         "until its idle timeout."
     )
+
+
+def check_logged_out(scene: Scene, *, username: str | None = None) -> None:
+    """Fails when a v1 session opened in the test was not ended with /v1/logout."""
+    __tracebackhide__ = True
+    message = logged_out_message(scene, username=username)
+    if message is not None:
+        raise AssertionError(message)
+
+
+# -- verdicts: every finding at once (the standalone server's /_mgmtauth/check) ------
+
+#: The kinds of :class:`Finding`, in the order they are reported.
+FINDING_KINDS = ("churn", "expired_use", "open_session")
+
+
+@dataclasses.dataclass(frozen=True)
+class Finding:
+    """One verdict about one account: ``kind`` is one of :data:`FINDING_KINDS`,
+    ``message`` the text the matching assertion fails with."""
+
+    kind: str
+    username: str | None
+    message: str
+
+
+def _accounts_in_order(usernames: Sequence[str | None]) -> list[str | None]:
+    return list(dict.fromkeys(usernames))
+
+
+def findings(
+    events: Sequence[Event] | Scene,
+    *,
+    require_logout: bool = False,
+    churn: bool = True,
+    expired_use: bool = True,
+    options: Options | None = None,
+    started_at: float | None = None,
+    now: float | None = None,
+) -> list[Finding]:
+    """The findings of a timeline, per kind and account, with the messages of
+    ``assert_token_reused``, ``assert_no_expired_token_used`` and ``assert_logged_out``.
+
+    Open sessions count only with ``require_logout`` (the interface document makes
+    logout optional); ``churn`` and ``expired_use`` switch those kinds off. ``events``
+    may be a :class:`Scene`; otherwise ``options`` (default: the defaults), ``started_at``
+    and ``now`` (default: the first and last event) place it in time.
+    """
+    if isinstance(events, Scene):
+        scene = events
+    else:
+        if options is None:
+            options = Options()
+        times = [e.at.timestamp() for e in events]
+        start = started_at if started_at is not None else min(times, default=0.0)
+        scene = Scene(
+            events=events,
+            options=options,
+            started_at=start,
+            now=now if now is not None else max(times, default=start),
+        )
+    found: list[Finding] = []
+    if churn:
+        for account in _accounts_in_order([g.username for g in premature_grants(scene.events)]):
+            message = churn_message(scene, username=account)
+            if message is not None:
+                found.append(Finding("churn", account, message))
+    if expired_use:
+        for account in _accounts_in_order([e.username for e in _expired_uses(scene)]):
+            message = expired_use_message(scene, username=account)
+            if message is not None:
+                found.append(Finding("expired_use", account, message))
+    if require_logout:
+        for account in _accounts_in_order([g.username for g in _open_sessions(scene)]):
+            message = logged_out_message(scene, username=account)
+            if message is not None:
+                found.append(Finding("open_session", account, message))
+    return found
+
+
+def finding_counts(scene: Scene) -> dict[str, int]:
+    """How many of each thing :func:`findings` looks at, whether it counts or not:
+    premature grants, calls with an expired credential, sessions not logged out, and
+    the figures of :func:`summarize`."""
+    summary = summarize(scene.events)
+    return {
+        **{f.name: getattr(summary, f.name) for f in dataclasses.fields(summary)},
+        "expired_use": len(_expired_uses(scene)),
+        "open_session": len(_open_sessions(scene)),
+    }
 
 
 class TokenChurnWarning(UserWarning):

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from pytest_mgmtauth._assertions import (
     AuthSummary,
+    Finding,
     Scene,
     check_auth_count,
     check_logged_out,
@@ -19,6 +20,8 @@ from pytest_mgmtauth._assertions import (
     check_single_flight,
     check_token_reused,
     churn_message,
+    finding_counts,
+    findings,
     format_timeline,
     summarize,
 )
@@ -430,3 +433,76 @@ def test_a_long_churn_names_the_first_held_tokens_and_counts_the_rest(
     message = churn_error(service)
     assert "PREMATURE: T1, T2, T3, T4 and 3 more still valid (T1 for another 30m00s)" in message
     assert "PREMATURE: T1, T2, T3, T4, T5 still valid" in message  # five are listed whole
+
+
+# -- findings: every verdict at once, with the assertions' messages --------------------
+
+
+def _raised(check: Callable[..., None], *args: object, **kwargs: object) -> str:
+    with pytest.raises(AssertionError) as excinfo:
+        check(*args, **kwargs)
+    return str(excinfo.value)
+
+
+def test_findings_of_a_clean_timeline_are_none(service: AuthService, clock: ManualClock) -> None:
+    account = service.add_account()
+    token = grant(service, account)
+    for _ in range(3):
+        clock.advance(60)
+        assert call(service, token) == 200
+    assert findings(scene(service)) == []
+    assert findings(service.events) == []
+    counts = finding_counts(scene(service))
+    assert counts["grants"] == 1
+    assert counts["api_calls"] == 3
+    assert (counts["churn"], counts["expired_use"], counts["open_session"]) == (0, 0, 0)
+
+
+def test_findings_carry_each_assertions_message_per_account(
+    service: AuthService, clock: ManualClock
+) -> None:
+    churner = service.add_account("churner@example.com")
+    stale = service.add_account("stale@example.com")
+    for _ in range(3):  # re-auth before every call
+        assert call(service, grant(service, churner)) == 200
+    token = grant(service, stale)
+    clock.advance(1800)
+    assert call(service, token) == 1401  # sent after expiry
+    service.login(stale.username, stale.password)  # never logged out
+    the_scene = scene(service)
+
+    found = findings(the_scene)
+    assert [(f.kind, f.username) for f in found] == [
+        ("churn", "churner@example.com"),
+        ("expired_use", "stale@example.com"),
+    ]
+    assert found[0].message == _raised(
+        check_token_reused, the_scene, username="churner@example.com"
+    )
+    assert found[1].message == _raised(
+        check_no_expired_credential_used, the_scene, username="stale@example.com"
+    )
+    # Open sessions only count when logout is required.
+    with_logout = findings(the_scene, require_logout=True)
+    assert with_logout[-1] == Finding(
+        "open_session",
+        "stale@example.com",
+        _raised(check_logged_out, the_scene, username="stale@example.com"),
+    )
+    assert [f.kind for f in findings(the_scene, churn=False)] == ["expired_use"]
+    assert findings(the_scene, churn=False, expired_use=False) == []
+    counts = finding_counts(the_scene)
+    assert (counts["churn"], counts["expired_use"], counts["open_session"]) == (2, 1, 1)
+
+
+def test_findings_over_bare_events_place_them_in_time_themselves(
+    service: AuthService, clock: ManualClock
+) -> None:
+    account = service.add_account()
+    grant(service, account)
+    clock.advance(10)
+    grant(service, account)
+    (finding,) = findings(service.events)
+    assert finding.kind == "churn"
+    assert "First premature grant: T2" in finding.message
+    assert "at 00:00:10" in finding.message
