@@ -328,9 +328,14 @@ def _credentials_table(scene: Scene, username: str | None) -> list[str]:
 
 
 def format_timeline(
-    scene: Scene, *, username: str | None = None, focus: Event | None = None
+    scene: Scene,
+    *,
+    username: str | None = None,
+    focus: Event | None = None,
+    whole: bool = False,
 ) -> str:
-    """The timeline of one account (or of all), around ``focus`` when it is long."""
+    """The timeline of one account (or of all), around ``focus`` when it is long;
+    ``whole`` shows every line however long it is."""
     lines = _lines(scene, username)
     who = f"account {username!r}" if username else "all accounts"
     header = f"Timeline of {who} (simulated time since the test started):"
@@ -345,6 +350,8 @@ def format_timeline(
         )
     start = max(0, index - _CONTEXT_BEFORE)
     end = min(len(lines), max(index + _CONTEXT_AFTER + 1, start + _CONTEXT_BEFORE + 9))
+    if whole:
+        start, end = 0, len(lines)
     shown = [_render(line, scene) for line in lines[start:end]]
     if start > _HEAD:
         skipped = start - _HEAD
