@@ -115,7 +115,7 @@ def diagnose_secret(
         # '%' and '&' were encoded (or absent) but '+' was not: a hand-rolled encoder.
         return (
             f"each '+' of the {field} arrived as a space: in a form body '+' means space, "
-            f"so it must travel as %2B; percent-encode the whole {field}: "
+            f"so it must travel as %2B; percent-encode the whole {field}; "
             f"{_FORM_IDIOM[client]}"
         )
     decoded = received
@@ -128,7 +128,7 @@ def diagnose_secret(
             return (
                 f"the {field} arrived URL-encoded {'twice' if times == 2 else 'three times'} "
                 f"(it still contains '%XX' escapes, e.g. {quote('+', safe='')} for '+'): "
-                f"encode it once: {_ENCODE_ONCE[client]}"
+                f"encode it once; {_ENCODE_ONCE[client]}"
             )
     if received and expected.startswith(received):
         return f"the {field} arrived truncated ({len(received)} of {len(expected)} characters)"
