@@ -357,7 +357,8 @@ class ControlAPI:
         try:
             body = _Body(endpoint, self._read_json(request, endpoint), known)
             body.query = request.args
-            body.only_params(params)
+            if params:  # endpoints without query parameters ignore any, as they always did
+                body.only_params(params)
             status, payload = handler(body)
         except ControlError as exc:
             return _error(exc.status, exc.message)
