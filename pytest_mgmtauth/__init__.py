@@ -5,7 +5,12 @@ Public names are listed in ``__all__``; every other module is private and may ch
 
 from __future__ import annotations
 
-from ._assertions import TokenChurnWarning
+from ._assertions import (
+    AuthFindingWarning,
+    ExpiredCredentialWarning,
+    OpenSessionWarning,
+    TokenChurnWarning,
+)
 from ._domain._accounts import Account
 from ._domain._events import (
     AccountLocked,
@@ -42,11 +47,13 @@ __all__ = [
     "AccountLockedManually",
     "AccountUnlocked",
     "ApiCall",
+    "AuthFindingWarning",
     "AuthRejected",
     "BadRequest",
     "CredentialExpired",
     "CredentialRevoked",
     "Event",
+    "ExpiredCredentialWarning",
     "FaultInjected",
     "LoggedIn",
     "LoggedOut",
@@ -54,6 +61,7 @@ __all__ = [
     "LoginRejected",
     "MgmtClock",
     "MgmtServer",
+    "OpenSessionWarning",
     "Options",
     "RouteHandler",
     "ScriptedFault",

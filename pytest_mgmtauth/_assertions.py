@@ -17,6 +17,7 @@ import functools
 import math
 from typing import TYPE_CHECKING
 
+from ._domain._diagnosis import diagnose_reauth_after, fix_after_forbidden
 from ._domain._events import (
     ApiCall,
     AuthRejected,
@@ -33,11 +34,12 @@ from ._domain._events import (
     TokenIssued,
     UnknownRoute,
 )
-from ._domain._options import Options
 from ._domain._service import format_offset
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Collection, Sequence
+
+    from ._domain._options import Options
 
 Grant = TokenIssued | LoggedIn
 
@@ -334,8 +336,8 @@ def format_timeline(
     focus: Event | None = None,
     whole: bool = False,
 ) -> str:
-    """The timeline of one account (or of all), around ``focus`` when it is long;
-    ``whole`` shows every line however long it is."""
+    """The timeline of one account (or of all), around ``focus`` when it is long (every
+    line when ``whole``)."""
     lines = _lines(scene, username)
     who = f"account {username!r}" if username else "all accounts"
     header = f"Timeline of {who} (simulated time since the test started):"
@@ -348,10 +350,12 @@ def format_timeline(
             (i for i, line in enumerate(lines) if line.text == focus_text and line.marks),
             next((i for i, line in enumerate(lines) if line.text == focus_text), 0),
         )
-    start = max(0, index - _CONTEXT_BEFORE)
-    end = min(len(lines), max(index + _CONTEXT_AFTER + 1, start + _CONTEXT_BEFORE + 9))
-    if whole:
-        start, end = 0, len(lines)
+    start = 0 if whole else max(0, index - _CONTEXT_BEFORE)
+    end = (
+        len(lines)
+        if whole
+        else min(len(lines), max(index + _CONTEXT_AFTER + 1, start + _CONTEXT_BEFORE + 9))
+    )
     shown = [_render(line, scene) for line in lines[start:end]]
     if start > _HEAD:
         skipped = start - _HEAD
@@ -423,17 +427,23 @@ def churn_message(scene: Scene, *, username: str | None = None) -> str | None:
         by_account.setdefault(g.username or "?", []).append(g)
     parts = []
     herd = False
+    forbidden: list[bool] = []
     for account, found in by_account.items():
         first = found[0]
         label = _label(first)
         held = _labels(first.while_valid)
         call = _preceding_call(scene, first)
+        code = f" ({call.return_code})" if call is not None and call.return_code else ""
         before = (
             f"the call before it: {call.method} {call.path} with {call.credential or '?'} -> "
-            f"{call.status} at {scene.offset(call.at.timestamp())}"
+            f"{call.status}{code} at {scene.offset(call.at.timestamp())}"
             if call is not None
             else "no API call was made by this account before it"
         )
+        why = diagnose_reauth_after(call.return_code if call is not None else None)
+        forbidden.append(why is not None)
+        if why is not None:
+            before += f": {why}"
         total = len(grants(scene.events, username=account))
         concurrent = [g for g in found if g.concurrent_with]
         herd = herd or bool(concurrent)
@@ -451,12 +461,14 @@ def churn_message(scene: Scene, *, username: str | None = None) -> str | None:
             + format_timeline(scene, username=account, focus=first)
         )
     versions = {_version(g) for g in premature}
-    return (
-        "pytest-mgmtauth: token churn: "
-        + "\n\n".join(parts)
-        + "\n\n"
-        + _fix_churn(scene.options, versions, herd)
-    )
+    if all(forbidden):
+        # Not the generic churn advice: keeping the credential would not have helped.
+        fix = f"Fix: {fix_after_forbidden()}."
+    else:
+        fix = _fix_churn(scene.options, versions, herd)
+        if any(forbidden):
+            fix += f" Where a 1469 came before the new credential: {fix_after_forbidden()}."
+    return "pytest-mgmtauth: token churn: " + "\n\n".join(parts) + "\n\n" + fix
 
 
 def check_token_reused(scene: Scene, *, username: str | None = None) -> None:
@@ -526,20 +538,24 @@ def check_auth_count(
     )
 
 
-def _expired_uses(scene: Scene, username: str | None = None) -> list[ApiCall]:
-    """Calls that presented an expired bearer token or an ended session."""
-    return [
+def check_no_expired_credential_used(scene: Scene, *, username: str | None = None) -> None:
+    """Fails when the client presented an expired bearer token or an ended session."""
+    __tracebackhide__ = True
+    message = expired_use_message(scene, username=username)
+    if message is not None:
+        raise AssertionError(message)
+
+
+def expired_use_message(scene: Scene, *, username: str | None = None) -> str | None:
+    """Why the client presented an expired bearer token or an ended v1 session, or
+    ``None`` if it never did (a credential revoked or expired on cue does not count)."""
+    stale = [
         e
         for e in scene.events
         if isinstance(e, ApiCall)
         and e.credential_expired
         and (username is None or e.username == username)
     ]
-
-
-def expired_use_message(scene: Scene, *, username: str | None = None) -> str | None:
-    """Why presenting expired credentials is a bug, or ``None`` if the client never did."""
-    stale = _expired_uses(scene, username)
     if not stale:
         return None
     first = stale[0]
@@ -568,10 +584,10 @@ def expired_use_message(scene: Scene, *, username: str | None = None) -> str | N
     )
 
 
-def check_no_expired_credential_used(scene: Scene, *, username: str | None = None) -> None:
-    """Fails when the client presented an expired bearer token or an ended session."""
+def check_logged_out(scene: Scene, *, username: str | None = None) -> None:
+    """Fails when a v1 session opened in the test was not ended with /v1/logout."""
     __tracebackhide__ = True
-    message = expired_use_message(scene, username=username)
+    message = open_session_message(scene, username=username)
     if message is not None:
         raise AssertionError(message)
 
@@ -592,12 +608,12 @@ def _open_sessions(scene: Scene, username: str | None = None) -> list[LoggedIn]:
     ]
 
 
-def logged_out_message(scene: Scene, *, username: str | None = None) -> str | None:
-    """Which v1 sessions were left open, or ``None`` if every one was logged out."""
+def open_session_message(scene: Scene, *, username: str | None = None) -> str | None:
+    """Which v1 sessions opened in the test were not ended with /v1/logout, or ``None``."""
+    timed_out = {e.session: e for e in scene.events if isinstance(e, SessionExpired)}
     open_sessions = _open_sessions(scene, username)
     if not open_sessions:
         return None
-    timed_out = {e.session: e for e in scene.events if isinstance(e, SessionExpired)}
     described = []
     for g in open_sessions:
         ended = timed_out.get(g.session)
@@ -622,97 +638,158 @@ def logged_out_message(scene: Scene, *, username: str | None = None) -> str | No
     )
 
 
-def check_logged_out(scene: Scene, *, username: str | None = None) -> None:
-    """Fails when a v1 session opened in the test was not ended with /v1/logout."""
-    __tracebackhide__ = True
-    message = logged_out_message(scene, username=username)
-    if message is not None:
-        raise AssertionError(message)
+# -- verdicts: what the teardown check and the report section say ---------------------
 
+#: The kinds of finding, in the order they are reported.
+KINDS: tuple[str, ...] = ("churn", "expired_use", "open_session")
 
-# -- verdicts: every finding at once (the standalone server's /_mgmtauth/check) ------
-
-#: The kinds of :class:`Finding`, in the order they are reported.
-FINDING_KINDS = ("churn", "expired_use", "open_session")
+#: How each kind is named in the report section.
+_KIND_TITLES = {
+    "churn": "churn",
+    "expired_use": "expired-credential use",
+    "open_session": "open v1 sessions",
+}
 
 
 @dataclasses.dataclass(frozen=True)
 class Finding:
-    """One verdict about one account: ``kind`` is one of :data:`FINDING_KINDS`,
-    ``message`` the text the matching assertion fails with."""
+    """One mistake the service punishes, for one account: ``kind`` is ``"churn"``,
+    ``"expired_use"`` or ``"open_session"``; ``message`` is what the matching assertion
+    (``assert_token_reused``, ``assert_no_expired_token_used``, ``assert_logged_out``)
+    says for that account: the diagnosis, the timeline and the fix."""
 
     kind: str
     username: str | None
     message: str
 
+    @property
+    def headline(self) -> str:
+        """The message's first paragraph: what went wrong, without the timeline."""
+        return self.message.split("\n\n", 1)[0]
 
-def _accounts_in_order(usernames: Sequence[str | None]) -> list[str | None]:
-    return list(dict.fromkeys(usernames))
+    @property
+    def fix(self) -> str:
+        """The message's last paragraph when it is the fix, else ''."""
+        last = self.message.rsplit("\n\n", 1)[-1]
+        return last if last.startswith("Fix:") else ""
 
 
-def findings(
-    events: Sequence[Event] | Scene,
-    *,
-    require_logout: bool = False,
-    churn: bool = True,
-    expired_use: bool = True,
-    options: Options | None = None,
-    started_at: float | None = None,
-    now: float | None = None,
-) -> list[Finding]:
-    """The findings of a timeline, per kind and account, with the messages of
-    ``assert_token_reused``, ``assert_no_expired_token_used`` and ``assert_logged_out``.
+_MESSAGES = {
+    "churn": churn_message,
+    "expired_use": expired_use_message,
+    "open_session": open_session_message,
+}
 
-    Open sessions count only with ``require_logout`` (the interface document makes
-    logout optional); ``churn`` and ``expired_use`` switch those kinds off. ``events``
-    may be a :class:`Scene`; otherwise ``options`` (default: the defaults), ``started_at``
-    and ``now`` (default: the first and last event) place it in time.
-    """
-    if isinstance(events, Scene):
-        scene = events
+
+def _accounts_of(scene: Scene, kind: str) -> list[str]:
+    """The accounts that may have a finding of ``kind``, in order of first appearance."""
+    if kind == "churn":
+        found = [g.username for g in premature_grants(scene.events)]
+    elif kind == "expired_use":
+        found = [
+            e.username for e in scene.events if isinstance(e, ApiCall) and e.credential_expired
+        ]
     else:
-        if options is None:
-            options = Options()
-        times = [e.at.timestamp() for e in events]
-        start = started_at if started_at is not None else min(times, default=0.0)
-        scene = Scene(
-            events=events,
-            options=options,
-            started_at=start,
-            now=now if now is not None else max(times, default=start),
-        )
-    found: list[Finding] = []
-    if churn:
-        for account in _accounts_in_order([g.username for g in premature_grants(scene.events)]):
-            message = churn_message(scene, username=account)
+        found = [g.username for g in grants(scene.events, version="v1")]
+    return list(dict.fromkeys(u for u in found if u is not None))
+
+
+def default_kinds(options: Options) -> tuple[str, ...]:
+    """The kinds the teardown check counts: churn and expired-credential use always,
+    open v1 sessions with ``require_logout``."""
+    return KINDS if options.require_logout else KINDS[:2]
+
+
+def findings(scene: Scene, *, kinds: Collection[str] | None = None) -> list[Finding]:
+    """The verdicts of one timeline: one :class:`Finding` per kind and account, in the
+    order of :data:`KINDS`. ``kinds`` selects which count (default: :func:`default_kinds`
+    of the scene's options)."""
+    wanted = default_kinds(scene.options) if kinds is None else tuple(kinds)
+    unknown = [k for k in wanted if k not in KINDS]
+    if unknown:
+        raise ValueError(f"unknown finding kind(s) {unknown!r}; known: {', '.join(KINDS)}")
+    found = []
+    for kind in KINDS:
+        if kind not in wanted:
+            continue
+        for username in _accounts_of(scene, kind):
+            message = _MESSAGES[kind](scene, username=username)
             if message is not None:
-                found.append(Finding("churn", account, message))
-    if expired_use:
-        for account in _accounts_in_order([e.username for e in _expired_uses(scene)]):
-            message = expired_use_message(scene, username=account)
-            if message is not None:
-                found.append(Finding("expired_use", account, message))
-    if require_logout:
-        for account in _accounts_in_order([g.username for g in _open_sessions(scene)]):
-            message = logged_out_message(scene, username=account)
-            if message is not None:
-                found.append(Finding("open_session", account, message))
+                found.append(Finding(kind, username, message))
     return found
 
 
 def finding_counts(scene: Scene) -> dict[str, int]:
     """How many of each thing :func:`findings` looks at, whether it counts or not:
-    premature grants, calls with an expired credential, sessions not logged out, and
-    the figures of :func:`summarize`."""
+    premature grants (``churn``), calls with an expired credential, sessions not logged
+    out, and the figures of :func:`summarize` (for ``GET /_mgmtauth/check``)."""
     summary = summarize(scene.events)
     return {
         **{f.name: getattr(summary, f.name) for f in dataclasses.fields(summary)},
-        "expired_use": len(_expired_uses(scene)),
+        "expired_use": sum(
+            1 for e in scene.events if isinstance(e, ApiCall) and e.credential_expired
+        ),
         "open_session": len(_open_sessions(scene)),
     }
 
 
-class TokenChurnWarning(UserWarning):
+#: A timeline of up to this many lines is shown whole in the report section.
+_SECTION_LINES = 80
+#: Rejections listed under an elided timeline.
+_SECTION_REJECTIONS = 10
+
+
+def report_section(scene: Scene, *, counted: Collection[str] | None = None) -> str:
+    """The text of a test's ``mgmtauth timeline`` report section: the timeline of every
+    account (grants, calls with their credential, rejections with their diagnosis), the
+    credentials, and the verdicts of every kind, saying which the teardown check counts
+    (``counted``, default :func:`default_kinds`)."""
+    counts = default_kinds(scene.options) if counted is None else tuple(counted)
+    everything = findings(scene, kinds=KINDS)
+    lines = _lines(scene, None)
+    whole = len(lines) <= _SECTION_LINES
+    first_issue = next(
+        (
+            e
+            for e in scene.events
+            if (isinstance(e, (TokenIssued, LoggedIn)) and e.while_valid) or _is_rejection(e)
+        ),
+        None,
+    )
+    parts = [format_timeline(scene, focus=first_issue, whole=whole)]
+    if not whole:
+        rejected = [e for e in scene.events if _is_rejection(e)]
+        if rejected:
+            parts.append(f"Rejections ({len(rejected)}):")
+            parts += [
+                f"  {scene.offset(e.at.timestamp())}  {_describe(e, scene)}"
+                for e in rejected[:_SECTION_REJECTIONS]
+            ]
+            if len(rejected) > _SECTION_REJECTIONS:
+                parts.append(f"  ... {len(rejected) - _SECTION_REJECTIONS} more")
+    parts.append("Verdicts:")
+    for kind in KINDS:
+        title = _KIND_TITLES[kind]
+        mine = [f for f in everything if f.kind == kind]
+        if not mine:
+            parts.append(f"  {title}: none")
+            continue
+        note = "" if kind in counts else " (not checked: require_logout is off)"
+        for finding in mine:
+            headline = finding.headline.removeprefix("pytest-mgmtauth: ")
+            parts.append(f"  {title}{note}: {headline}")
+            if finding.fix and kind in counts:
+                parts.append(f"    {finding.fix}")
+    return "\n".join(parts)
+
+
+class AuthFindingWarning(UserWarning):
+    """Base of the teardown check's warnings: filter this one to treat them all alike."""
+
+    __module__ = "pytest_mgmtauth"
+
+
+class TokenChurnWarning(AuthFindingWarning):
     """A test's client was granted new credentials while it still held valid ones.
 
     Emitted at the end of a test that uses ``mgmt_server`` (unless it called
@@ -722,3 +799,32 @@ class TokenChurnWarning(UserWarning):
 
     # Shown in tracebacks and used in filterwarnings as its public name.
     __module__ = "pytest_mgmtauth"
+
+
+class ExpiredCredentialWarning(AuthFindingWarning):
+    """A test's client sent a call with a bearer token that had expired or a v1 session
+    that had ended (logout, idle timeout), and the service refused it.
+
+    Emitted at the end of a test that uses ``mgmt_server`` (unless it called
+    ``assert_no_expired_token_used`` itself); with ``strict`` the test fails instead.
+    """
+
+    __module__ = "pytest_mgmtauth"
+
+
+class OpenSessionWarning(AuthFindingWarning):
+    """A v1 session opened in the test was not ended with ``/v1/logout``.
+
+    Only with ``require_logout``, at the end of a test that uses ``mgmt_server`` (unless it
+    called ``assert_logged_out`` itself); with ``strict`` the test fails instead.
+    """
+
+    __module__ = "pytest_mgmtauth"
+
+
+#: The warning class of each kind of finding.
+WARNINGS: dict[str, type[AuthFindingWarning]] = {
+    "churn": TokenChurnWarning,
+    "expired_use": ExpiredCredentialWarning,
+    "open_session": OpenSessionWarning,
+}

@@ -40,8 +40,10 @@ class MgmtServer:
         # standalone server passes a clock its control API can advance.
         self._service = AuthService(options, pool.signer, clock or system_clock)
         self._binding = Binding(self._service)
-        #: Set by assert_token_reused: the test checked churn itself.
-        self._churn_checked = False
+        #: Kinds of finding the test checked itself (assert_token_reused: "churn",
+        #: assert_no_expired_token_used: "expired_use", assert_logged_out: "open_session"):
+        #: the teardown check leaves them out.
+        self._checked: set[str] = set()
         self._http.app.bind(self._binding)
 
     # -- where ---------------------------------------------------------------------
@@ -264,7 +266,7 @@ class MgmtServer:
         one (churn; see docs/token-reuse.md). Takes over the teardown check."""
         __tracebackhide__ = True
         self._known_username(username)
-        self._churn_checked = True
+        self._checked.add("churn")
         _assertions.check_token_reused(self._scene(), username=username)
 
     def assert_auth_count(
@@ -276,15 +278,19 @@ class MgmtServer:
         _assertions.check_auth_count(self._scene(), n, version=version, username=username)
 
     def assert_no_expired_token_used(self, *, username: str | None = None) -> None:
-        """Fail if the client presented an expired bearer token or an ended v1 session."""
+        """Fail if the client presented an expired bearer token or an ended v1 session.
+        Takes over the teardown check of expired-credential use."""
         __tracebackhide__ = True
         self._known_username(username)
+        self._checked.add("expired_use")
         _assertions.check_no_expired_credential_used(self._scene(), username=username)
 
     def assert_logged_out(self, *, username: str | None = None) -> None:
-        """Fail if a v1 session opened in this test was not ended with /v1/logout."""
+        """Fail if a v1 session opened in this test was not ended with /v1/logout.
+        Takes over the teardown check of ``require_logout``."""
         __tracebackhide__ = True
         self._known_username(username)
+        self._checked.add("open_session")
         _assertions.check_logged_out(self._scene(), username=username)
 
     def assert_single_flight(self, *, username: str | None = None) -> None:
@@ -294,12 +300,15 @@ class MgmtServer:
         self._known_username(username)
         _assertions.check_single_flight(self._scene(), username=username)
 
-    def _churn_report(self) -> str | None:
-        """The teardown check: the churn message, unless a test called
-        assert_token_reused itself."""
-        if self._churn_checked:
-            return None
-        return _assertions.churn_message(self._scene())
+    def _teardown_findings(self) -> list[_assertions.Finding]:
+        """The teardown check: the findings of the kinds the options count, except those
+        the test checked itself with the matching assertion."""
+        kinds = [k for k in _assertions.default_kinds(self.options) if k not in self._checked]
+        return _assertions.findings(self._scene(), kinds=kinds) if kinds else []
+
+    def _report_section(self) -> str:
+        """The text of the test's ``mgmtauth timeline`` report section."""
+        return _assertions.report_section(self._scene())
 
     def _summary(self) -> _assertions.AuthSummary:
         return _assertions.summarize(self._service.events)

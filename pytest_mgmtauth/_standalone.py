@@ -43,8 +43,10 @@ _STOP_POLL = 0.1
 
 
 #: Options of ``@pytest.mark.mgmtauth`` that mean nothing to a standalone server: there
-#: is no test for ``strict`` to fail, and HTTPS shows in the URL's scheme.
-_TEST_ONLY_OPTIONS = ("strict", "https")
+#: is no teardown check for ``strict`` to make fail or ``require_logout`` to widen
+#: (``GET /_mgmtauth/check?require_logout=true`` does that), and HTTPS shows in the URL's
+#: scheme.
+_TEST_ONLY_OPTIONS = ("strict", "https", "require_logout")
 
 
 def options_json(options: Options) -> dict[str, Any]:
@@ -261,9 +263,16 @@ class StandaloneServer:
     ) -> dict[str, Any]:
         """The verdicts since the last reset (``GET /_mgmtauth/check``), as JSON."""
         scene = self.fake._scene()
-        found = _assertions.findings(
-            scene, require_logout=require_logout, churn=churn, expired_use=expired_use
-        )
+        kinds = [
+            kind
+            for kind, counted in (
+                ("churn", churn),
+                ("expired_use", expired_use),
+                ("open_session", require_logout),
+            )
+            if counted
+        ]
+        found = _assertions.findings(scene, kinds=kinds)
         return {
             "ok": not found,
             "findings": [dataclasses.asdict(f) for f in found],

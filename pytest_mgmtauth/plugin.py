@@ -6,12 +6,14 @@ Thin on purpose: everything it builds comes from the modules below it.
 from __future__ import annotations
 
 import dataclasses
+import re
 import warnings
+import xml.etree.ElementTree as ET
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ._assertions import TokenChurnWarning
+from ._assertions import KINDS, WARNINGS, Finding
 from ._domain._options import OPTION_NAMES, Options, build_options, check_option_names
 from ._fake import MgmtServer
 from ._pool import KeyCache, SessionPool
@@ -26,8 +28,14 @@ if TYPE_CHECKING:
     from ._domain._accounts import Account
 
 _BASE_OPTIONS = pytest.StashKey[Options]()
-#: Whether the test's call phase did not pass (the teardown check then only warns).
+#: Whether the test's setup or call phase did not pass (the teardown check then only warns).
 _CALL_FAILED = pytest.StashKey[bool]()
+#: The test's fake, for its report section.
+_FAKE = pytest.StashKey[MgmtServer]()
+#: Whether a failed report of the test carries the section already.
+_SECTION_SHOWN = pytest.StashKey[bool]()
+#: The title of the report section that holds a test's timeline and verdicts.
+SECTION_TITLE = "mgmtauth timeline"
 _KEY_CACHE_ENTRY = "mgmtauth/signing-key-pem"
 
 _OPTION_HELP = {
@@ -37,8 +45,10 @@ _OPTION_HELP = {
     "lockout_duration": "seconds a lockout (error 1402) lasts (default 600)",
     "session_timeout": "idle seconds after which a v1 session ends (default 1800)",
     "throttle": "premature grants per account per 60 s before 429; 'none' turns it off (default 5)",
-    "strict": "fail tests on token churn instead of warning (default false)",
+    "strict": "fail tests on token churn and expired-credential use (and open v1 sessions "
+    "with require_logout) instead of warning (default false)",
     "https": "serve the fake over HTTPS with a per-session test CA (default false)",
+    "require_logout": "count v1 sessions not ended with /v1/logout as a finding (default false)",
 }
 
 
@@ -48,14 +58,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--mgmtauth-strict",
         action="store_true",
         default=None,
-        help="fail tests whose client churns tokens (overrides the ini; markers still win)",
+        help="fail tests whose client churns tokens or uses expired ones (overrides the ini; "
+        "markers still win)",
     )
     group.addoption(
         "--mgmtauth-report",
         action="store_true",
         default=False,
         help="show the mgmtauth summary (grants, API calls, rejections, churn per test) "
-        "in the terminal; -v shows it too",
+        "in the terminal, and attach the 'mgmtauth timeline' section to passing tests too; "
+        "-v does both too",
     )
     group.addoption(
         "--mgmtauth-https",
@@ -107,6 +119,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(str(exc)) from None
     config.stash[_BASE_OPTIONS] = options
     config.pluginmanager.register(_Report(config), "mgmtauth-report")
+    config.pluginmanager.register(_JunitTimelines(config), "mgmtauth-junit-timelines")
 
 
 def pytest_report_header(config: pytest.Config) -> str:
@@ -163,10 +176,11 @@ def mgmt_server(
         # dataclasses would only bury it.
         pytest.fail(f"{type(exc).__name__}: {exc}", pytrace=False)
     fake = MgmtServer(options, mgmt_server_pool)
+    request.node.stash[_FAKE] = fake
     try:
         yield fake
         fake._raise_server_errors()
-        _check_churn(request.node, fake)
+        _check_findings(request.node, fake)
     finally:
         # The figures travel with the teardown report: JUnit XML properties, and the
         # terminal summary (also from xdist workers).
@@ -174,30 +188,60 @@ def mgmt_server(
         fake._close()
 
 
-_STRICT_HINT = (
-    "(pytest-mgmtauth checks this at the end of every test that uses mgmt_server. "
-    "Fail such tests with @pytest.mark.mgmtauth(strict=True), the ini setting "
-    "mgmtauth_strict = true or --mgmtauth-strict; check it in the test with "
-    "mgmt_server.assert_token_reused(), which replaces this check.)"
-)
+#: The assertion that takes over each kind's teardown check.
+_ASSERTIONS = {
+    "churn": "assert_token_reused",
+    "expired_use": "assert_no_expired_token_used",
+    "open_session": "assert_logged_out",
+}
 
 
-def _check_churn(item: pytest.Item, fake: MgmtServer) -> None:
-    """The teardown check: churn fails a strict test, else becomes a TokenChurnWarning."""
+def _strict_hint(kind: str) -> str:
+    return (
+        "(pytest-mgmtauth checks this at the end of every test that uses mgmt_server. "
+        "Fail such tests with @pytest.mark.mgmtauth(strict=True), the ini setting "
+        "mgmtauth_strict = true or --mgmtauth-strict; check it in the test with "
+        f"mgmt_server.{_ASSERTIONS[kind]}(), which replaces this check.)"
+    )
+
+
+def _check_findings(item: pytest.Item, fake: MgmtServer) -> None:
+    """The teardown check: each finding (churn, expired-credential use, and open v1
+    sessions with require_logout) fails a strict test, else becomes a warning of its
+    kind's class. A test that failed already only warns, and when its report section
+    holds the timeline the warning does not repeat it."""
     __tracebackhide__ = True
-    message = fake._churn_report()
-    if message is None:
+    found = fake._teardown_findings()
+    if not found:
         return
     if fake.options.strict and not item.stash.get(_CALL_FAILED, False):
-        pytest.fail(message, pytrace=False)
+        pytest.fail("\n\n".join(f.message for f in found), pytrace=False)
+    in_section = item.stash.get(_SECTION_SHOWN, False)
     # Attributed to the test function, not to this file, in pytest's warnings summary.
     path, lineno, _ = item.reportinfo()
-    warnings.warn_explicit(
-        TokenChurnWarning(f"{message}\n{_STRICT_HINT}"),
-        TokenChurnWarning,
-        filename=str(path),
-        lineno=(lineno or 0) + 1,
-    )
+    for kind in KINDS:
+        mine = [f for f in found if f.kind == kind]
+        if mine:
+            category = WARNINGS[kind]
+            warnings.warn_explicit(
+                category(_warning_text(kind, mine, in_section=in_section)),
+                category,
+                filename=str(path),
+                lineno=(lineno or 0) + 1,
+            )
+
+
+def _warning_text(kind: str, found: list[Finding], *, in_section: bool) -> str:
+    if in_section:
+        return (
+            "\n".join(f.headline for f in found)
+            + f"\n(the timeline is in the test's '{SECTION_TITLE}' report section)"
+        )
+    return "\n\n".join(f.message for f in found) + "\n" + _strict_hint(kind)
+
+
+def _wants_passing_sections(config: pytest.Config) -> bool:
+    return bool(config.getoption("mgmtauth_report") or config.getoption("verbose") > 0)
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -206,9 +250,90 @@ def pytest_runtest_makereport(
 ) -> Generator[None, Result[pytest.TestReport], None]:
     outcome = yield
     report = outcome.get_result()
-    if report.when == "call":
-        # Failed, or xfailed (reported as skipped): churn then only warns.
-        item.stash[_CALL_FAILED] = not report.passed
+    if report.when in ("setup", "call") and not report.passed:
+        # Failed, errored, skipped or xfailed (reported as skipped): findings only warn.
+        item.stash[_CALL_FAILED] = True
+    fake = item.stash.get(_FAKE, None)
+    if fake is None:
+        return
+    if report.when == "teardown":
+        # Items live as long as the session: let the fake's timeline go with the test.
+        del item.stash[_FAKE]
+    if report.failed:
+        if item.stash.get(_SECTION_SHOWN, False):
+            return  # a call failure and a teardown error: the first one carries it
+        item.stash[_SECTION_SHOWN] = True
+    elif not (report.when == "call" and report.passed and _wants_passing_sections(item.config)):
+        return
+    try:
+        text = fake._report_section()
+    except Exception as exc:  # never let the report hide the test's own failure
+        text = f"(pytest-mgmtauth could not build the timeline: {type(exc).__name__}: {exc})"
+    report.sections.append((SECTION_TITLE, text))
+
+
+def section_text(report: pytest.TestReport) -> str | None:
+    """The ``mgmtauth timeline`` section of a report, or None."""
+    for title, content in report.sections:
+        if title == SECTION_TITLE:
+            return content
+    return None
+
+
+#: Characters XML 1.0 cannot hold (a request path can bring them into a timeline).
+_NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+class _JunitTimelines:
+    """Writes each test's ``mgmtauth timeline`` section into its JUnit XML testcase as
+    ``<system-err>``, whatever ``junit_logging`` says (pytest writes only captured
+    output there). Runs on the xdist controller, from the reports the workers send."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self._config = config
+        #: Per test: the text to write, and the testcase's reporter, held at teardown.
+        self._texts: dict[tuple[str, object], str] = {}
+        self._held: dict[tuple[str, object], Any] = {}
+
+    def _xml(self) -> Any:
+        try:
+            from _pytest.junitxml import xml_key
+        except ImportError:  # pragma: no cover - a pytest without it
+            return None
+        return self._config.stash.get(xml_key, None)
+
+    @staticmethod
+    def _key(report: pytest.TestReport) -> tuple[str, object]:
+        return report.nodeid, getattr(report, "node", None)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> Generator[None, None, None]:
+        text = section_text(report)
+        key = self._key(report)
+        if text is not None:
+            self._texts[key] = text
+        held = None
+        if report.when == "teardown" and key in self._texts:
+            xml = self._xml()
+            # junitxml closes the testcase while it handles this report: take it now, and
+            # add to it after, so the element follows the <failure> or <error> (as the
+            # JUnit schema orders them).
+            held = xml.node_reporter(report) if xml is not None else None
+        yield
+        if report.when != "teardown":
+            return
+        text = self._texts.pop(key, None)
+        if held is None or text is None:
+            return
+        element = ET.Element("system-err")
+        element.text = _NOT_XML.sub(
+            lambda m: f"#x{ord(m.group()):02X}",
+            "\n".join([f" {SECTION_TITLE} ".center(80, "-"), text, ""]),
+        )
+        if "to_xml" in vars(held):  # closed: its testcase element is final, add to it
+            held.to_xml().append(element)
+        else:
+            held.append(element)
 
 
 class _Report:

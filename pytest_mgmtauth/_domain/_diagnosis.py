@@ -138,3 +138,29 @@ def diagnose_secret(
         f"the {field} does not match the account's (received {len(received)} characters, "
         f"{fingerprint(received)}; expected {len(expected)}, {fingerprint(expected)})"
     )
+
+
+#: The service's returnCode for a call whose credential was fine but whose account lacks
+#: the route's permission.
+_FORBIDDEN = 1469
+
+
+def diagnose_reauth_after(return_code: int | None) -> str | None:
+    """Why authenticating again after a call answered ``return_code`` cannot help, or
+    ``None`` when it can (a 1401 says the credential is no good: renewing is right)."""
+    if return_code != _FORBIDDEN:
+        return None
+    return (
+        "1469 is a missing permission; logging in again cannot help: the service accepted "
+        "the credential and refused the operation, and a new credential of the same account "
+        "has the same permissions"
+    )
+
+
+def fix_after_forbidden() -> str:
+    """The fix for a client that re-authenticates after a 1469."""
+    return (
+        "treat 401 with returnCode 1469 as final for that operation (report it, or give the "
+        "account the permission: add_account(permissions=[...])) instead of authenticating "
+        "again; keep the credential for the account's other calls"
+    )

@@ -50,6 +50,9 @@ class Options:
     strict: bool = False
     #: Serve over HTTPS with a per-session test CA.
     https: bool = False
+    #: Count a v1 session not ended with /v1/logout as a finding at teardown (the
+    #: interface document makes logout optional, so this is off by default).
+    require_logout: bool = False
 
     def __post_init__(self) -> None:
         for name in ("token_ttl", "lockout_duration", "session_timeout"):
@@ -81,7 +84,7 @@ class Options:
                 "mgmtauth option 'throttle' must be an int >= 1 (premature grants per 60 s) "
                 f"or None to switch throttling off, got {throttle!r}"
             )
-        for name in ("strict", "https"):
+        for name in ("strict", "https", "require_logout"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(
                     f"mgmtauth option {name!r} must be True or False, got {getattr(self, name)!r}"
@@ -97,6 +100,7 @@ class Options:
             f"throttle={self.throttle}",
             f"strict={self.strict}",
             f"https={self.https}",
+            f"require_logout={self.require_logout}",
         ]
         return " ".join(parts)
 

@@ -106,6 +106,7 @@ def test_human_banner_prints_url_credentials_and_how_to_stop(key_file: Path) -> 
         assert "token_ttl=1800s" in text
         assert "strict=" not in text
         assert "https=" not in text
+        assert "require_logout=" not in text
     finally:
         process.terminate()
         process.communicate(timeout=GUARD)
@@ -154,6 +155,8 @@ def test_accounts_from_the_command_line_and_a_file(
         # HTTPS shows in the URL; strict has no test to fail here.
         assert "https" not in info["options"]
         assert "strict" not in info["options"]
+        # The teardown check's option: /_mgmtauth/check?require_logout=true does that here.
+        assert "require_logout" not in info["options"]
         assert info["url"].startswith("https://")
         assert Path(info["ca_bundle"]).is_file()
         answer = http.post(
