@@ -61,6 +61,9 @@ class Scene:
     started_at: float
     #: The simulated time of the check.
     now: float
+    #: Where the whole timeline is, named where a long one is cut: for a test
+    #: ``mgmt_server.timeline()``; for the standalone server its control endpoint.
+    whole_timeline: str = "mgmt_server.timeline()"
 
     @functools.cached_property
     def origin(self) -> float:
@@ -368,7 +371,7 @@ def format_timeline(
         shown = [*(_render(line, scene) for line in lines[:start]), *shown]
     if end < len(lines):
         shown.append(
-            f"  ... {len(lines) - end} more line(s): mgmt_server.timeline() shows them all"
+            f"  ... {len(lines) - end} more line(s): {scene.whole_timeline} shows them all"
         )
     table = _credentials_table(scene, username)
     parts = [header, *shown]

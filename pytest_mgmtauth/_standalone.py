@@ -262,7 +262,9 @@ class StandaloneServer:
         self, *, require_logout: bool = False, churn: bool = True, expired_use: bool = True
     ) -> dict[str, Any]:
         """The verdicts since the last reset (``GET /_mgmtauth/check``), as JSON."""
-        scene = self.fake._scene()
+        # A long timeline in a message is cut; say where a client in any language
+        # finds the whole of it.
+        scene = dataclasses.replace(self.fake._scene(), whole_timeline=f"GET {PREFIX}/timeline")
         kinds = [
             kind
             for kind, counted in (

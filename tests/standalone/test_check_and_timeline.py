@@ -220,8 +220,27 @@ def test_a_long_timeline_is_shown_whole(
     text = get("/timeline").text
     assert "more line(s)" not in text
     assert text.count("GET /v2/things with T1 -> 200") == 20
-    # The failure messages cut it around the event they are about.
-    assert "more line(s)" in format_timeline(server.fake._scene())
+    # The failure messages cut it around the event they are about, and send the
+    # reader to where it is whole: mgmt_server.timeline() in a test...
+    cut = format_timeline(server.fake._scene())
+    assert "more line(s): mgmt_server.timeline() shows them all" in cut
+    whole = server.fake.timeline()
+    assert "more line(s)" not in whole
+    assert whole.count("GET /v2/things with T1 -> 200") == 20
+
+
+def test_a_finding_with_a_long_timeline_points_at_the_timeline_endpoint(
+    server: StandaloneServer, get: Any, http: requests.Session
+) -> None:
+    _token(http, server.url)
+    token = _token(http, server.url)  # churn, then 30 lines more
+    for _ in range(15):
+        assert _things(http, server.url, token) == 200
+        assert http.get(f"{server.url}/v2/nothing").status_code == 404
+    (finding,) = get("/check").json()["findings"]
+    # ...and GET /_mgmtauth/timeline for a client in another language.
+    assert "more line(s): GET /_mgmtauth/timeline shows them all" in finding["message"]
+    assert "mgmt_server" not in finding["message"]
 
 
 def test_timeline_of_an_unknown_account_is_a_400_naming_the_known_ones(get: Any) -> None:
