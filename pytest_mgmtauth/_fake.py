@@ -253,7 +253,9 @@ class MgmtServer:
         __tracebackhide__ = True
         if username is not None and username not in self._service.accounts:
             known = ", ".join(repr(u) for u in self._service.accounts) or "none"
-            raise ValueError(f"no account {username!r} in this test; accounts: {known}")
+            raise ValueError(
+                self._service.redact(f"no account {username!r} in this test; accounts: {known}")
+            )
 
     def timeline(self, username: str | None = None) -> str:
         """This test's timeline (of one account, or all) in simulated time since the

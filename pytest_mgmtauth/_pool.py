@@ -6,8 +6,12 @@ but never uses its fixtures starts no server and generates no key.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import tempfile
 import threading
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from cryptography.exceptions import UnsupportedAlgorithm
 
@@ -15,8 +19,28 @@ from ._domain._tokens import TokenSigner, generate_private_key_pem, load_private
 from ._transport._server import FakeHTTPServer
 from ._transport._tls import TestCA
 
+if TYPE_CHECKING:
+    from pathlib import Path
+
 #: Reads / writes the PEM of the signing key across runs (pytest's cache); may be None.
 KeyCache = tuple[Callable[[], bytes | None], Callable[[bytes], None]]
+
+
+def write_private_file(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically and readable by its owner only (0600) from
+    the first byte: a temporary file in the same directory, made 0600 by mkstemp, then
+    renamed over ``path``. A reader (another xdist worker) sees the old file or the
+    whole new one, never half of it, and nobody else ever sees the key."""
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.chmod(temporary, 0o600)  # mkstemp's mode already; said for the reader
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
 
 
 class SessionPool:
@@ -47,8 +71,8 @@ class SessionPool:
                 try:
                     load_private_key(cached)
                 except (ValueError, TypeError, UnsupportedAlgorithm):
-                    # A damaged entry, e.g. half-written by another xdist worker (pytest's
-                    # cache writes are not atomic): make a new key instead.
+                    # A damaged entry (edited, or left by an older version whose writes
+                    # were not atomic): make a new key instead.
                     pass
                 else:
                     return cached

@@ -249,6 +249,8 @@ class StandaloneServer:
             old = self._fake
             self._fake = self._new_fake()  # binds itself to the server
             if old is not None:
+                # Secrets handed out before the reset are still secrets.
+                self._fake._service.keep_masking(old._service)
                 old._close()
 
     def timeline(self, username: str | None = None) -> str:

@@ -9,6 +9,7 @@ import dataclasses
 import re
 import warnings
 import xml.etree.ElementTree as ET
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -16,7 +17,7 @@ import pytest
 from ._assertions import KINDS, WARNINGS, Finding
 from ._domain._options import OPTION_NAMES, Options, build_options, check_option_names
 from ._fake import MgmtServer
-from ._pool import KeyCache, SessionPool
+from ._pool import KeyCache, SessionPool, write_private_file
 from ._report import figures, format_table
 from ._simclock import MgmtClock
 
@@ -36,7 +37,13 @@ _FAKE = pytest.StashKey[MgmtServer]()
 _SECTION_SHOWN = pytest.StashKey[bool]()
 #: The title of the report section that holds a test's timeline and verdicts.
 SECTION_TITLE = "mgmtauth timeline"
-_KEY_CACHE_ENTRY = "mgmtauth/signing-key-pem"
+#: Where the signing key is kept across runs: a PEM file, mode 0600, in pytest's cache
+#: directory (``.pytest_cache/d/mgmtauth/signing-key.pem``).
+_KEY_CACHE_DIR = "mgmtauth"
+_KEY_CACHE_FILE = "signing-key.pem"
+#: The cache entry of versions up to 0.x (a JSON value, world-readable): emptied when a
+#: key is written to the file.
+_OLD_KEY_CACHE_ENTRY = "mgmtauth/signing-key-pem"
 
 _OPTION_HELP = {
     "token_ttl": "bearer token validity in seconds (default 1800)",
@@ -146,12 +153,27 @@ def _key_cache(config: pytest.Config) -> KeyCache | None:
     if cache is None:  # -p no:cacheprovider
         return None
 
+    def path() -> Path:
+        return Path(cache.mkdir(_KEY_CACHE_DIR)) / _KEY_CACHE_FILE
+
     def read() -> bytes | None:
-        value = cache.get(_KEY_CACHE_ENTRY, None)
-        return value.encode() if isinstance(value, str) else None
+        try:
+            return path().read_bytes()
+        except OSError:
+            return None
 
     def write(pem: bytes) -> None:
-        cache.set(_KEY_CACHE_ENTRY, pem.decode())
+        try:
+            write_private_file(path(), pem)
+        except OSError as exc:
+            warnings.warn(
+                f"pytest-mgmtauth could not keep the signing key in pytest's cache ({exc}); "
+                "each run generates a new one",
+                stacklevel=1,
+            )
+            return
+        if cache.get(_OLD_KEY_CACHE_ENTRY, None) is not None:
+            cache.set(_OLD_KEY_CACHE_ENTRY, None)  # the old, world-readable copy
 
     return read, write
 

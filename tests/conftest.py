@@ -8,7 +8,6 @@ plugin uses, so the wire tests, the pytester runs and a rerun all share one key.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -25,7 +24,7 @@ from pytest_mgmtauth._domain._tokens import (
     TokenSigner,
     generate_private_key_pem,
 )
-from pytest_mgmtauth.plugin import _KEY_CACHE_ENTRY
+from pytest_mgmtauth.plugin import _KEY_CACHE_DIR, _KEY_CACHE_FILE, _key_cache
 
 FORM_TYPE = "application/x-www-form-urlencoded"
 #: How working clients of the real service find the session id in the Set-Cookie lines.
@@ -59,13 +58,13 @@ def default_key_pem(pytestconfig: pytest.Config) -> bytes:
     The plugin's pool reads the same cache entry, so this key is the one the session's
     ``mgmt_server`` signs with; pytester runs are seeded with it (see ``seed_key``).
     """
-    cache = getattr(pytestconfig, "cache", None)
-    cached = cache.get(_KEY_CACHE_ENTRY, None) if cache is not None else None
-    if isinstance(cached, str):
-        return cached.encode()
+    cache = _key_cache(pytestconfig)
+    cached = cache[0]() if cache is not None else None
+    if cached:
+        return cached
     pem = generate_private_key_pem()
     if cache is not None:
-        cache.set(_KEY_CACHE_ENTRY, pem.decode())
+        cache[1](pem)
     return pem
 
 
@@ -75,9 +74,9 @@ def seed_key(default_key_pem: bytes) -> Callable[[pytest.Pytester], None]:
     not spend half a second generating its own 4096-bit key."""
 
     def seed(pytester: pytest.Pytester) -> None:
-        entry = pytester.path.joinpath(".pytest_cache", "v", *_KEY_CACHE_ENTRY.split("/"))
+        entry = pytester.path.joinpath(".pytest_cache", "d", _KEY_CACHE_DIR, _KEY_CACHE_FILE)
         entry.parent.mkdir(parents=True, exist_ok=True)
-        entry.write_text(json.dumps(default_key_pem.decode()))
+        entry.write_bytes(default_key_pem)
 
     return seed
 

@@ -130,7 +130,9 @@ def diagnose_secret(
                 f"(it still contains '%XX' escapes, e.g. {quote('+', safe='')} for '+'): "
                 f"encode it once; {_ENCODE_ONCE[client]}"
             )
-    if received and expected.startswith(received):
+    if len(received) * 2 >= len(expected) and expected.startswith(received):
+        # Only from half the secret on: below that, saying "truncated" would tell a
+        # guesser that a short prefix is right, one character at a time (an oracle).
         return f"the {field} arrived truncated ({len(received)} of {len(expected)} characters)"
     if received.strip() == expected:
         return f"the {field} arrived with surrounding whitespace; send it without"
@@ -163,4 +165,15 @@ def fix_after_forbidden() -> str:
         "treat 401 with returnCode 1469 as final for that operation (report it, or give the "
         "account the permission: add_account(permissions=[...])) instead of authenticating "
         "again; keep the credential for the account's other calls"
+    )
+
+
+def paused_diagnosis(field: str, budget: int, window: float) -> str:
+    """The plain refusal once an account's diagnoses are used up (see DIAGNOSIS_BUDGET):
+    says nothing about how the secret that arrived relates to the account's."""
+    return (
+        f"the {field} does not match the account's; diagnoses of this account's {field} "
+        f"are paused after {budget} failures within {window:g} s of simulated time, so "
+        "that they cannot be used to guess it: the first failures' messages say what is "
+        "wrong"
     )

@@ -14,7 +14,7 @@ import math
 import secrets
 import threading
 from collections import deque
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from ._accounts import (
     Account,
@@ -24,7 +24,7 @@ from ._accounts import (
     make_account,
 )
 from ._clock import Clock, system_clock, to_datetime
-from ._diagnosis import ClientKind, diagnose_secret
+from ._diagnosis import ClientKind, diagnose_secret, paused_diagnosis
 from ._events import (
     AccountLocked,
     AccountLockedManually,
@@ -47,6 +47,7 @@ from ._events import (
     UnknownRoute,
 )
 from ._faults import FaultPlan, FiredFault
+from ._redact import SecretMasker
 from ._tokens import Claims, TokenProblem, TokenSigner, unverified_subject
 
 if TYPE_CHECKING:
@@ -67,6 +68,13 @@ SERVICE_MESSAGES = {
 
 #: Throttling counts premature grants within this window of simulated time.
 THROTTLE_WINDOW = 60.0
+
+#: A wrong API key or password is diagnosed (compared with the account's, see
+#: _diagnosis.py) for at most this many failures per account and secret within
+#: DIAGNOSIS_WINDOW seconds of simulated time; later failures get a plain 1401, so that
+#: the diagnoses cannot be used as an oracle to recover the secret.
+DIAGNOSIS_BUDGET = 5
+DIAGNOSIS_WINDOW = 60.0
 
 
 class Refusal(Exception):
@@ -110,6 +118,10 @@ class TokenRecord:
     def fingerprint(self) -> str:
         return fingerprint(self.token)
 
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        # Hypothesis and IPython print dataclasses field by field, repr=False ones too.
+        printer.text(repr(self))
+
 
 @dataclasses.dataclass
 class SessionRecord:
@@ -128,6 +140,9 @@ class SessionRecord:
     @property
     def fingerprint(self) -> str:
         return fingerprint(self.session_id)
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(repr(self))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -173,6 +188,10 @@ class AuthService:
         self._manual_locks: dict[str, tuple[float, float]] = {}
         # Secrets replaced by rotate_*(): (username, "API key"/"password") -> [(old, when)].
         self._rotated: dict[tuple[str, str], list[tuple[str, float]]] = {}
+        # Every secret this service holds or handed out, masked wherever text leaves it.
+        self._masker = SecretMasker()
+        # Times of the diagnosed failures, per (username, "API key"/"password").
+        self._diagnosed: dict[tuple[str, str], deque[float]] = {}
 
     # -- time and events -----------------------------------------------------------
 
@@ -180,7 +199,32 @@ class AuthService:
         return self._clock()
 
     def _record(self, event: Event) -> None:
-        self._events.append(event)
+        self._events.append(self._masked_event(event))
+
+    def redact(self, text: str) -> str:
+        """``text`` with every secret of this test's accounts, tokens and sessions (also
+        rotated-out and ended ones) replaced by its fingerprint: apply it to anything
+        that quotes what a client sent before it leaves the fake."""
+        return self._masker.mask(text)
+
+    def keep_masking(self, previous: AuthService) -> None:
+        """Mask the secrets of ``previous`` too (the standalone server's state before a
+        reset: its clients may still send the old sessions' ids)."""
+        self._masker.add_all(previous._masker)
+
+    def _masked_event(self, event: Event) -> Event:
+        changes: dict[str, Any] = {}
+        for field in dataclasses.fields(event):
+            value = getattr(event, field.name)
+            if isinstance(value, str):
+                masked = self._masker.mask(value)
+                if masked != value:
+                    changes[field.name] = masked
+        return dataclasses.replace(event, **changes) if changes else event
+
+    def _hold_secrets(self, *values: str) -> None:
+        for value in values:
+            self._masker.add(value)
 
     @property
     def events(self) -> list[Event]:
@@ -220,6 +264,7 @@ class AuthService:
                     f"add_account: an account {account.username!r} exists already in this test"
                 )
             self.accounts[account.username] = account
+            self._hold_secrets(account.api_key, account.password)
             return account
 
     def _unknown_account(self, username: str) -> str:
@@ -235,7 +280,7 @@ class AuthService:
                 "; this test has no accounts: add one with mgmt_server.add_account() "
                 "or use the mgmt_account fixture"
             )
-        return f"no account {username!r} exists{hint}"
+        return self.redact(f"no account {username!r} exists{hint}")
 
     # -- churn ---------------------------------------------------------------------
 
@@ -601,6 +646,7 @@ class AuthService:
                 issued_tick=tick,
             )
             self.sessions[record.session_id] = record
+            self._hold_secrets(record.session_id, record.utk)
             self._record(
                 LoggedIn(
                     at=to_datetime(now),
@@ -994,6 +1040,7 @@ class AuthService:
             else:
                 rotated = dataclasses.replace(account, password=new_value)
             self.accounts[username] = rotated
+            self._hold_secrets(new_value)
             now = self.now()
             self._rotated.setdefault((username, secret), []).append((old, now))
             self._record(
@@ -1024,6 +1071,13 @@ class AuthService:
                     f"this is the account's old {secret} ({fingerprint(old)}), replaced at "
                     f"{self._offset(when)} by rotation: use the current one"
                 )
+        now = self.now()
+        recent = self._diagnosed.setdefault((username, secret), deque())
+        while recent and recent[0] <= now - DIAGNOSIS_WINDOW:
+            recent.popleft()
+        if len(recent) >= DIAGNOSIS_BUDGET:
+            return paused_diagnosis(secret, DIAGNOSIS_BUDGET, DIAGNOSIS_WINDOW)
+        recent.append(now)
         return diagnose_secret(secret, expected, received, client)
 
     # -- queries -------------------------------------------------------------------

@@ -74,6 +74,33 @@ def error_response(
     return json_response(status, {"returnCode": return_code, "message": message, **extra}, headers)
 
 
+def masked_error(response: Response, redact: Callable[[str], str]) -> Response:
+    """An error answer of the fake (status >= 400, a JSON body) with every secret the
+    service knows masked in its strings: messages quote what the client sent (a
+    username, a path, a header), and a client that put a secret there must not get it
+    echoed. Other answers (a route handler's, a grant's token) pass unchanged."""
+    if response.status_code < 400 or response.mimetype != "application/json":
+        return response
+    try:
+        body = json.loads(response.get_data())
+    except ValueError:
+        return response
+    masked = _mask_json(body, redact)
+    if masked != body:
+        response.set_data(json.dumps(masked))
+    return response
+
+
+def _mask_json(value: Any, redact: Callable[[str], str]) -> Any:
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, list):
+        return [_mask_json(v, redact) for v in value]
+    if isinstance(value, dict):
+        return {redact(k): _mask_json(v, redact) for k, v in value.items()}
+    return value
+
+
 def refusal_response(refusal: Refusal) -> Response:
     extra: dict[str, Any] = {}
     if refusal.retry_after is not None:
@@ -165,7 +192,13 @@ class FakeApp:
                 "the test that owns the mgmt_server fixture",
             )
         if self.control is not None and request.path.startswith(self.control.prefix):
-            return self.control(request)
+            return masked_error(self.control(request), binding.service.redact)
+        response = self._answer(binding, request)
+        if request.environ.get(_HANDLER_ANSWERED):
+            return response  # the user's route handler's answer, as it made it
+        return masked_error(response, binding.service.redact)
+
+    def _answer(self, binding: Binding, request: Request) -> Response:
         try:
             return self._dispatch(binding, request)
         except ConnectionResetOnCue:
@@ -263,6 +296,7 @@ class FakeApp:
             service.record_call(auth, request.method, request.path, 500)
             return error_response(500, 500, f"{error} (re-raised in the test)")
         service.record_call(auth, request.method, request.path, response.status_code)
+        request.environ[_HANDLER_ANSWERED] = True
         return response
 
     @staticmethod
@@ -288,6 +322,8 @@ class FakeApp:
 
 
 _ARRIVED = "mgmtauth.arrived"
+#: WSGI environ key: set when a route's handler made the answer (not the fake).
+_HANDLER_ANSWERED = "mgmtauth.handler_answered"
 
 
 def _arrival(service: AuthService, request: Request) -> int:

@@ -19,14 +19,18 @@ import socket
 import ssl
 import struct
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 from werkzeug.serving import ThreadedWSGIServer, WSGIRequestHandler
 
+from .._domain._redact import SecretMasker
 from ._app import ACCEPTED_BINDING, Binding, FakeApp
 from ._parsing import MAX_BODY_BYTES
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 #: Seconds a connection may sit idle mid-request before its thread gives up on it.
 STALL_TIMEOUT = 30.0
@@ -37,6 +41,27 @@ class _FakeRequest(Request):
     # large reads as too large (read_body answers 413) instead of silently truncated.
     max_content_length = MAX_BODY_BYTES + 1
     max_form_memory_size = MAX_BODY_BYTES
+
+    def __repr__(self) -> str:
+        # Shown in tracebacks (pytest prints a frame's arguments): Werkzeug's repr holds
+        # the whole URL, and with it a utk in the query or a jsessionid in the path.
+        return f"<{type(self).__name__} {_mask_for(self.environ)(_target(self))!r} [{self.method}]>"
+
+
+def _target(request: Request) -> str:
+    try:
+        query = "&".join(f"{k}={v}" for k, v in request.args.items(multi=True))
+    except Exception:  # a repr must not raise
+        query = "<query not shown>"
+    return request.path + (f"?{query}" if query else "")
+
+
+def _mask_for(environ: Any) -> Callable[[str], str]:
+    """The secret masker of the test a connection belongs to (JWTs only without one)."""
+    binding = environ.get(ACCEPTED_BINDING) if environ is not None else None
+    if binding is None:
+        binding = getattr(_accepted, "binding", None)
+    return binding.service.redact if binding is not None else SecretMasker().mask
 
 
 #: Per connection thread: the test binding current when the connection was accepted.
@@ -93,7 +118,8 @@ class _RequestHandler(WSGIRequestHandler):
             # the body without a status line; the client wrote an HTTP/1.x-style line.
             self.request_version = "HTTP/1.0"
         short, long = self.responses.get(code, ("Error", ""))
-        text = f"{message or short}: {explain or long}".rstrip(": ")
+        # http.server quotes the request line ("Bad request syntax ('GET /?utk=...')").
+        text = _mask_for(None)(f"{message or short}: {explain or long}".rstrip(": "))
         body = json.dumps({"returnCode": code, "message": text}).encode()
         self.send_response(code, short)
         self.send_header("Connection", "close")

@@ -4,6 +4,8 @@ server with its own state."""
 from __future__ import annotations
 
 import json
+import os
+import stat
 import threading
 from typing import TYPE_CHECKING
 
@@ -12,7 +14,12 @@ import pytest
 from pytest_mgmtauth import _pool
 from pytest_mgmtauth._domain._tokens import generate_private_key_pem, load_private_key
 from pytest_mgmtauth._pool import SessionPool
-from pytest_mgmtauth.plugin import _KEY_CACHE_ENTRY, _key_cache
+from pytest_mgmtauth.plugin import (
+    _KEY_CACHE_DIR,
+    _KEY_CACHE_FILE,
+    _OLD_KEY_CACHE_ENTRY,
+    _key_cache,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -133,5 +140,37 @@ def test_under_xdist_each_worker_has_its_own_server_and_state(
     assert set(by_worker) == {"gw0", "gw1"}
     assert all(len(urls) == 1 for urls in by_worker.values())  # one server per worker
     assert by_worker["gw0"] != by_worker["gw1"]  # and not the same one
-    entry = pytester.path / ".pytest_cache" / "v" / _KEY_CACHE_ENTRY
-    load_private_key(json.loads(entry.read_text()).encode())
+    entry = pytester.path / ".pytest_cache" / "d" / _KEY_CACHE_DIR / _KEY_CACHE_FILE
+    load_private_key(entry.read_bytes())
+
+
+def test_the_cached_key_is_owner_only_from_its_first_byte(
+    pytester: pytest.Pytester, small_keys: list[bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # It was written by pytest's cache.set: 0644 (with the usual umask), readable by
+    # every user of the machine. Now 0600 even under umask 0, with no window at 0644:
+    # the file is complete and 0600 before it gets its name.
+    config = pytester.parseconfigure()
+    config.cache.set(_OLD_KEY_CACHE_ENTRY, generate_private_key_pem(2048).decode())
+    cache = _key_cache(config)
+    assert cache is not None
+    modes_when_renamed = []
+    real_replace = os.replace
+
+    def replace(source: str, target: str) -> None:
+        modes_when_renamed.append(stat.S_IMODE(os.stat(source).st_mode))
+        real_replace(source, target)
+
+    monkeypatch.setattr(_pool.os, "replace", replace)
+    old_umask = os.umask(0)
+    try:
+        SessionPool(cache).signer  # noqa: B018
+    finally:
+        os.umask(old_umask)
+    entry = pytester.path / ".pytest_cache" / "d" / _KEY_CACHE_DIR / _KEY_CACHE_FILE
+    assert modes_when_renamed == [0o600]
+    assert stat.S_IMODE(entry.stat().st_mode) == 0o600
+    assert entry.read_bytes() == small_keys[-1]
+    assert [p.name for p in entry.parent.iterdir()] == [_KEY_CACHE_FILE]  # no temp file
+    # The copy an older version left world-readable is emptied.
+    assert config.cache.get(_OLD_KEY_CACHE_ENTRY, "gone") is None

@@ -11,7 +11,7 @@ import os
 from typing import TYPE_CHECKING
 
 import pytest
-from hostile_support import World, setup_world
+from hostile_support import SECRET_INPUTS_TRIED, World, setup_world
 from hypothesis import HealthCheck, settings
 
 if TYPE_CHECKING:
@@ -68,3 +68,9 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
             f"{status or 'none'}: {count}" for status, count in sorted(_TOTALS.items(), key=str)
         )
         terminalreporter.write_line(f"mgmtauth hostile: {total} requests answered ({by_status})")
+    if SECRET_INPUTS_TRIED:
+        tried = ", ".join(f"{name}: {n}" for name, n in SECRET_INPUTS_TRIED.items())
+        terminalreporter.write_line(
+            f"mgmtauth hostile: {sum(SECRET_INPUTS_TRIED.values())} inputs carrying a "
+            f"secret, every output channel searched ({tried})"
+        )

@@ -50,6 +50,10 @@ REQUEST_EVENTS = (
 )
 SIDE_EVENTS = (AccountLocked, SessionExpired)
 
+#: Inputs carrying a secret tried by test_hostile_secrets in this process, by test
+#: (printed in the terminal summary: see conftest.py).
+SECRET_INPUTS_TRIED: dict[str, int] = {}
+
 #: Statuses the HTTP layer (http.server under Werkzeug) answers on its own, before the
 #: fake sees the request: a malformed request line or headers, lines or headers too long.
 PROTOCOL_STATUSES = frozenset({400, 408, 413, 414, 431})
