@@ -61,6 +61,9 @@ class Scene:
     started_at: float
     #: The simulated time of the check.
     now: float
+    #: Where the whole timeline is, named where a long one is cut: for a test
+    #: ``mgmt_server.timeline()``; for the standalone server its control endpoint.
+    whole_timeline: str = "mgmt_server.timeline()"
 
     @functools.cached_property
     def origin(self) -> float:
@@ -368,7 +371,7 @@ def format_timeline(
         shown = [*(_render(line, scene) for line in lines[:start]), *shown]
     if end < len(lines):
         shown.append(
-            f"  ... {len(lines) - end} more line(s): mgmt_server.timeline() shows them all"
+            f"  ... {len(lines) - end} more line(s): {scene.whole_timeline} shows them all"
         )
     table = _credentials_table(scene, username)
     parts = [header, *shown]
@@ -592,8 +595,8 @@ def check_logged_out(scene: Scene, *, username: str | None = None) -> None:
         raise AssertionError(message)
 
 
-def open_session_message(scene: Scene, *, username: str | None = None) -> str | None:
-    """Which v1 sessions opened in the test were not ended with /v1/logout, or ``None``."""
+def _open_sessions(scene: Scene, username: str | None = None) -> list[LoggedIn]:
+    """v1 sessions started in the scene and never ended with /v1/logout."""
     logged_out = {e.session for e in scene.events if isinstance(e, LoggedOut)}
     # A session the test itself ended (mgmt_server.expire / revoke) cannot be logged out.
     logged_out |= {
@@ -601,12 +604,17 @@ def open_session_message(scene: Scene, *, username: str | None = None) -> str | 
         for e in scene.events
         if isinstance(e, (CredentialExpired, CredentialRevoked)) and e.version == "v1"
     }
-    timed_out = {e.session: e for e in scene.events if isinstance(e, SessionExpired)}
-    open_sessions = [
+    return [
         g
         for g in grants(scene.events, version="v1", username=username)
         if isinstance(g, LoggedIn) and g.session not in logged_out
     ]
+
+
+def open_session_message(scene: Scene, *, username: str | None = None) -> str | None:
+    """Which v1 sessions opened in the test were not ended with /v1/logout, or ``None``."""
+    timed_out = {e.session: e for e in scene.events if isinstance(e, SessionExpired)}
+    open_sessions = _open_sessions(scene, username)
     if not open_sessions:
         return None
     described = []
@@ -712,6 +720,20 @@ def findings(scene: Scene, *, kinds: Collection[str] | None = None) -> list[Find
             if message is not None:
                 found.append(Finding(kind, username, message))
     return found
+
+
+def finding_counts(scene: Scene) -> dict[str, int]:
+    """How many of each thing :func:`findings` looks at, whether it counts or not:
+    premature grants (``churn``), calls with an expired credential, sessions not logged
+    out, and the figures of :func:`summarize` (for ``GET /_mgmtauth/check``)."""
+    summary = summarize(scene.events)
+    return {
+        **{f.name: getattr(summary, f.name) for f in dataclasses.fields(summary)},
+        "expired_use": sum(
+            1 for e in scene.events if isinstance(e, ApiCall) and e.credential_expired
+        ),
+        "open_session": len(_open_sessions(scene)),
+    }
 
 
 #: A timeline of up to this many lines is shown whole in the report section.

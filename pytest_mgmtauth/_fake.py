@@ -261,7 +261,8 @@ class MgmtServer:
         """This test's timeline (of one account, or all) in simulated time since the
         test started, with each credential's uses and end; secrets as fingerprints."""
         self._known_username(username)
-        return _assertions.format_timeline(self._scene(), username=username)
+        # Every line: it is where the cut timelines of failure messages send the reader.
+        return _assertions.format_timeline(self._scene(), username=username, whole=True)
 
     def assert_token_reused(self, *, username: str | None = None) -> None:
         """Fail if an account was granted a new credential while it still held a valid

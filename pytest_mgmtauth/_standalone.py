@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from cryptography.exceptions import UnsupportedAlgorithm
 
-from . import __version__
+from . import __version__, _assertions
 from ._domain._accounts import make_account
 from ._domain._clock import ManualClock, OffsetClock
 from ._domain._options import Options
@@ -40,6 +40,25 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 #: How often the main thread looks for a stop request, in seconds.
 _STOP_POLL = 0.1
+
+
+#: Options of ``@pytest.mark.mgmtauth`` that mean nothing to a standalone server: there
+#: is no teardown check for ``strict`` to make fail or ``require_logout`` to widen
+#: (``GET /_mgmtauth/check?require_logout=true`` does that), and HTTPS shows in the URL's
+#: scheme.
+_TEST_ONLY_OPTIONS = ("strict", "https", "require_logout")
+
+
+def options_json(options: Options) -> dict[str, Any]:
+    """The server's options for ``--json``: token_ttl in whole seconds (as the JWT's
+    exp claim counts), without the options that only mean something in a test."""
+    data = {
+        f.name: getattr(options, f.name)
+        for f in dataclasses.fields(options)
+        if f.name not in _TEST_ONLY_OPTIONS
+    }
+    data["token_ttl"] = int(options.token_ttl)
+    return data
 
 
 class UsageError(Exception):
@@ -191,7 +210,11 @@ class StandaloneServer:
             socket.create_server((self._host, self._port), family=family).close()
         self._fake = self._new_fake()
         self._pool.server(https=self.options.https).app.control = ControlAPI(
-            fake=lambda: self.fake, clock=self.clock, reset=self.reset
+            fake=lambda: self.fake,
+            clock=self.clock,
+            reset=self.reset,
+            check=self.check,
+            timeline=self.timeline,
         )
 
     def _new_fake(self) -> MgmtServer:
@@ -230,6 +253,41 @@ class StandaloneServer:
                 self._fake._service.keep_masking(old._service)
                 old._close()
 
+    def timeline(self, username: str | None = None) -> str:
+        """Every line of the timeline since the last reset (``GET /_mgmtauth/timeline``):
+        the text of the Python failure messages, not cut around one event."""
+        fake = self.fake
+        fake._known_username(username)
+        return _assertions.format_timeline(fake._scene(), username=username, whole=True)
+
+    def check(
+        self, *, require_logout: bool = False, churn: bool = True, expired_use: bool = True
+    ) -> dict[str, Any]:
+        """The verdicts since the last reset (``GET /_mgmtauth/check``), as JSON."""
+        # A long timeline in a message is cut; say where a client in any language
+        # finds the whole of it.
+        scene = dataclasses.replace(self.fake._scene(), whole_timeline=f"GET {PREFIX}/timeline")
+        kinds = [
+            kind
+            for kind, counted in (
+                ("churn", churn),
+                ("expired_use", expired_use),
+                ("open_session", require_logout),
+            )
+            if counted
+        ]
+        found = _assertions.findings(scene, kinds=kinds)
+        return {
+            "ok": not found,
+            "findings": [dataclasses.asdict(f) for f in found],
+            "counts": _assertions.finding_counts(scene),
+            "counted": {
+                "churn": churn,
+                "expired_use": expired_use,
+                "open_session": require_logout,
+            },
+        }
+
     @property
     def url(self) -> str:
         return self.fake.url
@@ -254,9 +312,7 @@ class StandaloneServer:
             "control": f"{self.url}{PREFIX}/",
             "ca_bundle": self.ca_bundle,
             "clock": "frozen" if isinstance(self.clock, ManualClock) else "real",
-            "options": {
-                f.name: getattr(self.options, f.name) for f in dataclasses.fields(self.options)
-            },
+            "options": options_json(self.options),
             "accounts": [account_json(a) for a in self.startup_accounts],
             "routes": [f"{m} {p}" for m, p in self._routes],
         }
@@ -277,7 +333,12 @@ def _print_banner(server: StandaloneServer, out: TextIO) -> None:
         else "real time, plus POST /_mgmtauth/clock/advance"
     )
     lines.append(f"  clock        {clock}")
-    lines.append(f"  options      {server.options.describe()}")
+    shown = [
+        part
+        for part in server.options.describe().split()
+        if part.split("=", 1)[0] not in _TEST_ONLY_OPTIONS
+    ]
+    lines.append(f"  options      {' '.join(shown)}")
     for account in info["accounts"]:
         lines.append(f"  account      {account['username']}")
         lines.append(f"    api key    {account['api_key']}")

@@ -6,6 +6,8 @@
 #     --account '{"username": "alice@example.com", "api_key": "s3cret+key&with=chars%/", "password": "pa55+word&"}' \
 #     --route 'GET /v2/things' --route 'GET /v1/things'
 #
+# It ends with the verdicts of /_mgmtauth/check and exits 1 on a finding it did not
+# expect; CHURN=1 makes its last client re-authenticate before every call, to see one.
 set -euo pipefail
 
 # --8<-- [start:setup]
@@ -43,7 +45,8 @@ curl -sS -X POST "$BASE/v1/logout" -H "Cookie: JSESSIONID=$SESSION" -w ' -> %{ht
 
 echo "== throttling: a new token for every call"
 # --8<-- [start:throttle]
-curl -sS -X POST "$BASE/_mgmtauth/reset" -o /dev/null   # fresh state, same accounts
+curl -sS -X POST "$BASE/_mgmtauth/reset" -o /dev/null \
+  -H 'Content-Type: application/json' -d '{}'   # fresh state, same accounts
 for i in 1 2 3 4 5 6 7; do
   curl -sS -o /dev/null -w '%{http_code} ' "$BASE/v2/auth" \
     --data-urlencode "username=$USERNAME" --data-urlencode "key=$API_KEY"
@@ -67,3 +70,25 @@ echo "== the timeline"
 # --8<-- [start:events]
 curl -sS "$BASE/_mgmtauth/events" | grep -o '"description": "[^"]*"'
 # --8<-- [end:events]
+
+echo "== verdicts: a client that reuses its token, checked"
+# --8<-- [start:check]
+curl -sS -X POST "$BASE/_mgmtauth/reset" -o /dev/null -H 'Content-Type: application/json' -d '{}'
+auth() {
+  curl -sS "$BASE/v2/auth" --data-urlencode "username=$USERNAME" --data-urlencode "key=$API_KEY" |
+    sed -E 's/.*"token": "([^"]+)".*/\1/'
+}
+TOKEN=$(auth)
+for i in 1 2 3; do
+  if [ "${CHURN:-}" = 1 ] && [ "$i" -gt 1 ]; then TOKEN=$(auth); fi  # the bug: a token per call
+  curl -sS -o /dev/null "$BASE/v2/things" -H "Authorization: Bearer $TOKEN" -w "call $i -> %{http_code}\n"
+done
+# The verdicts of the Python assertions; any finding fails this run (none is expected).
+VERDICT=$(curl -sS "$BASE/_mgmtauth/check")
+if ! printf '%s' "$VERDICT" | grep -q '"ok": true'; then
+  printf '%s\n' "$VERDICT" | grep -o '"kind": "[a-z_]*"' >&2
+  curl -sS "$BASE/_mgmtauth/timeline" >&2
+  exit 1
+fi
+echo "check: ok"
+# --8<-- [end:check]

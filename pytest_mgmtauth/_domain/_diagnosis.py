@@ -3,13 +3,72 @@
 The usual causes are encoding mistakes the real service punishes with a bare 1401: a
 key sent un-encoded in the form body ('+' becomes a space, '&' cuts the field, '%41'
 decodes to 'A') or encoded twice. Messages use fingerprints, never the secrets.
+
+A fix says what must be on the wire, then the idiom of the client that sent the request
+when the transport could tell it (:class:`ClientKind`, from the User-Agent), or a
+language-neutral one otherwise.
 """
 
 from __future__ import annotations
 
+import enum
 from urllib.parse import quote, unquote, unquote_plus
 
 from ._accounts import fingerprint
+
+
+class ClientKind(enum.Enum):
+    """The HTTP client a request came from, as far as its User-Agent tells."""
+
+    REQUESTS = "python-requests"
+    HTTPX = "python-httpx"
+    AIOHTTP = "aiohttp"
+    URLLIB = "python-urllib"
+    NODE = "node"
+    CURL = "curl"
+    GO = "go"
+    JAVA = "java"
+    OTHER = "other"
+
+
+#: How each client sends a URL-encoded form whose values it encodes itself.
+_FORM_IDIOM = {
+    ClientKind.REQUESTS: "pass the fields as a dict: requests.post(url, data={...})",
+    ClientKind.HTTPX: "pass the fields as a dict: httpx.post(url, data={...})",
+    ClientKind.AIOHTTP: "pass the fields as a dict: session.post(url, data={...})",
+    ClientKind.URLLIB: "build the body with urllib.parse.urlencode({...}).encode()",
+    ClientKind.NODE: "send body: new URLSearchParams({...}) (fetch then sets the Content-Type too)",
+    ClientKind.CURL: "use --data-urlencode 'name=value' for each field instead of -d/--data",
+    ClientKind.GO: "build the body with url.Values{...}.Encode(), or use http.PostForm",
+    ClientKind.JAVA: "encode each value with URLEncoder.encode(value, StandardCharsets.UTF_8) "
+    "when building the body",
+    ClientKind.OTHER: "build the body with your HTTP library's form encoder (Python "
+    "urllib.parse.urlencode or data={...}, JavaScript URLSearchParams, Go url.Values, Java "
+    "URLEncoder, curl --data-urlencode)",
+}
+
+#: Where each client would encode a value a second time.
+_ENCODE_ONCE = {
+    ClientKind.REQUESTS: "requests encodes a dict passed as data=: do not quote the value "
+    "yourself first",
+    ClientKind.HTTPX: "httpx encodes a dict passed as data=: do not quote the value yourself first",
+    ClientKind.AIOHTTP: "aiohttp encodes a dict passed as data=: do not quote the value "
+    "yourself first",
+    ClientKind.URLLIB: "urllib.parse.urlencode encodes the values: do not quote them "
+    "yourself first",
+    ClientKind.NODE: "URLSearchParams encodes the values: do not encodeURIComponent them first",
+    ClientKind.CURL: "--data-urlencode encodes the value: pass it as it is, not pre-encoded",
+    ClientKind.GO: "url.Values.Encode encodes the values: do not url.QueryEscape them first",
+    ClientKind.JAVA: "URLEncoder.encode each value once, not on an already encoded string",
+    ClientKind.OTHER: "a client that passes the fields to a form encoder (a dict in Python, "
+    "URLSearchParams, url.Values, curl --data-urlencode) must not encode the value itself "
+    "first",
+}
+
+
+def form_idiom(client: ClientKind) -> str:
+    """How ``client`` sends a URL-encoded form with its values encoded."""
+    return _FORM_IDIOM[client]
 
 
 def _as_unencoded_form_value(secret: str) -> str:
@@ -36,22 +95,28 @@ def _unencoded_damage(field: str, expected: str) -> list[str]:
     return damage or ["it was decoded once too often"]
 
 
-def diagnose_secret(field: str, expected: str, received: str) -> str:
-    """One sentence saying how ``received`` relates to ``expected``; '' when equal."""
+def diagnose_secret(
+    field: str, expected: str, received: str, client: ClientKind = ClientKind.OTHER
+) -> str:
+    """One sentence saying how ``received`` relates to ``expected``; '' when equal.
+
+    ``client`` picks the idiom of the fix; the wire format is named for every client.
+    """
     if received == expected:
         return ""
     if received == _as_unencoded_form_value(expected):
         return (
             f"the {field} arrived un-encoded: {'; '.join(_unencoded_damage(field, expected))}. "
-            f"URL-encode the {field} in the form body (urllib.parse.urlencode, or data={{...}} "
-            f"as a dict in requests/httpx) instead of writing it into the body as it is"
+            f"URL-encode the {field} in the form body instead of writing it in as it is: on "
+            f"the wire it must be percent-encoded ('+' as %2B, '&' as %26, '=' as %3D, '%' "
+            f"as %25); {_FORM_IDIOM[client]}"
         )
     if received == expected.replace("+", " "):
         # '%' and '&' were encoded (or absent) but '+' was not: a hand-rolled encoder.
         return (
             f"each '+' of the {field} arrived as a space: in a form body '+' means space, "
-            f"so it must travel as %2B; URL-encode the whole {field} with "
-            "urllib.parse.quote_plus (or pass a dict to your HTTP library)"
+            f"so it must travel as %2B; percent-encode the whole {field}; "
+            f"{_FORM_IDIOM[client]}"
         )
     decoded = received
     for times in (2, 3):
@@ -63,8 +128,7 @@ def diagnose_secret(field: str, expected: str, received: str) -> str:
             return (
                 f"the {field} arrived URL-encoded {'twice' if times == 2 else 'three times'} "
                 f"(it still contains '%XX' escapes, e.g. {quote('+', safe='')} for '+'): "
-                f"encode it once; a client that passes a dict to its HTTP library (or uses "
-                f"curl --data-urlencode) must not quote the value itself"
+                f"encode it once; {_ENCODE_ONCE[client]}"
             )
     if len(received) * 2 >= len(expected) and expected.startswith(received):
         # Only from half the secret on: below that, saying "truncated" would tell a

@@ -24,7 +24,7 @@ from ._accounts import (
     make_account,
 )
 from ._clock import Clock, system_clock, to_datetime
-from ._diagnosis import diagnose_secret, paused_diagnosis
+from ._diagnosis import ClientKind, diagnose_secret, paused_diagnosis
 from ._events import (
     AccountLocked,
     AccountLockedManually,
@@ -370,12 +370,18 @@ class AuthService:
     # -- v2 ------------------------------------------------------------------------
 
     def grant_token(
-        self, username: str, key: str, *, arrived: int | None = None
+        self,
+        username: str,
+        key: str,
+        *,
+        arrived: int | None = None,
+        client: ClientKind = ClientKind.OTHER,
     ) -> tuple[str, TokenRecord]:
         """``/v2/auth``: a new bearer token, or :class:`Refusal`.
 
         ``arrived`` is the :meth:`request_arrived` tick of the request; without it the
-        grant cannot be part of a thundering herd.
+        grant cannot be part of a thundering herd. ``client`` (what the transport made of
+        the User-Agent) picks the idiom of a wrong key's fix.
         """
         with self._lock:
             now = self.now()
@@ -392,7 +398,7 @@ class AuthService:
                 )
                 raise Refusal(401, AUTH_FAILED, reason)
             self._check_throttle(username, now)
-            problem = self._secret_problem(username, "API key", account.api_key, key)
+            problem = self._secret_problem(username, "API key", account.api_key, key, client)
             if problem:
                 self._record(
                     AuthRejected(
@@ -546,8 +552,16 @@ class AuthService:
 
     # -- v1 ------------------------------------------------------------------------
 
-    def login(self, username: str, password: str, *, arrived: int | None = None) -> SessionRecord:
-        """``/v1/login``: a new session, or :class:`Refusal` (1401, 1402)."""
+    def login(
+        self,
+        username: str,
+        password: str,
+        *,
+        arrived: int | None = None,
+        client: ClientKind = ClientKind.OTHER,
+    ) -> SessionRecord:
+        """``/v1/login``: a new session, or :class:`Refusal` (1401, 1402); ``client`` as
+        for :meth:`grant_token`."""
         with self._lock:
             now = self.now()
             self._expire_sessions(now)
@@ -591,7 +605,7 @@ class AuthService:
                     )
                 )
                 raise Refusal(401, LOCKED_OUT, reason, message=self._lockout_message())
-            problem = self._secret_problem(username, "password", account.password, password)
+            problem = self._secret_problem(username, "password", account.password, password, client)
             if problem:
                 failures = self._failed_logins.get(username, 0) + 1
                 self._failed_logins[username] = failures
@@ -1040,7 +1054,14 @@ class AuthService:
             )
             return rotated
 
-    def _secret_problem(self, username: str, secret: str, expected: str, received: str) -> str:
+    def _secret_problem(
+        self,
+        username: str,
+        secret: str,
+        expected: str,
+        received: str,
+        client: ClientKind = ClientKind.OTHER,
+    ) -> str:
         """diagnose_secret, knowing that a rotated-out secret is an old one, not a typo."""
         if received == expected:
             return ""
@@ -1057,7 +1078,7 @@ class AuthService:
         if len(recent) >= DIAGNOSIS_BUDGET:
             return paused_diagnosis(secret, DIAGNOSIS_BUDGET, DIAGNOSIS_WINDOW)
         recent.append(now)
-        return diagnose_secret(secret, expected, received)
+        return diagnose_secret(secret, expected, received, client)
 
     # -- queries -------------------------------------------------------------------
 

@@ -18,7 +18,14 @@ from werkzeug import Request, Response
 from werkzeug.exceptions import ClientDisconnected, HTTPException
 
 from .._domain._service import SERVICE_MESSAGES, Authorization, AuthService, Refusal
-from ._parsing import BadInput, bearer_token, read_body, read_form, session_credentials
+from ._parsing import (
+    BadInput,
+    bearer_token,
+    client_kind,
+    read_body,
+    read_form,
+    session_credentials,
+)
 
 if TYPE_CHECKING:
     import re
@@ -339,14 +346,18 @@ def _arrival(service: AuthService, request: Request) -> int:
 def _auth(service: AuthService, request: Request) -> Response:
     arrived = _arrival(service, request)
     form = read_form(request, AUTH_PATH, ("username", "key"))
-    token, _ = service.grant_token(form["username"], form["key"], arrived=arrived)
+    token, _ = service.grant_token(
+        form["username"], form["key"], arrived=arrived, client=client_kind(request)
+    )
     return json_response(200, {"token": token}, (*SUCCESS_HEADERS, ("Set-Cookie", REMEMBER_ME)))
 
 
 def _login(service: AuthService, request: Request) -> Response:
     arrived = _arrival(service, request)
     form = read_form(request, LOGIN_PATH, ("username", "password"))
-    session = service.login(form["username"], form["password"], arrived=arrived)
+    session = service.login(
+        form["username"], form["password"], arrived=arrived, client=client_kind(request)
+    )
     # JSESSIONID first and on its own header line: working clients of the real service
     # match '^JSESSIONID=([^;]*);' over the Set-Cookie lines.
     cookie = f"JSESSIONID={session.session_id}; Path={COOKIE_PATH}; Secure; HttpOnly"

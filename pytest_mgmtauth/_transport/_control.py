@@ -12,6 +12,7 @@ import dataclasses
 import json
 import math
 from datetime import datetime
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from werkzeug import Response
@@ -19,7 +20,7 @@ from werkzeug import Response
 from .._domain._clock import to_datetime
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Callable, Iterable, Mapping
 
     from werkzeug import Request
 
@@ -38,6 +39,8 @@ class ControlledFake(Protocol):
 
     @property
     def events(self) -> list[Event]: ...
+
+    def timeline(self, username: str | None = None) -> str: ...
 
     @property
     def accounts(self) -> list[Account]: ...
@@ -90,6 +93,21 @@ class ControlledFake(Protocol):
     def rotate_password(
         self, account: Account | str, new_password: str | None = None
     ) -> Account: ...
+
+
+class Verdicts(Protocol):
+    """``GET /_mgmtauth/check``: the findings since the last reset as a JSON object,
+    ``{"ok", "findings", "counts"}``; the switches say which kinds count."""
+
+    def __call__(
+        self, *, require_logout: bool, churn: bool, expired_use: bool
+    ) -> dict[str, Any]: ...
+
+
+class WholeTimeline(Protocol):
+    """``GET /_mgmtauth/timeline``: every line of the timeline text (of one account)."""
+
+    def __call__(self, username: str | None) -> str: ...
 
 
 class AdvanceableClock(Protocol):
@@ -155,8 +173,16 @@ def fault_json(fault: ScriptedFault) -> dict[str, Any]:
     return data
 
 
+_BOOLEANS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
+
+
 class _Body:
-    """A control request's JSON object, read field by field with named errors."""
+    """A control request's JSON object, read field by field with named errors.
+
+    ``query`` holds the query string of a GET (read with :meth:`flag` and checked
+    against the endpoint's known parameters by :meth:`only_params`)."""
+
+    query: Mapping[str, str] = MappingProxyType({})
 
     def __init__(self, endpoint: str, data: dict[str, Any], known: tuple[str, ...]) -> None:
         unknown = [k for k in data if k not in known]
@@ -201,6 +227,24 @@ class _Body:
             raise ControlError(400, f"{self.endpoint}: the field {name!r} must be finite")
         return None if value is None else float(value)
 
+    def only_params(self, known: tuple[str, ...]) -> None:
+        unknown = [k for k in self.query if k not in known]
+        if unknown:
+            raise ControlError(
+                400,
+                f"{self.endpoint}: unknown query parameter {', '.join(map(repr, unknown))}; "
+                f"known: {', '.join(known) or 'none'}",
+            )
+
+    def flag(self, name: str, default: bool) -> bool:
+        raw = self.query.get(name)
+        if raw is None:
+            return default
+        value = _BOOLEANS.get(raw.strip().lower())
+        if value is None:
+            raise ControlError(400, f"{self.endpoint}: ?{name}= takes true or false, got {raw!r}")
+        return value
+
     def texts(self, name: str) -> list[str] | None:
         value = self._get(name, (list,), "a list of strings", False)
         if value is not None and not all(isinstance(v, str) for v in value):
@@ -222,16 +266,31 @@ class ControlAPI:
         fake: Callable[[], ControlledFake],
         clock: AdvanceableClock,
         reset: Callable[[], None],
+        check: Verdicts | None = None,
+        timeline: WholeTimeline | None = None,
     ) -> None:
         self._fake = fake
         self._clock = clock
         self._reset = reset
+        self._check = check
+        self._whole_timeline = timeline
         # (method, path below the prefix) -> (handler, known body fields, what it does)
         self._endpoints: dict[
             tuple[str, str], tuple[Callable[[_Body], tuple[int, Any]], tuple[str, ...], str]
         ] = {
             ("GET", ""): (self._index, (), "this list"),
             ("GET", "/events"): (self._events, (), "the timeline, oldest first"),
+            ("GET", "/timeline"): (
+                self._timeline,
+                ("?username",),
+                "the timeline as text, as Python failure messages show it (text/plain)",
+            ),
+            ("GET", "/check"): (
+                self._verdicts,
+                ("?require_logout", "?churn", "?expired_use"),
+                "the verdicts since the last reset: ok, findings (churn, expired_use, "
+                "open_session) with the assertions' messages, counts",
+            ),
             ("GET", "/clock"): (self._now, (), "the simulated time"),
             ("POST", "/clock/advance"): (
                 self._advance,
@@ -293,8 +352,13 @@ class ControlAPI:
                 + ", ".join(f"{m} {PREFIX}{p}" for m, p in self._endpoints),
             )
         handler, known, _ = entry
+        params = tuple(k[1:] for k in known if k.startswith("?"))
+        known = tuple(k for k in known if not k.startswith("?"))
         try:
             body = _Body(endpoint, self._read_json(request, endpoint), known)
+            body.query = request.args
+            if params:  # endpoints without query parameters ignore any, as they always did
+                body.only_params(params)
             status, payload = handler(body)
         except ControlError as exc:
             return _error(exc.status, exc.message)
@@ -305,6 +369,9 @@ class ControlAPI:
             return _error(
                 500, f"{endpoint}: mgmtauth-server failed internally ({type(exc).__name__}: {exc})"
             )
+        if isinstance(payload, Response):
+            payload.status_code = status
+            return payload
         return _json(status, payload)
 
     @staticmethod
@@ -336,13 +403,41 @@ class ControlAPI:
     def _index(self, body: _Body) -> tuple[int, Any]:
         return 200, {
             "endpoints": [
-                {"method": m, "path": f"{PREFIX}{p}", "fields": list(known), "does": does}
+                {
+                    "method": m,
+                    "path": f"{PREFIX}{p}",
+                    "fields": [k for k in known if not k.startswith("?")],
+                    **(
+                        {"query": [k[1:] for k in known if k.startswith("?")]}
+                        if any(k.startswith("?") for k in known)
+                        else {}
+                    ),
+                    "does": does,
+                }
                 for (m, p), (_, known, does) in self._endpoints.items()
             ]
         }
 
     def _events(self, body: _Body) -> tuple[int, Any]:
         return 200, {"events": [event_json(e) for e in self._fake().events]}
+
+    def _timeline(self, body: _Body) -> tuple[int, Any]:
+        username = body.query.get("username") or None
+        # Both raise ValueError (a 400) for an account the fake does not know.
+        if self._whole_timeline is not None:
+            text = self._whole_timeline(username)
+        else:
+            text = self._fake().timeline(username)
+        return 200, Response(text + "\n", content_type="text/plain; charset=utf-8")
+
+    def _verdicts(self, body: _Body) -> tuple[int, Any]:
+        if self._check is None:
+            raise ControlError(404, f"{body.endpoint}: this server has no verdicts")
+        return 200, self._check(
+            require_logout=body.flag("require_logout", False),
+            churn=body.flag("churn", True),
+            expired_use=body.flag("expired_use", True),
+        )
 
     def _now(self, body: _Body) -> tuple[int, Any]:
         return 200, {"now": _iso(to_datetime(self._clock()))}

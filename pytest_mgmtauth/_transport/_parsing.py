@@ -12,12 +12,60 @@ import unicodedata
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, unquote_plus
 
+from .._domain._diagnosis import ClientKind, form_idiom
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from werkzeug import Request
 
 FORM_TYPE = "application/x-www-form-urlencoded"
+
+#: User-Agent prefixes (lower case) of the clients whose idioms the fix hints know.
+#: aiohttp's is "Python/3.x aiohttp/3.x", so it is matched anywhere in the header.
+_USER_AGENTS: tuple[tuple[str, ClientKind], ...] = (
+    ("python-requests/", ClientKind.REQUESTS),
+    ("python-httpx/", ClientKind.HTTPX),
+    ("python-urllib/", ClientKind.URLLIB),
+    ("curl/", ClientKind.CURL),
+    ("go-http-client/", ClientKind.GO),
+    ("java-http-client/", ClientKind.JAVA),  # java.net.http.HttpClient
+    ("java/", ClientKind.JAVA),  # HttpURLConnection
+    ("undici", ClientKind.NODE),
+    ("node-fetch/", ClientKind.NODE),
+    ("axios/", ClientKind.NODE),
+)
+
+
+def client_kind(request: Request) -> ClientKind:
+    """Which client sent ``request``, from its User-Agent; OTHER when it does not tell."""
+    agent = request.headers.get("User-Agent", "").strip().lower()
+    if " aiohttp/" in f" {agent}":
+        return ClientKind.AIOHTTP
+    # Node's built-in fetch (undici) sends exactly "node".
+    if agent == "node" or agent.startswith("node/"):
+        return ClientKind.NODE
+    for prefix, kind in _USER_AGENTS:
+        if agent.startswith(prefix):
+            return kind
+    return ClientKind.OTHER
+
+
+#: What each client does instead of sending JSON or an untyped string.
+_NOT_JSON = {
+    ClientKind.REQUESTS: "use data={...}, not json={...}",
+    ClientKind.HTTPX: "use data={...}, not json={...}",
+    ClientKind.AIOHTTP: "use data={...}, not json={...}",
+    ClientKind.URLLIB: "send urllib.parse.urlencode({...}).encode(), not json.dumps(...)",
+    ClientKind.NODE: "send body: new URLSearchParams({...}), not JSON.stringify(...)",
+    ClientKind.CURL: "use --data-urlencode 'name=value' per field, not --json or a JSON -d",
+    ClientKind.GO: "send url.Values{...}.Encode() (or http.PostForm), not json.Marshal(...)",
+    ClientKind.JAVA: "send name=value pairs joined by '&', each value "
+    "URLEncoder.encode(value, StandardCharsets.UTF_8), not JSON",
+    ClientKind.OTHER: "send name=value pairs joined by '&' with each value percent-encoded, "
+    "not JSON: data={...}, not json={...} in requests/httpx; new URLSearchParams({...}), not "
+    "JSON.stringify(...) in JavaScript",
+}
 
 #: Largest request body the fake reads; larger ones get 413 (a form of the service's
 #: is a few hundred bytes).
@@ -37,6 +85,7 @@ def _content_type_problem(request: Request, endpoint: str, fields: tuple[str, ..
     wanted = (
         f"{endpoint} takes a URL-encoded form ({', '.join(fields)}) with Content-Type: {FORM_TYPE}"
     )
+    client = client_kind(request)
     raw = request.headers.get("Content-Type")
     if raw is None:
         hint = ""
@@ -44,14 +93,25 @@ def _content_type_problem(request: Request, endpoint: str, fields: tuple[str, ..
             hint = (
                 " (requests sends no Content-Type when data= is a str or bytes: pass a dict, "
                 "or set the header yourself)"
+                if client in (ClientKind.REQUESTS, ClientKind.OTHER)
+                else f" (set the header, or {form_idiom(client)})"
             )
         return f"{wanted}; this request has no Content-Type header{hint}"
     mimetype = raw.split(";", 1)[0].strip().lower()
     if mimetype == "application/json" or mimetype.endswith("+json"):
-        return f"{wanted}; this request sent JSON (use data={{...}}, not json={{...}})"
+        return f"{wanted}; this request sent JSON ({_NOT_JSON[client]})"
     if mimetype == "multipart/form-data":
-        return f"{wanted}; this request sent multipart/form-data (use data=, not files=)"
-    return f"{wanted}; this request sent Content-Type: {raw}"
+        if client in (ClientKind.REQUESTS, ClientKind.HTTPX, ClientKind.AIOHTTP):
+            return f"{wanted}; this request sent multipart/form-data (use data=, not files=)"
+        return f"{wanted}; this request sent multipart/form-data ({form_idiom(client)})"
+    if client is ClientKind.NODE and mimetype == "text/plain":
+        # fetch labels a string body text/plain: the template-string mistake.
+        return (
+            f"{wanted}; this request sent Content-Type: {raw}, which fetch sets for a string "
+            "body: send body: new URLSearchParams({...}) (fetch then sets the form type and "
+            "encodes the values)"
+        )
+    return f"{wanted}; this request sent Content-Type: {raw} ({form_idiom(client)})"
 
 
 def read_form(request: Request, endpoint: str, fields: tuple[str, ...]) -> dict[str, str]:
@@ -76,7 +136,8 @@ def read_form(request: Request, endpoint: str, fields: tuple[str, ...]) -> dict[
         raise BadInput(
             400,
             f"{endpoint}: the body is JSON but the Content-Type says {FORM_TYPE}: send the "
-            f"fields {', '.join(fields)} as a URL-encoded form (data={{...}}, not json=...)",
+            f"fields {', '.join(fields)} as a URL-encoded form "
+            f"({_NOT_JSON[client_kind(request)]})",
         )
     try:
         pairs = parse_qsl(text, keep_blank_values=True, errors="strict")

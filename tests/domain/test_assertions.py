@@ -19,6 +19,8 @@ from pytest_mgmtauth._assertions import (
     check_single_flight,
     check_token_reused,
     churn_message,
+    finding_counts,
+    findings,
     format_timeline,
     summarize,
 )
@@ -430,3 +432,24 @@ def test_a_long_churn_names_the_first_held_tokens_and_counts_the_rest(
     message = churn_error(service)
     assert "PREMATURE: T1, T2, T3, T4 and 3 more still valid (T1 for another 30m00s)" in message
     assert "PREMATURE: T1, T2, T3, T4, T5 still valid" in message  # five are listed whole
+
+
+# -- finding_counts: the figures of /_mgmtauth/check -----------------------------------
+
+
+def test_finding_counts_count_every_kind_whether_it_is_a_finding_or_not(
+    service: AuthService, clock: ManualClock
+) -> None:
+    churner = service.add_account("churner@example.com")
+    stale = service.add_account("stale@example.com")
+    for _ in range(3):  # re-auth before every call
+        assert call(service, grant(service, churner)) == 200
+    token = grant(service, stale)
+    clock.advance(1800)
+    assert call(service, token) == 1401  # sent after expiry
+    service.login(stale.username, stale.password)  # never logged out
+    counts = finding_counts(scene(service))
+    assert (counts["churn"], counts["expired_use"], counts["open_session"]) == (2, 1, 1)
+    assert (counts["grants"], counts["api_calls"], counts["rejections"]) == (5, 4, 1)
+    # Open sessions are counted even though findings() leaves them out by default.
+    assert [f.kind for f in findings(scene(service))] == ["churn", "expired_use"]

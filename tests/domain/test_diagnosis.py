@@ -5,7 +5,7 @@ from __future__ import annotations
 from urllib.parse import parse_qsl, quote
 
 from pytest_mgmtauth._domain._accounts import fingerprint
-from pytest_mgmtauth._domain._diagnosis import diagnose_secret
+from pytest_mgmtauth._domain._diagnosis import ClientKind, diagnose_secret
 
 KEY = "Ab3+cd%41ef&gh=ij/kl"
 
@@ -68,3 +68,32 @@ def test_diagnoses_never_contain_the_expected_secret() -> None:
     ]
     for value in received:
         assert KEY not in diagnose_secret("API key", KEY, value)
+
+
+def test_the_fix_names_the_wire_format_for_every_client() -> None:
+    received = _as_form_parser_sees(f"username=a@b.c&key={KEY}", "key")
+    messages = {kind: diagnose_secret("API key", KEY, received, kind) for kind in ClientKind}
+    for message in messages.values():
+        assert "'+' as %2B, '&' as %26, '=' as %3D, '%' as %25" in message
+    # Each client gets its own idiom.
+    assert len(set(messages.values())) == len(ClientKind)
+
+
+def test_without_a_known_client_the_fix_is_language_neutral() -> None:
+    received = _as_form_parser_sees(f"username=a@b.c&key={KEY}", "key")
+    message = diagnose_secret("API key", KEY, received)
+    assert message == diagnose_secret("API key", KEY, received, ClientKind.OTHER)
+    for idiom in ("urlencode", "URLSearchParams", "url.Values", "URLEncoder", "--data-urlencode"):
+        assert idiom in message
+
+
+def test_a_node_client_gets_no_python_idiom() -> None:
+    plus_only = diagnose_secret("API key", "abc+def", "abc def", ClientKind.NODE)
+    twice = diagnose_secret("API key", KEY, quote(KEY, safe=""), ClientKind.NODE)
+    unencoded = diagnose_secret(
+        "API key", KEY, _as_form_parser_sees(f"key={KEY}", "key"), ClientKind.NODE
+    )
+    for message in (plus_only, twice, unencoded):
+        assert "urllib" not in message
+        assert "requests" not in message
+        assert "URLSearchParams" in message

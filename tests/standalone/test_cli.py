@@ -102,6 +102,11 @@ def test_human_banner_prints_url_credentials_and_how_to_stop(key_file: Path) -> 
         text = "".join(rest)
         assert "api key" in text
         assert "password" in text
+        # Only the options that mean something to a server (strict fails tests).
+        assert "token_ttl=1800s" in text
+        assert "strict=" not in text
+        assert "https=" not in text
+        assert "require_logout=" not in text
     finally:
         process.terminate()
         process.communicate(timeout=GUARD)
@@ -144,7 +149,14 @@ def test_accounts_from_the_command_line_and_a_file(
         assert info["accounts"][1]["password"] == "b0b+&"
         assert info["accounts"][2]["permissions"] == ["read"]
         assert info["options"]["throttle"] is None
+        # Whole seconds, as a JSON integer: clients in typed languages read it as one.
+        assert type(info["options"]["token_ttl"]) is int
         assert info["options"]["token_ttl"] == 600
+        # HTTPS shows in the URL; strict has no test to fail here.
+        assert "https" not in info["options"]
+        assert "strict" not in info["options"]
+        # The teardown check's option: /_mgmtauth/check?require_logout=true does that here.
+        assert "require_logout" not in info["options"]
         assert info["url"].startswith("https://")
         assert Path(info["ca_bundle"]).is_file()
         answer = http.post(

@@ -48,3 +48,5 @@ def test_the_documented_walkthrough(key_file: Path) -> None:
     assert "503\ncurl exit status 56" in out
     assert '"description": "/v2/auth throttled (429, Retry-After 60s)' in out
     assert "connection reset, no answer" in out
+    # The last section checks the verdicts of a client that reused its token.
+    assert "call 3 -> 200\ncheck: ok" in out

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import http.client
+import json
 import threading
 import time
 from urllib.parse import quote, urlsplit
@@ -473,3 +474,128 @@ def test_asyncio_tasks_sharing_a_locked_refresh_are_single_flight(
     assert asyncio.run(run()) == [200] * 6
     mgmt_server.assert_single_flight()
     mgmt_server.assert_auth_count(1, version="v2")
+
+
+# -- fix hints in the idiom of the client that sent the request ------------------------
+
+#: A real User-Agent of each client, and what its fix must say.
+AGENT_IDIOMS = [
+    ("python-requests/2.32.3", "requests.post(url, data={...})"),
+    ("python-httpx/0.28.1", "httpx.post(url, data={...})"),
+    ("Python/3.12 aiohttp/3.10.5", "session.post(url, data={...})"),
+    ("Python-urllib/3.12", "urllib.parse.urlencode({...}).encode()"),
+    ("node", "new URLSearchParams({...})"),
+    ("curl/8.5.0", "--data-urlencode 'name=value'"),
+    ("Go-http-client/1.1", "url.Values{...}.Encode()"),
+    ("Java-http-client/17.0.12", "URLEncoder.encode(value, StandardCharsets.UTF_8)"),
+    ("Java/11.0.24", "URLEncoder.encode(value, StandardCharsets.UTF_8)"),
+]
+
+
+def _post_raw(server: MgmtServer, path: str, body: str, headers: dict[str, str]) -> str:
+    """POST ``body`` as it is (http.client sends no User-Agent of its own)."""
+    parts = urlsplit(server.url)
+    conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port, timeout=10)
+    try:
+        conn.request("POST", path, body=body.encode(), headers=headers)
+        answer = conn.getresponse()
+        message = json.loads(answer.read())["message"]
+        assert isinstance(message, str)
+        return message
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize(("agent", "idiom"), AGENT_IDIOMS, ids=[a for a, _ in AGENT_IDIOMS])
+def test_unencoded_key_fix_is_in_the_idiom_of_the_user_agent(
+    mgmt_server: MgmtServer, agent: str, idiom: str
+) -> None:
+    account = mgmt_server.add_account(api_key=NASTY_KEY)
+    message = _post_raw(
+        mgmt_server,
+        "/v2/auth",
+        f"username={quote(account.username)}&key={account.api_key}",
+        {**FORM, "User-Agent": agent},
+    )
+    assert "the API key arrived un-encoded" in message
+    # What must be on the wire, for every client...
+    assert "'+' as %2B, '&' as %26, '=' as %3D, '%' as %25" in message
+    # ...then the idiom of this one, and no other language's.
+    assert idiom in message
+    if not agent.lower().startswith("python"):
+        assert "urllib" not in message
+        assert "requests" not in message
+    assert NASTY_KEY not in message
+
+
+def test_unencoded_password_fix_for_node_fetch_names_no_python(mgmt_server: MgmtServer) -> None:
+    # The issue's case: a template-string body, sent by Node's fetch with the form type.
+    account = mgmt_server.add_account(password="pa55+word&x=y")
+    message = _post_raw(
+        mgmt_server,
+        "/v1/login",
+        f"username={quote(account.username)}&password={account.password}",
+        {**FORM, "User-Agent": "node"},
+    )
+    assert "the password arrived un-encoded" in message
+    assert "new URLSearchParams" in message
+    assert "urllib" not in message
+    assert "data={" not in message
+
+
+def test_an_unknown_client_gets_the_wire_format_and_every_idiom(mgmt_server: MgmtServer) -> None:
+    account = mgmt_server.add_account(api_key=NASTY_KEY)
+    message = _post_raw(
+        mgmt_server,
+        "/v2/auth",
+        f"username={quote(account.username)}&key={account.api_key}",
+        {**FORM, "User-Agent": "my-client/1.0"},
+    )
+    assert "'+' as %2B" in message
+    for idiom in ("urllib.parse.urlencode", "URLSearchParams", "url.Values", "URLEncoder"):
+        assert idiom in message
+
+
+@pytest.mark.parametrize(
+    ("agent", "idiom"),
+    [
+        ("node", "new URLSearchParams({...}), not JSON.stringify(...)"),
+        ("curl/8.5.0", "not --json"),
+        ("Go-http-client/1.1", "not json.Marshal"),
+        ("python-requests/2.32.3", "use data={...}, not json={...}"),
+    ],
+)
+def test_json_instead_of_a_form_fix_is_in_the_idiom_of_the_user_agent(
+    mgmt_server: MgmtServer, mgmt_account: Account, agent: str, idiom: str
+) -> None:
+    body = f'{{"username": "{mgmt_account.username}", "key": "k"}}'
+    message = _post_raw(
+        mgmt_server, "/v2/auth", body, {"Content-Type": "application/json", "User-Agent": agent}
+    )
+    assert "this request sent JSON" in message
+    assert idiom in message
+
+
+def test_node_fetch_string_body_without_a_content_type_is_named(
+    mgmt_server: MgmtServer, mgmt_account: Account
+) -> None:
+    # fetch(url, {method: "POST", body: `username=...`}) labels the body text/plain.
+    message = _post_raw(
+        mgmt_server,
+        "/v2/auth",
+        f"username={quote(mgmt_account.username)}&key={quote(mgmt_account.api_key)}",
+        {"Content-Type": "text/plain;charset=UTF-8", "User-Agent": "node"},
+    )
+    assert "this request sent Content-Type: text/plain;charset=UTF-8" in message
+    assert "which fetch sets for a string body" in message
+    assert "new URLSearchParams" in message
+
+
+def test_real_python_clients_get_their_own_idiom(mgmt_server: MgmtServer) -> None:
+    account = mgmt_server.add_account(api_key=NASTY_KEY)
+    body = f"username={quote(account.username)}&key={account.api_key}"
+    url = f"{mgmt_server.url}/v2/auth"
+    by_requests = requests.post(url, data=body, headers=FORM).json()["message"]
+    by_httpx = httpx.post(url, content=body, headers=FORM).json()["message"]
+    assert "requests.post(url, data={...})" in by_requests
+    assert "httpx.post(url, data={...})" in by_httpx
