@@ -11,6 +11,8 @@ import difflib
 from datetime import timedelta
 from typing import Any
 
+from ._tokens import ISSUER
+
 Seconds = float
 
 
@@ -50,6 +52,11 @@ class Options:
     strict: bool = False
     #: Serve over HTTPS with a per-session test CA.
     https: bool = False
+    #: The tokens' ``iss`` claim (the real service's by default).
+    issuer: str = ISSUER
+    #: What a v3 token is bound to: ``"profile"`` (its account and profile, the fake's
+    #: default) or ``"account"`` (any profile of its account).
+    v3_scope: str = "profile"
 
     def __post_init__(self) -> None:
         for name in ("token_ttl", "lockout_duration", "session_timeout"):
@@ -81,6 +88,16 @@ class Options:
                 "mgmtauth option 'throttle' must be an int >= 1 (premature grants per 60 s) "
                 f"or None to switch throttling off, got {throttle!r}"
             )
+        if not isinstance(self.issuer, str) or not self.issuer:
+            raise TypeError(
+                f"mgmtauth option 'issuer' must be a non-empty str, got {self.issuer!r}"
+            )
+        if self.v3_scope not in ("profile", "account"):
+            raise ValueError(
+                "mgmtauth option 'v3_scope' must be 'profile' (a v3 token is good for its "
+                "account and profile only) or 'account' (for any profile of its account), "
+                f"got {self.v3_scope!r}"
+            )
         for name in ("strict", "https"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(
@@ -98,6 +115,11 @@ class Options:
             f"strict={self.strict}",
             f"https={self.https}",
         ]
+        # Shown when changed only: the header line users know stays as it was.
+        if self.issuer != ISSUER:
+            parts.append(f"issuer={self.issuer}")
+        if self.v3_scope != "profile":
+            parts.append(f"v3_scope={self.v3_scope}")
         return " ".join(parts)
 
 

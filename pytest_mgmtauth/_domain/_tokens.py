@@ -21,7 +21,8 @@ ALGORITHM = "RS512"
 #: 4096-bit keys make tokens about as long as the real service's (over 800 characters);
 #: some old clients refuse shorter ones.
 KEY_BITS = 4096
-ISSUER = "pytest-mgmtauth"
+#: The real service's issuer (its published example token); ``Options.issuer`` changes it.
+ISSUER = "https://api.tealiumiq.com"
 _REQUIRED_CLAIMS = ("sub", "iss", "iat", "nbf", "exp", "jti")
 
 
@@ -72,7 +73,9 @@ class TokenSigner:
         self._public_key = private_key.public_key()
         self.issuer = issuer
 
-    def issue(self, subject: str, issued_at: int, ttl: int) -> tuple[str, Claims]:
+    def issue(
+        self, subject: str, issued_at: int, ttl: int, *, issuer: str | None = None
+    ) -> tuple[str, Claims]:
         claims = Claims(
             sub=subject,
             iat=issued_at,
@@ -82,7 +85,7 @@ class TokenSigner:
         )
         payload: dict[str, Any] = {
             "sub": claims.sub,
-            "iss": self.issuer,
+            "iss": self.issuer if issuer is None else issuer,
             "iat": claims.iat,
             "nbf": claims.nbf,
             "exp": claims.exp,
@@ -98,7 +101,7 @@ class TokenSigner:
         )
         return token, claims
 
-    def verify(self, token: str) -> Claims:
+    def verify(self, token: str, *, issuer: str | None = None) -> Claims:
         """The claims of a token this fake signed; raises :class:`TokenProblem`.
 
         Time claims are checked by the caller against the fake's clock, so that the
@@ -148,8 +151,9 @@ class TokenSigner:
             ) from None
         except jwt.PyJWTError as exc:
             raise TokenProblem(f"the token does not decode ({exc}); it is damaged") from None
-        if payload.get("iss") != self.issuer:
-            raise TokenProblem(f"the token's issuer is {payload.get('iss')!r}, not {self.issuer!r}")
+        expected = self.issuer if issuer is None else issuer
+        if payload.get("iss") != expected:
+            raise TokenProblem(f"the token's issuer is {payload.get('iss')!r}, not {expected!r}")
         try:
             return Claims(
                 sub=str(payload["sub"]),

@@ -15,6 +15,7 @@ Differences from the stock server, each for a measured reason (see the field not
 from __future__ import annotations
 
 import json
+import os
 import socket
 import ssl
 import struct
@@ -39,6 +40,9 @@ class _FakeRequest(Request):
     max_form_memory_size = MAX_BODY_BYTES
 
 
+#: The first bytes of a TLS handshake record (content type 22, version 3.x).
+_TLS_RECORD_STARTS = (b"\x16\x03",)
+
 #: Per connection thread: the test binding current when the connection was accepted.
 _accepted = threading.local()
 
@@ -55,9 +59,36 @@ class _RequestHandler(WSGIRequestHandler):
             # closes this connection only.
             try:
                 self.connection.do_handshake()
-            except (OSError, ssl.SSLError):
+            except ssl.SSLError as exc:
                 self.close_connection = True
                 self.handshake_failed = True
+                if exc.reason == "HTTP_REQUEST":
+                    self._answer_plain_http()
+            except OSError:
+                self.close_connection = True
+                self.handshake_failed = True
+
+    def _answer_plain_http(self) -> None:
+        """A plain-HTTP request reached the HTTPS fake (OpenSSL saw "POST /..." where a
+        TLS handshake belongs): answer a plain HTTP 400 that says so, and record it."""
+        reason = (
+            "this fake serves HTTPS: plain HTTP was sent to it; use an https:// URL (for "
+            "v3, https://{host} with the host of the auth answer) and trust the test CA "
+            "(mgmt_server.ca_bundle)"
+        )
+        body = json.dumps({"returnCode": 400, "message": reason}).encode()
+        head = (
+            "HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+        ).encode()
+        try:
+            with socket.socket(fileno=os.dup(self.connection.fileno())) as raw:
+                raw.sendall(head + body)
+        except OSError:
+            pass
+        binding = getattr(_accepted, "binding", None)
+        if binding is not None and not binding.closed.is_set():
+            binding.service.record_bad_request("-", "-", 400, reason)
 
     def handle(self) -> None:
         if getattr(self, "handshake_failed", False):
@@ -94,6 +125,16 @@ class _RequestHandler(WSGIRequestHandler):
             self.request_version = "HTTP/1.0"
         short, long = self.responses.get(code, ("Error", ""))
         text = f"{message or short}: {explain or long}".rstrip(": ")
+        if getattr(self, "raw_requestline", b"")[:2] in _TLS_RECORD_STARTS:
+            # A TLS ClientHello at the plain-HTTP fake: the client cannot read this
+            # answer, so the diagnosis goes to the timeline too.
+            text = (
+                "a TLS handshake arrived at this plain-HTTP fake: use its http:// URL, or "
+                "serve HTTPS (the https option) for clients that build https://{host}"
+            )
+            binding = getattr(_accepted, "binding", None)
+            if binding is not None and not binding.closed.is_set():
+                binding.service.record_bad_request("-", "-", 400, text)
         body = json.dumps({"returnCode": code, "message": text}).encode()
         self.send_response(code, short)
         self.send_header("Connection", "close")
