@@ -106,6 +106,14 @@ class _RequestHandler(WSGIRequestHandler):
         # raises through here; HTTP/1.1 would otherwise wait for a next request).
         self.close_connection = True
 
+    def date_time_string(self, timestamp: float | None = None) -> str:
+        # The Date header tells the fake's time: mgmt_clock's under pytest, the control
+        # API's (advanced, or frozen) in the standalone server.
+        binding = getattr(_accepted, "binding", None)
+        if timestamp is None and binding is not None:
+            timestamp = binding.service.now()
+        return super().date_time_string(timestamp)
+
     def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
         pass
 
