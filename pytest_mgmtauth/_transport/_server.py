@@ -140,6 +140,7 @@ class _RequestHandler(WSGIRequestHandler):
                 "a TLS handshake arrived at this plain-HTTP fake: use its http:// URL, or "
                 "serve HTTPS (the https option) for clients that build https://{host}"
             )
+            self.request_version = "HTTP/1.0"  # a status line, as the event says 400
             binding = getattr(_accepted, "binding", None)
             if binding is not None and not binding.closed.is_set():
                 binding.service.record_bad_request("-", "-", 400, text)
