@@ -14,6 +14,7 @@ Differences from the stock server, each for a measured reason (see the field not
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -81,14 +82,25 @@ class _RequestHandler(WSGIRequestHandler):
             "HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\n"
             f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
         ).encode()
-        try:
-            with socket.socket(fileno=os.dup(self.connection.fileno())) as raw:
-                raw.sendall(head + body)
-        except OSError:
-            pass
+        # Recorded before the answer goes out: a client that reads the answer and then
+        # the timeline finds the event there.
         binding = getattr(_accepted, "binding", None)
         if binding is not None and not binding.closed.is_set():
             binding.service.record_bad_request("-", "-", 400, reason)
+        try:
+            with socket.socket(fileno=os.dup(self.connection.fileno())) as raw:
+                # Read what the client sent (TLS took only its first bytes): closing a
+                # socket with unread data sends a reset, which can swallow the answer.
+                raw.setblocking(False)
+                with contextlib.suppress(BlockingIOError):
+                    for _ in range(64):
+                        if not raw.recv(65536):
+                            break
+                raw.setblocking(True)
+                raw.sendall(head + body)
+                raw.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
 
     def handle(self) -> None:
         if getattr(self, "handshake_failed", False):
