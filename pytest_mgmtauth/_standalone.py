@@ -302,6 +302,8 @@ def _print_banner(server: StandaloneServer, out: TextIO) -> None:
         lines.append(f"  account      {account['username']}")
         lines.append(f"    api key    {account['api_key']}")
         lines.append(f"    password   {account['password']}")
+        if account["profiles"] is not None:
+            lines.append(f"    v3 pairs   {', '.join(account['profiles']) or 'none'}")
     for route in info["routes"]:
         lines.append(f"  route        {route}")
     lines.append("Stop with Ctrl-C or SIGTERM.")

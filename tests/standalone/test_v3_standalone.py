@@ -5,6 +5,7 @@ Date header that follows the control API's clock."""
 from __future__ import annotations
 
 import base64
+import io
 import json
 from datetime import datetime
 from email.utils import parsedate_to_datetime
@@ -13,6 +14,16 @@ from pathlib import Path
 import pytest
 import requests
 from standalone_support import ServerProcess
+
+from pytest_mgmtauth import Options
+from pytest_mgmtauth._standalone import (
+    AccountSpec,
+    StandaloneServer,
+    UsageError,
+    _print_banner,
+    build_parser,
+    server_from_args,
+)
 
 ACCOUNT = json.dumps(
     {
@@ -110,8 +121,22 @@ def test_control_api_adds_accounts_with_profiles_and_scripts_v3_faults(
     ],
 )
 def test_bad_profiles_on_the_command_line_are_usage_errors(account: str, message: str) -> None:
-    from pytest_mgmtauth._standalone import UsageError, build_parser, server_from_args
-
     args = build_parser().parse_args(["--account", account])
     with pytest.raises(UsageError, match=message):
         server_from_args(args)
+
+
+def test_the_banner_lists_an_accounts_v3_pairs(key_file: Path) -> None:
+    server = StandaloneServer(
+        Options(),
+        port=0,
+        accounts=[AccountSpec(username="a@example.com", profiles=("acme/main", "acme/*"))],
+        key_file=str(key_file),
+    )
+    server.start()
+    try:
+        out = io.StringIO()
+        _print_banner(server, out)
+    finally:
+        server.stop()
+    assert "    v3 pairs   acme/*, acme/main" in out.getvalue().splitlines()
