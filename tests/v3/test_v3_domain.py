@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from pytest_mgmtauth import AuthRejected, Options, Throttled, TokenIssued
+from pytest_mgmtauth._domain import _faults
 from pytest_mgmtauth._domain._accounts import (
     generate_session_id,
     generate_utk,
@@ -266,3 +267,18 @@ def test_tokens_carry_the_real_issuer_unless_configured(
 def test_bad_v3_options_say_what_to_pass(options: dict[str, Any], message: str) -> None:
     with pytest.raises((TypeError, ValueError), match=message):
         Options(**options)
+
+
+def test_every_kind_of_scripted_fault_can_target_v3_auth(service: AuthService) -> None:
+    service.faults.add(_faults.hang(5, clock="simulated", version="v3"))
+    service.faults.add(_faults.reset(version="v3"))
+    service.faults.add(_faults.malformed(version="v3"))
+    assert service.take_fault("v2", "POST", "/v2/auth", None) is None
+    assert service.take_fault("v1", "POST", "/v1/login", None) is None
+    path = "/v3/auth/accounts/acme/profiles/main"
+    kinds = [service.take_fault("v3", "POST", path, None) for _ in range(3)]
+    assert [k.fault.kind for k in kinds if k is not None] == ["hang", "reset", "malformed"]
+    assert _faults.failure(503, version=None).applies_to("v3")
+    assert _faults.failure(503, version="v3").endpoints == (
+        "/v3/auth/accounts/{account}/profiles/{profile}"
+    )
