@@ -325,9 +325,16 @@ def _auth_v3(service: AuthService, request: Request) -> Response:
 
 
 def fake_host(request: Request) -> str:
-    """The fake's own ``host:port`` (where it listens), for v3's ``host`` field."""
+    """The fake's own ``host:port`` (where it listens), for v3's ``host`` field. A
+    wildcard listening address (the standalone ``--host 0.0.0.0``) names no host a
+    client can use: then the host the client reached it by (its ``Host`` header)."""
     environ = request.environ
-    return f"{environ.get('SERVER_NAME', '127.0.0.1')}:{environ.get('SERVER_PORT', '80')}"
+    name = str(environ.get("SERVER_NAME") or "")
+    if name in ("", "0.0.0.0", "::"):
+        return request.host
+    if ":" in name:
+        name = f"[{name}]"  # an IPv6 address
+    return f"{name}:{environ.get('SERVER_PORT', '80')}"
 
 
 def _login(service: AuthService, request: Request) -> Response:

@@ -12,6 +12,8 @@ from urllib.parse import urlsplit
 
 import pytest
 import requests
+from werkzeug import Request
+from werkzeug.test import EnvironBuilder
 
 from pytest_mgmtauth import (
     Account,
@@ -22,6 +24,7 @@ from pytest_mgmtauth import (
     MgmtServer,
     TokenIssued,
 )
+from pytest_mgmtauth._transport._app import fake_host
 
 FORM = {"Content-Type": "application/x-www-form-urlencoded"}
 
@@ -365,3 +368,20 @@ def test_tokens_issued_here_carry_every_event_field(
     assert (issued.version, issued.account, issued.profile) == ("v3", "acme", "main")
     assert issued.scope == "acme/main"
     assert "v3 auth for acme/main" in mgmt_server.timeline()
+
+
+@pytest.mark.parametrize(
+    ("server_name", "host_header", "expected"),
+    [
+        ("127.0.0.1", "localhost:8765", "127.0.0.1:8765"),
+        ("::1", "[::1]:8765", "[::1]:8765"),
+        ("0.0.0.0", "fake.example:8765", "fake.example:8765"),
+        ("::", "10.0.0.5:8765", "10.0.0.5:8765"),
+    ],
+)
+def test_the_host_of_v3_answers_is_where_the_fake_listens(
+    server_name: str, host_header: str, expected: str
+) -> None:
+    environ = EnvironBuilder(headers={"Host": host_header}).get_environ()
+    environ["SERVER_NAME"], environ["SERVER_PORT"] = server_name, "8765"
+    assert fake_host(Request(environ)) == expected
