@@ -282,3 +282,10 @@ def test_every_kind_of_scripted_fault_can_target_v3_auth(service: AuthService) -
     assert _faults.failure(503, version="v3").endpoints == (
         "/v3/auth/accounts/{account}/profiles/{profile}"
     )
+
+
+def test_the_options_line_shows_issuer_and_v3_scope_only_when_changed() -> None:
+    assert "issuer" not in Options().describe()
+    assert "v3_scope" not in Options().describe()
+    line = Options(issuer="https://issuer.example", v3_scope="account").describe()
+    assert line.endswith(" issuer=https://issuer.example v3_scope=account")
