@@ -108,7 +108,7 @@ def _label(grant: Grant) -> str:
 
 
 def _version(grant: Grant) -> str:
-    return "v2" if isinstance(grant, TokenIssued) else "v1"
+    return grant.version if isinstance(grant, TokenIssued) else "v1"
 
 
 def grants(
@@ -194,8 +194,9 @@ def _times(n: int) -> str:
 def _describe(event: Event, scene: Scene) -> str:
     """One timeline line for an event, without its time."""
     if isinstance(event, TokenIssued):
+        source = f"v3 auth for {event.scope}" if event.version == "v3" else "/v2/auth"
         text = (
-            f"{event.token} issued by /v2/auth ({event.fingerprint}), valid until "
+            f"{event.token} issued by {source} ({event.fingerprint}), valid until "
             f"{scene.offset(event.expires_at.timestamp())}"
         )
     elif isinstance(event, LoggedIn):
@@ -400,6 +401,13 @@ def _fix_churn(options: Options, versions: set[str], herd: bool) -> str:
             f"JWT's exp claim, {options.token_ttl:g} s after issue) or after a call was "
             "answered 401 with returnCode 1401"
         )
+    if "v3" in versions:
+        fixes.append(
+            "keep one v3 token per account and profile (from POST /v3/auth/accounts/"
+            "{account}/profiles/{profile}) and send it with every call for that profile; "
+            f"authenticate again only within refresh_margin ({options.refresh_margin:g} s) "
+            "of its expiry or after a 401 with returnCode 1401"
+        )
     if "v1" in versions:
         fixes.append(
             "keep the JSESSIONID and utk of one /v1/login for every v1 call; log in again "
@@ -505,14 +513,19 @@ def check_auth_count(
     scene: Scene, expected: int, *, version: str | None = None, username: str | None = None
 ) -> None:
     __tracebackhide__ = True
-    if version not in (None, "v1", "v2"):
-        raise ValueError(f"version must be 'v1', 'v2' or None, got {version!r}")
+    if version not in (None, "v1", "v2", "v3"):
+        raise ValueError(f"version must be 'v1', 'v2', 'v3' or None, got {version!r}")
     if isinstance(expected, bool) or not isinstance(expected, int) or expected < 0:
         raise TypeError(f"assert_auth_count(n): n must be an int >= 0, got {expected!r}")
     found = grants(scene.events, version=version, username=username)
     if len(found) == expected:
         return
-    what = {None: "credential grants", "v2": "/v2/auth tokens", "v1": "/v1/login sessions"}[version]
+    what = {
+        None: "credential grants",
+        "v2": "/v2/auth tokens",
+        "v3": "v3 tokens",
+        "v1": "/v1/login sessions",
+    }[version]
     scope = f" for account {username!r}" if username else ""
     listed = ", ".join(f"{_label(g)} at {scene.offset(g.at.timestamp())}" for g in found[:10])
     if len(found) > 10:
@@ -527,7 +540,7 @@ def check_auth_count(
     elif not found:
         hint = (
             "\n\nNo credential was granted: did the client reach "
-            f"{'/v1/login' if version == 'v1' else '/v2/auth'} at all? "
+            f"{ {'v1': '/v1/login', 'v3': 'v3 auth'}.get(version or '', '/v2/auth') } at all? "
             "Rejections are in the timeline above."
         )
     raise AssertionError(
@@ -565,7 +578,7 @@ def expired_use_message(scene: Scene, *, username: str | None = None) -> str | N
     account = first.username
     versions = {e.version for e in stale}
     fixes = []
-    if "v2" in versions:
+    if versions & {"v2", "v3"}:
         fixes.append(
             "refresh proactively: before a call, authenticate again when the token is "
             f"within refresh_margin ({scene.options.refresh_margin:g} s) of its exp claim, "

@@ -11,6 +11,7 @@ from ._domain import _faults
 from ._domain._accounts import Account
 from ._domain._clock import system_clock
 from ._domain._service import AuthService
+from ._domain._v3 import V3_AUTH_PREFIX
 from ._transport._app import BUILTIN_PATHS, Binding, RouteHandler
 
 if TYPE_CHECKING:
@@ -74,11 +75,19 @@ class MgmtServer:
         api_key: str | None = None,
         password: str | None = None,
         permissions: Iterable[str] | None = None,
+        profiles: Iterable[str | tuple[str, str]] | None = None,
     ) -> Account:
         """Register an account; anything left out is generated (API keys contain
-        characters that must be URL-encoded). ``permissions=None``: every permission."""
+        characters that must be URL-encoded). ``permissions=None``: every permission.
+        ``profiles``: the v3 ``"account/profile"`` pairs (or ``(account, profile)``
+        tuples; ``"account/*"`` for all of an account's) it may get tokens for;
+        ``None``: any."""
         return self._service.add_account(
-            username, api_key=api_key, password=password, permissions=permissions
+            username,
+            api_key=api_key,
+            password=password,
+            permissions=permissions,
+            profiles=profiles,
         )
 
     @property
@@ -96,9 +105,11 @@ class MgmtServer:
         """Declare an operation of the management API the client under test calls.
 
         Every call is authenticated first: paths under ``/v1/`` by the v1 session
-        (JSESSIONID cookie + ``utk`` query parameter), all others by the v2 bearer
-        token; ``auth="v1"``/``"v2"`` overrides. Returns a pytest-httpserver handler:
-        ``.respond_with_json(...)``, ``.respond_with_data(...)``, ``.respond_with_handler(fn)``.
+        (JSESSIONID cookie + ``utk`` query parameter), paths under ``/v3/`` by a v3
+        bearer token (for the account and profile the path names), all others by the v2
+        bearer token; ``auth="v1"``/``"v2"``/``"v3"`` overrides. Returns a
+        pytest-httpserver handler: ``.respond_with_json(...)``, ``.respond_with_data(...)``,
+        ``.respond_with_handler(fn)``.
         """
         __tracebackhide__ = True
         if not isinstance(method, str) or method.upper() not in _METHODS:
@@ -108,7 +119,7 @@ class MgmtServer:
         if isinstance(path, str):
             if not path.startswith("/"):
                 raise ValueError(f"route(): path must start with '/', got {path!r}")
-            if path in BUILTIN_PATHS:
+            if path in BUILTIN_PATHS or path.startswith(V3_AUTH_PREFIX):
                 raise ValueError(
                     f"route(): {path} is the fake's own endpoint; declare the API's other "
                     "operations"
@@ -118,8 +129,10 @@ class MgmtServer:
         if auth is None:
             pattern = path if isinstance(path, str) else path.pattern.lstrip("^")
             auth = "v1" if pattern.startswith("/v1/") else "v2"
-        if auth not in ("v1", "v2"):
-            raise ValueError(f"route(): auth must be 'v1', 'v2' or None, got {auth!r}")
+            if pattern.startswith("/v3/"):
+                auth = "v3"
+        if auth not in ("v1", "v2", "v3"):
+            raise ValueError(f"route(): auth must be 'v1', 'v2', 'v3' or None, got {auth!r}")
         handler = RouteHandler(method.upper(), path, permission=permission, auth=auth)
         with self._binding.lock:
             self._binding.routes.append(handler)
@@ -133,13 +146,14 @@ class MgmtServer:
         return self._service.events
 
     def auth_count(self, *, version: str | None = None, username: str | None = None) -> int:
-        """Successful credential grants: ``/v2/auth`` tokens and ``/v1/login`` sessions."""
+        """Successful credential grants: ``/v2/auth`` tokens, v3 tokens and ``/v1/login``
+        sessions (``version`` ``"v2"``, ``"v3"``, ``"v1"``; ``None``: all)."""
         return self._service.auth_count(version=version, username=username)
 
     # -- faults on cue (docs/faults.md) ----------------------------------------------
     #
-    # Scripted faults apply to the next ``count`` calls of /v2/auth (version="v2"),
-    # /v1/login (version="v1") or either (None), in the order they were scripted. They
+    # Scripted faults apply to the next ``count`` calls of /v2/auth (version="v2"), v3
+    # auth (version="v3"), /v1/login (version="v1") or any (None), in the order scripted. They
     # never change the service's state, and each one that fires is a FaultInjected event.
 
     def fail_next(
@@ -275,7 +289,8 @@ class MgmtServer:
     def assert_auth_count(
         self, n: int, *, version: str | None = None, username: str | None = None
     ) -> None:
-        """Exactly ``n`` credential grants (``version`` ``"v1"``/``"v2"``, one account)."""
+        """Exactly ``n`` credential grants (``version`` ``"v1"``/``"v2"``/``"v3"``, one
+        account)."""
         __tracebackhide__ = True
         self._known_username(username)
         _assertions.check_auth_count(self._scene(), n, version=version, username=username)

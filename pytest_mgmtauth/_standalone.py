@@ -11,6 +11,7 @@ import argparse
 import dataclasses
 import ipaddress
 import json
+import math
 import os
 import signal
 import socket
@@ -71,10 +72,12 @@ class AccountSpec:
     api_key: str | None = None
     password: str | None = None
     permissions: tuple[str, ...] | None = None
+    #: v3 ``"account/profile"`` pairs the account may get tokens for; None: any.
+    profiles: tuple[str, ...] | None = None
 
 
 def _spec_from_json(data: object, where: str) -> AccountSpec:
-    known = ("username", "api_key", "password", "permissions")
+    known = ("username", "api_key", "password", "permissions", "profiles")
     if not isinstance(data, dict):
         raise UsageError(f"{where}: an account is a JSON object with {', '.join(known)}")
     unknown = [k for k in data if k not in known]
@@ -91,11 +94,20 @@ def _spec_from_json(data: object, where: str) -> AccountSpec:
         not isinstance(permissions, list) or not all(isinstance(p, str) for p in permissions)
     ):
         raise UsageError(f"{where}: 'permissions' must be a list of strings")
+    profiles = data.get("profiles")
+    if profiles is not None and (
+        not isinstance(profiles, list) or not all(isinstance(p, str) for p in profiles)
+    ):
+        raise UsageError(
+            f"{where}: 'profiles' must be a list of 'account/profile' strings "
+            "('account/*': every profile of the account)"
+        )
     return AccountSpec(
         username=data.get("username"),
         api_key=data.get("api_key"),
         password=data.get("password"),
         permissions=None if permissions is None else tuple(permissions),
+        profiles=None if profiles is None else tuple(profiles),
     )
 
 
@@ -188,7 +200,9 @@ class StandaloneServer:
     ) -> None:
         self.options = options
         self.clock: ManualClock | OffsetClock = (
-            ManualClock(time.time()) if frozen_clock else OffsetClock()
+            # A whole second, so that tokens issued before the first advance live
+            # exactly token_ttl (iat is whole seconds).
+            ManualClock(math.floor(time.time())) if frozen_clock else OffsetClock()
         )
         self._host, self._port = host, port
         self._pool = SessionPool(
@@ -222,14 +236,22 @@ class StandaloneServer:
         if self._startup_accounts is None:
             self._startup_accounts = [
                 fake.add_account(
-                    s.username, api_key=s.api_key, password=s.password, permissions=s.permissions
+                    s.username,
+                    api_key=s.api_key,
+                    password=s.password,
+                    permissions=s.permissions,
+                    profiles=s.profiles,
                 )
                 for s in self._account_specs
             ]
         else:  # a reset: the same credentials as at startup
             for a in self._startup_accounts:
                 fake.add_account(
-                    a.username, api_key=a.api_key, password=a.password, permissions=a.permissions
+                    a.username,
+                    api_key=a.api_key,
+                    password=a.password,
+                    permissions=a.permissions,
+                    profiles=a.profiles,
                 )
         for method, path in self._routes:
             fake.route(method, path).respond_with_json({"ok": True, "route": f"{method} {path}"})
@@ -343,6 +365,8 @@ def _print_banner(server: StandaloneServer, out: TextIO) -> None:
         lines.append(f"  account      {account['username']}")
         lines.append(f"    api key    {account['api_key']}")
         lines.append(f"    password   {account['password']}")
+        if account["profiles"] is not None:
+            lines.append(f"    v3 pairs   {', '.join(account['profiles']) or 'none'}")
     for route in info["routes"]:
         lines.append(f"  route        {route}")
     lines.append("Stop with Ctrl-C or SIGTERM.")
@@ -443,6 +467,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="time stands still until POST /_mgmtauth/clock/advance (default: real time "
         "plus whatever was advanced)",
     )
+    behaviour.add_argument(
+        "--issuer",
+        default=Options.issuer,
+        help="the tokens' iss claim (default %(default)s, the real service's)",
+    )
+    behaviour.add_argument(
+        "--v3-scope",
+        choices=("profile", "account"),
+        default="profile",
+        help="a v3 token is good for its account and profile (default) or any profile of "
+        "its account",
+    )
     misc = parser.add_argument_group("misc")
     misc.add_argument(
         "--key-file",
@@ -469,6 +505,8 @@ def server_from_args(args: argparse.Namespace) -> StandaloneServer:
             session_timeout=args.session_timeout,
             throttle=args.throttle,
             https=args.https,
+            issuer=args.issuer,
+            v3_scope=args.v3_scope,
         )
     except (TypeError, ValueError) as exc:
         raise UsageError(str(exc).replace("mgmtauth option ", "option ")) from None
@@ -481,7 +519,7 @@ def server_from_args(args: argparse.Namespace) -> StandaloneServer:
     for serial, spec in enumerate(specs, 1):
         try:  # checked before the key is made: a typo costs no key generation
             account = make_account(
-                serial, spec.username, spec.api_key, spec.password, spec.permissions
+                serial, spec.username, spec.api_key, spec.password, spec.permissions, spec.profiles
             )
         except (TypeError, ValueError) as exc:
             raise UsageError(str(exc)) from None

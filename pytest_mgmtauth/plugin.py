@@ -56,6 +56,8 @@ _OPTION_HELP = {
     "with require_logout) instead of warning (default false)",
     "https": "serve the fake over HTTPS with a per-session test CA (default false)",
     "require_logout": "count v1 sessions not ended with /v1/logout as a finding (default false)",
+    "issuer": "the tokens' iss claim (default https://api.tealiumiq.com, the real service's)",
+    "v3_scope": "a v3 token is good for its 'profile' (default) or any profile of its 'account'",
 }
 
 
@@ -95,6 +97,8 @@ def _parse_ini(name: str, raw: str) -> Any:
         if text in ("0", "false", "no", "off"):
             return False
         raise ValueError(f"mgmtauth_{name} = {raw!r}: expected true or false")
+    if field_type == "str":
+        return raw.strip()
     if name == "throttle" and text in ("none", "off", ""):
         return None
     whole = field_type.startswith("int")

@@ -64,6 +64,71 @@ def generate_username(serial: int) -> str:
     return f"user{serial}.{secrets.token_hex(3)}@example.com"
 
 
+_UTK_ALPHABET = string.ascii_uppercase + string.digits
+_UTK_LENGTH = 21
+
+
+def generate_session_id() -> str:
+    """A JSESSIONID in the published shape: a decimal integer, possibly negative (a
+    signed 64-bit value drawn from ``secrets``: as unguessable as 64 random bits)."""
+    return str(int.from_bytes(secrets.token_bytes(8), "big", signed=True))
+
+
+def generate_utk() -> str:
+    """A utk in the published shape: 21 upper-case letters and digits (~108 random bits)."""
+    return "".join(secrets.choice(_UTK_ALPHABET) for _ in range(_UTK_LENGTH))
+
+
+#: A v3 scope an account may get tokens for: (account, profile); profile "*" is any.
+Scope = tuple[str, str]
+ANY_PROFILE = "*"
+
+
+def parse_profiles(profiles: object) -> frozenset[Scope] | None:
+    """``add_account(profiles=...)``: ``None`` (any pair), or an iterable of
+    ``"account/profile"`` strings or ``(account, profile)`` tuples; ``"account/*"`` is
+    every profile of the account."""
+    if profiles is None:
+        return None
+    if isinstance(profiles, str) or (
+        isinstance(profiles, tuple)
+        and len(profiles) == 2
+        and all(isinstance(p, str) and "/" not in p for p in profiles)
+    ):
+        raise TypeError(
+            f"add_account(profiles={profiles!r}) takes a list of 'account/profile' strings "
+            f"or (account, profile) tuples; did you mean profiles=[{profiles!r}]?"
+        )
+    try:
+        items = list(profiles)  # type: ignore[call-overload]
+    except TypeError:
+        raise TypeError(
+            f"add_account(profiles=...) takes a list of 'account/profile' strings, got {profiles!r}"
+        ) from None
+    scopes: set[Scope] = set()
+    for item in items:
+        pair: tuple[object, ...]
+        if isinstance(item, str):
+            pair = tuple(item.split("/")) if item.count("/") == 1 else (item,)
+        elif isinstance(item, (tuple, list)):
+            pair = tuple(item)
+        else:
+            pair = (item,)
+        if len(pair) != 2 or not all(isinstance(p, str) and p and "/" not in p for p in pair):
+            raise ValueError(
+                f"add_account(profiles=...): {item!r} is not 'account/profile' or "
+                "(account, profile) with two non-empty names ('account/*': any profile)"
+            )
+        scopes.add((str(pair[0]), str(pair[1])))
+    return frozenset(scopes)
+
+
+def format_scopes(scopes: frozenset[Scope] | None) -> str:
+    if scopes is None:
+        return "any"
+    return ", ".join(f"{a}/{p}" for a, p in sorted(scopes)) or "none"
+
+
 @dataclasses.dataclass(frozen=True)
 class Account:
     """A user of the fake service.
@@ -76,6 +141,13 @@ class Account:
     api_key: str = dataclasses.field(repr=False)
     password: str = dataclasses.field(repr=False)
     permissions: frozenset[str] | None = None
+    #: The v3 ``(account, profile)`` pairs it may get tokens for; ``None``: any.
+    profiles: frozenset[Scope] | None = None
+
+    def may_use_profile(self, account: str, profile: str) -> bool:
+        return self.profiles is None or bool(
+            {(account, profile), (account, ANY_PROFILE)} & self.profiles
+        )
 
     def has_permission(self, permission: str | None) -> bool:
         return permission is None or self.permissions is None or permission in self.permissions
@@ -83,9 +155,10 @@ class Account:
     def __repr__(self) -> str:
         # Secrets never appear whole in output users paste into bug reports.
         perms = "all" if self.permissions is None else sorted(self.permissions)
+        profiles = "" if self.profiles is None else f", profiles={format_scopes(self.profiles)}"
         return (
             f"Account(username={self.username!r}, api_key={fingerprint(self.api_key)}, "
-            f"password={fingerprint(self.password)}, permissions={perms})"
+            f"password={fingerprint(self.password)}, permissions={perms}{profiles})"
         )
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
@@ -100,6 +173,7 @@ def make_account(
     api_key: str | None,
     password: str | None,
     permissions: Iterable[str] | None,
+    profiles: object = None,
 ) -> Account:
     for name, value in (("username", username), ("api_key", api_key), ("password", password)):
         if value is not None and (not isinstance(value, str) or not value):
@@ -119,4 +193,5 @@ def make_account(
         api_key=api_key if api_key is not None else generate_api_key(),
         password=password if password is not None else generate_password(),
         permissions=None if permissions is None else frozenset(permissions),
+        profiles=parse_profiles(profiles),
     )

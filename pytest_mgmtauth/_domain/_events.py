@@ -27,7 +27,8 @@ class Event:
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class TokenIssued(Event):
-    """``/v2/auth`` granted a bearer token."""
+    """``/v2/auth`` (``version="v2"``) or ``/v3/auth/accounts/{account}/profiles/{profile}``
+    (``version="v3"``, with ``account`` and ``profile``) granted a bearer token."""
 
     token: str
     fingerprint: str
@@ -39,13 +40,27 @@ class TokenIssued(Event):
     #: request was in flight (it arrived before they were issued, so its client could
     #: not have known them): non-empty means a thundering herd.
     concurrent_with: tuple[str, ...] = ()
+    version: str = "v2"
+    #: The v3 account and profile the token is for (``None`` for v2).
+    account: str | None = None
+    profile: str | None = None
 
     @property
     def premature(self) -> bool:
         return bool(self.while_valid)
 
+    @property
+    def scope(self) -> str:
+        """``account/profile`` of a v3 token, ``""`` for v2."""
+        return f"{self.account}/{self.profile}" if self.version == "v3" else ""
+
     def describe(self) -> str:
         text = f"token {self.token} ({self.fingerprint}) issued, valid to {{exp}}"
+        if self.version == "v3":
+            text = (
+                f"v3 token {self.token} ({self.fingerprint}) for {self.scope} issued, "
+                "valid to {exp}"
+            )
         if self.while_valid:
             text += f"  <-- premature: {', '.join(self.while_valid)} still valid"
         if self.concurrent_with:
@@ -55,12 +70,20 @@ class TokenIssued(Event):
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class AuthRejected(Event):
-    """``/v2/auth`` refused the credentials."""
+    """``/v2/auth`` (or v3 auth, ``version="v3"``) refused the credentials."""
 
     return_code: int
     reason: str
+    version: str = "v2"
+    account: str | None = None
+    profile: str | None = None
 
     def describe(self) -> str:
+        if self.version == "v3":
+            return (
+                f"/v3/auth for {self.account}/{self.profile} rejected ({self.return_code}): "
+                f"{self.reason}"
+            )
         return f"/v2/auth rejected ({self.return_code}): {self.reason}"
 
 
@@ -129,14 +152,15 @@ class SessionExpired(Event):
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Throttled(Event):
-    """``/v2/auth`` answered 429: too many premature grants within 60 s."""
+    """``/v2/auth`` (or v3 auth) answered 429: too many premature grants within 60 s."""
 
     retry_after: int
     premature_grants: int
+    version: str = "v2"
 
     def describe(self) -> str:
         return (
-            f"/v2/auth throttled (429, Retry-After {self.retry_after}s) after "
+            f"/{self.version}/auth throttled (429, Retry-After {self.retry_after}s) after "
             f"{self.premature_grants} premature grants within 60 s"
         )
 
@@ -231,7 +255,8 @@ class FaultInjected(Event):
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class _CredentialEndedOnCue(Event):
-    """A token (``version="v2"``) or session (``"v1"``) the test ended on purpose."""
+    """A token (``version="v2"`` or ``"v3"``) or session (``"v1"``) the test ended on
+    purpose."""
 
     credential: str
     version: str
@@ -240,7 +265,7 @@ class _CredentialEndedOnCue(Event):
     _ended: ClassVar[str]
 
     def describe(self) -> str:
-        kind = "token" if self.version == "v2" else "session"
+        kind = "session" if self.version == "v1" else "token"
         return f"{kind} {self.credential} {self._ended} on cue"
 
 

@@ -2,8 +2,9 @@
 
 Pure data and bookkeeping; the transport carries a fault out (it owns the socket). A
 fault is scripted for the next ``count`` calls of ``/v2/auth`` (``version="v2"``),
-``/v1/login`` (``version="v1"``) or either (``version=None``). Faults fire in the order
-they were scripted; a call takes the first pending fault that applies to it.
+v3 auth (``version="v3"``), ``/v1/login`` (``version="v1"``) or any (``version=None``).
+Faults fire in the order they were scripted; a call takes the first pending fault that
+applies to it.
 
 A scripted fault never changes the service's state: a scripted 1401 is no failed login
 (no step towards a lockout), a scripted 429 is no throttling, and no credential is
@@ -25,8 +26,12 @@ HANG_CLOCKS = ("real", "simulated")
 #: Retry-After of a scripted 429 when none is given, in seconds.
 DEFAULT_RETRY_AFTER = 1
 
-_VERSIONS = (None, "v1", "v2")
-_ENDPOINTS = {"v2": "/v2/auth", "v1": "/v1/login"}
+_VERSIONS = (None, "v1", "v2", "v3")
+_ENDPOINTS = {
+    "v2": "/v2/auth",
+    "v1": "/v1/login",
+    "v3": "/v3/auth/accounts/{account}/profiles/{profile}",
+}
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -69,7 +74,7 @@ class ScriptedFault:
 
     @property
     def endpoints(self) -> str:
-        return _ENDPOINTS[self.version] if self.version else "/v2/auth or /v1/login"
+        return _ENDPOINTS[self.version] if self.version else "/v2/auth, v3 auth or /v1/login"
 
 
 def _check_count(count: object) -> int:
@@ -81,7 +86,8 @@ def _check_count(count: object) -> int:
 def _check_version(version: object) -> str | None:
     if version not in _VERSIONS:
         raise ValueError(
-            f"version must be 'v2' (/v2/auth), 'v1' (/v1/login) or None (either), got {version!r}"
+            "version must be 'v2' (/v2/auth), 'v3' (v3 auth), 'v1' (/v1/login) or None (any), "
+            f"got {version!r}"
         )
     return version
 

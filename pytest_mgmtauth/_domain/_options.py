@@ -11,6 +11,8 @@ import difflib
 from datetime import timedelta
 from typing import Any
 
+from ._tokens import ISSUER
+
 Seconds = float
 
 
@@ -53,6 +55,11 @@ class Options:
     #: Count a v1 session not ended with /v1/logout as a finding at teardown (the
     #: interface document makes logout optional, so this is off by default).
     require_logout: bool = False
+    #: The tokens' ``iss`` claim (the real service's by default).
+    issuer: str = ISSUER
+    #: What a v3 token is bound to: ``"profile"`` (its account and profile, the fake's
+    #: default) or ``"account"`` (any profile of its account).
+    v3_scope: str = "profile"
 
     def __post_init__(self) -> None:
         for name in ("token_ttl", "lockout_duration", "session_timeout"):
@@ -84,6 +91,16 @@ class Options:
                 "mgmtauth option 'throttle' must be an int >= 1 (premature grants per 60 s) "
                 f"or None to switch throttling off, got {throttle!r}"
             )
+        if not isinstance(self.issuer, str) or not self.issuer:
+            raise TypeError(
+                f"mgmtauth option 'issuer' must be a non-empty str, got {self.issuer!r}"
+            )
+        if self.v3_scope not in ("profile", "account"):
+            raise ValueError(
+                "mgmtauth option 'v3_scope' must be 'profile' (a v3 token is good for its "
+                "account and profile only) or 'account' (for any profile of its account), "
+                f"got {self.v3_scope!r}"
+            )
         for name in ("strict", "https", "require_logout"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(
@@ -102,6 +119,11 @@ class Options:
             f"https={self.https}",
             f"require_logout={self.require_logout}",
         ]
+        # Shown when changed only: the header line users know stays as it was.
+        if self.issuer != ISSUER:
+            parts.append(f"issuer={self.issuer}")
+        if self.v3_scope != "profile":
+            parts.append(f"v3_scope={self.v3_scope}")
         return " ".join(parts)
 
 

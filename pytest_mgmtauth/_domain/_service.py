@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import math
-import secrets
 import threading
 from collections import deque
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -19,8 +18,11 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from ._accounts import (
     Account,
     fingerprint,
+    format_scopes,
     generate_api_key,
     generate_password,
+    generate_session_id,
+    generate_utk,
     make_account,
 )
 from ._clock import Clock, system_clock, to_datetime
@@ -49,6 +51,7 @@ from ._events import (
 from ._faults import FaultPlan, FiredFault
 from ._redact import SecretMasker
 from ._tokens import Claims, TokenProblem, TokenSigner, unverified_subject
+from ._v3 import auth_path, call_scope
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -113,6 +116,12 @@ class TokenRecord:
     serial: int = 0
     #: Tick at which it was issued, to tell which requests were in flight meanwhile.
     issued_tick: int = 0
+    #: "v2", or "v3" with the account and profile of its auth path.
+    version: str = "v2"
+    account: str | None = None
+    profile: str | None = None
+    #: The fake's time of issue (``claims.iat`` is it truncated to the second).
+    issued_at: float = 0.0
 
     @property
     def fingerprint(self) -> str:
@@ -121,6 +130,11 @@ class TokenRecord:
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         # Hypothesis and IPython print dataclasses field by field, repr=False ones too.
         printer.text(repr(self))
+
+    @property
+    def scope(self) -> str:
+        """``account/profile`` of a v3 token, ``""`` for v2."""
+        return f"{self.account}/{self.profile}" if self.version == "v3" else ""
 
 
 @dataclasses.dataclass
@@ -171,7 +185,8 @@ class AuthService:
         self._events: list[Event] = []
         self._failed_logins: dict[str, int] = {}
         self._lockouts: dict[str, tuple[float, float]] = {}  # username -> (start, end)
-        self._premature_v2: dict[str, deque[float]] = {}
+        # Premature bearer grants in the throttling window, per (username, version).
+        self._premature: dict[tuple[str, str], deque[float]] = {}
         # The serial of the last grant before a protected call by the account last got a
         # 1401, per version: credentials granted up to then may be replaced without it
         # counting as churn. Serials, not times: under a frozen clock everything happens
@@ -256,9 +271,12 @@ class AuthService:
         api_key: str | None = None,
         password: str | None = None,
         permissions: Iterable[str] | None = None,
+        profiles: object = None,
     ) -> Account:
         with self._lock:
-            account = make_account(len(self.accounts) + 1, username, api_key, password, permissions)
+            account = make_account(
+                len(self.accounts) + 1, username, api_key, password, permissions, profiles
+            )
             if account.username in self.accounts:
                 raise ValueError(
                     f"add_account: an account {account.username!r} exists already in this test"
@@ -296,20 +314,30 @@ class AuthService:
         self._tick += 1
         return self._serial, self._tick
 
-    def _held_tokens(self, username: str, now: float) -> list[TokenRecord]:
+    def _held_tokens(
+        self,
+        username: str,
+        now: float,
+        version: str = "v2",
+        account: str | None = None,
+        profile: str | None = None,
+    ) -> list[TokenRecord]:
         """Tokens the account still holds: valid, not refused, not near expiry.
 
         Churn is a grant while this is non-empty. A 1401 on a call attributed to the
         account releases every token granted before it (the client was told its
         credential is no good); a 1469 does not. A token within ``refresh_margin`` of
-        its ``exp`` may be replaced.
+        its ``exp`` may be replaced. v3 tokens count per account and profile: holding
+        one for each of several profiles is no churn.
         """
-        refused = self._last_refusal.get((username, "v2"), 0)
+        refused = self._last_refusal.get((username, version), 0)
         margin = self.options.refresh_margin
         return [
             rec
             for rec in self.tokens.values()
             if rec.username == username
+            and rec.version == version
+            and (rec.account, rec.profile) == (account, profile)
             and rec.revoked_at is None
             and rec.expired_at is None
             and rec.serial > refused
@@ -339,11 +367,11 @@ class AuthService:
             return ()
         return tuple(r.label for r in records if r.username == username and r.issued_tick > arrived)
 
-    def _check_throttle(self, username: str, now: float) -> None:
+    def _check_throttle(self, username: str, now: float, version: str = "v2") -> None:
         limit = self.options.throttle
         if limit is None:
             return
-        window = self._premature_v2.get(username)
+        window = self._premature.get((username, version))
         if not window:
             return
         while window and window[0] <= now - THROTTLE_WINDOW:
@@ -356,6 +384,7 @@ class AuthService:
                     username=username,
                     retry_after=retry_after,
                     premature_grants=len(window),
+                    version=version,
                 )
             )
             raise Refusal(
@@ -383,35 +412,80 @@ class AuthService:
         grant cannot be part of a thundering herd. ``client`` (what the transport made of
         the User-Agent) picks the idiom of a wrong key's fix.
         """
+        return self._grant_bearer(username, key, arrived, "v2", None, None, client)
+
+    def grant_token_v3(
+        self,
+        username: str,
+        key: str,
+        account: str,
+        profile: str,
+        *,
+        arrived: int | None = None,
+        client: ClientKind = ClientKind.OTHER,
+    ) -> tuple[str, TokenRecord]:
+        """``POST /v3/auth/accounts/{account}/profiles/{profile}``: a bearer token bound
+        to that account and profile, or :class:`Refusal`. Same rules as v2 (lifetime,
+        reuse, throttling), churn counted per account and profile."""
+        return self._grant_bearer(username, key, arrived, "v3", account, profile, client)
+
+    def _grant_bearer(
+        self,
+        username: str,
+        key: str,
+        arrived: int | None,
+        version: str,
+        scope_account: str | None,
+        scope_profile: str | None,
+        client: ClientKind = ClientKind.OTHER,
+    ) -> tuple[str, TokenRecord]:
         with self._lock:
             now = self.now()
             account = self.accounts.get(username)
-            if account is None:
-                reason = self._unknown_account(username)
+
+            def reject(who: str | None, reason: str) -> NoReturn:
                 self._record(
                     AuthRejected(
                         at=to_datetime(now),
-                        username=None,
+                        username=who,
                         return_code=AUTH_FAILED,
                         reason=reason,
+                        version=version,
+                        account=scope_account,
+                        profile=scope_profile,
                     )
                 )
                 raise Refusal(401, AUTH_FAILED, reason)
-            self._check_throttle(username, now)
+
+            if account is None:
+                reject(None, self._unknown_account(username))
+            self._check_throttle(username, now, version)
             problem = self._secret_problem(username, "API key", account.api_key, key, client)
             if problem:
-                self._record(
-                    AuthRejected(
-                        at=to_datetime(now),
-                        username=username,
-                        return_code=AUTH_FAILED,
-                        reason=problem,
+                reject(username, problem)
+            if version == "v3":
+                assert scope_account is not None
+                assert scope_profile is not None
+                if not account.may_use_profile(scope_account, scope_profile):
+                    reject(
+                        username,
+                        f"account {username!r} may not get v3 tokens for "
+                        f"{scope_account}/{scope_profile}; it may for: "
+                        f"{format_scopes(account.profiles)} (add_account(profiles=...))",
                     )
-                )
-                raise Refusal(401, AUTH_FAILED, problem)
-            held = self._held_tokens(username, now)
-            concurrent = self._concurrent(self.tokens.values(), username, arrived)
-            token, claims = self._signer.issue(username, int(now), int(self.options.token_ttl))
+            held = self._held_tokens(username, now, version, scope_account, scope_profile)
+            concurrent = self._concurrent(
+                (
+                    r
+                    for r in self.tokens.values()
+                    if (r.version, r.account, r.profile) == (version, scope_account, scope_profile)
+                ),
+                username,
+                arrived,
+            )
+            token, claims = self._signer.issue(
+                username, int(now), int(self.options.token_ttl), issuer=self.options.issuer
+            )
             serial, tick = self._next_grant()
             record = TokenRecord(
                 label=f"T{len(self.tokens) + 1}",
@@ -420,11 +494,15 @@ class AuthService:
                 username=username,
                 serial=serial,
                 issued_tick=tick,
+                version=version,
+                account=scope_account,
+                profile=scope_profile,
+                issued_at=now,
             )
             self.tokens[claims.jti] = record
             self._by_token[token] = record
             if held:
-                self._premature_v2.setdefault(username, deque()).append(now)
+                self._premature.setdefault((username, version), deque()).append(now)
             self._record(
                 TokenIssued(
                     at=to_datetime(now),
@@ -434,6 +512,9 @@ class AuthService:
                     expires_at=to_datetime(claims.exp),
                     while_valid=tuple(r.label for r in held),
                     concurrent_with=concurrent,
+                    version=version,
+                    account=scope_account,
+                    profile=scope_profile,
                 )
             )
             return token, record
@@ -452,12 +533,42 @@ class AuthService:
         With a ``problem`` (a malformed Authorization header), ``token`` may be the
         token found in it anyway: it attributes the refusal to its account.
         """
+        return self._authorize_bearer(
+            "v2", token, problem=problem, method=method, path=path, permission=permission
+        )
+
+    def authorize_v3(
+        self,
+        token: str | None,
+        *,
+        problem: str | None,
+        method: str,
+        path: str,
+        permission: str | None,
+    ) -> Authorization:
+        """As :meth:`authorize_v2` for a v3 route: the token must come from v3 auth, and
+        be for the account and profile the path names (``/accounts/{a}/profiles/{p}``;
+        only the account with the ``v3_scope="account"`` option)."""
+        return self._authorize_bearer(
+            "v3", token, problem=problem, method=method, path=path, permission=permission
+        )
+
+    def _authorize_bearer(
+        self,
+        version: str,
+        token: str | None,
+        *,
+        problem: str | None,
+        method: str,
+        path: str,
+        permission: str | None,
+    ) -> Authorization:
         with self._lock:
             now = self.now()
             if token is None or problem:
                 owner, label = self._attribute_token(token) if token else (None, None)
                 self._refuse_call(
-                    "v2", owner, label, method, path, problem or "no bearer token", now
+                    version, owner, label, method, path, problem or "no bearer token", now
                 )
             assert token is not None
             record = self._by_token.get(token)
@@ -465,7 +576,7 @@ class AuthService:
                 claims = record.claims  # issued in this test, exactly this string
             else:
                 try:
-                    claims = self._signer.verify(token)
+                    claims = self._signer.verify(token, issuer=self.options.issuer)
                 except TokenProblem as exc:
                     sub = unverified_subject(token)
                     self._refuse_call(
@@ -480,18 +591,20 @@ class AuthService:
                 record = self.tokens.get(claims.jti)
             if record is None or record.token != token:
                 self._refuse_call(
-                    "v2",
+                    version,
                     claims.sub if claims.sub in self.accounts else None,
                     None,
                     method,
                     path,
                     "the token was signed by this fake but not issued in this test (each "
-                    "test starts with no tokens): authenticate with /v2/auth in this test",
+                    f"test starts with no tokens): authenticate with {_auth_endpoint(version)} "
+                    "in this test",
                     now,
                 )
+            self._check_bearer_kind(version, record, method, path, now)
             if record.revoked_at is not None:
                 self._refuse_call(
-                    "v2",
+                    version,
                     record.username,
                     record.label,
                     method,
@@ -504,7 +617,7 @@ class AuthService:
                 # Ended early on cue: the client could not have seen it coming, so this
                 # is no use of an expired token (expired=False) but a 401 to recover from.
                 self._refuse_call(
-                    "v2",
+                    version,
                     record.username,
                     record.label,
                     method,
@@ -515,20 +628,19 @@ class AuthService:
                 )
             if now >= claims.exp:
                 self._refuse_call(
-                    "v2",
+                    version,
                     record.username,
                     record.label,
                     method,
                     path,
-                    f"token {record.label} expired {now - claims.exp:.0f} s ago (valid "
-                    f"{claims.exp - claims.iat} s from issue): authenticate again before "
-                    f"it expires, or on a 401",
+                    f"token {record.label} expired {now - claims.exp:.0f} s ago "
+                    f"({_lifetime(record)}): authenticate again before it expires, or on a 401",
                     now,
                     expired=True,
                 )
             if now < claims.nbf:
                 self._refuse_call(
-                    "v2",
+                    version,
                     record.username,
                     record.label,
                     method,
@@ -537,10 +649,58 @@ class AuthService:
                     now,
                 )
             self._check_permission(
-                record.username, "v2", record.label, method, path, permission, now
+                record.username, version, record.label, method, path, permission, now
             )
             record.uses += 1
-            return Authorization(record.username, "v2", record.label)
+            return Authorization(record.username, version, record.label)
+
+    def _check_bearer_kind(
+        self, version: str, record: TokenRecord, method: str, path: str, now: float
+    ) -> None:
+        """Refuse a v2 token on a v3 route, the reverse, and a v3 token used for another
+        account or profile than its own (naming both)."""
+        if record.version != version:
+            if version == "v3":
+                reason = (
+                    f"token {record.label} is a v2 token (from /v2/auth): v3 routes take a "
+                    f"token from POST {auth_path('{account}', '{profile}')}"
+                )
+            else:
+                reason = (
+                    f"token {record.label} is a v3 token (for {record.scope}): this route "
+                    "takes a v2 token from POST /v2/auth (declare it with auth='v3' if it "
+                    "is a v3 operation)"
+                )
+            self._refuse_call(version, record.username, record.label, method, path, reason, now)
+        if version != "v3":
+            return
+        account, profile = call_scope(path)
+        wrong = ""
+        if account is not None and account != record.account:
+            wrong = f"account {account!r}"
+        elif (
+            self.options.v3_scope == "profile" and profile is not None and profile != record.profile
+        ):
+            wrong = f"profile {account}/{profile}"
+        if wrong:
+            assert account is not None
+            want = f"{account}/{profile or '{profile}'}"
+            relax = (
+                " (or set the option v3_scope='account' to accept any profile of the account)"
+                if account == record.account
+                else ""
+            )
+            self._refuse_call(
+                version,
+                record.username,
+                record.label,
+                method,
+                path,
+                f"token {record.label} is for {record.scope}, but this call is for {wrong}: "
+                f"authenticate at POST /v3/auth/accounts/{want.replace('/', '/profiles/', 1)} "
+                f"and send that token with {want}'s calls{relax}",
+                now,
+            )
 
     def _attribute_token(self, token: str) -> tuple[str | None, str | None]:
         """The account and label of a token presented in a malformed header."""
@@ -637,8 +797,8 @@ class AuthService:
             serial, tick = self._next_grant()
             record = SessionRecord(
                 label=f"S{len(self.sessions) + 1}",
-                session_id=secrets.token_hex(16).upper(),
-                utk=secrets.token_urlsafe(24),
+                session_id=generate_session_id(),
+                utk=generate_utk(),
                 username=username,
                 started_at=now,
                 last_used=now,
@@ -952,7 +1112,7 @@ class AuthService:
                     rec.expired_at = now
                 elif how == "revoked" and rec.revoked_at is None:
                     rec.revoked_at = now
-                version = "v2"
+                version = rec.version
             else:
                 if rec.ended_at is None:
                     rec.ended_at = now
@@ -1083,17 +1243,14 @@ class AuthService:
     # -- queries -------------------------------------------------------------------
 
     def auth_count(self, *, version: str | None = None, username: str | None = None) -> int:
-        if version not in (None, "v1", "v2"):
-            raise ValueError(f"version must be 'v1', 'v2' or None, got {version!r}")
-        kinds: tuple[type[Event], ...] = {
-            None: (TokenIssued, LoggedIn),
-            "v2": (TokenIssued,),
-            "v1": (LoggedIn,),
-        }[version]
+        if version not in (None, "v1", "v2", "v3"):
+            raise ValueError(f"version must be 'v1', 'v2', 'v3' or None, got {version!r}")
         return sum(
             1
             for e in self.events
-            if isinstance(e, kinds) and (username is None or e.username == username)
+            if isinstance(e, (TokenIssued, LoggedIn))
+            and (version is None or _grant_version(e) == version)
+            and (username is None or e.username == username)
         )
 
     def _offset(self, timestamp: float) -> str:
@@ -1102,6 +1259,28 @@ class AuthService:
         # made): never "-00:00:00", and the same origin as the assertions' timelines.
         first = min((e.at.timestamp() for e in self._events), default=self.started_at)
         return format_offset(timestamp - math.floor(min(self.started_at, first)))
+
+
+def _grant_version(event: TokenIssued | LoggedIn) -> str:
+    return event.version if isinstance(event, TokenIssued) else "v1"
+
+
+def _auth_endpoint(version: str) -> str:
+    return "/v2/auth" if version == "v2" else auth_path("{account}", "{profile}")
+
+
+def _lifetime(record: TokenRecord) -> str:
+    """How long the token was valid: ``exp`` minus the moment it was issued, which is
+    less than ``token_ttl`` when it was issued at a fractional second (``iat`` is that
+    moment truncated to the second)."""
+    claims = record.claims
+    lived = claims.exp - record.issued_at
+    if record.issued_at == 0.0 or lived == claims.exp - claims.iat:
+        return f"valid {claims.exp - claims.iat} s from issue"
+    return (
+        f"valid {lived:.3f} s from issue: exp is iat + {claims.exp - claims.iat} s and iat "
+        "is the moment of issue truncated to the second"
+    )
 
 
 def format_offset(seconds: float) -> str:

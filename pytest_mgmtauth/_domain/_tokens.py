@@ -23,7 +23,8 @@ ALGORITHM = "RS512"
 #: 4096-bit keys make tokens about as long as the real service's (over 800 characters);
 #: some old clients refuse shorter ones.
 KEY_BITS = 4096
-ISSUER = "pytest-mgmtauth"
+#: The real service's issuer (its published example token); ``Options.issuer`` changes it.
+ISSUER = "https://api.tealiumiq.com"
 _BASE64URL = string.ascii_letters + string.digits + "-_"
 _REQUIRED_CLAIMS = ("sub", "iss", "iat", "nbf", "exp", "jti")
 
@@ -75,7 +76,9 @@ class TokenSigner:
         self._public_key = private_key.public_key()
         self.issuer = issuer
 
-    def issue(self, subject: str, issued_at: int, ttl: int) -> tuple[str, Claims]:
+    def issue(
+        self, subject: str, issued_at: int, ttl: int, *, issuer: str | None = None
+    ) -> tuple[str, Claims]:
         claims = Claims(
             sub=subject,
             iat=issued_at,
@@ -85,7 +88,7 @@ class TokenSigner:
         )
         payload: dict[str, Any] = {
             "sub": claims.sub,
-            "iss": self.issuer,
+            "iss": self.issuer if issuer is None else issuer,
             "iat": claims.iat,
             "nbf": claims.nbf,
             "exp": claims.exp,
@@ -101,7 +104,7 @@ class TokenSigner:
         )
         return token, claims
 
-    def verify(self, token: str) -> Claims:
+    def verify(self, token: str, *, issuer: str | None = None) -> Claims:
         """The claims of a token this fake signed; raises :class:`TokenProblem`.
 
         Every way a token can fail is a :class:`TokenProblem` whose text says what is
@@ -157,9 +160,10 @@ class TokenSigner:
             raise TokenProblem(
                 "the token's payload is not a JSON object: this fake never issued it"
             )
-        if payload.get("iss") != self.issuer:
+        expected = self.issuer if issuer is None else issuer
+        if payload.get("iss") != expected:
             raise TokenProblem(
-                f"the token's issuer is {_shown(payload.get('iss'))}, not {self.issuer!r}"
+                f"the token's issuer is {_shown(payload.get('iss'))}, not {expected!r}"
             )
         return Claims(
             sub=_string_claim(payload, "sub"),

@@ -18,6 +18,7 @@ from werkzeug import Request, Response
 from werkzeug.exceptions import ClientDisconnected, HTTPException
 
 from .._domain._service import SERVICE_MESSAGES, Authorization, AuthService, Refusal
+from .._domain._v3 import V3_AUTH_PREFIX, auth_path_scope, wrong_auth_path
 from ._parsing import (
     BadInput,
     bearer_token,
@@ -38,6 +39,8 @@ AUTH_PATH = "/v2/auth"
 LOGIN_PATH = "/v1/login"
 LOGOUT_PATH = "/v1/logout"
 BUILTIN_PATHS = (AUTH_PATH, LOGIN_PATH, LOGOUT_PATH)
+#: The status codes v3 auth's public documentation lists (and 5xx).
+V3_STATUSES = (200, 400, 401, 404, 429)
 
 #: Cookie attributes of the interface document; the path is the real service's.
 COOKIE_PATH = "/urest_service"
@@ -239,6 +242,8 @@ class FakeApp:
         service = binding.service
         path, method = request.path, request.method
         endpoint = _BUILTIN.get(path)
+        if endpoint is None and path.startswith(V3_AUTH_PREFIX):
+            endpoint = _auth_v3
         if endpoint is not None:
             # Before anything reads the body: grants issued from here on were made while
             # this request was in flight (thundering-herd detection).
@@ -246,7 +251,13 @@ class FakeApp:
         try:
             if endpoint is not None:
                 if method != "POST":
+                    if endpoint is _auth_v3:
+                        # v3's published status codes have no 405: a 404, as for any
+                        # path the service does not serve with that method.
+                        raise BadInput(404, f"v3 auth takes POST, not {method}: POST {path}")
                     raise BadInput(405, f"{path} takes POST, not {method}")
+                if endpoint is _auth_v3 and auth_path_scope(path) is None:
+                    raise BadInput(404, wrong_auth_path(path))
                 fault = _scripted_fault(binding, request)
                 if fault is not None:
                     answer = _carry_out(fault, binding, request)
@@ -255,9 +266,12 @@ class FakeApp:
                 return endpoint(service, request)
             return self._protected(binding, request)
         except BadInput as exc:
-            service.record_bad_request(method, path, exc.status, exc.reason)
-            allow = "POST" if exc.status == 405 and endpoint is not None else None
-            return error_response(exc.status, exc.status, exc.reason, allow=allow)
+            status = exc.status
+            if endpoint is _auth_v3 and status not in V3_STATUSES:
+                status = 400  # v3's published codes: a 415 or 413 is a 400 there
+            service.record_bad_request(method, path, status, exc.reason)
+            allow = "POST" if status == 405 and endpoint is not None else None
+            return error_response(status, status, exc.reason, allow=allow)
         except Refusal as refusal:
             return refusal_response(refusal)
 
@@ -323,7 +337,8 @@ class FakeApp:
                 permission=route.permission,
             )
         token, problem = bearer_token(request)
-        return service.authorize_v2(
+        authorize = service.authorize_v3 if route.auth == "v3" else service.authorize_v2
+        return authorize(
             token,
             problem=problem,
             method=request.method,
@@ -350,6 +365,37 @@ def _auth(service: AuthService, request: Request) -> Response:
         form["username"], form["key"], arrived=arrived, client=client_kind(request)
     )
     return json_response(200, {"token": token}, (*SUCCESS_HEADERS, ("Set-Cookie", REMEMBER_ME)))
+
+
+def _auth_v3(service: AuthService, request: Request) -> Response:
+    """``POST /v3/auth/accounts/{account}/profiles/{profile}``: a token for that pair
+    and the host to send its calls to (the fake's own ``host:port``)."""
+    arrived = _arrival(service, request)
+    scope = auth_path_scope(request.path)
+    assert scope is not None  # checked by FakeApp._dispatch
+    form = read_form(request, request.path, ("username", "key"))
+    token, _ = service.grant_token_v3(
+        form["username"],
+        form["key"],
+        scope[0],
+        scope[1],
+        arrived=arrived,
+        client=client_kind(request),
+    )
+    return json_response(200, {"token": token, "host": fake_host(request)}, SUCCESS_HEADERS)
+
+
+def fake_host(request: Request) -> str:
+    """The fake's own ``host:port`` (where it listens), for v3's ``host`` field. A
+    wildcard listening address (the standalone ``--host 0.0.0.0``) names no host a
+    client can use: then the host the client reached it by (its ``Host`` header)."""
+    environ = request.environ
+    name = str(environ.get("SERVER_NAME") or "")
+    if name in ("", "0.0.0.0", "::"):
+        return request.host
+    if ":" in name:
+        name = f"[{name}]"  # an IPv6 address
+    return f"{name}:{environ.get('SERVER_PORT', '80')}"
 
 
 def _login(service: AuthService, request: Request) -> Response:
@@ -394,6 +440,14 @@ _BUILTIN: dict[str, Callable[[AuthService, Request], Response]] = {
 # -- scripted faults (mgmt_server.fail_next, hang_next, reset_next, malformed_next) -----
 
 _FAULT_VERSIONS = {AUTH_PATH: "v2", LOGIN_PATH: "v1"}
+
+
+def _fault_version(path: str) -> str | None:
+    if path.startswith(V3_AUTH_PREFIX):
+        return "v3"
+    return _FAULT_VERSIONS.get(path)
+
+
 #: How often a hang on the simulated clock looks at the clock, in real seconds.
 _SIMULATED_HANG_POLL = 0.01
 
@@ -404,7 +458,7 @@ class ConnectionResetOnCue(ConnectionAbortedError):
 
 
 def _scripted_fault(binding: Binding, request: Request) -> ScriptedFault | None:
-    version = _FAULT_VERSIONS.get(request.path)
+    version = _fault_version(request.path)
     if version is None or not binding.service.faults.any_for(version):
         return None  # the common case: no form parsing for the fault's attribution
     fired = binding.service.take_fault(version, request.method, request.path, _username_of(request))
@@ -413,7 +467,7 @@ def _scripted_fault(binding: Binding, request: Request) -> ScriptedFault | None:
 
 def _username_of(request: Request) -> str | None:
     """The form's username, to attribute a fault in the timeline; None if unreadable."""
-    fields = ("username", "key") if request.path == AUTH_PATH else ("username", "password")
+    fields = ("username", "password") if request.path == LOGIN_PATH else ("username", "key")
     try:
         return read_form(request, request.path, fields)["username"]
     except BadInput:
@@ -450,7 +504,7 @@ def _carry_out(fault: ScriptedFault, binding: Binding, request: Request) -> Resp
     if fault.kind == "reset":
         _reset_connection(request)
     # "malformed": a 200 whose JSON stops in the middle, as if cut off on the way.
-    field = "token" if request.path == AUTH_PATH else "utk"
+    field = "utk" if request.path == LOGIN_PATH else "token"
     body = f'{{"{field}": "eyJ0eXAiOiJKV1QiLCJhbGciOiJSUzUxMiJ9.eyJzdWIiOi'
     return Response(body, status=200, content_type="application/json")
 

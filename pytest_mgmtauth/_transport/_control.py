@@ -55,6 +55,7 @@ class ControlledFake(Protocol):
         api_key: str | None = None,
         password: str | None = None,
         permissions: Iterable[str] | None = None,
+        profiles: Iterable[str | tuple[str, str]] | None = None,
     ) -> Account: ...
 
     def route(
@@ -163,6 +164,9 @@ def account_json(account: Account) -> dict[str, Any]:
         "api_key": account.api_key,
         "password": account.password,
         "permissions": None if account.permissions is None else sorted(account.permissions),
+        "profiles": None
+        if account.profiles is None
+        else [f"{a}/{p}" for a, p in sorted(account.profiles)],
     }
 
 
@@ -300,7 +304,7 @@ class ControlAPI:
             ("GET", "/accounts"): (self._accounts, (), "accounts with their credentials"),
             ("POST", "/accounts"): (
                 self._add_account,
-                ("username", "api_key", "password", "permissions"),
+                ("username", "api_key", "password", "permissions", "profiles"),
                 "add an account (anything left out is generated)",
             ),
             ("POST", "/routes"): (
@@ -466,6 +470,7 @@ class ControlAPI:
             api_key=body.text("api_key"),
             password=body.text("password"),
             permissions=body.texts("permissions"),
+            profiles=body.texts("profiles"),
         )
         return 201, account_json(account)
 

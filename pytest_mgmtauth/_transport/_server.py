@@ -18,8 +18,10 @@ Differences from the stock server, each for a measured reason (see the field not
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
+import os
 import socket
 import ssl
 import struct
@@ -74,6 +76,9 @@ def _mask_for(environ: Any) -> Callable[[str], str]:
     return binding.service.redact if binding is not None else SecretMasker().mask
 
 
+#: The first bytes of a TLS handshake record (content type 22, version 3.x).
+_TLS_RECORD_STARTS = (b"\x16\x03",)
+
 #: Per connection thread: the test binding current when the connection was accepted.
 _accepted = threading.local()
 
@@ -90,9 +95,47 @@ class _RequestHandler(WSGIRequestHandler):
             # closes this connection only.
             try:
                 self.connection.do_handshake()
-            except (OSError, ssl.SSLError):
+            except ssl.SSLError as exc:
                 self.close_connection = True
                 self.handshake_failed = True
+                if exc.reason == "HTTP_REQUEST":
+                    self._answer_plain_http()
+            except OSError:
+                self.close_connection = True
+                self.handshake_failed = True
+
+    def _answer_plain_http(self) -> None:
+        """A plain-HTTP request reached the HTTPS fake (OpenSSL saw "POST /..." where a
+        TLS handshake belongs): answer a plain HTTP 400 that says so, and record it."""
+        reason = (
+            "this fake serves HTTPS: plain HTTP was sent to it; use an https:// URL (for "
+            "v3, https://{host} with the host of the auth answer) and trust the test CA "
+            "(mgmt_server.ca_bundle)"
+        )
+        body = json.dumps({"returnCode": 400, "message": reason}).encode()
+        head = (
+            "HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+        ).encode()
+        # Recorded before the answer goes out: a client that reads the answer and then
+        # the timeline finds the event there.
+        binding = getattr(_accepted, "binding", None)
+        if binding is not None and not binding.closed.is_set():
+            binding.service.record_bad_request("-", "-", 400, reason)
+        try:
+            with socket.socket(fileno=os.dup(self.connection.fileno())) as raw:
+                # Read what the client sent (TLS took only its first bytes): closing a
+                # socket with unread data sends a reset, which can swallow the answer.
+                raw.setblocking(False)
+                with contextlib.suppress(BlockingIOError):
+                    for _ in range(64):
+                        if not raw.recv(65536):
+                            break
+                raw.setblocking(True)
+                raw.sendall(head + body)
+                raw.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
 
     def handle(self) -> None:
         if getattr(self, "handshake_failed", False):
@@ -126,6 +169,14 @@ class _RequestHandler(WSGIRequestHandler):
         # raises through here; HTTP/1.1 would otherwise wait for a next request).
         self.close_connection = True
 
+    def date_time_string(self, timestamp: float | None = None) -> str:
+        # The Date header tells the fake's time: mgmt_clock's under pytest, the control
+        # API's (advanced, or frozen) in the standalone server.
+        binding = getattr(_accepted, "binding", None)
+        if timestamp is None and binding is not None:
+            timestamp = binding.service.now()
+        return super().date_time_string(timestamp)
+
     def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
         pass
 
@@ -146,6 +197,17 @@ class _RequestHandler(WSGIRequestHandler):
         short, long = self.responses.get(code, ("Error", ""))
         # http.server quotes the request line ("Bad request syntax ('GET /?utk=...')").
         text = _mask_for(None)(f"{message or short}: {explain or long}".rstrip(": "))
+        if getattr(self, "raw_requestline", b"")[:2] in _TLS_RECORD_STARTS:
+            # A TLS ClientHello at the plain-HTTP fake: the client cannot read this
+            # answer, so the diagnosis goes to the timeline too.
+            text = (
+                "a TLS handshake arrived at this plain-HTTP fake: use its http:// URL, or "
+                "serve HTTPS (the https option) for clients that build https://{host}"
+            )
+            self.request_version = "HTTP/1.0"  # a status line, as the event says 400
+            binding = getattr(_accepted, "binding", None)
+            if binding is not None and not binding.closed.is_set():
+                binding.service.record_bad_request("-", "-", 400, text)
         body = json.dumps({"returnCode": code, "message": text}).encode()
         self.send_response(code, short)
         self.send_header("Connection", "close")

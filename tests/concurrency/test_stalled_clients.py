@@ -17,7 +17,7 @@ from urllib.parse import urlencode, urlsplit
 import httpx
 import pytest
 
-from pytest_mgmtauth import ApiCall, TokenIssued
+from pytest_mgmtauth import ApiCall, BadRequest, TokenIssued
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -155,10 +155,20 @@ def test_a_tls_handshake_that_fails_or_a_plain_http_request_on_the_https_port_ha
     assert parts.port is not None
     address = (parts.hostname, parts.port)
 
-    # Plain HTTP spoken to the HTTPS port: the handshake fails, that connection closes.
+    # Plain HTTP spoken to the HTTPS port: the handshake fails, the client gets a plain
+    # 400 that says the fake serves HTTPS, and that connection closes.
     with socket.create_connection(address, timeout=15) as plain:
         plain.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-        assert within(lambda: plain.recv(65536), what="closing a non-TLS connection") == b""
+
+        def read_to_close() -> bytes:
+            data = b""
+            while chunk := plain.recv(65536):
+                data += chunk
+            return data
+
+        answer = within(read_to_close, what="answering and closing a non-TLS connection")
+        assert answer.startswith(b"HTTP/1.1 400 ")
+        assert b"this fake serves HTTPS" in answer
 
     # A client that does not trust the test CA aborts its handshake.
     untrusting = ssl.create_default_context()
@@ -182,4 +192,4 @@ def test_a_tls_handshake_that_fails_or_a_plain_http_request_on_the_https_port_ha
             what="a v2 auth after failed handshakes",
         )
     assert reply.status_code == 200
-    assert [type(e) for e in mgmt_server.events] == [TokenIssued]
+    assert [type(e) for e in mgmt_server.events] == [BadRequest, TokenIssued]

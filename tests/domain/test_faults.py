@@ -189,7 +189,7 @@ def test_failure_maps_service_errors_to_401_and_gives_429_a_retry_after(
         (lambda: _faults.failure(200), "HTTP error status"),
         (lambda: _faults.failure(1469), "HTTP error status"),
         (lambda: _faults.failure(503, count=0), "count must be an int >= 1"),
-        (lambda: _faults.failure(503, version="v3"), "version must be 'v2'"),
+        (lambda: _faults.failure(503, version="v4"), "version must be 'v2'"),
         (lambda: _faults.failure(429, retry_after=-1), "retry_after must be an int >= 0"),
         (lambda: _faults.hang(0), "seconds must be > 0"),
         (lambda: _faults.hang(float("inf")), "seconds must be > 0 and finite"),

@@ -1,0 +1,291 @@
+"""v3 auth in the domain: tokens bound to an account and profile, churn and throttling
+per profile, profile restrictions, and the public record's identifier shapes."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from pytest_mgmtauth import AuthRejected, Options, Throttled, TokenIssued
+from pytest_mgmtauth._domain import _faults
+from pytest_mgmtauth._domain._accounts import (
+    generate_session_id,
+    generate_utk,
+    make_account,
+    parse_profiles,
+)
+from pytest_mgmtauth._domain._clock import ManualClock
+from pytest_mgmtauth._domain._service import AuthService, Refusal
+from pytest_mgmtauth._domain._v3 import auth_path_scope, call_scope
+
+
+def _refusal(call: Callable[[], object]) -> Refusal:
+    with pytest.raises(Refusal) as info:
+        call()
+    return info.value
+
+
+def _call(service: AuthService, token: str, path: str) -> Any:
+    return service.authorize_v3(token, problem=None, method="GET", path=path, permission=None)
+
+
+def test_a_v3_token_is_bound_to_its_account_and_profile(service: AuthService) -> None:
+    alice = service.add_account()
+    token, record = service.grant_token_v3(alice.username, alice.api_key, "acme", "main")
+    assert (record.version, record.account, record.profile) == ("v3", "acme", "main")
+    [issued] = [e for e in service.events if isinstance(e, TokenIssued)]
+    assert (issued.version, issued.account, issued.profile) == ("v3", "acme", "main")
+    assert "v3 token T1" in issued.describe()
+    assert "acme/main" in issued.describe()
+    auth = _call(service, token, "/v3/customers/accounts/acme/profiles/main/visitors")
+    assert (auth.version, auth.credential) == ("v3", "T1")
+
+
+def test_a_call_for_another_profile_or_account_is_refused_naming_both(
+    service: AuthService,
+) -> None:
+    alice = service.add_account()
+    token, _ = service.grant_token_v3(alice.username, alice.api_key, "acme", "main")
+    other_profile = _refusal(lambda: _call(service, token, "/v3/x/accounts/acme/profiles/dev"))
+    assert other_profile.status == 401
+    assert other_profile.return_code == 1401
+    assert "acme/main" in other_profile.reason
+    assert "acme/dev" in other_profile.reason
+    assert "v3_scope='account'" in other_profile.reason
+    other_account = _refusal(lambda: _call(service, token, "/v3/x/accounts/umbrella/profiles/main"))
+    assert "acme/main" in other_account.reason
+    assert "'umbrella'" in other_account.reason
+    assert "/v3/auth/accounts/umbrella/profiles/main" in other_account.reason
+
+
+def test_v3_scope_account_accepts_any_profile_of_the_account(
+    make_service: Callable[..., AuthService],
+) -> None:
+    service = make_service(v3_scope="account")
+    alice = service.add_account()
+    token, _ = service.grant_token_v3(alice.username, alice.api_key, "acme", "main")
+    assert _call(service, token, "/v3/x/accounts/acme/profiles/dev").credential == "T1"
+    refused = _refusal(lambda: _call(service, token, "/v3/x/accounts/umbrella/profiles/main"))
+    assert "umbrella" in refused.reason
+
+
+def test_v2_token_on_a_v3_route_and_the_reverse_are_refused(service: AuthService) -> None:
+    alice = service.add_account()
+    v2, _ = service.grant_token(alice.username, alice.api_key)
+    v3, _ = service.grant_token_v3(alice.username, alice.api_key, "acme", "main")
+    refused = _refusal(lambda: _call(service, v2, "/v3/x/accounts/acme/profiles/main"))
+    assert "T1 is a v2 token" in refused.reason
+    assert "/v3/auth/accounts/" in refused.reason
+    reverse = _refusal(
+        lambda: service.authorize_v2(v3, problem=None, method="GET", path="/api/x", permission=None)
+    )
+    assert "T2 is a v3 token (for acme/main)" in reverse.reason
+    assert "/v2/auth" in reverse.reason
+
+
+def test_churn_is_counted_per_account_and_profile(service: AuthService) -> None:
+    alice = service.add_account()
+    for profile in ("main", "dev", "qa"):
+        service.grant_token_v3(alice.username, alice.api_key, "acme", profile)
+    # A v2 token alongside is no churn either: another credential kind.
+    service.grant_token(alice.username, alice.api_key)
+    issued = [e for e in service.events if isinstance(e, TokenIssued)]
+    assert [e.premature for e in issued] == [False, False, False, False]
+    service.grant_token_v3(alice.username, alice.api_key, "acme", "dev")
+    last = [e for e in service.events if isinstance(e, TokenIssued)][-1]
+    assert last.while_valid == ("T2",)
+    assert service.auth_count(version="v3") == 4
+    assert service.auth_count(version="v2") == 1
+    assert service.auth_count() == 5
+
+
+def test_v3_premature_grants_are_throttled_with_retry_after(
+    make_service: Callable[..., AuthService],
+) -> None:
+    service = make_service(throttle=2)
+    alice = service.add_account()
+    for _ in range(3):
+        service.grant_token_v3(alice.username, alice.api_key, "acme", "main")
+    refused = _refusal(
+        lambda: service.grant_token_v3(alice.username, alice.api_key, "acme", "main")
+    )
+    assert refused.status == 429
+    assert refused.retry_after is not None
+    [throttled] = [e for e in service.events if isinstance(e, Throttled)]
+    assert throttled.version == "v3"
+    assert throttled.describe().startswith("/v3/auth throttled (429")
+    # v2 has its own window: not throttled by v3's churn.
+    service.grant_token(alice.username, alice.api_key)
+
+
+def test_profiles_restrict_which_pairs_an_account_may_get_tokens_for(
+    service: AuthService,
+) -> None:
+    alice = service.add_account(profiles=["acme/main", ("acme", "dev"), "umbrella/*"])
+    service.grant_token_v3(alice.username, alice.api_key, "acme", "dev")
+    service.grant_token_v3(alice.username, alice.api_key, "umbrella", "anything")
+    refused = _refusal(lambda: service.grant_token_v3(alice.username, alice.api_key, "acme", "qa"))
+    assert refused.status == 401
+    assert refused.return_code == 1401
+    assert "acme/qa" in refused.reason
+    assert "acme/dev, acme/main, umbrella/*" in refused.reason
+    rejected = [e for e in service.events if isinstance(e, AuthRejected)][-1]
+    assert (rejected.version, rejected.account, rejected.profile) == ("v3", "acme", "qa")
+    assert rejected.describe().startswith("/v3/auth for acme/qa rejected (1401)")
+    assert "profiles=acme/dev, acme/main, umbrella/*" in repr(alice)
+
+
+def test_wrong_key_and_unknown_user_get_1401_with_a_diagnosis(service: AuthService) -> None:
+    alice = service.add_account()
+    wrong = _refusal(lambda: service.grant_token_v3(alice.username, "nope", "acme", "main"))
+    assert wrong.status == 401
+    assert "API key" in wrong.reason
+    unknown = _refusal(lambda: service.grant_token_v3("bob@example.com", "k", "acme", "main"))
+    assert unknown.status == 401
+    assert "no account 'bob@example.com'" in unknown.reason
+
+
+@pytest.mark.parametrize(
+    ("profiles", "error"),
+    [
+        ("acme/main", TypeError),
+        (("acme", "main"), TypeError),
+        (["acme"], ValueError),
+        (["acme/main/x"], ValueError),
+        ([("acme", "")], ValueError),
+        (5, TypeError),
+    ],
+)
+def test_bad_profiles_say_what_to_pass(profiles: object, error: type[Exception]) -> None:
+    with pytest.raises(error, match="account/profile"):
+        make_account(1, None, None, None, None, profiles)
+
+
+def test_profiles_parse_strings_and_tuples() -> None:
+    assert parse_profiles(["a/b", ("c", "d")]) == frozenset({("a", "b"), ("c", "d")})
+    assert parse_profiles(None) is None
+    assert parse_profiles([]) == frozenset()
+
+
+def test_v3_paths_name_their_scope() -> None:
+    assert auth_path_scope("/v3/auth/accounts/acme/profiles/main") == ("acme", "main")
+    assert auth_path_scope("/v3/auth/accounts/acme/profiles/") is None
+    assert auth_path_scope("/v3/auth/accounts/acme") is None
+    assert call_scope("/v3/customers/accounts/acme/profiles/main/x") == ("acme", "main")
+    assert call_scope("/v3/customers/accounts/acme") == ("acme", None)
+    assert call_scope("/v3/status") == (None, None)
+
+
+def test_expiry_message_states_the_real_lifetime_of_a_token_issued_mid_second(
+    signer: Any,
+) -> None:
+    clock = ManualClock(1_800_000_000.75)
+    service = AuthService(Options(), signer, clock)
+    alice = service.add_account()
+    token, record = service.grant_token_v3(alice.username, alice.api_key, "acme", "main")
+    assert record.claims.exp - record.claims.iat == 1800
+    clock.now = record.claims.exp + 5.0
+    refused = _refusal(lambda: _call(service, token, "/v3/x/accounts/acme/profiles/main"))
+    assert "expired 5 s ago" in refused.reason
+    assert "valid 1799.250 s from issue" in refused.reason
+    assert "truncated to the second" in refused.reason
+
+
+def test_expiry_message_of_a_token_issued_on_a_whole_second_says_token_ttl(
+    service: AuthService, clock: ManualClock
+) -> None:
+    alice = service.add_account()
+    token, record = service.grant_token(alice.username, alice.api_key)
+    clock.now = record.claims.exp + 1
+    refused = _refusal(
+        lambda: service.authorize_v2(
+            token, problem=None, method="GET", path="/api/x", permission=None
+        )
+    )
+    assert "(valid 1800 s from issue)" in refused.reason
+
+
+def test_expire_and_revoke_on_cue_apply_to_v3_tokens(service: AuthService) -> None:
+    alice = service.add_account()
+    token, _ = service.grant_token_v3(alice.username, alice.api_key, "acme", "main")
+    assert service.expire("T1") == "T1"
+    refused = _refusal(lambda: _call(service, token, "/v3/x/accounts/acme/profiles/main"))
+    assert "ended early on cue" in refused.reason
+    # Re-authenticating after an expiry on cue is no churn.
+    service.grant_token_v3(alice.username, alice.api_key, "acme", "main")
+    assert not [e for e in service.events if isinstance(e, TokenIssued)][-1].premature
+    assert any(e.describe() == "token T1 expired on cue" for e in service.events)
+
+
+def test_v1_identifiers_have_the_published_shapes(service: AuthService) -> None:
+    alice = service.add_account()
+    session = service.login(alice.username, alice.password)
+    assert re.fullmatch(r"-?[0-9]+", session.session_id)
+    assert re.fullmatch(r"[A-Z0-9]{21}", session.utk)
+    ids = {generate_session_id() for _ in range(200)}
+    assert len(ids) == 200  # unguessable: no repeats
+    assert any(i.startswith("-") for i in ids)
+    assert any(not i.startswith("-") for i in ids)
+    utks = {generate_utk() for _ in range(200)}
+    assert len(utks) == 200
+
+
+def test_tokens_carry_the_real_issuer_unless_configured(
+    make_service: Callable[..., AuthService],
+) -> None:
+    import jwt
+
+    default = make_service()
+    alice = default.add_account()
+    token, _ = default.grant_token(alice.username, alice.api_key)
+    claims = jwt.decode(token, options={"verify_signature": False})
+    assert claims["iss"] == "https://api.tealiumiq.com"
+    custom = make_service(issuer="https://issuer.example")
+    bob = custom.add_account()
+    token2, _ = custom.grant_token(bob.username, bob.api_key)
+    assert jwt.decode(token2, options={"verify_signature": False})["iss"] == (
+        "https://issuer.example"
+    )
+    # A token of the other issuer is refused, naming both.
+    refused = _refusal(
+        lambda: custom.authorize_v2(token, problem=None, method="GET", path="/x", permission=None)
+    )
+    assert "https://api.tealiumiq.com" in refused.reason
+    assert "https://issuer.example" in refused.reason
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"v3_scope": "tenant"}, "v3_scope' must be 'profile'"),
+        ({"issuer": ""}, "issuer' must be a non-empty str"),
+    ],
+)
+def test_bad_v3_options_say_what_to_pass(options: dict[str, Any], message: str) -> None:
+    with pytest.raises((TypeError, ValueError), match=message):
+        Options(**options)
+
+
+def test_every_kind_of_scripted_fault_can_target_v3_auth(service: AuthService) -> None:
+    service.faults.add(_faults.hang(5, clock="simulated", version="v3"))
+    service.faults.add(_faults.reset(version="v3"))
+    service.faults.add(_faults.malformed(version="v3"))
+    assert service.take_fault("v2", "POST", "/v2/auth", None) is None
+    assert service.take_fault("v1", "POST", "/v1/login", None) is None
+    path = "/v3/auth/accounts/acme/profiles/main"
+    kinds = [service.take_fault("v3", "POST", path, None) for _ in range(3)]
+    assert [k.fault.kind for k in kinds if k is not None] == ["hang", "reset", "malformed"]
+    assert _faults.failure(503, version=None).applies_to("v3")
+    assert _faults.failure(503, version="v3").endpoints == (
+        "/v3/auth/accounts/{account}/profiles/{profile}"
+    )
+
+
+def test_the_options_line_shows_issuer_and_v3_scope_only_when_changed() -> None:
+    assert "issuer" not in Options().describe()
+    assert "v3_scope" not in Options().describe()
+    line = Options(issuer="https://issuer.example", v3_scope="account").describe()
+    assert line.endswith(" issuer=https://issuer.example v3_scope=account")
