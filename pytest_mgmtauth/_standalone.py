@@ -24,7 +24,7 @@ from cryptography.exceptions import UnsupportedAlgorithm
 from . import __version__
 from ._domain._accounts import make_account
 from ._domain._clock import ManualClock, OffsetClock
-from ._domain._options import Options
+from ._domain._options import MAX_DURATION, OPTION_NAMES, Options
 from ._domain._tokens import load_private_key
 from ._fake import MgmtServer
 from ._pool import KeyCache, SessionPool
@@ -253,7 +253,9 @@ class StandaloneServer:
             "ca_bundle": self.ca_bundle,
             "clock": "frozen" if isinstance(self.clock, ManualClock) else "real",
             "options": {
-                f.name: getattr(self.options, f.name) for f in dataclasses.fields(self.options)
+                f.name: getattr(self.options, f.name)
+                for f in dataclasses.fields(self.options)
+                if f.init
             },
             "accounts": [account_json(a) for a in self.startup_accounts],
             "routes": [f"{m} {p}" for m, p in self._routes],
@@ -287,7 +289,13 @@ def _print_banner(server: StandaloneServer, out: TextIO) -> None:
     out.flush()
 
 
-def _seconds_arg(text: str) -> float:
+def _seconds_arg(text: str) -> float | int:
+    # Checked for range by Options (the one place that checks durations): here only
+    # whether it is a number. Whole numbers stay ints, so 10**400 is "too large", not inf.
+    try:
+        return int(text)
+    except ValueError:
+        pass
     try:
         return float(text)
     except ValueError:
@@ -347,17 +355,26 @@ def build_parser() -> argparse.ArgumentParser:
     behaviour = parser.add_argument_group("behaviour (the options of @pytest.mark.mgmtauth)")
     defaults = Options()
     for flag, default, what in (
-        ("--token-ttl", defaults.token_ttl, "bearer token validity"),
-        ("--refresh-margin", defaults.refresh_margin, "re-auth this close to expiry is reuse"),
-        ("--lockout-duration", defaults.lockout_duration, "how long error 1402 lasts"),
-        ("--session-timeout", defaults.session_timeout, "idle time that ends a v1 session"),
+        ("--token-ttl", defaults.token_ttl, "bearer token validity (default 1800)"),
+        (
+            "--refresh-margin",
+            None,
+            "re-auth this close to expiry is reuse (default: a tenth of --token-ttl, at "
+            "most 60)",
+        ),
+        ("--lockout-duration", defaults.lockout_duration, "how long error 1402 lasts (default 600)"),
+        (
+            "--session-timeout",
+            defaults.session_timeout,
+            "idle time that ends a v1 session (default 1800)",
+        ),
     ):
         behaviour.add_argument(
             flag,
             type=_seconds_arg,
             default=default,
             metavar="SECONDS",
-            help=f"{what} (default {default:g})",
+            help=f"{what}; finite, at most {MAX_DURATION:g} (10 years)",
         )
     behaviour.add_argument(
         "--lockout-threshold",
@@ -408,7 +425,10 @@ def server_from_args(args: argparse.Namespace) -> StandaloneServer:
             https=args.https,
         )
     except (TypeError, ValueError) as exc:
-        raise UsageError(str(exc).replace("mgmtauth option ", "option ")) from None
+        message = str(exc)
+        for name in OPTION_NAMES:  # name the flag the user typed
+            message = message.replace(f"mgmtauth option {name!r}", "--" + name.replace("_", "-"))
+        raise UsageError(message.replace("mgmtauth option ", "option ")) from None
     specs = [parse_account(text) for text in args.account]
     if args.accounts_file:
         specs += read_accounts_file(args.accounts_file)

@@ -32,7 +32,8 @@ _KEY_CACHE_ENTRY = "mgmtauth/signing-key-pem"
 
 _OPTION_HELP = {
     "token_ttl": "bearer token validity in seconds (default 1800)",
-    "refresh_margin": "re-auth this many seconds before expiry counts as reuse (default 60)",
+    "refresh_margin": "re-auth this many seconds before expiry counts as reuse (default: a "
+    "tenth of token_ttl, at most 60)",
     "lockout_threshold": "failed v1 logins in a row that lock an account (default 5)",
     "lockout_duration": "seconds a lockout (error 1402) lasts (default 600)",
     "session_timeout": "idle seconds after which a v1 session ends (default 1800)",
@@ -103,8 +104,12 @@ def pytest_configure(config: pytest.Config) -> None:
                 overrides[name] = True
         options = build_options(Options(), overrides, where="mgmtauth ini settings")
     except (TypeError, ValueError) as exc:
-        # A usage error, not an INTERNALERROR traceback: the message says how to fix it.
-        raise pytest.UsageError(str(exc)) from None
+        # A usage error, not an INTERNALERROR traceback: the message says how to fix it,
+        # naming the ini setting (or command-line flag) the value came from.
+        message = str(exc)
+        for name in OPTION_NAMES:
+            message = message.replace(f"mgmtauth option {name!r}", f"mgmtauth_{name}")
+        raise pytest.UsageError(message) from None
     config.stash[_BASE_OPTIONS] = options
     config.pluginmanager.register(_Report(config), "mgmtauth-report")
 

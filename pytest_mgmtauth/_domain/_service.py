@@ -260,7 +260,7 @@ class AuthService:
         its ``exp`` may be replaced.
         """
         refused = self._last_refusal.get((username, "v2"), 0)
-        margin = self.options.refresh_margin
+        margin = self.options.margin
         return [
             rec
             for rec in self.tokens.values()
@@ -274,7 +274,7 @@ class AuthService:
     def _held_sessions(self, username: str, now: float) -> list[SessionRecord]:
         """Sessions the account still holds: active, not refused, not near idle timeout."""
         refused = self._last_refusal.get((username, "v1"), 0)
-        margin = self.options.refresh_margin
+        margin = self.options.margin
         timeout = self.options.session_timeout
         return [
             rec

@@ -138,7 +138,7 @@ def test_invalid_ini_value_is_a_usage_error_with_the_options_message(
     pytester.makepyfile("def test_nothing(): pass")
     result = pytester.runpytest_inprocess()
     result.stderr.fnmatch_lines(
-        ["ERROR: mgmtauth option 'lockout_duration' must be > 0 seconds, got -5*"]
+        ["ERROR: mgmtauth_lockout_duration must be > 0 and <= 315360000 seconds (10 years), got -5*"]
     )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
 
@@ -237,7 +237,7 @@ def test_invalid_marker_value_errors_the_test_with_the_reason(pytester: pytest.P
         """
         import pytest
 
-        @pytest.mark.mgmtauth(token_ttl=30)
+        @pytest.mark.mgmtauth(token_ttl=30, refresh_margin=60)
         def test_margin_too_long(mgmt_server):
             pass
         """
