@@ -359,10 +359,13 @@ def build_parser() -> argparse.ArgumentParser:
         (
             "--refresh-margin",
             None,
-            "re-auth this close to expiry is reuse (default: a tenth of --token-ttl, at "
-            "most 60)",
+            "re-auth this close to expiry is reuse (default: a tenth of --token-ttl, at most 60)",
         ),
-        ("--lockout-duration", defaults.lockout_duration, "how long error 1402 lasts (default 600)"),
+        (
+            "--lockout-duration",
+            defaults.lockout_duration,
+            "how long error 1402 lasts (default 600)",
+        ),
         (
             "--session-timeout",
             defaults.session_timeout,

@@ -13,8 +13,9 @@ granted. It is what the client sees, recorded in the timeline as ``FaultInjected
 from __future__ import annotations
 
 import dataclasses
-import math
 import threading
+
+from ._options import MAX_DURATION, check_count, check_seconds
 
 #: Service errors a scripted failure may name besides HTTP statuses (answered as 401).
 SERVICE_ERRORS = (1401, 1402)
@@ -73,9 +74,7 @@ class ScriptedFault:
 
 
 def _check_count(count: object) -> int:
-    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-        raise ValueError(f"count must be an int >= 1 (how many calls get the fault), got {count!r}")
-    return count
+    return check_count("count", count, what="", hint=" (how many calls get the fault)")
 
 
 def _check_version(version: object) -> str | None:
@@ -103,9 +102,14 @@ def failure(
             f"({', '.join(map(str, SERVICE_ERRORS))}), got {error!r}"
         )
     if retry_after is not None and (
-        isinstance(retry_after, bool) or not isinstance(retry_after, int) or retry_after < 0
+        isinstance(retry_after, bool)
+        or not isinstance(retry_after, int)
+        or not 0 <= retry_after <= MAX_DURATION
     ):
-        raise ValueError(f"retry_after must be an int >= 0 (seconds), got {retry_after!r}")
+        shown = repr(retry_after) if len(repr(retry_after)) < 30 else "a huge number"
+        raise ValueError(
+            f"retry_after must be an int >= 0 and <= {MAX_DURATION:.0f} (seconds), got {shown}"
+        )
     if retry_after is None and status == 429:
         retry_after = DEFAULT_RETRY_AFTER
     return ScriptedFault(
@@ -124,17 +128,14 @@ def hang(
     """The next calls are held ``seconds`` before they are answered normally: on the
     ``"real"`` clock (client timeouts fire), or until the ``"simulated"`` clock has
     moved on by ``seconds`` (someone else advances it)."""
-    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
-        raise TypeError(f"seconds must be a number, got {seconds!r}")
-    if not (seconds > 0 and math.isfinite(seconds)):
-        raise ValueError(f"seconds must be > 0 and finite, got {seconds!r}")
+    seconds = check_seconds("seconds", seconds, what="")
     if clock not in HANG_CLOCKS:
         raise ValueError(f"clock must be 'real' or 'simulated', got {clock!r}")
     return ScriptedFault(
         kind="hang",
         count=_check_count(count),
         version=_check_version(version),
-        seconds=float(seconds),
+        seconds=seconds,
         clock=clock,
     )
 

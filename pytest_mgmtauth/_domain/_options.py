@@ -47,37 +47,70 @@ def check_seconds(
     if isinstance(value, timedelta):
         value = value.total_seconds()
     allowed = _describe_range(0, maximum, allow_zero, "seconds")
+    label = f"{what} {name!r}" if what else name
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(
-            f"{what} {name!r} takes seconds (int, float or timedelta) {allowed}, "
+            f"{label} takes seconds (int, float or timedelta) {allowed}, "
             f"got {type(value).__name__} {value!r}"
         )
-    if isinstance(value, float) and math.isnan(value):
-        bad = True
-    elif value < 0 or (value == 0 and (not allow_zero or math.copysign(1.0, value) < 0)):
-        bad = True
-    else:
-        bad = value > maximum  # an int of any size compares without overflow
+    negative = value < 0 or (value == 0 and math.copysign(1.0, value) < 0)
+    bad = (
+        (isinstance(value, float) and math.isnan(value))
+        or negative
+        or (value == 0 and not allow_zero)
+        or value > maximum  # an int of any size compares without overflow
+    )
     if bad:
         shown = f"{value!r}" if not isinstance(value, int) or abs(value) < 10**20 else "a huge int"
-        raise ValueError(f"{what} {name!r} must be {allowed}, got {shown}")
+        raise ValueError(f"{label} must be {allowed}, got {shown}")
     return float(value)
 
 
-def check_count(
-    name: str, value: object, *, what: str = "mgmtauth option", hint: str = ""
-) -> int:
+def check_count(name: str, value: object, *, what: str = "mgmtauth option", hint: str = "") -> int:
     """``value`` as an int in 1..:data:`MAX_COUNT`, or an error naming the range."""
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int)
-        or not 1 <= value <= MAX_COUNT
-    ):
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_COUNT:
         shown = repr(value) if not isinstance(value, int) or abs(value) < 10**20 else "a huge int"
-        raise ValueError(
-            f"{what} {name!r} must be an int >= 1 and <= {MAX_COUNT}{hint}, got {shown}"
-        )
+        label = f"{what} {name!r}" if what else name
+        raise ValueError(f"{label} must be an int >= 1 and <= {MAX_COUNT}{hint}, got {shown}")
     return value
+
+
+def check_advance(
+    now: float,
+    *,
+    seconds: object = 0,
+    minutes: object = 0,
+    hours: object = 0,
+    what: str = "advance()",
+    backwards: str = "",
+) -> float:
+    """How far to move a clock that reads ``now``: the sum of the parts in seconds, each
+    finite and >= 0, the sum at most :data:`MAX_ADVANCE` and the new time not past
+    :data:`LATEST_TIME`; otherwise a TypeError/ValueError that names the part."""
+    total = 0.0
+    for name, value, unit in (
+        ("seconds", seconds, 1),
+        ("minutes", minutes, 60),
+        ("hours", hours, 3600),
+    ):
+        if isinstance(value, timedelta):
+            raise TypeError(f"{what} {name}= takes a number of {name}, got a timedelta")
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
+            raise ValueError(f"{what} moves time forward only (got {name}={value!r}){backwards}")
+        checked = check_seconds(name, value, allow_zero=True, maximum=MAX_ADVANCE / unit, what=what)
+        total += checked * unit
+    if total > MAX_ADVANCE:
+        raise ValueError(
+            f"{what} moves at most {MAX_ADVANCE:.0f} seconds (100 years) at once, got "
+            f"{total:.0f} seconds"
+        )
+    if now + total > LATEST_TIME:
+        raise ValueError(
+            f"{what} would move the clock past 3000-01-01 (the latest time it can show "
+            f"with room for every duration); it can move {max(0.0, LATEST_TIME - now):.0f} "
+            f"seconds more, got {total:.0f}"
+        )
+    return total
 
 
 def derived_refresh_margin(token_ttl: float) -> float:

@@ -168,7 +168,9 @@ def test_describe_reproduces_the_options_in_one_line() -> None:
 def test_absurd_durations_are_refused_naming_option_value_and_range(
     name: str, value: float
 ) -> None:
-    with pytest.raises(ValueError, match=rf"'{name}' must be >?=? 0 and <= 315360000 seconds \(10 years\), got "):
+    with pytest.raises(
+        ValueError, match=rf"'{name}' must be >?=? 0 and <= 315360000 seconds \(10 years\), got "
+    ):
         Options(**{name: value})
 
 

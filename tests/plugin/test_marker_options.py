@@ -138,7 +138,10 @@ def test_invalid_ini_value_is_a_usage_error_with_the_options_message(
     pytester.makepyfile("def test_nothing(): pass")
     result = pytester.runpytest_inprocess()
     result.stderr.fnmatch_lines(
-        ["ERROR: mgmtauth_lockout_duration must be > 0 and <= 315360000 seconds (10 years), got -5*"]
+        [
+            "ERROR: mgmtauth_lockout_duration must be > 0 and <= 315360000 seconds "
+            "(10 years), got -5*"
+        ]
     )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
 
