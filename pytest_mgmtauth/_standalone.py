@@ -191,7 +191,7 @@ class StandaloneServer:
             socket.create_server((self._host, self._port), family=family).close()
         self._fake = self._new_fake()
         self._pool.server(https=self.options.https).app.control = ControlAPI(
-            fake=lambda: self.fake, clock=self.clock, reset=self.reset
+            fake=lambda: self.fake, clock=self.clock, reset=self.reset, host=self._host
         )
 
     def _new_fake(self) -> MgmtServer:

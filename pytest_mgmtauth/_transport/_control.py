@@ -9,6 +9,7 @@ says what to send instead, and never stops the server. See docs/standalone.md.
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import json
 import math
 from datetime import datetime
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from werkzeug import Response
 
 from .._domain._clock import to_datetime
+from .._domain._options import check_advance
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -31,6 +33,62 @@ if TYPE_CHECKING:
 PREFIX = "/_mgmtauth"
 #: Largest control request body read, in bytes.
 MAX_CONTROL_BODY = 64 * 1024
+#: Deepest nesting of arrays and objects a control request body may have.
+MAX_CONTROL_DEPTH = 32
+#: Hosts that are always loopback (RFC 6761: ``localhost`` and names under it).
+_LOOPBACK_NAMES = ("localhost",)
+_WILDCARDS = ("", "0.0.0.0", "::")
+
+
+def _host_name(header: str) -> str:
+    """The host part of a ``Host`` header (no port, no brackets), lower case."""
+    header = header.strip()
+    if header.startswith("["):
+        return header[1 : header.find("]")].lower() if "]" in header else header.lower()
+    if header.count(":") == 1:
+        header = header.rsplit(":", 1)[0]
+    return header.lower().rstrip(".")
+
+
+def _ip(name: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    try:
+        return ipaddress.ip_address(name)
+    except ValueError:
+        return None
+
+
+def host_allowed(header: str | None, bound: str) -> bool:
+    """Whether a control request with this ``Host`` header may be served by a server
+    listening on ``bound``: a loopback name or address, the address it was started on,
+    or (started on a wildcard address) any IP address. A name that only DNS says is
+    this machine (a DNS-rebinding page) is refused."""
+    if header is None:
+        return True  # no Host header: not a browser (HTTP/1.0 tools)
+    name = _host_name(header)
+    if name in _LOOPBACK_NAMES or name.endswith(".localhost"):
+        return True
+    if name == _host_name(bound) and name:
+        return True
+    address = _ip(name)
+    if address is None:
+        return False
+    return address.is_loopback or bound in _WILDCARDS
+
+
+def _depth(data: Any) -> int:
+    """How deeply arrays and objects nest in ``data`` (iterative: no recursion limit)."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict):
+            value = list(value.values())
+        if isinstance(value, list):
+            deepest = max(deepest, depth)
+            if depth > MAX_CONTROL_DEPTH:
+                break
+            stack.extend((v, depth + 1) for v in value)
+    return deepest
 
 
 class ControlledFake(Protocol):
@@ -195,11 +253,16 @@ class _Body:
         assert value is None or isinstance(value, int)
         return value
 
-    def number(self, name: str, *, required: bool = False) -> float | None:
+    def number(self, name: str, *, required: bool = False) -> float | int | None:
+        """A JSON number as parsed: an int stays an int (10**400 has no float), the
+        range is for the operation to check."""
         value = self._get(name, (int, float), "a number", required)
-        if value is not None and not math.isfinite(value):
-            raise ControlError(400, f"{self.endpoint}: the field {name!r} must be finite")
-        return None if value is None else float(value)
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ControlError(
+                400, f"{self.endpoint}: the field {name!r} must be a finite number, got {value}"
+            )
+        assert value is None or isinstance(value, (int, float))
+        return value
 
     def texts(self, name: str) -> list[str] | None:
         value = self._get(name, (list,), "a list of strings", False)
@@ -222,7 +285,10 @@ class ControlAPI:
         fake: Callable[[], ControlledFake],
         clock: AdvanceableClock,
         reset: Callable[[], None],
+        host: str = "127.0.0.1",
     ) -> None:
+        #: The address the server listens on (the DNS-rebinding guard allows it).
+        self.host = host
         self._fake = fake
         self._clock = clock
         self._reset = reset
@@ -293,6 +359,9 @@ class ControlAPI:
                 + ", ".join(f"{m} {PREFIX}{p}" for m, p in self._endpoints),
             )
         handler, known, _ = entry
+        refused = self._refuse_foreign(request, endpoint)
+        if refused is not None:
+            return refused
         try:
             body = _Body(endpoint, self._read_json(request, endpoint), known)
             status, payload = handler(body)
@@ -307,6 +376,31 @@ class ControlAPI:
             )
         return _json(status, payload)
 
+    def _refuse_foreign(self, request: Request, endpoint: str) -> Response | None:
+        """The guard against a web page in the developer's browser: a DNS-rebinding page
+        (its own name in ``Host``) gets 403, and so does a POST that is not
+        ``application/json`` (which a page can only send after a CORS preflight that this
+        server never grants) 415."""
+        host = request.headers.get("Host")
+        if not host_allowed(host, self.host):
+            shown = host if len(host or "") <= 100 else f"{(host or '')[:100]}..."
+            return _error(
+                403,
+                f"{endpoint}: refused the Host {shown!r}: the control API answers only "
+                f"to localhost, a loopback address or the address it listens on "
+                f"({self.host}), so that a web page cannot reach it through DNS rebinding",
+            )
+        if request.method == "POST" and request.mimetype != "application/json":
+            sent = request.headers.get("Content-Type")
+            return _error(
+                415,
+                f"{endpoint}: send the body as JSON with 'Content-Type: application/json' "
+                f"(got {'no Content-Type' if sent is None else repr(sent[:100])}); control "
+                "POSTs take JSON only, so that a web page cannot send them. "
+                "curl: -H 'Content-Type: application/json' -d '{}'",
+            )
+        return None
+
     @staticmethod
     def _read_json(request: Request, endpoint: str) -> dict[str, Any]:
         length = request.content_length
@@ -319,12 +413,20 @@ class ControlAPI:
             return {}
         try:
             data = json.loads(raw)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        except RecursionError:
+            raise ControlError(
+                400, f"{endpoint}: the body nests deeper than {MAX_CONTROL_DEPTH} levels"
+            ) from None
+        except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, a 5000-digit int
             raise ControlError(
                 400,
                 f"{endpoint}: the body is not JSON ({exc}); send a JSON object, e.g. "
                 "curl -H 'Content-Type: application/json' -d '{\"seconds\": 1800}'",
             ) from None
+        if _depth(data) > MAX_CONTROL_DEPTH:
+            raise ControlError(
+                400, f"{endpoint}: the body nests deeper than {MAX_CONTROL_DEPTH} levels"
+            )
         if not isinstance(data, dict):
             raise ControlError(
                 400, f"{endpoint}: the body must be a JSON object, got {type(data).__name__}"
@@ -348,13 +450,14 @@ class ControlAPI:
         return 200, {"now": _iso(to_datetime(self._clock()))}
 
     def _advance(self, body: _Body) -> tuple[int, Any]:
-        seconds = (
-            (body.number("seconds") or 0.0)
-            + (body.number("minutes") or 0.0) * 60
-            + (body.number("hours") or 0.0) * 3600
+        # Every check before the clock moves: a refused advance changes nothing.
+        seconds = check_advance(
+            self._clock(),
+            seconds=body.number("seconds") or 0,
+            minutes=body.number("minutes") or 0,
+            hours=body.number("hours") or 0,
+            what=body.endpoint,
         )
-        if seconds < 0:
-            raise ControlError(400, f"{body.endpoint}: the clock moves forward only")
         if seconds == 0:
             raise ControlError(
                 400, f'{body.endpoint}: say how far: {{"seconds": 1800}} (or minutes, hours)'
@@ -378,9 +481,11 @@ class ControlAPI:
         method = body.text("method") or "GET"
         path = body.text("path", required=True)
         assert path is not None
-        status = body.integer("status") or 200
+        status = body.integer("status")
+        status = 200 if status is None else status
         if not 200 <= status <= 599:
-            raise ControlError(400, f"{body.endpoint}: status must be 200-599, got {status}")
+            shown = status if abs(status) < 10**9 else "a huge number"
+            raise ControlError(400, f"{body.endpoint}: status must be 200-599, got {shown}")
         answer = body.data.get("json", {})
         route = self._fake().route(
             method, path, permission=body.text("permission"), auth=body.text("auth")
@@ -393,7 +498,8 @@ class ControlAPI:
 
     def _add_fault(self, body: _Body) -> tuple[int, Any]:
         kind = body.text("kind", required=True)
-        count = body.integer("count") or 1
+        count = body.integer("count")
+        count = 1 if count is None else count  # 0 is refused by the fault, not made 1
         version = body.text("version")
         allowed = {
             "fail": ("error", "retry_after"),

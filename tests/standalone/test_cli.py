@@ -159,7 +159,7 @@ def test_accounts_from_the_command_line_and_a_file(
     ("args", "message"),
     [
         (["--throttle", "lots"], "expected a number of premature grants per 60 s, or 'none'"),
-        (["--token-ttl", "0"], "'token_ttl' must be > 0 seconds"),
+        (["--token-ttl", "0"], "--token-ttl must be > 0 and <= 315360000 seconds"),
         (["--account", "bob"], "usernames of the service are e-mail addresses"),
         (["--account", '{"username": 1}'], "'username' must be a string"),
         (["--accounts-file", "/nonexistent/accounts.json"], "No such file or directory"),
