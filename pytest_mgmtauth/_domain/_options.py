@@ -87,6 +87,7 @@ def check_advance(
     """How far to move a clock that reads ``now``: the sum of the parts in seconds, each
     finite and >= 0, the sum at most :data:`MAX_ADVANCE` and the new time not past
     :data:`LATEST_TIME`; otherwise a TypeError/ValueError that names the part."""
+    subject = what or "the clock"
     total = 0.0
     for name, value, unit in (
         ("seconds", seconds, 1),
@@ -96,17 +97,17 @@ def check_advance(
         if isinstance(value, timedelta):
             raise TypeError(f"{what} {name}= takes a number of {name}, got a timedelta")
         if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
-            raise ValueError(f"{what} moves time forward only (got {name}={value!r}){backwards}")
+            raise ValueError(f"{subject} moves time forward only (got {name}={value!r}){backwards}")
         checked = check_seconds(name, value, allow_zero=True, maximum=MAX_ADVANCE / unit, what=what)
         total += checked * unit
     if total > MAX_ADVANCE:
         raise ValueError(
-            f"{what} moves at most {MAX_ADVANCE:.0f} seconds (100 years) at once, got "
+            f"{subject} moves at most {MAX_ADVANCE:.0f} seconds (100 years) at once, got "
             f"{total:.0f} seconds"
         )
     if now + total > LATEST_TIME:
         raise ValueError(
-            f"{what} would move the clock past 3000-01-01 (the latest time it can show "
+            f"{subject} would move past 3000-01-01 (the latest time it can show "
             f"with room for every duration); it can move {max(0.0, LATEST_TIME - now):.0f} "
             f"seconds more, got {total:.0f}"
         )

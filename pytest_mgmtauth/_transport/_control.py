@@ -451,12 +451,10 @@ class ControlAPI:
 
     def _advance(self, body: _Body) -> tuple[int, Any]:
         # Every check before the clock moves: a refused advance changes nothing.
+        parts = [body.number(name) for name in ("seconds", "minutes", "hours")]
+        seconds, minutes, hours = (0 if part is None else part for part in parts)
         seconds = check_advance(
-            self._clock(),
-            seconds=body.number("seconds") or 0,
-            minutes=body.number("minutes") or 0,
-            hours=body.number("hours") or 0,
-            what=body.endpoint,
+            self._clock(), seconds=seconds, minutes=minutes, hours=hours, what=""
         )
         if seconds == 0:
             raise ControlError(

@@ -288,3 +288,150 @@ def test_a_hang_on_the_simulated_clock_ends_when_the_control_api_advances_it(
             assert pending.result(timeout=10).status_code == 200
     finally:
         server.stop()
+
+
+# -- issue 9: an invalid control request changes nothing and never breaks the server -----
+
+
+@pytest.fixture
+def still(key_file: Path) -> Iterator[StandaloneServer]:
+    """A server on a frozen clock: its state can be compared before and after."""
+    server = StandaloneServer(
+        Options(throttle=None),
+        port=0,
+        accounts=[ALICE],
+        routes=[("GET", "/v2/things")],
+        key_file=str(key_file),
+        frozen_clock=True,
+    )
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def still_control(still: StandaloneServer, http: requests.Session) -> Any:
+    def call(method: str, path: str, body: Any = None, **kw: Any) -> requests.Response:
+        if body is None and method == "POST":
+            body = {}
+        return http.request(method, f"{still.url}/_mgmtauth{path}", json=body, **kw)
+
+    return call
+
+
+def _state(control: Any) -> tuple[Any, ...]:
+    return (
+        control("GET", "/clock").json(),
+        control("GET", "/events").json(),
+        control("GET", "/faults").json(),
+    )
+
+
+def _raw_post(server: StandaloneServer, http: requests.Session, path: str, raw: bytes) -> Any:
+    headers = {"Content-Type": "application/json"}
+    return http.post(f"{server.url}/_mgmtauth{path}", data=raw, headers=headers)
+
+
+@pytest.mark.parametrize(
+    ("path", "raw", "message"),
+    [
+        ("/clock/advance", b'{"seconds": 1e308}', "seconds must be >= 0 and <= 3153600000"),
+        ("/clock/advance", b'{"hours": 1e305}', "hours must be >= 0 and <= 876000"),
+        ("/clock/advance", b'{"seconds": 3e11}', "seconds must be >= 0 and <= 3153600000"),
+        ("/clock/advance", b'{"seconds": 1e400}', "'seconds' must be a finite number"),
+        ("/clock/advance", b'{"seconds": 1' + b"0" * 400 + b"}", "got a huge int"),
+        ("/clock/advance", b'{"seconds": 1' + b"0" * 5000 + b"}", "the body is not JSON"),
+        ("/clock/advance", b'{"seconds": NaN}', "'seconds' must be a finite number"),
+        ("/clock/advance", b'{"seconds": -0.0}', "got -0.0"),
+        ("/clock/advance", b'{"seconds": -5, "hours": 1}', "forward only (got seconds=-5)"),
+        ("/clock/advance", b'{"seconds": 3153600000, "hours": 1}', "at most 3153600000"),
+        ("/clock/advance", b'{"seconds": ' + b"[" * 100_00 + b"]" * 100_00 + b"}", "nests"),
+        ("/clock/advance", b"[" * 40 + b"]" * 40, "nests deeper than 32"),
+        ("/lock", b'{"username": "alice@example.com", "seconds": 1e308}', "'seconds' must be"),
+        ("/lock", b'{"username": "alice@example.com", "seconds": 0}', "'seconds' must be > 0"),
+        ("/faults", b'{"kind": "fail", "count": 0}', "count must be an int >= 1"),
+        ("/faults", b'{"kind": "hang", "seconds": 1e300}', "seconds must be > 0 and <= 3153"),
+        ("/faults", b'{"kind": "fail", "retry_after": 1' + b"0" * 30 + b"}", "huge number"),
+        ("/routes", b'{"path": "/_mgmtauth/x"}', "reserved for mgmtauth-server's control API"),
+        ("/routes", b'{"path": "/v2/x", "status": 0}', "status must be 200-599, got 0"),
+        ("/expire", b'{"credential": 5}', "'credential' must be a string"),
+    ],
+)
+def test_an_invalid_control_request_changes_nothing_and_the_server_stays_up(
+    still: StandaloneServer,
+    still_control: Any,
+    http: requests.Session,
+    path: str,
+    raw: bytes,
+    message: str,
+) -> None:
+    before = _state(still_control)
+    answer = _raw_post(still, http, path, raw)
+    assert 400 <= answer.status_code < 500, answer.text
+    assert answer.headers["Content-Type"] == "application/json"
+    assert answer.json()["returnCode"] == answer.status_code
+    assert message in answer.json()["message"]
+    assert _state(still_control) == before
+    assert _token(http, still.url).status_code == 200
+    assert still_control("GET", "/clock").status_code == 200
+
+
+def test_the_clock_stops_before_the_year_3000_and_keeps_serving(
+    still: StandaloneServer, still_control: Any, http: requests.Session
+) -> None:
+    for _ in range(20):  # 100 years at a time, until refused
+        answer = still_control("POST", "/clock/advance", {"hours": 876000})
+        if answer.status_code != 200:
+            break
+    assert answer.status_code == 400
+    assert "past 3000-01-01" in answer.json()["message"]
+    assert still_control("GET", "/clock").json()["now"] < "3000"
+    token = _token(http, still.url)
+    assert token.status_code == 200
+    assert still_control("POST", "/lock", {"username": "alice@example.com", "seconds": 3e8}).ok
+    assert "until" in still_control("GET", "/events").json()["events"][-1]
+
+
+@pytest.mark.parametrize(
+    "content_type",
+    [None, "text/plain", "application/x-www-form-urlencoded", "multipart/form-data; b=x"],
+)
+def test_control_posts_must_be_json(
+    still: StandaloneServer, still_control: Any, http: requests.Session, content_type: str | None
+) -> None:
+    before = _state(still_control)
+    headers = {} if content_type is None else {"Content-Type": content_type}
+    answer = http.post(f"{still.url}/_mgmtauth/reset", data=b"{}", headers=headers)
+    if content_type is None:
+        answer = http.post(f"{still.url}/_mgmtauth/reset")
+    assert answer.status_code == 415
+    assert "Content-Type: application/json" in answer.json()["message"]
+    assert _state(still_control) == before
+    with_charset = {"Content-Type": "application/json; charset=utf-8"}
+    ok = http.post(f"{still.url}/_mgmtauth/reset", data=b"{}", headers=with_charset)
+    assert ok.status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("host", "status"),
+    [
+        ("evil.example", 403),
+        ("evil.example:8765", 403),
+        ("127.0.0.1.nip.io", 403),
+        ("localhost", 200),
+        ("LOCALHOST:1234", 200),
+        ("127.0.0.2", 200),
+        ("[::1]:8765", 200),
+    ],
+)
+def test_the_control_api_answers_only_loopback_hosts(
+    still: StandaloneServer, http: requests.Session, host: str, status: int
+) -> None:
+    # A DNS-rebinding page reaches 127.0.0.1 with its own name in Host.
+    answer = http.get(f"{still.url}/_mgmtauth/accounts", headers={"Host": host})
+    assert answer.status_code == status
+    if status == 403:
+        assert "DNS rebinding" in answer.json()["message"]
+        assert "api_key" not in answer.text
