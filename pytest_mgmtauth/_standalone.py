@@ -289,6 +289,22 @@ def _print_banner(server: StandaloneServer, out: TextIO) -> None:
     out.flush()
 
 
+def _shown(text: str) -> str:
+    """A command-line value in a message: whole if short, else its start and length."""
+    return repr(text) if len(text) <= 40 else f"{text[:20]!r}... ({len(text)} characters)"
+
+
+def _whole_arg(text: str) -> int:
+    # int() refuses over 4300 digits: such a number is out of every range anyway, and
+    # the message should not echo all of it (argparse's "invalid int value" would).
+    try:
+        return int(text)
+    except ValueError:
+        if text.strip().lstrip("+-").isdigit():
+            raise argparse.ArgumentTypeError(f"{_shown(text)} is far too large") from None
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {_shown(text)}") from None
+
+
 def _seconds_arg(text: str) -> float | int:
     # Checked for range by Options (the one place that checks durations): here only
     # whether it is a number. Whole numbers stay ints, so 10**400 is "too large", not inf.
@@ -299,17 +315,17 @@ def _seconds_arg(text: str) -> float | int:
     try:
         return float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected seconds, got {_shown(text)}") from None
 
 
 def _throttle_arg(text: str) -> int | None:
     if text.strip().lower() in ("none", "off"):
         return None
     try:
-        return int(text)
-    except ValueError:
+        return _whole_arg(text)
+    except argparse.ArgumentTypeError:
         raise argparse.ArgumentTypeError(
-            f"expected a number of premature grants per 60 s, or 'none', got {text!r}"
+            f"expected a number of premature grants per 60 s, or 'none', got {_shown(text)}"
         ) from None
 
 
@@ -326,7 +342,7 @@ def build_parser() -> argparse.ArgumentParser:
     where = parser.add_argument_group("where")
     where.add_argument("--host", default=DEFAULT_HOST, help="address to listen on (%(default)s)")
     where.add_argument(
-        "--port", type=int, default=DEFAULT_PORT, help="port (%(default)s; 0: any free port)"
+        "--port", type=_whole_arg, default=DEFAULT_PORT, help="port (%(default)s; 0: any free port)"
     )
     where.add_argument(
         "--https", action="store_true", help="serve HTTPS with a fresh test CA (path printed)"
@@ -381,7 +397,7 @@ def build_parser() -> argparse.ArgumentParser:
         )
     behaviour.add_argument(
         "--lockout-threshold",
-        type=int,
+        type=_whole_arg,
         default=defaults.lockout_threshold,
         metavar="N",
         help="failed v1 logins in a row that lock an account (default %(default)s)",
@@ -450,7 +466,7 @@ def server_from_args(args: argparse.Namespace) -> StandaloneServer:
         names.add(account.username)
     routes = [parse_route(text) for text in args.route]
     if not 0 <= args.port <= 65535:
-        raise UsageError(f"--port {args.port}: expected 0-65535")
+        raise UsageError(f"--port {_shown(str(args.port))}: expected 0-65535")
     if args.key_file and not os.path.isdir(os.path.dirname(os.path.abspath(args.key_file))):
         raise UsageError(f"--key-file {args.key_file}: its directory does not exist")
     return StandaloneServer(

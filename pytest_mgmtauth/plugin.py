@@ -71,20 +71,28 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def _parse_ini(name: str, raw: str) -> Any:
     field_type = {f.name: f.type for f in dataclasses.fields(Options)}[name]
     text = raw.strip().lower()
+    shown = repr(raw) if len(raw) <= 40 else f"{raw[:20]!r}... ({len(raw)} characters)"
     if field_type == "bool":
         if text in ("1", "true", "yes", "on"):
             return True
         if text in ("0", "false", "no", "off"):
             return False
-        raise ValueError(f"mgmtauth_{name} = {raw!r}: expected true or false")
+        raise ValueError(f"mgmtauth_{name} = {shown}: expected true or false")
     if name == "throttle" and text in ("none", "off", ""):
         return None
     whole = field_type.startswith("int")
+    digits = text.lstrip("+-")
+    if digits.isascii() and digits.isdigit():
+        # A whole number stays exact (10**400 is not a float: Options names the range);
+        # past int()'s 4300 digits, say so without echoing it all.
+        if len(digits) > 4000:
+            raise ValueError(f"mgmtauth_{name} = {shown}: a number far too large")
+        return int(text)
     try:
         return int(text) if whole else float(text)
     except ValueError:
         wanted = "a whole number" if whole else "a number of seconds"
-        raise ValueError(f"mgmtauth_{name} = {raw!r}: expected {wanted}") from None
+        raise ValueError(f"mgmtauth_{name} = {shown}: expected {wanted}") from None
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -435,13 +435,15 @@ class ControlAPI:
 
     # -- endpoints -------------------------------------------------------------------
 
+    def describe(self) -> list[dict[str, Any]]:
+        """The endpoints: method, path, the body fields each takes, what it does."""
+        return [
+            {"method": m, "path": f"{PREFIX}{p}", "fields": list(known), "does": does}
+            for (m, p), (_, known, does) in self._endpoints.items()
+        ]
+
     def _index(self, body: _Body) -> tuple[int, Any]:
-        return 200, {
-            "endpoints": [
-                {"method": m, "path": f"{PREFIX}{p}", "fields": list(known), "does": does}
-                for (m, p), (_, known, does) in self._endpoints.items()
-            ]
-        }
+        return 200, {"endpoints": self.describe()}
 
     def _events(self, body: _Body) -> tuple[int, Any]:
         return 200, {"events": [event_json(e) for e in self._fake().events]}
