@@ -166,12 +166,14 @@ class StandaloneServer:
         routes: Sequence[tuple[str, str]] = (),
         key_file: str | None = None,
         frozen_clock: bool = False,
+        allowed_hosts: Sequence[str] = (),
     ) -> None:
         self.options = options
         self.clock: ManualClock | OffsetClock = (
             ManualClock(time.time()) if frozen_clock else OffsetClock()
         )
         self._host, self._port = host, port
+        self._allowed_hosts = tuple(allowed_hosts)
         self._pool = SessionPool(
             _file_key_cache(key_file) if key_file else None, host=host, port=port
         )
@@ -191,7 +193,11 @@ class StandaloneServer:
             socket.create_server((self._host, self._port), family=family).close()
         self._fake = self._new_fake()
         self._pool.server(https=self.options.https).app.control = ControlAPI(
-            fake=lambda: self.fake, clock=self.clock, reset=self.reset, host=self._host
+            fake=lambda: self.fake,
+            clock=self.clock,
+            reset=self.reset,
+            host=self._host,
+            allowed_hosts=self._allowed_hosts,
         )
 
     def _new_fake(self) -> MgmtServer:
@@ -345,6 +351,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--port", type=_whole_arg, default=DEFAULT_PORT, help="port (%(default)s; 0: any free port)"
     )
     where.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a host name the control API answers besides localhost, loopback addresses "
+        "and --host (e.g. a docker-compose service name); repeatable",
+    )
+    where.add_argument(
         "--https", action="store_true", help="serve HTTPS with a fresh test CA (path printed)"
     )
     setup = parser.add_argument_group("accounts and routes")
@@ -477,6 +491,7 @@ def server_from_args(args: argparse.Namespace) -> StandaloneServer:
         routes=routes,
         key_file=args.key_file,
         frozen_clock=args.frozen_clock,
+        allowed_hosts=args.allow_host,
     )
 
 

@@ -57,17 +57,18 @@ def _ip(name: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
         return None
 
 
-def host_allowed(header: str | None, bound: str) -> bool:
+def host_allowed(header: str | None, bound: str, extra: Iterable[str] = ()) -> bool:
     """Whether a control request with this ``Host`` header may be served by a server
     listening on ``bound``: a loopback name or address, the address it was started on,
-    or (started on a wildcard address) any IP address. A name that only DNS says is
-    this machine (a DNS-rebinding page) is refused."""
+    or (started on a wildcard address) any IP address, or a name in ``extra``
+    (``--allow-host``). A name that only DNS says is this machine (a DNS-rebinding
+    page) is refused."""
     if header is None:
         return True  # no Host header: not a browser (HTTP/1.0 tools)
     name = _host_name(header)
     if name in _LOOPBACK_NAMES or name.endswith(".localhost"):
         return True
-    if name == _host_name(bound) and name:
+    if name and (name == _host_name(bound) or name in {_host_name(h) for h in extra}):
         return True
     address = _ip(name)
     if address is None:
@@ -286,9 +287,12 @@ class ControlAPI:
         clock: AdvanceableClock,
         reset: Callable[[], None],
         host: str = "127.0.0.1",
+        allowed_hosts: Iterable[str] = (),
     ) -> None:
         #: The address the server listens on (the DNS-rebinding guard allows it).
         self.host = host
+        #: More names the guard allows (``--allow-host``).
+        self.allowed_hosts = tuple(allowed_hosts)
         self._fake = fake
         self._clock = clock
         self._reset = reset
@@ -382,13 +386,14 @@ class ControlAPI:
         ``application/json`` (which a page can only send after a CORS preflight that this
         server never grants) 415."""
         host = request.headers.get("Host")
-        if not host_allowed(host, self.host):
+        if not host_allowed(host, self.host, self.allowed_hosts):
             shown = host if len(host or "") <= 100 else f"{(host or '')[:100]}..."
             return _error(
                 403,
                 f"{endpoint}: refused the Host {shown!r}: the control API answers only "
                 f"to localhost, a loopback address or the address it listens on "
-                f"({self.host}), so that a web page cannot reach it through DNS rebinding",
+                f"({self.host}), so that a web page cannot reach it through DNS rebinding; "
+                "start mgmtauth-server with --allow-host NAME to allow another name",
             )
         if request.method == "POST" and request.mimetype != "application/json":
             sent = request.headers.get("Content-Type")

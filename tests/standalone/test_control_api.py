@@ -14,7 +14,13 @@ import pytest
 import requests
 
 from pytest_mgmtauth import Options
-from pytest_mgmtauth._standalone import AccountSpec, StandaloneServer
+from pytest_mgmtauth._standalone import (
+    AccountSpec,
+    StandaloneServer,
+    build_parser,
+    server_from_args,
+)
+from pytest_mgmtauth._transport._control import host_allowed
 
 ALICE = AccountSpec(username="alice@example.com", api_key="k+e&y=%/1", password="pa+ss&1")
 
@@ -435,3 +441,44 @@ def test_the_control_api_answers_only_loopback_hosts(
     if status == 403:
         assert "DNS rebinding" in answer.json()["message"]
         assert "api_key" not in answer.text
+
+
+@pytest.mark.parametrize(
+    ("header", "bound", "extra", "allowed"),
+    [
+        (None, "127.0.0.1", (), True),
+        ("127.0.0.1:8765", "127.0.0.1", (), True),
+        ("localhost.", "127.0.0.1", (), True),
+        ("app.localhost:80", "127.0.0.1", (), True),
+        ("[::1]", "::1", (), True),
+        ("[::1", "127.0.0.1", (), False),
+        ("evil.example", "127.0.0.1", (), False),
+        ("192.168.1.5:8765", "127.0.0.1", (), False),
+        ("192.168.1.5:8765", "0.0.0.0", (), True),  # a wildcard: any IP address
+        ("evil.example", "0.0.0.0", (), False),  # but no name
+        ("myhost:8765", "myhost", (), True),
+        ("MGMTAUTH:8765", "0.0.0.0", ("mgmtauth",), True),
+        ("", "127.0.0.1", (), False),
+    ],
+)
+def test_host_guard_cases(
+    header: str | None, bound: str, extra: tuple[str, ...], allowed: bool
+) -> None:
+    assert host_allowed(header, bound, extra) is allowed
+
+
+def test_allow_host_lets_a_compose_service_name_in(key_file: Path, http: requests.Session) -> None:
+    server = server_from_args(
+        build_parser().parse_args(
+            ["--port", "0", "--key-file", str(key_file), "--allow-host", "mgmtauth"]
+        )
+    )
+    server.start()
+    try:
+        url = f"{server.url}/_mgmtauth/clock"
+        assert http.get(url, headers={"Host": "mgmtauth:8765"}).status_code == 200
+        refused = http.get(url, headers={"Host": "other:8765"})
+        assert refused.status_code == 403
+        assert "--allow-host" in refused.json()["message"]
+    finally:
+        server.stop()
