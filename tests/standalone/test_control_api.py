@@ -4,6 +4,7 @@ standalone server: timeline, clock, accounts, routes, faults, reset, and bad inp
 from __future__ import annotations
 
 import concurrent.futures
+import re
 import time
 from collections.abc import Iterator
 from datetime import datetime, timedelta
@@ -13,7 +14,7 @@ from typing import Any
 import pytest
 import requests
 
-from pytest_mgmtauth import Options
+from pytest_mgmtauth import MgmtServer, Options
 from pytest_mgmtauth._standalone import (
     AccountSpec,
     StandaloneServer,
@@ -482,3 +483,14 @@ def test_allow_host_lets_a_compose_service_name_in(key_file: Path, http: request
         assert "--allow-host" in refused.json()["message"]
     finally:
         server.stop()
+
+
+@pytest.mark.parametrize(
+    "path", ["/_mgmtauth/things", "/_mgmtauth", re.compile(r"^/_mgmtauth/.*"), "/_mgmtauthx"]
+)
+def test_mgmt_server_route_refuses_the_control_prefix(
+    mgmt_server: MgmtServer, path: str | re.Pattern[str]
+) -> None:
+    with pytest.raises(ValueError, match="reserved for mgmtauth-server's control API"):
+        mgmt_server.route("GET", path)
+    mgmt_server.route("GET", "/v2/_mgmtauth")  # elsewhere in a path it is any name
