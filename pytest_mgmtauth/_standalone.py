@@ -479,7 +479,8 @@ def server_from_args(args: argparse.Namespace) -> StandaloneServer:
             raise UsageError(f"the account {account.username!r} is given twice")
         names.add(account.username)
     routes = [parse_route(text) for text in args.route]
-    if not 0 <= args.port <= 65535:
+    # isinstance: argparse turns "--port=--" into an empty list, not an error.
+    if not isinstance(args.port, int) or not 0 <= args.port <= 65535:
         raise UsageError(f"--port {_shown(str(args.port))}: expected 0-65535")
     if args.key_file and not os.path.isdir(os.path.dirname(os.path.abspath(args.key_file))):
         raise UsageError(f"--key-file {args.key_file}: its directory does not exist")
