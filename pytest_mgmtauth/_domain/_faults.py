@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 
-from ._options import MAX_DURATION, check_count, check_seconds
+from ._options import MAX_DURATION, _shown, check_count, check_seconds
 
 #: Service errors a scripted failure may name besides HTTP statuses (answered as 401).
 SERVICE_ERRORS = (1401, 1402)
@@ -80,7 +80,8 @@ def _check_count(count: object) -> int:
 def _check_version(version: object) -> str | None:
     if version not in _VERSIONS:
         raise ValueError(
-            f"version must be 'v2' (/v2/auth), 'v1' (/v1/login) or None (either), got {version!r}"
+            "version must be 'v2' (/v2/auth), 'v1' (/v1/login) or None (either), "
+            f"got {_shown(version)}"
         )
     return version
 
@@ -91,7 +92,7 @@ def failure(
     """The next calls answer ``error``: an HTTP status (4xx, 5xx; 429 gets ``Retry-After``)
     or a service error (1401 wrong credentials, 1402 locked out; both as HTTP 401)."""
     if isinstance(error, bool) or not isinstance(error, int):
-        raise TypeError(f"error must be an int (an HTTP status or 1401/1402), got {error!r}")
+        raise TypeError(f"error must be an int (an HTTP status or 1401/1402), got {_shown(error)}")
     if error in SERVICE_ERRORS:
         status = 401
     elif 400 <= error <= 599:
@@ -99,16 +100,16 @@ def failure(
     else:
         raise ValueError(
             f"error must be an HTTP error status (400-599) or a service error "
-            f"({', '.join(map(str, SERVICE_ERRORS))}), got {error!r}"
+            f"({', '.join(map(str, SERVICE_ERRORS))}), got {_shown(error)}"
         )
     if retry_after is not None and (
         isinstance(retry_after, bool)
         or not isinstance(retry_after, int)
         or not 0 <= retry_after <= MAX_DURATION
     ):
-        shown = repr(retry_after) if len(repr(retry_after)) < 30 else "a huge number"
         raise ValueError(
-            f"retry_after must be an int >= 0 and <= {MAX_DURATION:.0f} (seconds), got {shown}"
+            f"retry_after must be an int >= 0 and <= {MAX_DURATION:.0f} (seconds), "
+            f"got {_shown(retry_after)}"
         )
     if retry_after is None and status == 429:
         retry_after = DEFAULT_RETRY_AFTER
@@ -130,7 +131,7 @@ def hang(
     moved on by ``seconds`` (someone else advances it)."""
     seconds = check_seconds("seconds", seconds, what="")
     if clock not in HANG_CLOCKS:
-        raise ValueError(f"clock must be 'real' or 'simulated', got {clock!r}")
+        raise ValueError(f"clock must be 'real' or 'simulated', got {_shown(clock)}")
     return ScriptedFault(
         kind="hang",
         count=_check_count(count),

@@ -33,6 +33,14 @@ def _describe_range(low: float, high: float, allow_zero: bool, unit: str) -> str
     return f"{lower} and <= {high:.0f} {unit}{years}"
 
 
+def _shown(value: object) -> str:
+    """A value in a message: its repr, cut short (no 5000-digit number, no megabyte)."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**20:
+        return "a huge int"
+    text = repr(value)
+    return text if len(text) <= 60 else f"{text[:40]}... ({len(text)} characters)"
+
+
 def check_seconds(
     name: str,
     value: object,
@@ -51,7 +59,7 @@ def check_seconds(
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(
             f"{label} takes seconds (int, float or timedelta) {allowed}, "
-            f"got {type(value).__name__} {value!r}"
+            f"got {type(value).__name__} {_shown(value)}"
         )
     negative = value < 0 or (value == 0 and math.copysign(1.0, value) < 0)
     bad = (
@@ -61,17 +69,17 @@ def check_seconds(
         or value > maximum  # an int of any size compares without overflow
     )
     if bad:
-        shown = f"{value!r}" if not isinstance(value, int) or abs(value) < 10**20 else "a huge int"
-        raise ValueError(f"{label} must be {allowed}, got {shown}")
+        raise ValueError(f"{label} must be {allowed}, got {_shown(value)}")
     return float(value)
 
 
 def check_count(name: str, value: object, *, what: str = "mgmtauth option", hint: str = "") -> int:
     """``value`` as an int in 1..:data:`MAX_COUNT`, or an error naming the range."""
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_COUNT:
-        shown = repr(value) if not isinstance(value, int) or abs(value) < 10**20 else "a huge int"
         label = f"{what} {name!r}" if what else name
-        raise ValueError(f"{label} must be an int >= 1 and <= {MAX_COUNT}{hint}, got {shown}")
+        raise ValueError(
+            f"{label} must be an int >= 1 and <= {MAX_COUNT}{hint}, got {_shown(value)}"
+        )
     return value
 
 
@@ -95,9 +103,11 @@ def check_advance(
         ("hours", hours, 3600),
     ):
         if isinstance(value, timedelta):
-            raise TypeError(f"{what} {name}= takes a number of {name}, got a timedelta")
+            raise TypeError(f"{subject} {name}= takes a number of {name}, got a timedelta")
         if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
-            raise ValueError(f"{subject} moves time forward only (got {name}={value!r}){backwards}")
+            raise ValueError(
+                f"{subject} moves time forward only (got {name}={_shown(value)}){backwards}"
+            )
         checked = check_seconds(name, value, allow_zero=True, maximum=MAX_ADVANCE / unit, what=what)
         total += checked * unit
     if total > MAX_ADVANCE:
@@ -180,7 +190,8 @@ class Options:
         for name in ("strict", "https"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(
-                    f"mgmtauth option {name!r} must be True or False, got {getattr(self, name)!r}"
+                    f"mgmtauth option {name!r} must be True or False, "
+                    f"got {_shown(getattr(self, name))}"
                 )
 
     @property

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from werkzeug import Response
 
 from .._domain._clock import to_datetime
-from .._domain._options import check_advance
+from .._domain._options import _shown, check_advance
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -222,7 +222,7 @@ class _Body:
         if unknown:
             raise ControlError(
                 400,
-                f"{endpoint}: unknown field {', '.join(map(repr, unknown))}; known fields: "
+                f"{endpoint}: unknown field {', '.join(map(_shown, unknown[:5]))}; known fields: "
                 f"{', '.join(known) or 'none'}",
             )
         self.endpoint = endpoint
@@ -239,8 +239,11 @@ class _Body:
         else:
             value_ok = isinstance(value, types)
         if not value_ok:
+            shown = json.dumps(value)
+            if len(shown) > 60:
+                shown = f"{shown[:40]}... ({len(shown)} characters)"
             raise ControlError(
-                400, f"{self.endpoint}: the field {name!r} must be {what}, got {json.dumps(value)}"
+                400, f"{self.endpoint}: the field {name!r} must be {what}, got {shown}"
             )
         return value
 
@@ -515,7 +518,7 @@ class ControlAPI:
         if kind not in allowed:
             raise ControlError(
                 400,
-                f"{body.endpoint}: kind must be one of {', '.join(allowed)}, got {kind!r}",
+                f"{body.endpoint}: kind must be one of {', '.join(allowed)}, got {_shown(kind)}",
             )
         extra = [
             k

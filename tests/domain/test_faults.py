@@ -196,7 +196,7 @@ def test_failure_maps_service_errors_to_401_and_gives_429_a_retry_after(
         (lambda: _faults.hang(1e300), r"seconds must be > 0 and <= 315360000 .*, got 1e\+300"),
         (lambda: _faults.hang(float("nan")), "seconds must be > 0 and <= 315360000"),
         (lambda: _faults.failure(503, count=10**9), "count must be an int >= 1 and <= 1000000"),
-        (lambda: _faults.failure(429, retry_after=10**400), "got a huge number"),
+        (lambda: _faults.failure(429, retry_after=10**400), "got a huge int"),
         (lambda: _faults.hang(1, clock="wall"), "clock must be 'real' or 'simulated'"),
         (lambda: _faults.reset(count=True), "count must be an int >= 1"),
     ],

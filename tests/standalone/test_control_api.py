@@ -360,7 +360,7 @@ def _raw_post(server: StandaloneServer, http: requests.Session, path: str, raw: 
         ("/lock", b'{"username": "alice@example.com", "seconds": 0}', "'seconds' must be > 0"),
         ("/faults", b'{"kind": "fail", "count": 0}', "count must be an int >= 1"),
         ("/faults", b'{"kind": "hang", "seconds": 1e300}', "seconds must be > 0 and <= 3153"),
-        ("/faults", b'{"kind": "fail", "retry_after": 1' + b"0" * 30 + b"}", "huge number"),
+        ("/faults", b'{"kind": "fail", "retry_after": 1' + b"0" * 30 + b"}", "got a huge int"),
         ("/routes", b'{"path": "/_mgmtauth/x"}', "reserved for mgmtauth-server's control API"),
         ("/routes", b'{"path": "/v2/x", "status": 0}', "status must be 200-599, got 0"),
         ("/expire", b'{"credential": 5}', "'credential' must be a string"),
