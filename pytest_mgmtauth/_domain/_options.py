@@ -34,11 +34,13 @@ def _describe_range(low: float, high: float, allow_zero: bool, unit: str) -> str
 
 
 def _shown(value: object) -> str:
-    """A value in a message: its repr, cut short (no 5000-digit number, no megabyte)."""
+    """A value in a message: its repr if short, else only its type and size (no
+    5000-digit number, no megabyte; and never part of a string, which might be the
+    prefix of a secret that the masking of whole secrets would not recognise)."""
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**20:
         return "a huge int"
     text = repr(value)
-    return text if len(text) <= 60 else f"{text[:40]}... ({len(text)} characters)"
+    return text if len(text) <= 60 else f"a {type(value).__name__} of {len(text)} characters"
 
 
 def check_seconds(

@@ -240,8 +240,8 @@ class _Body:
             value_ok = isinstance(value, types)
         if not value_ok:
             shown = json.dumps(value)
-            if len(shown) > 60:
-                shown = f"{shown[:40]}... ({len(shown)} characters)"
+            if len(shown) > 60:  # its kind and size only: no part of a string
+                shown = f"a JSON {type(value).__name__} of {len(shown)} characters"
             raise ControlError(
                 400, f"{self.endpoint}: the field {name!r} must be {what}, got {shown}"
             )

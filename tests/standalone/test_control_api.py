@@ -494,3 +494,14 @@ def test_mgmt_server_route_refuses_the_control_prefix(
     with pytest.raises(ValueError, match="reserved for mgmtauth-server's control API"):
         mgmt_server.route("GET", path)
     mgmt_server.route("GET", "/v2/_mgmtauth")  # elsewhere in a path it is any name
+
+
+def test_a_long_value_is_named_by_kind_and_size_never_in_part(
+    still: StandaloneServer, still_control: Any
+) -> None:
+    # Part of a string could be most of a secret that masking by whole secrets misses.
+    long = "k" * 59 + "Z"
+    for body in ({"seconds": long}, {"seconds": [long]}, {long: 1}):
+        message = still_control("POST", "/clock/advance", body).json()["message"]
+        assert "kkkkk" not in message
+        assert "characters" in message
