@@ -13,6 +13,7 @@ from ._domain._clock import system_clock
 from ._domain._service import AuthService
 from ._domain._v3 import V3_AUTH_PREFIX
 from ._transport._app import BUILTIN_PATHS, Binding, RouteHandler
+from ._transport._control import PREFIX as CONTROL_PREFIX
 
 if TYPE_CHECKING:
     import ssl
@@ -126,8 +127,15 @@ class MgmtServer:
                 )
         elif not isinstance(path, re.Pattern):
             raise TypeError(f"route(): path must be a str or a compiled regex, got {path!r}")
+        pattern = path if isinstance(path, str) else path.pattern.lstrip("^")
+        if pattern.startswith(CONTROL_PREFIX):
+            # mgmtauth-server answers everything under it itself: the route could never
+            # be reached there, so it is refused everywhere.
+            raise ValueError(
+                f"route(): {CONTROL_PREFIX}/ is reserved for mgmtauth-server's control API; "
+                f"declare the route under another path, got {pattern!r}"
+            )
         if auth is None:
-            pattern = path if isinstance(path, str) else path.pattern.lstrip("^")
             auth = "v1" if pattern.startswith("/v1/") else "v2"
             if pattern.startswith("/v3/"):
                 auth = "v3"

@@ -5,6 +5,10 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from ._domain._options import LATEST_TIME, check_advance
+
+_EARLIEST = 0.0
+
 
 class MgmtClock:
     """Frozen time that moves only when told to.
@@ -56,25 +60,39 @@ class MgmtClock:
     ) -> datetime:
         """Move time forward; returns the new time. Tokens expire, sessions time out and
         lockouts end on this clock."""
-        step = timedelta(seconds=seconds, minutes=minutes, hours=hours)
+        extra = 0.0
         if delta is not None:
             if not isinstance(delta, timedelta):
                 raise TypeError(
                     f"advance() takes a timedelta or seconds=/minutes=/hours=, got {delta!r}"
                 )
-            step += delta
-        if step < timedelta(0):
-            raise ValueError(
-                f"advance() moves time forward only (got {step}); use move_to() to jump back"
-            )
-        self._running().tick(step)
+            if delta < timedelta(0):
+                raise ValueError(
+                    f"advance() moves time forward only (got {delta}); use move_to() to jump back"
+                )
+            extra = delta.total_seconds()
+        factory = self._running()
+        # Checked before the clock moves: finite, >= 0, at most 100 years, and the new
+        # time stays before 3000-01-01 (so tokens and locks can still be dated).
+        back = "; use move_to() to jump back"
+        now = self.now().timestamp()
+        total = check_advance(now, seconds=seconds, minutes=minutes, hours=hours, backwards=back)
+        total = check_advance(now, seconds=total + extra)
+        step = timedelta(seconds=total)
+        factory.tick(step)
         return self.now()
 
     def move_to(self, when: datetime) -> datetime:
         """Jump to an instant (a naive datetime is taken as UTC); returns it."""
         if not isinstance(when, datetime):
             raise TypeError(f"move_to() takes a datetime, got {when!r}")
-        self._running().move_to(_as_utc(when))
+        when = _as_utc(when)
+        if not _EARLIEST <= when.timestamp() <= LATEST_TIME:
+            raise ValueError(
+                f"move_to() takes a time from 1970-01-01 to 3000-01-01 (UTC), got "
+                f"{when.isoformat()}"
+            )
+        self._running().move_to(when)
         return self.now()
 
     def __repr__(self) -> str:

@@ -25,7 +25,7 @@ from cryptography.exceptions import UnsupportedAlgorithm
 from . import __version__, _assertions
 from ._domain._accounts import make_account
 from ._domain._clock import ManualClock, OffsetClock
-from ._domain._options import Options
+from ._domain._options import MAX_DURATION, OPTION_NAMES, Options
 from ._domain._tokens import load_private_key
 from ._fake import MgmtServer
 from ._pool import KeyCache, SessionPool
@@ -56,7 +56,7 @@ def options_json(options: Options) -> dict[str, Any]:
     data = {
         f.name: getattr(options, f.name)
         for f in dataclasses.fields(options)
-        if f.name not in _TEST_ONLY_OPTIONS
+        if f.init and f.name not in _TEST_ONLY_OPTIONS
     }
     data["token_ttl"] = int(options.token_ttl)
     return data
@@ -197,6 +197,7 @@ class StandaloneServer:
         routes: Sequence[tuple[str, str]] = (),
         key_file: str | None = None,
         frozen_clock: bool = False,
+        allowed_hosts: Sequence[str] = (),
     ) -> None:
         self.options = options
         self.clock: ManualClock | OffsetClock = (
@@ -205,6 +206,7 @@ class StandaloneServer:
             ManualClock(math.floor(time.time())) if frozen_clock else OffsetClock()
         )
         self._host, self._port = host, port
+        self._allowed_hosts = tuple(allowed_hosts)
         self._pool = SessionPool(
             _file_key_cache(key_file) if key_file else None, host=host, port=port
         )
@@ -229,6 +231,8 @@ class StandaloneServer:
             reset=self.reset,
             check=self.check,
             timeline=self.timeline,
+            host=self._host,
+            allowed_hosts=self._allowed_hosts,
         )
 
     def _new_fake(self) -> MgmtServer:
@@ -374,21 +378,43 @@ def _print_banner(server: StandaloneServer, out: TextIO) -> None:
     out.flush()
 
 
-def _seconds_arg(text: str) -> float:
+def _shown(text: str) -> str:
+    """A command-line value in a message: whole if short, else its start and length."""
+    return repr(text) if len(text) <= 40 else f"{text[:20]!r}... ({len(text)} characters)"
+
+
+def _whole_arg(text: str) -> int:
+    # int() refuses over 4300 digits: such a number is out of every range anyway, and
+    # the message should not echo all of it (argparse's "invalid int value" would).
+    try:
+        return int(text)
+    except ValueError:
+        if text.strip().lstrip("+-").isdigit():
+            raise argparse.ArgumentTypeError(f"{_shown(text)} is far too large") from None
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {_shown(text)}") from None
+
+
+def _seconds_arg(text: str) -> float | int:
+    # Checked for range by Options (the one place that checks durations): here only
+    # whether it is a number. Whole numbers stay ints, so 10**400 is "too large", not inf.
+    try:
+        return int(text)
+    except ValueError:
+        pass
     try:
         return float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected seconds, got {_shown(text)}") from None
 
 
 def _throttle_arg(text: str) -> int | None:
     if text.strip().lower() in ("none", "off"):
         return None
     try:
-        return int(text)
-    except ValueError:
+        return _whole_arg(text)
+    except argparse.ArgumentTypeError:
         raise argparse.ArgumentTypeError(
-            f"expected a number of premature grants per 60 s, or 'none', got {text!r}"
+            f"expected a number of premature grants per 60 s, or 'none', got {_shown(text)}"
         ) from None
 
 
@@ -405,7 +431,15 @@ def build_parser() -> argparse.ArgumentParser:
     where = parser.add_argument_group("where")
     where.add_argument("--host", default=DEFAULT_HOST, help="address to listen on (%(default)s)")
     where.add_argument(
-        "--port", type=int, default=DEFAULT_PORT, help="port (%(default)s; 0: any free port)"
+        "--port", type=_whole_arg, default=DEFAULT_PORT, help="port (%(default)s; 0: any free port)"
+    )
+    where.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a host name the control API answers besides localhost, loopback addresses "
+        "and --host (e.g. a docker-compose service name); repeatable",
     )
     where.add_argument(
         "--https", action="store_true", help="serve HTTPS with a fresh test CA (path printed)"
@@ -434,21 +468,33 @@ def build_parser() -> argparse.ArgumentParser:
     behaviour = parser.add_argument_group("behaviour (the options of @pytest.mark.mgmtauth)")
     defaults = Options()
     for flag, default, what in (
-        ("--token-ttl", defaults.token_ttl, "bearer token validity"),
-        ("--refresh-margin", defaults.refresh_margin, "re-auth this close to expiry is reuse"),
-        ("--lockout-duration", defaults.lockout_duration, "how long error 1402 lasts"),
-        ("--session-timeout", defaults.session_timeout, "idle time that ends a v1 session"),
+        ("--token-ttl", defaults.token_ttl, "bearer token validity (default 1800)"),
+        (
+            "--refresh-margin",
+            None,
+            "re-auth this close to expiry is reuse (default: a tenth of --token-ttl, at most 60)",
+        ),
+        (
+            "--lockout-duration",
+            defaults.lockout_duration,
+            "how long error 1402 lasts (default 600)",
+        ),
+        (
+            "--session-timeout",
+            defaults.session_timeout,
+            "idle time that ends a v1 session (default 1800)",
+        ),
     ):
         behaviour.add_argument(
             flag,
             type=_seconds_arg,
             default=default,
             metavar="SECONDS",
-            help=f"{what} (default {default:g})",
+            help=f"{what}; finite, at most {MAX_DURATION:g} (10 years)",
         )
     behaviour.add_argument(
         "--lockout-threshold",
-        type=int,
+        type=_whole_arg,
         default=defaults.lockout_threshold,
         metavar="N",
         help="failed v1 logins in a row that lock an account (default %(default)s)",
@@ -509,7 +555,10 @@ def server_from_args(args: argparse.Namespace) -> StandaloneServer:
             v3_scope=args.v3_scope,
         )
     except (TypeError, ValueError) as exc:
-        raise UsageError(str(exc).replace("mgmtauth option ", "option ")) from None
+        message = str(exc)
+        for name in OPTION_NAMES:  # name the flag the user typed
+            message = message.replace(f"mgmtauth option {name!r}", "--" + name.replace("_", "-"))
+        raise UsageError(message.replace("mgmtauth option ", "option ")) from None
     specs = [parse_account(text) for text in args.account]
     if args.accounts_file:
         specs += read_accounts_file(args.accounts_file)
@@ -527,8 +576,9 @@ def server_from_args(args: argparse.Namespace) -> StandaloneServer:
             raise UsageError(f"the account {account.username!r} is given twice")
         names.add(account.username)
     routes = [parse_route(text) for text in args.route]
-    if not 0 <= args.port <= 65535:
-        raise UsageError(f"--port {args.port}: expected 0-65535")
+    # isinstance: argparse turns "--port=--" into an empty list, not an error.
+    if not isinstance(args.port, int) or not 0 <= args.port <= 65535:
+        raise UsageError(f"--port {_shown(str(args.port))}: expected 0-65535")
     if args.key_file and not os.path.isdir(os.path.dirname(os.path.abspath(args.key_file))):
         raise UsageError(f"--key-file {args.key_file}: its directory does not exist")
     return StandaloneServer(
@@ -539,6 +589,7 @@ def server_from_args(args: argparse.Namespace) -> StandaloneServer:
         routes=routes,
         key_file=args.key_file,
         frozen_clock=args.frozen_clock,
+        allowed_hosts=args.allow_host,
     )
 
 

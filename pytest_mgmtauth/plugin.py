@@ -47,7 +47,8 @@ _OLD_KEY_CACHE_ENTRY = "mgmtauth/signing-key-pem"
 
 _OPTION_HELP = {
     "token_ttl": "bearer token validity in seconds (default 1800)",
-    "refresh_margin": "re-auth this many seconds before expiry counts as reuse (default 60)",
+    "refresh_margin": "re-auth this many seconds before expiry counts as reuse (default: a "
+    "tenth of token_ttl, at most 60)",
     "lockout_threshold": "failed v1 logins in a row that lock an account (default 5)",
     "lockout_duration": "seconds a lockout (error 1402) lasts (default 600)",
     "session_timeout": "idle seconds after which a v1 session ends (default 1800)",
@@ -91,22 +92,30 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def _parse_ini(name: str, raw: str) -> Any:
     field_type = {f.name: f.type for f in dataclasses.fields(Options)}[name]
     text = raw.strip().lower()
+    shown = repr(raw) if len(raw) <= 40 else f"{raw[:20]!r}... ({len(raw)} characters)"
     if field_type == "bool":
         if text in ("1", "true", "yes", "on"):
             return True
         if text in ("0", "false", "no", "off"):
             return False
-        raise ValueError(f"mgmtauth_{name} = {raw!r}: expected true or false")
+        raise ValueError(f"mgmtauth_{name} = {shown}: expected true or false")
     if field_type == "str":
         return raw.strip()
     if name == "throttle" and text in ("none", "off", ""):
         return None
     whole = field_type.startswith("int")
+    digits = text.lstrip("+-")
+    if digits.isascii() and digits.isdigit():
+        # A whole number stays exact (10**400 is not a float: Options names the range);
+        # past int()'s 4300 digits, say so without echoing it all.
+        if len(digits) > 4000:
+            raise ValueError(f"mgmtauth_{name} = {shown}: a number far too large")
+        return int(text)
     try:
         return int(text) if whole else float(text)
     except ValueError:
         wanted = "a whole number" if whole else "a number of seconds"
-        raise ValueError(f"mgmtauth_{name} = {raw!r}: expected {wanted}") from None
+        raise ValueError(f"mgmtauth_{name} = {shown}: expected {wanted}") from None
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -126,8 +135,12 @@ def pytest_configure(config: pytest.Config) -> None:
                 overrides[name] = True
         options = build_options(Options(), overrides, where="mgmtauth ini settings")
     except (TypeError, ValueError) as exc:
-        # A usage error, not an INTERNALERROR traceback: the message says how to fix it.
-        raise pytest.UsageError(str(exc)) from None
+        # A usage error, not an INTERNALERROR traceback: the message says how to fix it,
+        # naming the ini setting (or command-line flag) the value came from.
+        message = str(exc)
+        for name in OPTION_NAMES:
+            message = message.replace(f"mgmtauth option {name!r}", f"mgmtauth_{name}")
+        raise pytest.UsageError(message) from None
     config.stash[_BASE_OPTIONS] = options
     config.pluginmanager.register(_Report(config), "mgmtauth-report")
     config.pluginmanager.register(_JunitTimelines(config), "mgmtauth-junit-timelines")

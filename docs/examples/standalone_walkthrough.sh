@@ -28,7 +28,7 @@ curl -sS "$BASE/v2/things" -H "Authorization: Bearer $TOKEN" -w ' -> %{http_code
 
 echo "== expiry: advance the simulated clock by 30 minutes"
 # --8<-- [start:expiry]
-curl -sS -X POST "$BASE/_mgmtauth/clock/advance" \
+curl -sS --fail "$BASE/_mgmtauth/clock/advance" \
   -H 'Content-Type: application/json' -d '{"minutes": 30}' -w '\n'
 curl -sS "$BASE/v2/things" -H "Authorization: Bearer $TOKEN" -w ' -> %{http_code}\n'
 # --8<-- [end:expiry]
@@ -45,8 +45,8 @@ curl -sS -X POST "$BASE/v1/logout" -H "Cookie: JSESSIONID=$SESSION" -w ' -> %{ht
 
 echo "== throttling: a new token for every call"
 # --8<-- [start:throttle]
-curl -sS -X POST "$BASE/_mgmtauth/reset" -o /dev/null \
-  -H 'Content-Type: application/json' -d '{}'   # fresh state, same accounts
+# fresh state, same accounts (control POSTs are JSON: -H and -d '{}' even with no fields)
+curl -sS --fail "$BASE/_mgmtauth/reset" -H 'Content-Type: application/json' -d '{}' -o /dev/null
 for i in 1 2 3 4 5 6 7; do
   curl -sS -o /dev/null -w '%{http_code} ' "$BASE/v2/auth" \
     --data-urlencode "username=$USERNAME" --data-urlencode "key=$API_KEY"
@@ -58,9 +58,9 @@ curl -sS -i "$BASE/v2/auth" \
 
 echo "== faults: a 503, then a connection reset"
 # --8<-- [start:faults]
-curl -sS "$BASE/_mgmtauth/faults" -H 'Content-Type: application/json' \
+curl -sS --fail "$BASE/_mgmtauth/faults" -H 'Content-Type: application/json' \
   -d '{"kind": "fail", "error": 503}' -o /dev/null
-curl -sS "$BASE/_mgmtauth/faults" -H 'Content-Type: application/json' \
+curl -sS --fail "$BASE/_mgmtauth/faults" -H 'Content-Type: application/json' \
   -d '{"kind": "reset"}' -o /dev/null
 curl -sS -o /dev/null -w '%{http_code}\n' -X POST "$BASE/v2/auth" -d 'username=x&key=y'
 curl -sS -X POST "$BASE/v2/auth" -d 'username=x&key=y' || echo "curl exit status $?"

@@ -13,6 +13,8 @@ import time
 from collections.abc import Callable
 from datetime import datetime, timezone
 
+from ._options import check_advance
+
 #: Seconds since the epoch, like ``time.time``.
 Clock = Callable[[], float]
 
@@ -32,7 +34,7 @@ class ManualClock:
         return self.now
 
     def advance(self, seconds: float) -> None:
-        self.now += seconds
+        self.now += check_advance(self.now, seconds=seconds)
 
 
 class OffsetClock:
@@ -50,10 +52,10 @@ class OffsetClock:
         return time.time() + self._offset
 
     def advance(self, seconds: float) -> None:
-        if not seconds >= 0:
-            raise ValueError(f"the clock moves forward only, got {seconds!r} seconds")
+        """Move forward ``seconds`` (checked by :func:`check_advance`: a refused advance
+        leaves the clock where it was)."""
         with self._lock:
-            self._offset += seconds
+            self._offset += check_advance(self(), seconds=seconds)
 
     @property
     def offset(self) -> float:

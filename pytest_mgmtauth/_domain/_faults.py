@@ -14,8 +14,9 @@ granted. It is what the client sees, recorded in the timeline as ``FaultInjected
 from __future__ import annotations
 
 import dataclasses
-import math
 import threading
+
+from ._options import MAX_DURATION, _shown, check_count, check_seconds
 
 #: Service errors a scripted failure may name besides HTTP statuses (answered as 401).
 SERVICE_ERRORS = (1401, 1402)
@@ -78,16 +79,14 @@ class ScriptedFault:
 
 
 def _check_count(count: object) -> int:
-    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-        raise ValueError(f"count must be an int >= 1 (how many calls get the fault), got {count!r}")
-    return count
+    return check_count("count", count, what="", hint=" (how many calls get the fault)")
 
 
 def _check_version(version: object) -> str | None:
     if version not in _VERSIONS:
         raise ValueError(
             "version must be 'v2' (/v2/auth), 'v3' (v3 auth), 'v1' (/v1/login) or None (any), "
-            f"got {version!r}"
+            f"got {_shown(version)}"
         )
     return version
 
@@ -98,7 +97,7 @@ def failure(
     """The next calls answer ``error``: an HTTP status (4xx, 5xx; 429 gets ``Retry-After``)
     or a service error (1401 wrong credentials, 1402 locked out; both as HTTP 401)."""
     if isinstance(error, bool) or not isinstance(error, int):
-        raise TypeError(f"error must be an int (an HTTP status or 1401/1402), got {error!r}")
+        raise TypeError(f"error must be an int (an HTTP status or 1401/1402), got {_shown(error)}")
     if error in SERVICE_ERRORS:
         status = 401
     elif 400 <= error <= 599:
@@ -106,12 +105,17 @@ def failure(
     else:
         raise ValueError(
             f"error must be an HTTP error status (400-599) or a service error "
-            f"({', '.join(map(str, SERVICE_ERRORS))}), got {error!r}"
+            f"({', '.join(map(str, SERVICE_ERRORS))}), got {_shown(error)}"
         )
     if retry_after is not None and (
-        isinstance(retry_after, bool) or not isinstance(retry_after, int) or retry_after < 0
+        isinstance(retry_after, bool)
+        or not isinstance(retry_after, int)
+        or not 0 <= retry_after <= MAX_DURATION
     ):
-        raise ValueError(f"retry_after must be an int >= 0 (seconds), got {retry_after!r}")
+        raise ValueError(
+            f"retry_after must be an int >= 0 and <= {MAX_DURATION:.0f} (seconds), "
+            f"got {_shown(retry_after)}"
+        )
     if retry_after is None and status == 429:
         retry_after = DEFAULT_RETRY_AFTER
     return ScriptedFault(
@@ -130,17 +134,14 @@ def hang(
     """The next calls are held ``seconds`` before they are answered normally: on the
     ``"real"`` clock (client timeouts fire), or until the ``"simulated"`` clock has
     moved on by ``seconds`` (someone else advances it)."""
-    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
-        raise TypeError(f"seconds must be a number, got {seconds!r}")
-    if not (seconds > 0 and math.isfinite(seconds)):
-        raise ValueError(f"seconds must be > 0 and finite, got {seconds!r}")
+    seconds = check_seconds("seconds", seconds, what="")
     if clock not in HANG_CLOCKS:
-        raise ValueError(f"clock must be 'real' or 'simulated', got {clock!r}")
+        raise ValueError(f"clock must be 'real' or 'simulated', got {_shown(clock)}")
     return ScriptedFault(
         kind="hang",
         count=_check_count(count),
         version=_check_version(version),
-        seconds=float(seconds),
+        seconds=seconds,
         clock=clock,
     )
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 from datetime import timedelta
 from typing import Any
 
@@ -15,19 +16,122 @@ from ._tokens import ISSUER
 
 Seconds = float
 
+_YEAR = 365 * 86400
+#: The longest duration an option, a lock or a hang may be: 10 years, in seconds.
+MAX_DURATION: float = 10 * _YEAR
+#: The farthest one clock advance may move: 100 years, in seconds.
+MAX_ADVANCE: float = 100 * _YEAR
+#: The simulated time never goes past this instant (3000-01-01 UTC, seconds since the
+#: epoch), so that it plus :data:`MAX_DURATION` stays a ``datetime``, a JWT ``exp`` and a
+#: freezegun time.
+LATEST_TIME: float = 32503680000.0
+#: The largest count option (lockout_threshold, throttle) or fault count.
+MAX_COUNT = 1_000_000
 
-def _seconds(name: str, value: object, *, allow_zero: bool = False) -> Seconds:
+
+def _describe_range(low: float, high: float, allow_zero: bool, unit: str) -> str:
+    lower = ">= 0" if allow_zero and low == 0 else f">= {low:g}" if low else "> 0"
+    years = f" ({high / _YEAR:g} years)" if unit == "seconds" and high >= _YEAR else ""
+    return f"{lower} and <= {high:.0f} {unit}{years}"
+
+
+def _shown(value: object) -> str:
+    """A value in a message: its repr if short, else only its type and size (no
+    5000-digit number, no megabyte; and never part of a string, which might be the
+    prefix of a secret that the masking of whole secrets would not recognise)."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**20:
+        return "a huge int"
+    text = repr(value)
+    return text if len(text) <= 60 else f"a {type(value).__name__} of {len(text)} characters"
+
+
+def check_seconds(
+    name: str,
+    value: object,
+    *,
+    allow_zero: bool = False,
+    maximum: float = MAX_DURATION,
+    what: str = "mgmtauth option",
+) -> float:
+    """``value`` as finite seconds in range, or a TypeError/ValueError naming ``name``,
+    the value and the allowed range. The one check of every duration: options (marker,
+    ini, command line), the clock, locks and hangs."""
     if isinstance(value, timedelta):
         value = value.total_seconds()
+    allowed = _describe_range(0, maximum, allow_zero, "seconds")
+    label = f"{what} {name!r}" if what else name
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(
-            f"mgmtauth option {name!r} takes seconds (int, float or timedelta), "
-            f"got {type(value).__name__} {value!r}"
+            f"{label} takes seconds (int, float or timedelta) {allowed}, "
+            f"got {type(value).__name__} {_shown(value)}"
         )
-    if value < 0 or (value == 0 and not allow_zero):
-        bound = ">= 0" if allow_zero else "> 0"
-        raise ValueError(f"mgmtauth option {name!r} must be {bound} seconds, got {value!r}")
+    negative = value < 0 or (value == 0 and math.copysign(1.0, value) < 0)
+    bad = (
+        (isinstance(value, float) and math.isnan(value))
+        or negative
+        or (value == 0 and not allow_zero)
+        or value > maximum  # an int of any size compares without overflow
+    )
+    if bad:
+        raise ValueError(f"{label} must be {allowed}, got {_shown(value)}")
     return float(value)
+
+
+def check_count(name: str, value: object, *, what: str = "mgmtauth option", hint: str = "") -> int:
+    """``value`` as an int in 1..:data:`MAX_COUNT`, or an error naming the range."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_COUNT:
+        label = f"{what} {name!r}" if what else name
+        raise ValueError(
+            f"{label} must be an int >= 1 and <= {MAX_COUNT}{hint}, got {_shown(value)}"
+        )
+    return value
+
+
+def check_advance(
+    now: float,
+    *,
+    seconds: object = 0,
+    minutes: object = 0,
+    hours: object = 0,
+    what: str = "advance()",
+    backwards: str = "",
+) -> float:
+    """How far to move a clock that reads ``now``: the sum of the parts in seconds, each
+    finite and >= 0, the sum at most :data:`MAX_ADVANCE` and the new time not past
+    :data:`LATEST_TIME`; otherwise a TypeError/ValueError that names the part."""
+    subject = what or "the clock"
+    total = 0.0
+    for name, value, unit in (
+        ("seconds", seconds, 1),
+        ("minutes", minutes, 60),
+        ("hours", hours, 3600),
+    ):
+        if isinstance(value, timedelta):
+            raise TypeError(f"{subject} {name}= takes a number of {name}, got a timedelta")
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
+            raise ValueError(
+                f"{subject} moves time forward only (got {name}={_shown(value)}){backwards}"
+            )
+        checked = check_seconds(name, value, allow_zero=True, maximum=MAX_ADVANCE / unit, what=what)
+        total += checked * unit
+    if total > MAX_ADVANCE:
+        raise ValueError(
+            f"{subject} moves at most {MAX_ADVANCE:.0f} seconds (100 years) at once, got "
+            f"{total:.0f} seconds"
+        )
+    if now + total > LATEST_TIME:
+        raise ValueError(
+            f"{subject} would move past 3000-01-01 (the latest time it can show "
+            f"with room for every duration); it can move {max(0.0, LATEST_TIME - now):.0f} "
+            f"seconds more, got {total:.0f}"
+        )
+    return total
+
+
+def derived_refresh_margin(token_ttl: float) -> float:
+    """The refresh margin when none is set: a tenth of ``token_ttl`` in whole seconds,
+    at most 60 s (the default token_ttl of 1800 s gets the default 60 s)."""
+    return float(min(60, int(token_ttl) // 10))
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -38,7 +142,9 @@ class Options:
     #: Bearer token validity (the interface document: 30 minutes).
     token_ttl: Seconds = 1800.0
     #: Re-authenticating this close to a credential's expiry counts as reuse, not churn.
-    refresh_margin: Seconds = 60.0
+    #: ``None`` (not set): derived from ``token_ttl`` by :func:`derived_refresh_margin`
+    #: (60 s for the default token_ttl); read it back as a number.
+    refresh_margin: Seconds | None = None
     #: Failed v1 logins in a row that lock the account (not shown; our choice: 5).
     lockout_threshold: int = 5
     #: How long error 1402 lasts, from the failure that started the lockout.
@@ -60,10 +166,15 @@ class Options:
     #: What a v3 token is bound to: ``"profile"`` (its account and profile, the fake's
     #: default) or ``"account"`` (any profile of its account).
     v3_scope: str = "profile"
+    #: Whether ``refresh_margin`` was derived from ``token_ttl`` (not set explicitly):
+    #: :func:`build_options` derives it again when only ``token_ttl`` changes.
+    refresh_margin_derived: bool = dataclasses.field(
+        default=False, init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         for name in ("token_ttl", "lockout_duration", "session_timeout"):
-            object.__setattr__(self, name, _seconds(name, getattr(self, name)))
+            object.__setattr__(self, name, check_seconds(name, getattr(self, name)))
         if not float(self.token_ttl).is_integer():
             # The token's exp claim is whole seconds (iat + token_ttl); a fraction would
             # be cut off silently and the token would expire earlier than asked.
@@ -71,41 +182,45 @@ class Options:
                 f"mgmtauth option 'token_ttl' must be whole seconds (the JWT's exp claim "
                 f"is in seconds), got {self.token_ttl:g}"
             )
-        margin = _seconds("refresh_margin", self.refresh_margin, allow_zero=True)
+        if self.refresh_margin is None:
+            margin = derived_refresh_margin(self.token_ttl)
+            object.__setattr__(self, "refresh_margin_derived", True)
+        else:
+            margin = check_seconds("refresh_margin", self.refresh_margin, allow_zero=True)
         object.__setattr__(self, "refresh_margin", margin)
         if margin >= self.token_ttl:
             raise ValueError(
                 f"mgmtauth option 'refresh_margin' ({margin:g} s) must be shorter than "
-                f"'token_ttl' ({self.token_ttl:g} s)"
-            )
-        threshold = self.lockout_threshold
-        if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold < 1:
-            raise ValueError(
-                f"mgmtauth option 'lockout_threshold' must be an int >= 1, got {threshold!r}"
-            )
-        throttle = self.throttle
-        if throttle is not None and (
-            isinstance(throttle, bool) or not isinstance(throttle, int) or throttle < 1
-        ):
-            raise ValueError(
-                "mgmtauth option 'throttle' must be an int >= 1 (premature grants per 60 s) "
-                f"or None to switch throttling off, got {throttle!r}"
+                f"'token_ttl' ({self.token_ttl:g} s); leave refresh_margin out to get "
+                f"{derived_refresh_margin(self.token_ttl):g} s (a tenth of token_ttl, "
+                "at most 60 s)"
             )
         if not isinstance(self.issuer, str) or not self.issuer:
             raise TypeError(
-                f"mgmtauth option 'issuer' must be a non-empty str, got {self.issuer!r}"
+                f"mgmtauth option 'issuer' must be a non-empty str, got {_shown(self.issuer)}"
             )
         if self.v3_scope not in ("profile", "account"):
             raise ValueError(
                 "mgmtauth option 'v3_scope' must be 'profile' (a v3 token is good for its "
                 "account and profile only) or 'account' (for any profile of its account), "
-                f"got {self.v3_scope!r}"
+                f"got {_shown(self.v3_scope)}"
             )
+        check_count("lockout_threshold", self.lockout_threshold)
+        if self.throttle is not None:
+            hint = " (premature grants per 60 s), or None to switch throttling off"
+            check_count("throttle", self.throttle, hint=hint)
         for name in ("strict", "https", "require_logout"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(
-                    f"mgmtauth option {name!r} must be True or False, got {getattr(self, name)!r}"
+                    f"mgmtauth option {name!r} must be True or False, "
+                    f"got {_shown(getattr(self, name))}"
                 )
+
+    @property
+    def margin(self) -> float:
+        """``refresh_margin`` in seconds (after construction it is never ``None``)."""
+        assert self.refresh_margin is not None
+        return self.refresh_margin
 
     def describe(self) -> str:
         """One line that reproduces these options (report header, failure messages)."""
@@ -127,7 +242,7 @@ class Options:
         return " ".join(parts)
 
 
-OPTION_NAMES: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(Options))
+OPTION_NAMES: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(Options) if f.init)
 
 
 def check_option_names(names: object, *, where: str) -> None:
@@ -147,4 +262,7 @@ def check_option_names(names: object, *, where: str) -> None:
 def build_options(base: Options, overrides: dict[str, Any], *, where: str) -> Options:
     """``base`` with ``overrides`` applied; unknown names fail with the list of known ones."""
     check_option_names(overrides, where=where)
+    overrides = dict(overrides)
+    if base.refresh_margin_derived and "refresh_margin" not in overrides:
+        overrides["refresh_margin"] = None  # derived again from the new token_ttl
     return dataclasses.replace(base, **overrides)

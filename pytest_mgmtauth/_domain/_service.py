@@ -49,6 +49,7 @@ from ._events import (
     UnknownRoute,
 )
 from ._faults import FaultPlan, FiredFault
+from ._options import check_seconds
 from ._redact import SecretMasker
 from ._tokens import Claims, TokenProblem, TokenSigner, unverified_subject
 from ._v3 import auth_path, call_scope
@@ -331,7 +332,7 @@ class AuthService:
         one for each of several profiles is no churn.
         """
         refused = self._last_refusal.get((username, version), 0)
-        margin = self.options.refresh_margin
+        margin = self.options.margin
         return [
             rec
             for rec in self.tokens.values()
@@ -347,7 +348,7 @@ class AuthService:
     def _held_sessions(self, username: str, now: float) -> list[SessionRecord]:
         """Sessions the account still holds: active, not refused, not near idle timeout."""
         refused = self._last_refusal.get((username, "v1"), 0)
-        margin = self.options.refresh_margin
+        margin = self.options.margin
         timeout = self.options.session_timeout
         return [
             rec
@@ -1102,6 +1103,10 @@ class AuthService:
         how: str,
         event: type[CredentialExpired] | type[CredentialRevoked],
     ) -> str:
+        if not isinstance(credential, str):
+            raise TypeError(
+                f"{how[:-1]}() takes a token or JSESSIONID (a str), got {type(credential).__name__}"
+            )
         with self._lock:
             now = self.now()
             self._expire_sessions(now)
@@ -1140,22 +1145,18 @@ class AuthService:
         is a v1 login rule)."""
         with self._lock:
             self._known_account(username)
-            if seconds is not None and (
-                isinstance(seconds, bool)
-                or not isinstance(seconds, (int, float))
-                or not 0 < seconds < math.inf
-            ):
-                raise ValueError(f"lock(seconds=...) must be > 0 and finite, got {seconds!r}")
+            if seconds is not None:
+                seconds = check_seconds("seconds", seconds, what="lock()")
             now = self.now()
             end = math.inf if seconds is None else now + seconds
-            self._manual_locks[username] = (now, end)
-            self._record(
-                AccountLockedManually(
-                    at=to_datetime(now),
-                    username=username,
-                    until=None if seconds is None else to_datetime(end),
-                )
+            # Everything that can fail is done before the state changes.
+            event = AccountLockedManually(
+                at=to_datetime(now),
+                username=username,
+                until=None if seconds is None else to_datetime(end),
             )
+            self._manual_locks[username] = (now, end)
+            self._record(event)
 
     def unlock(self, username: str) -> None:
         """End any lock of the account (on cue or after failed logins) and forget its

@@ -9,6 +9,7 @@ says what to send instead, and never stops the server. See docs/standalone.md.
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import json
 import math
 from datetime import datetime
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from werkzeug import Response
 
 from .._domain._clock import to_datetime
+from .._domain._options import _shown, check_advance
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
@@ -32,6 +34,63 @@ if TYPE_CHECKING:
 PREFIX = "/_mgmtauth"
 #: Largest control request body read, in bytes.
 MAX_CONTROL_BODY = 64 * 1024
+#: Deepest nesting of arrays and objects a control request body may have.
+MAX_CONTROL_DEPTH = 32
+#: Hosts that are always loopback (RFC 6761: ``localhost`` and names under it).
+_LOOPBACK_NAMES = ("localhost",)
+_WILDCARDS = ("", "0.0.0.0", "::")
+
+
+def _host_name(header: str) -> str:
+    """The host part of a ``Host`` header (no port, no brackets), lower case."""
+    header = header.strip()
+    if header.startswith("["):
+        return header[1 : header.find("]")].lower() if "]" in header else header.lower()
+    if header.count(":") == 1:
+        header = header.rsplit(":", 1)[0]
+    return header.lower().rstrip(".")
+
+
+def _ip(name: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    try:
+        return ipaddress.ip_address(name)
+    except ValueError:
+        return None
+
+
+def host_allowed(header: str | None, bound: str, extra: Iterable[str] = ()) -> bool:
+    """Whether a control request with this ``Host`` header may be served by a server
+    listening on ``bound``: a loopback name or address, the address it was started on,
+    or (started on a wildcard address) any IP address, or a name in ``extra``
+    (``--allow-host``). A name that only DNS says is this machine (a DNS-rebinding
+    page) is refused."""
+    if header is None:
+        return True  # no Host header: not a browser (HTTP/1.0 tools)
+    name = _host_name(header)
+    if name in _LOOPBACK_NAMES or name.endswith(".localhost"):
+        return True
+    if name and (name == _host_name(bound) or name in {_host_name(h) for h in extra}):
+        return True
+    address = _ip(name)
+    if address is None:
+        return False
+    return address.is_loopback or bound in _WILDCARDS
+
+
+def _depth(data: Any) -> int:
+    """How deeply arrays and objects nest in ``data`` (iterative: no recursion limit)."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict):
+            value = list(value.values())
+        if isinstance(value, list):
+            deepest = max(deepest, depth)
+            if depth > MAX_CONTROL_DEPTH:
+                break
+            stack.extend((v, depth + 1) for v in value)
+    return deepest
 
 
 class ControlledFake(Protocol):
@@ -193,7 +252,7 @@ class _Body:
         if unknown:
             raise ControlError(
                 400,
-                f"{endpoint}: unknown field {', '.join(map(repr, unknown))}; known fields: "
+                f"{endpoint}: unknown field {', '.join(map(_shown, unknown[:5]))}; known fields: "
                 f"{', '.join(known) or 'none'}",
             )
         self.endpoint = endpoint
@@ -210,8 +269,11 @@ class _Body:
         else:
             value_ok = isinstance(value, types)
         if not value_ok:
+            shown = json.dumps(value)
+            if len(shown) > 60:  # its kind and size only: no part of a string
+                shown = f"a JSON {type(value).__name__} of {len(shown)} characters"
             raise ControlError(
-                400, f"{self.endpoint}: the field {name!r} must be {what}, got {json.dumps(value)}"
+                400, f"{self.endpoint}: the field {name!r} must be {what}, got {shown}"
             )
         return value
 
@@ -225,11 +287,16 @@ class _Body:
         assert value is None or isinstance(value, int)
         return value
 
-    def number(self, name: str, *, required: bool = False) -> float | None:
+    def number(self, name: str, *, required: bool = False) -> float | int | None:
+        """A JSON number as parsed: an int stays an int (10**400 has no float), the
+        range is for the operation to check."""
         value = self._get(name, (int, float), "a number", required)
-        if value is not None and not math.isfinite(value):
-            raise ControlError(400, f"{self.endpoint}: the field {name!r} must be finite")
-        return None if value is None else float(value)
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ControlError(
+                400, f"{self.endpoint}: the field {name!r} must be a finite number, got {value}"
+            )
+        assert value is None or isinstance(value, (int, float))
+        return value
 
     def only_params(self, known: tuple[str, ...]) -> None:
         unknown = [k for k in self.query if k not in known]
@@ -272,7 +339,13 @@ class ControlAPI:
         reset: Callable[[], None],
         check: Verdicts | None = None,
         timeline: WholeTimeline | None = None,
+        host: str = "127.0.0.1",
+        allowed_hosts: Iterable[str] = (),
     ) -> None:
+        #: The address the server listens on (the DNS-rebinding guard allows it).
+        self.host = host
+        #: More names the guard allows (``--allow-host``).
+        self.allowed_hosts = tuple(allowed_hosts)
         self._fake = fake
         self._clock = clock
         self._reset = reset
@@ -356,6 +429,9 @@ class ControlAPI:
                 + ", ".join(f"{m} {PREFIX}{p}" for m, p in self._endpoints),
             )
         handler, known, _ = entry
+        refused = self._refuse_foreign(request, endpoint)
+        if refused is not None:
+            return refused
         params = tuple(k[1:] for k in known if k.startswith("?"))
         known = tuple(k for k in known if not k.startswith("?"))
         try:
@@ -378,6 +454,32 @@ class ControlAPI:
             return payload
         return _json(status, payload)
 
+    def _refuse_foreign(self, request: Request, endpoint: str) -> Response | None:
+        """The guard against a web page in the developer's browser: a DNS-rebinding page
+        (its own name in ``Host``) gets 403, and so does a POST that is not
+        ``application/json`` (which a page can only send after a CORS preflight that this
+        server never grants) 415."""
+        host = request.headers.get("Host")
+        if not host_allowed(host, self.host, self.allowed_hosts):
+            shown = host if len(host or "") <= 100 else f"{(host or '')[:100]}..."
+            return _error(
+                403,
+                f"{endpoint}: refused the Host {shown!r}: the control API answers only "
+                f"to localhost, a loopback address or the address it listens on "
+                f"({self.host}), so that a web page cannot reach it through DNS rebinding; "
+                "start mgmtauth-server with --allow-host NAME to allow another name",
+            )
+        if request.method == "POST" and request.mimetype != "application/json":
+            sent = request.headers.get("Content-Type")
+            return _error(
+                415,
+                f"{endpoint}: send the body as JSON with 'Content-Type: application/json' "
+                f"(got {'no Content-Type' if sent is None else repr(sent[:100])}); control "
+                "POSTs take JSON only, so that a web page cannot send them. "
+                "curl: -H 'Content-Type: application/json' -d '{}'",
+            )
+        return None
+
     @staticmethod
     def _read_json(request: Request, endpoint: str) -> dict[str, Any]:
         length = request.content_length
@@ -390,12 +492,20 @@ class ControlAPI:
             return {}
         try:
             data = json.loads(raw)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        except RecursionError:
+            raise ControlError(
+                400, f"{endpoint}: the body nests deeper than {MAX_CONTROL_DEPTH} levels"
+            ) from None
+        except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, a 5000-digit int
             raise ControlError(
                 400,
                 f"{endpoint}: the body is not JSON ({exc}); send a JSON object, e.g. "
                 "curl -H 'Content-Type: application/json' -d '{\"seconds\": 1800}'",
             ) from None
+        if _depth(data) > MAX_CONTROL_DEPTH:
+            raise ControlError(
+                400, f"{endpoint}: the body nests deeper than {MAX_CONTROL_DEPTH} levels"
+            )
         if not isinstance(data, dict):
             raise ControlError(
                 400, f"{endpoint}: the body must be a JSON object, got {type(data).__name__}"
@@ -404,23 +514,25 @@ class ControlAPI:
 
     # -- endpoints -------------------------------------------------------------------
 
+    def describe(self) -> list[dict[str, Any]]:
+        """The endpoints: method, path, the body fields each takes, what it does."""
+        return [
+            {
+                "method": m,
+                "path": f"{PREFIX}{p}",
+                "fields": [k for k in known if not k.startswith("?")],
+                **(
+                    {"query": [k[1:] for k in known if k.startswith("?")]}
+                    if any(k.startswith("?") for k in known)
+                    else {}
+                ),
+                "does": does,
+            }
+            for (m, p), (_, known, does) in self._endpoints.items()
+        ]
+
     def _index(self, body: _Body) -> tuple[int, Any]:
-        return 200, {
-            "endpoints": [
-                {
-                    "method": m,
-                    "path": f"{PREFIX}{p}",
-                    "fields": [k for k in known if not k.startswith("?")],
-                    **(
-                        {"query": [k[1:] for k in known if k.startswith("?")]}
-                        if any(k.startswith("?") for k in known)
-                        else {}
-                    ),
-                    "does": does,
-                }
-                for (m, p), (_, known, does) in self._endpoints.items()
-            ]
-        }
+        return 200, {"endpoints": self.describe()}
 
     def _events(self, body: _Body) -> tuple[int, Any]:
         return 200, {"events": [event_json(e) for e in self._fake().events]}
@@ -447,13 +559,12 @@ class ControlAPI:
         return 200, {"now": _iso(to_datetime(self._clock()))}
 
     def _advance(self, body: _Body) -> tuple[int, Any]:
-        seconds = (
-            (body.number("seconds") or 0.0)
-            + (body.number("minutes") or 0.0) * 60
-            + (body.number("hours") or 0.0) * 3600
+        # Every check before the clock moves: a refused advance changes nothing.
+        parts = [body.number(name) for name in ("seconds", "minutes", "hours")]
+        seconds, minutes, hours = (0 if part is None else part for part in parts)
+        seconds = check_advance(
+            self._clock(), seconds=seconds, minutes=minutes, hours=hours, what=""
         )
-        if seconds < 0:
-            raise ControlError(400, f"{body.endpoint}: the clock moves forward only")
         if seconds == 0:
             raise ControlError(
                 400, f'{body.endpoint}: say how far: {{"seconds": 1800}} (or minutes, hours)'
@@ -478,9 +589,11 @@ class ControlAPI:
         method = body.text("method") or "GET"
         path = body.text("path", required=True)
         assert path is not None
-        status = body.integer("status") or 200
+        status = body.integer("status")
+        status = 200 if status is None else status
         if not 200 <= status <= 599:
-            raise ControlError(400, f"{body.endpoint}: status must be 200-599, got {status}")
+            shown = status if abs(status) < 10**9 else "a huge number"
+            raise ControlError(400, f"{body.endpoint}: status must be 200-599, got {shown}")
         answer = body.data.get("json", {})
         route = self._fake().route(
             method, path, permission=body.text("permission"), auth=body.text("auth")
@@ -493,7 +606,8 @@ class ControlAPI:
 
     def _add_fault(self, body: _Body) -> tuple[int, Any]:
         kind = body.text("kind", required=True)
-        count = body.integer("count") or 1
+        count = body.integer("count")
+        count = 1 if count is None else count  # 0 is refused by the fault, not made 1
         version = body.text("version")
         allowed = {
             "fail": ("error", "retry_after"),
@@ -504,7 +618,7 @@ class ControlAPI:
         if kind not in allowed:
             raise ControlError(
                 400,
-                f"{body.endpoint}: kind must be one of {', '.join(allowed)}, got {kind!r}",
+                f"{body.endpoint}: kind must be one of {', '.join(allowed)}, got {_shown(kind)}",
             )
         extra = [
             k

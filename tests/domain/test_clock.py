@@ -6,12 +6,13 @@ import asyncio
 import time
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
+from typing import Any
 
 import freezegun
 import pytest
 
 from pytest_mgmtauth import MgmtClock
-from pytest_mgmtauth._domain._clock import ManualClock, system_clock, to_datetime
+from pytest_mgmtauth._domain._clock import ManualClock, OffsetClock, system_clock, to_datetime
 from pytest_mgmtauth._domain._options import Options
 from pytest_mgmtauth._domain._service import AuthService, Refusal
 from pytest_mgmtauth._domain._tokens import TokenSigner
@@ -125,3 +126,64 @@ def test_stopped_mgmt_clock_says_its_test_has_ended() -> None:
     with pytest.raises(RuntimeError, match="its test has ended"):
         clock.now()
     assert time.time() != MOMENT.timestamp()
+
+
+# -- issue 9: a clock never moves to where it cannot be shown ------------------------------
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"seconds": 1e300},
+        {"hours": 1e305},
+        {"minutes": float("nan")},
+        {"seconds": float("inf")},
+        {"seconds": 10**400},
+        {"seconds": True},
+        {"seconds": "60"},
+        {"seconds": -0.0},
+        {"hours": 876_001},
+        {"seconds": 3_153_600_000, "minutes": 1},
+    ],
+)
+def test_mgmt_clock_refuses_absurd_advances_and_stays_put(
+    sim: MgmtClock, kwargs: dict[str, object]
+) -> None:
+    before = sim.now()
+    with pytest.raises((TypeError, ValueError), match=r"advance\(\)"):
+        sim.advance(**kwargs)  # type: ignore[arg-type]
+    assert sim.now() == before
+
+
+def test_mgmt_clock_stops_before_the_year_3000(sim: MgmtClock) -> None:
+    sim.move_to(datetime(2999, 12, 31, 23, 0))
+    with pytest.raises(ValueError, match=r"past 3000-01-01.* can move 3600 seconds more"):
+        sim.advance(hours=2)
+    assert sim.advance(hours=1) == datetime(3000, 1, 1, tzinfo=timezone.utc)
+    with pytest.raises(ValueError, match=r"move_to\(\) takes a time from 1970-01-01 to 3000"):
+        sim.move_to(datetime(9999, 1, 1))
+    with pytest.raises(ValueError, match="advance"):
+        sim.advance(timedelta(days=365 * 101))
+
+
+@pytest.mark.parametrize("seconds", [float("nan"), float("inf"), 1e308, 3e11, -1, 10**400])
+def test_domain_clocks_refuse_absurd_advances_unchanged(seconds: float) -> None:
+    manual = ManualClock()
+    with pytest.raises(ValueError, match="advance"):
+        manual.advance(seconds)
+    assert manual() == 1_800_000_000.0
+    offset = OffsetClock()
+    with pytest.raises(ValueError, match="advance"):
+        offset.advance(seconds)
+    assert offset.offset == 0
+
+
+def test_a_lock_too_long_to_date_changes_nothing(make_service: Any) -> None:
+    service = make_service()
+    account = service.add_account()
+    for seconds in (1e308, float("inf"), float("nan"), 10**400, 0, True, "60"):
+        with pytest.raises((TypeError, ValueError), match=r"lock\(\) 'seconds'"):
+            service.lock(account.username, seconds=seconds)
+    assert service.events == []
+    service.lock(account.username, seconds=315_360_000)
+    assert service.events[-1].until is not None

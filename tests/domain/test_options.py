@@ -53,9 +53,9 @@ def test_timedelta_is_taken_as_seconds() -> None:
 
 @pytest.mark.parametrize("name", ["token_ttl", "lockout_duration", "session_timeout"])
 def test_durations_must_be_positive(name: str) -> None:
-    with pytest.raises(ValueError, match=rf"'{name}' must be > 0 seconds, got 0"):
+    with pytest.raises(ValueError, match=rf"'{name}' must be > 0 and <= 315360000 .*, got 0"):
         Options(**{name: 0})
-    with pytest.raises(ValueError, match=rf"'{name}' must be > 0 seconds, got -5"):
+    with pytest.raises(ValueError, match=rf"'{name}' must be > 0 and <= 315360000 .*, got -5"):
         Options(**{name: -5})
 
 
@@ -132,7 +132,9 @@ def test_build_options_validates_the_result() -> None:
 
 
 def test_describe_reproduces_the_options_in_one_line() -> None:
-    text = Options(token_ttl=90, lockout_threshold=3, throttle=None, strict=True).describe()
+    text = Options(
+        token_ttl=90, refresh_margin=60, lockout_threshold=3, throttle=None, strict=True
+    ).describe()
     assert "\n" not in text
     assert set(text.split()) >= {
         "token_ttl=90s",
@@ -143,3 +145,92 @@ def test_describe_reproduces_the_options_in_one_line() -> None:
         "strict=True",
         "https=False",
     }
+
+
+# -- issue 9: absurd numbers are refused up front, naming option, value and range --------
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("lockout_duration", float("nan")),
+        ("lockout_duration", float("inf")),
+        ("session_timeout", float("nan")),
+        ("refresh_margin", float("nan")),
+        ("token_ttl", 10**12),
+        pytest.param("token_ttl", 10**400, id="token_ttl-10**400"),
+        ("session_timeout", -0.0),
+        ("refresh_margin", -0.0),
+        ("lockout_duration", 315_360_001),
+        ("refresh_margin", float("-inf")),
+    ],
+)
+def test_absurd_durations_are_refused_naming_option_value_and_range(
+    name: str, value: float
+) -> None:
+    with pytest.raises(
+        ValueError, match=rf"'{name}' must be >?=? 0 and <= 315360000 seconds \(10 years\), got "
+    ):
+        Options(**{name: value})
+
+
+def test_a_huge_int_is_refused_without_printing_all_its_digits() -> None:
+    with pytest.raises(ValueError, match="got a huge int") as info:
+        Options(token_ttl=10**400)
+    assert "0000000000000000000000" not in str(info.value)
+
+
+@pytest.mark.parametrize("value", [True, "60", b"60", [60], None, 1j])
+def test_durations_refuse_bools_strings_and_other_types(value: object) -> None:
+    with pytest.raises(TypeError, match=r"'lockout_duration' takes seconds .* <= 315360000"):
+        Options(lockout_duration=value)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("name", ["lockout_threshold", "throttle"])
+@pytest.mark.parametrize("value", [0, -1, 10**12, True, 2.0, "5", float("nan")])
+def test_counts_must_be_ints_in_range(name: str, value: object) -> None:
+    with pytest.raises(ValueError, match=rf"'{name}' must be an int >= 1 and <= 1000000"):
+        Options(**{name: value})
+
+
+def test_largest_values_are_accepted() -> None:
+    options = Options(
+        token_ttl=315_360_000,
+        lockout_duration=315_360_000,
+        session_timeout=timedelta(days=3650),
+        lockout_threshold=1_000_000,
+        throttle=1_000_000,
+    )
+    assert options.token_ttl == 315_360_000
+    assert options.refresh_margin == 60
+
+
+# -- issue 9: refresh_margin is derived from token_ttl unless set --------------------------
+
+
+@pytest.mark.parametrize(
+    ("token_ttl", "margin"), [(1800, 60), (600, 60), (300, 30), (60, 6), (9, 0), (1, 0)]
+)
+def test_refresh_margin_not_set_is_a_tenth_of_token_ttl_at_most_60(
+    token_ttl: int, margin: float
+) -> None:
+    options = Options(token_ttl=token_ttl)
+    assert options.refresh_margin == margin
+    assert options.refresh_margin_derived
+
+
+def test_token_ttl_alone_composes_through_every_level() -> None:
+    ini = build_options(Options(), {"token_ttl": 600}, where="ini")
+    assert ini.refresh_margin == 60
+    marker = build_options(ini, {"token_ttl": 60}, where="marker")
+    assert (marker.token_ttl, marker.refresh_margin) == (60, 6)
+
+
+def test_an_explicit_refresh_margin_is_kept_and_only_an_explicit_conflict_fails() -> None:
+    explicit = build_options(Options(), {"refresh_margin": 30}, where="ini")
+    assert not explicit.refresh_margin_derived
+    assert build_options(explicit, {"token_ttl": 120}, where="marker").refresh_margin == 30
+    with pytest.raises(ValueError, match=r"'refresh_margin' \(30 s\) must be shorter than"):
+        build_options(explicit, {"token_ttl": 30}, where="marker")
+    # None asks for the derived margin again.
+    assert build_options(explicit, {"refresh_margin": None, "token_ttl": 30}, where="m").margin == 3

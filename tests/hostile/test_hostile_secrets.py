@@ -310,7 +310,7 @@ def test_the_control_api_echoes_no_secret(standalone: StandaloneServer) -> None:
         assert "AuthRejected" in events
         assert not [s for s in secrets if s in events]
         # After a reset, the sessions handed out before it are still secrets.
-        assert http.post(f"{url}/_mgmtauth/reset").status_code == 200
+        assert http.post(f"{url}/_mgmtauth/reset", json={}).status_code == 200
         for target in (f"/nope;jsessionid={session_id}", f"/v1/things?utk={utk}"):
             answer = http.get(url + target, headers={"Cookie": f"JSESSIONID={session_id}"})
             assert answer.status_code in (401, 404)

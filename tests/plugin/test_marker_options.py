@@ -138,7 +138,10 @@ def test_invalid_ini_value_is_a_usage_error_with_the_options_message(
     pytester.makepyfile("def test_nothing(): pass")
     result = pytester.runpytest_inprocess()
     result.stderr.fnmatch_lines(
-        ["ERROR: mgmtauth option 'lockout_duration' must be > 0 seconds, got -5*"]
+        [
+            "ERROR: mgmtauth_lockout_duration must be > 0 and <= 315360000 seconds "
+            "(10 years), got -5*"
+        ]
     )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
 
@@ -237,7 +240,7 @@ def test_invalid_marker_value_errors_the_test_with_the_reason(pytester: pytest.P
         """
         import pytest
 
-        @pytest.mark.mgmtauth(token_ttl=30)
+        @pytest.mark.mgmtauth(token_ttl=30, refresh_margin=60)
         def test_margin_too_long(mgmt_server):
             pass
         """
@@ -264,3 +267,68 @@ def test_marker_is_registered_for_strict_markers(pytester: pytest.Pytester) -> N
     )
     result = pytester.runpytest_inprocess("--strict-markers")
     result.assert_outcomes(passed=1)
+
+
+def test_token_ttl_alone_composes_with_the_derived_refresh_margin(
+    pytester: pytest.Pytester,
+) -> None:
+    # Issue 9: token_ttl=60 alone used to fail at setup against the default margin (60 s).
+    pytester.makeini("[pytest]\nmgmtauth_token_ttl = 600\n")
+    pytester.makepyfile(
+        """
+        import pytest
+
+        def test_from_ini(mgmt_server):
+            assert mgmt_server.options.refresh_margin == 60
+
+        @pytest.mark.mgmtauth(token_ttl=60)
+        def test_marker_token_ttl_alone(mgmt_server):
+            assert mgmt_server.options.refresh_margin == 6
+
+        @pytest.mark.mgmtauth(token_ttl=5)
+        def test_tiny_token_ttl(mgmt_server):
+            assert mgmt_server.options.refresh_margin == 0
+        """
+    )
+    result = pytester.runpytest_inprocess()
+    result.assert_outcomes(passed=3)
+
+
+def test_an_explicit_ini_margin_conflicting_with_a_marker_ttl_names_both(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeini("[pytest]\nmgmtauth_refresh_margin = 120\n")
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.mgmtauth(token_ttl=60)
+        def test_conflict(mgmt_server):
+            pass
+        """
+    )
+    result = pytester.runpytest_inprocess()
+    result.stdout.fnmatch_lines(
+        ["*'refresh_margin' (120 s) must be shorter than 'token_ttl' (60 s); leave*"]
+    )
+    result.assert_outcomes(errors=1)
+
+
+@pytest.mark.parametrize(
+    ("setting", "value", "message"),
+    [
+        ("lockout_duration", "nan", "mgmtauth_lockout_duration must be > 0 and <= 315360000"),
+        ("session_timeout", "inf", "mgmtauth_session_timeout must be > 0 and <= 315360000"),
+        ("token_ttl", "1000000000000", "mgmtauth_token_ttl must be > 0 and <= 315360000"),
+        ("refresh_margin", "-0.0", "mgmtauth_refresh_margin must be >= 0 and <= 315360000"),
+        ("throttle", "100000000", "mgmtauth_throttle must be an int >= 1 and <= 1000000"),
+    ],
+)
+def test_absurd_ini_numbers_are_usage_errors_naming_setting_value_and_range(
+    pytester: pytest.Pytester, setting: str, value: str, message: str
+) -> None:
+    pytester.makeini(f"[pytest]\nmgmtauth_{setting} = {value}\n")
+    pytester.makepyfile("def test_nothing(): pass")
+    result = pytester.runpytest_inprocess()
+    result.stderr.fnmatch_lines([f"ERROR: {message}*"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR

@@ -16,7 +16,7 @@ import requests
 from standalone_support import GUARD, ServerProcess, console_script
 
 from pytest_mgmtauth import __version__
-from pytest_mgmtauth._standalone import main
+from pytest_mgmtauth._standalone import build_parser, main, server_from_args
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -171,7 +171,21 @@ def test_accounts_from_the_command_line_and_a_file(
     ("args", "message"),
     [
         (["--throttle", "lots"], "expected a number of premature grants per 60 s, or 'none'"),
-        (["--token-ttl", "0"], "'token_ttl' must be > 0 seconds"),
+        (["--token-ttl", "0"], "--token-ttl must be > 0 and <= 315360000 seconds"),
+        (["--lockout-duration", "nan"], "--lockout-duration must be > 0 and <= 315360000"),
+        (["--lockout-duration", "inf"], "--lockout-duration must be > 0 and <= 315360000"),
+        (["--session-timeout", "NaN"], "--session-timeout must be > 0 and <= 315360000"),
+        (["--refresh-margin", "nan"], "--refresh-margin must be >= 0 and <= 315360000"),
+        (["--token-ttl", "1000000000000"], "--token-ttl must be > 0 and <= 315360000"),
+        (["--token-ttl", "1" + "0" * 400], "--token-ttl must be > 0 and <= 315360000"),
+        (["--session-timeout", "1e400"], "got inf"),
+        (["--refresh-margin", "-0.0"], "got -0.0"),
+        (
+            ["--token-ttl", "60", "--refresh-margin", "60"],
+            "--refresh-margin (60 s) must be shorter",
+        ),
+        (["--lockout-threshold", "0"], "--lockout-threshold must be an int >= 1 and <= 1000000"),
+        (["--throttle", "10000000"], "--throttle must be an int >= 1 and <= 1000000"),
         (["--account", "bob"], "usernames of the service are e-mail addresses"),
         (["--account", '{"username": 1}'], "'username' must be a string"),
         (["--accounts-file", "/nonexistent/accounts.json"], "No such file or directory"),
@@ -227,3 +241,10 @@ def test_version() -> None:
     result = _run("--version")
     assert result.returncode == 0
     assert result.stdout.strip() == f"mgmtauth-server {__version__}"
+
+
+def test_token_ttl_alone_gets_a_derived_refresh_margin() -> None:
+    server = server_from_args(build_parser().parse_args(["--port", "0", "--token-ttl", "60"]))
+    assert (server.options.token_ttl, server.options.refresh_margin) == (60, 6)
+    explicit = ["--port", "0", "--token-ttl", "60", "--refresh-margin", "0"]
+    assert server_from_args(build_parser().parse_args(explicit)).options.refresh_margin == 0

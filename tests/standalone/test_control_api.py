@@ -4,6 +4,7 @@ standalone server: timeline, clock, accounts, routes, faults, reset, and bad inp
 from __future__ import annotations
 
 import concurrent.futures
+import re
 import time
 from collections.abc import Iterator
 from datetime import datetime, timedelta
@@ -13,8 +14,14 @@ from typing import Any
 import pytest
 import requests
 
-from pytest_mgmtauth import Options
-from pytest_mgmtauth._standalone import AccountSpec, StandaloneServer
+from pytest_mgmtauth import MgmtServer, Options
+from pytest_mgmtauth._standalone import (
+    AccountSpec,
+    StandaloneServer,
+    build_parser,
+    server_from_args,
+)
+from pytest_mgmtauth._transport._control import host_allowed
 
 ALICE = AccountSpec(username="alice@example.com", api_key="k+e&y=%/1", password="pa+ss&1")
 
@@ -38,6 +45,8 @@ def server(key_file: Path) -> Iterator[StandaloneServer]:
 @pytest.fixture
 def control(server: StandaloneServer, http: requests.Session) -> Any:
     def call(method: str, path: str, body: Any = None, **kw: Any) -> requests.Response:
+        if body is None and method == "POST":
+            body = {}  # control POSTs are JSON, an empty object at least
         return http.request(method, f"{server.url}/_mgmtauth{path}", json=body, **kw)
 
     return call
@@ -221,10 +230,12 @@ def test_bad_control_input_is_a_4xx_json_error_and_the_server_carries_on(
 
 
 def test_a_body_that_is_not_json(server: StandaloneServer, http: requests.Session) -> None:
-    answer = http.post(f"{server.url}/_mgmtauth/clock/advance", data=b"\xff\xfeseconds")
+    as_json = {"Content-Type": "application/json"}
+    url = f"{server.url}/_mgmtauth"
+    answer = http.post(f"{url}/clock/advance", data=b"\xff\xfeseconds", headers=as_json)
     assert answer.status_code == 400
     assert "the body is not JSON" in answer.json()["message"]
-    huge = http.post(f"{server.url}/_mgmtauth/accounts", data=b"{" + b" " * 70_000 + b"}")
+    huge = http.post(f"{url}/accounts", data=b"{" + b" " * 70_000 + b"}", headers=as_json)
     assert huge.status_code == 413
 
 
@@ -284,3 +295,213 @@ def test_a_hang_on_the_simulated_clock_ends_when_the_control_api_advances_it(
             assert pending.result(timeout=10).status_code == 200
     finally:
         server.stop()
+
+
+# -- issue 9: an invalid control request changes nothing and never breaks the server -----
+
+
+@pytest.fixture
+def still(key_file: Path) -> Iterator[StandaloneServer]:
+    """A server on a frozen clock: its state can be compared before and after."""
+    server = StandaloneServer(
+        Options(throttle=None),
+        port=0,
+        accounts=[ALICE],
+        routes=[("GET", "/v2/things")],
+        key_file=str(key_file),
+        frozen_clock=True,
+    )
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def still_control(still: StandaloneServer, http: requests.Session) -> Any:
+    def call(method: str, path: str, body: Any = None, **kw: Any) -> requests.Response:
+        if body is None and method == "POST":
+            body = {}
+        return http.request(method, f"{still.url}/_mgmtauth{path}", json=body, **kw)
+
+    return call
+
+
+def _state(control: Any) -> tuple[Any, ...]:
+    return (
+        control("GET", "/clock").json(),
+        control("GET", "/events").json(),
+        control("GET", "/faults").json(),
+    )
+
+
+def _raw_post(server: StandaloneServer, http: requests.Session, path: str, raw: bytes) -> Any:
+    headers = {"Content-Type": "application/json"}
+    return http.post(f"{server.url}/_mgmtauth{path}", data=raw, headers=headers)
+
+
+@pytest.mark.parametrize(
+    ("path", "raw", "message"),
+    [
+        ("/clock/advance", b'{"seconds": 1e308}', "seconds must be >= 0 and <= 3153600000"),
+        ("/clock/advance", b'{"hours": 1e305}', "hours must be >= 0 and <= 876000"),
+        ("/clock/advance", b'{"seconds": 3e11}', "seconds must be >= 0 and <= 3153600000"),
+        ("/clock/advance", b'{"seconds": 1e400}', "'seconds' must be a finite number"),
+        ("/clock/advance", b'{"seconds": 1' + b"0" * 400 + b"}", "got a huge int"),
+        ("/clock/advance", b'{"seconds": 1' + b"0" * 5000 + b"}", "the body is not JSON"),
+        ("/clock/advance", b'{"seconds": NaN}', "'seconds' must be a finite number"),
+        ("/clock/advance", b'{"seconds": -0.0}', "got -0.0"),
+        ("/clock/advance", b'{"seconds": -5, "hours": 1}', "forward only (got seconds=-5)"),
+        ("/clock/advance", b'{"seconds": 3153600000, "hours": 1}', "at most 3153600000"),
+        ("/clock/advance", b'{"seconds": ' + b"[" * 100_00 + b"]" * 100_00 + b"}", "nests"),
+        ("/clock/advance", b"[" * 40 + b"]" * 40, "nests deeper than 32"),
+        ("/lock", b'{"username": "alice@example.com", "seconds": 1e308}', "'seconds' must be"),
+        ("/lock", b'{"username": "alice@example.com", "seconds": 0}', "'seconds' must be > 0"),
+        ("/faults", b'{"kind": "fail", "count": 0}', "count must be an int >= 1"),
+        ("/faults", b'{"kind": "hang", "seconds": 1e300}', "seconds must be > 0 and <= 3153"),
+        ("/faults", b'{"kind": "fail", "retry_after": 1' + b"0" * 30 + b"}", "got a huge int"),
+        ("/routes", b'{"path": "/_mgmtauth/x"}', "reserved for mgmtauth-server's control API"),
+        ("/routes", b'{"path": "/v2/x", "status": 0}', "status must be 200-599, got 0"),
+        ("/expire", b'{"credential": 5}', "'credential' must be a string"),
+    ],
+)
+def test_an_invalid_control_request_changes_nothing_and_the_server_stays_up(
+    still: StandaloneServer,
+    still_control: Any,
+    http: requests.Session,
+    path: str,
+    raw: bytes,
+    message: str,
+) -> None:
+    before = _state(still_control)
+    answer = _raw_post(still, http, path, raw)
+    assert 400 <= answer.status_code < 500, answer.text
+    assert answer.headers["Content-Type"] == "application/json"
+    assert answer.json()["returnCode"] == answer.status_code
+    assert message in answer.json()["message"]
+    assert _state(still_control) == before
+    assert _token(http, still.url).status_code == 200
+    assert still_control("GET", "/clock").status_code == 200
+
+
+def test_the_clock_stops_before_the_year_3000_and_keeps_serving(
+    still: StandaloneServer, still_control: Any, http: requests.Session
+) -> None:
+    for _ in range(20):  # 100 years at a time, until refused
+        answer = still_control("POST", "/clock/advance", {"hours": 876000})
+        if answer.status_code != 200:
+            break
+    assert answer.status_code == 400
+    assert "past 3000-01-01" in answer.json()["message"]
+    assert still_control("GET", "/clock").json()["now"] < "3000"
+    token = _token(http, still.url)
+    assert token.status_code == 200
+    assert still_control("POST", "/lock", {"username": "alice@example.com", "seconds": 3e8}).ok
+    assert "until" in still_control("GET", "/events").json()["events"][-1]
+
+
+@pytest.mark.parametrize(
+    "content_type",
+    [None, "text/plain", "application/x-www-form-urlencoded", "multipart/form-data; b=x"],
+)
+def test_control_posts_must_be_json(
+    still: StandaloneServer, still_control: Any, http: requests.Session, content_type: str | None
+) -> None:
+    before = _state(still_control)
+    headers = {} if content_type is None else {"Content-Type": content_type}
+    answer = http.post(f"{still.url}/_mgmtauth/reset", data=b"{}", headers=headers)
+    if content_type is None:
+        answer = http.post(f"{still.url}/_mgmtauth/reset")
+    assert answer.status_code == 415
+    assert "Content-Type: application/json" in answer.json()["message"]
+    assert _state(still_control) == before
+    with_charset = {"Content-Type": "application/json; charset=utf-8"}
+    ok = http.post(f"{still.url}/_mgmtauth/reset", data=b"{}", headers=with_charset)
+    assert ok.status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("host", "status"),
+    [
+        ("evil.example", 403),
+        ("evil.example:8765", 403),
+        ("127.0.0.1.nip.io", 403),
+        ("localhost", 200),
+        ("LOCALHOST:1234", 200),
+        ("127.0.0.2", 200),
+        ("[::1]:8765", 200),
+    ],
+)
+def test_the_control_api_answers_only_loopback_hosts(
+    still: StandaloneServer, http: requests.Session, host: str, status: int
+) -> None:
+    # A DNS-rebinding page reaches 127.0.0.1 with its own name in Host.
+    answer = http.get(f"{still.url}/_mgmtauth/accounts", headers={"Host": host})
+    assert answer.status_code == status
+    if status == 403:
+        assert "DNS rebinding" in answer.json()["message"]
+        assert "api_key" not in answer.text
+
+
+@pytest.mark.parametrize(
+    ("header", "bound", "extra", "allowed"),
+    [
+        (None, "127.0.0.1", (), True),
+        ("127.0.0.1:8765", "127.0.0.1", (), True),
+        ("localhost.", "127.0.0.1", (), True),
+        ("app.localhost:80", "127.0.0.1", (), True),
+        ("[::1]", "::1", (), True),
+        ("[::1", "127.0.0.1", (), False),
+        ("evil.example", "127.0.0.1", (), False),
+        ("192.168.1.5:8765", "127.0.0.1", (), False),
+        ("192.168.1.5:8765", "0.0.0.0", (), True),  # a wildcard: any IP address
+        ("evil.example", "0.0.0.0", (), False),  # but no name
+        ("myhost:8765", "myhost", (), True),
+        ("MGMTAUTH:8765", "0.0.0.0", ("mgmtauth",), True),
+        ("", "127.0.0.1", (), False),
+    ],
+)
+def test_host_guard_cases(
+    header: str | None, bound: str, extra: tuple[str, ...], allowed: bool
+) -> None:
+    assert host_allowed(header, bound, extra) is allowed
+
+
+def test_allow_host_lets_a_compose_service_name_in(key_file: Path, http: requests.Session) -> None:
+    server = server_from_args(
+        build_parser().parse_args(
+            ["--port", "0", "--key-file", str(key_file), "--allow-host", "mgmtauth"]
+        )
+    )
+    server.start()
+    try:
+        url = f"{server.url}/_mgmtauth/clock"
+        assert http.get(url, headers={"Host": "mgmtauth:8765"}).status_code == 200
+        refused = http.get(url, headers={"Host": "other:8765"})
+        assert refused.status_code == 403
+        assert "--allow-host" in refused.json()["message"]
+    finally:
+        server.stop()
+
+
+@pytest.mark.parametrize(
+    "path", ["/_mgmtauth/things", "/_mgmtauth", re.compile(r"^/_mgmtauth/.*"), "/_mgmtauthx"]
+)
+def test_mgmt_server_route_refuses_the_control_prefix(
+    mgmt_server: MgmtServer, path: str | re.Pattern[str]
+) -> None:
+    with pytest.raises(ValueError, match="reserved for mgmtauth-server's control API"):
+        mgmt_server.route("GET", path)
+    mgmt_server.route("GET", "/v2/_mgmtauth")  # elsewhere in a path it is any name
+
+
+def test_a_long_value_is_named_by_kind_and_size_never_in_part(
+    still: StandaloneServer, still_control: Any
+) -> None:
+    # Part of a string could be most of a secret that masking by whole secrets misses.
+    long = "k" * 59 + "Z"
+    for body in ({"seconds": long}, {"seconds": [long]}, {long: 1}):
+        message = still_control("POST", "/clock/advance", body).json()["message"]
+        assert "kkkkk" not in message
+        assert "characters" in message

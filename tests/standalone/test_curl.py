@@ -61,7 +61,7 @@ def server(key_file: Path) -> Iterator[ServerProcess]:
 @pytest.fixture
 def base(server: ServerProcess) -> str:
     """The base URL, after a reset through the control API (fresh state per test)."""
-    assert curl("-X", "POST", f"{server.url}/_mgmtauth/reset").status == 200
+    assert control(server.url, "/reset", {}).status == 200
     return server.url
 
 
@@ -170,7 +170,11 @@ def test_faults_as_curl_sees_them(base: str, server: ServerProcess) -> None:
 def test_bad_control_input_gets_a_json_4xx_and_the_server_carries_on(
     base: str, server: ServerProcess
 ) -> None:
-    bad = curl("-d", "not json", f"{base}/_mgmtauth/clock/advance")
+    bad = curl("-H", "Content-Type: application/json", "-d", "not json", f"{base}/_mgmtauth/reset")
     assert bad.status == 400
     assert bad.json()["returnCode"] == 400
+    # curl -d without -H sends a form: refused like a web page's form would be.
+    form = curl("-d", '{"seconds": 60}', f"{base}/_mgmtauth/clock/advance")
+    assert form.status == 415
+    assert "Content-Type: application/json" in form.json()["message"]
     assert auth(base, server.account).status == 200
