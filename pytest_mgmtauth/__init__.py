@@ -22,13 +22,14 @@ from ._domain._events import (
     LoggedOut,
     LoggedOutRejected,
     LoginRejected,
+    ScheduledFaultFired,
     SecretRotated,
     SessionExpired,
     Throttled,
     TokenIssued,
     UnknownRoute,
 )
-from ._domain._faults import ScriptedFault
+from ._domain._faults import ScheduledFault, ScriptedFault
 from ._domain._options import Options
 from ._fake import MgmtServer
 from ._simclock import MgmtClock
@@ -56,6 +57,8 @@ __all__ = [
     "MgmtServer",
     "Options",
     "RouteHandler",
+    "ScheduledFault",
+    "ScheduledFaultFired",
     "ScriptedFault",
     "SecretRotated",
     "SessionExpired",
