@@ -220,8 +220,10 @@ def scheduled(kind: object, at: object) -> ScheduledFault:
     return ScheduledFault(kind=kind, on=on, index=int(match.group(2)))
 
 
-#: What a scheduled throttle / unavailable answers: the scripted failure of that call.
 def scheduled_failure(fault: ScheduledFault) -> ScriptedFault | None:
+    """What the transport carries out for a scheduled fault on the call it fired at: a
+    429 with Retry-After (``throttle``), a 503 (``unavailable``), a reset (``reset``);
+    ``None`` for ``expire``/``revoke``, which the service carries out itself."""
     if fault.kind == "throttle":
         return failure(429)
     if fault.kind == "unavailable":
