@@ -69,7 +69,6 @@ def test_a_client_that_never_retries_on_401_survives_expire_and_fails_revoke(
 ) -> None:
     result = _sweep(pytester, "ProactiveClient", ("expire", "revoke"))
     result.assert_outcomes(passed=4, failed=3)
-    # --8<-- [start:proactive-matrix]
     result.stdout.re_match_lines(
         [
             r"=+ mgmtauth sweep =+",
@@ -82,7 +81,6 @@ def test_a_client_that_never_retries_on_401_survives_expire_and_fails_revoke(
             r"points\): the client never re-authenticates after a 401 with 1401$",
         ]
     )
-    # --8<-- [end:proactive-matrix]
 
 
 def test_a_client_that_ignores_retry_after_passes_and_is_shown_as_such(

@@ -268,3 +268,39 @@ def test_the_verdict_counts_points_and_names_the_first_failure() -> None:
         "survives expire at 2/2 points; revoke fails from call 1 (2/2 points): the client "
         "never re-authenticates after a 401"
     )
+
+
+def test_expire_of_a_v1_session_moves_the_clock_past_its_idle_timeout(
+    service: AuthService, clock: ManualClock
+) -> None:
+    def advance(seconds: float) -> bool:
+        clock.advance(seconds)
+        return True
+
+    service.advance = advance
+    account = service.add_account()
+    service.schedule(_faults.scheduled("expire", "call2"))
+    service.auth_call_arrived()
+    session = service.login(account.username, account.password)
+
+    def call() -> str:
+        service.protected_call_arrived()
+        try:
+            return service.authorize_v1(
+                session.session_id,
+                session.utk,
+                problem=None,
+                method="GET",
+                path="/v1/things",
+                permission=None,
+            ).credential
+        finally:
+            service.protected_call_answered()
+
+    clock.advance(100)
+    assert call() == "S1"  # answered: the session's idle timeout has now passed
+    with pytest.raises(Refusal) as excinfo:
+        call()
+    assert "expired after 1800 s idle" in excinfo.value.reason
+    fired = next(e for e in service.events if isinstance(e, ScheduledFaultFired))
+    assert fired.detail == "the clock moved on 1800 s to the end of session S1"
