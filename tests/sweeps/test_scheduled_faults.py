@@ -304,3 +304,20 @@ def test_expire_of_a_v1_session_moves_the_clock_past_its_idle_timeout(
     assert "expired after 1800 s idle" in excinfo.value.reason
     fired = next(e for e in service.events if isinstance(e, ScheduledFaultFired))
     assert fired.detail == "the clock moved on 1800 s to the end of session S1"
+
+
+def test_an_expire_that_failed_without_mgmt_clock_says_to_use_it() -> None:
+    fired = ScheduledFaultFired(
+        at=_T0,
+        username="u",
+        fault="expire",
+        point="call1",
+        detail="token T1 expired on cue (the clock cannot move: the test does not run on "
+        "mgmt_clock)",
+    )
+    after = _sweep.analyse("expire", [fired, _refused()], failed=True)
+    assert after.summary == (
+        "the client never re-authenticates after a 401 with 1401; the credential ended "
+        "early on cue because the test does not run on mgmt_clock: request mgmt_clock, so "
+        "the clock moves to the credential's end and a client that renews in time survives"
+    )
