@@ -250,6 +250,12 @@ def arm(item: pytest.Item, point: SweepPoint | None, fake: MgmtServer) -> None:
     )
 
 
+def disarm(item: pytest.Item) -> None:
+    """mgmt_server's teardown: let the item (alive until the session ends) drop the fake."""
+    if _STATE in item.stash:
+        del item.stash[_STATE]
+
+
 def _swept_test(nodeid: str, point: SweepPoint) -> str:
     """The node id without the sweep's part of the parameter id."""
     own = point.id
@@ -261,23 +267,30 @@ def _swept_test(nodeid: str, point: SweepPoint) -> str:
 
 def check_reached(item: pytest.Item) -> None:
     """After a passing call: skip the item when its point never came."""
+    reason = _not_reached(item)
+    if reason is not None:
+        # Raised from a frame that holds no fake (a kept traceback must not keep it
+        # alive); reported at the test's own location, as a skip mark's.
+        raise pytest.skip.Exception(f"mgmtauth sweep: {reason}", _use_item_location=True)
+
+
+def _not_reached(item: pytest.Item) -> str | None:
     state = item.stash.get(_STATE, None)
     if state is None or state.point.kind is None:
-        return
-    fake, point = state.fake, state.point
+        return None
+    fake, point, kind = state.fake, state.point, state.point.kind
     # Reached when that call was made (an expire before call 3 fires once call 2 is
     # answered: if no call 3 follows, the client never met it).
-    if SCHEDULED_KINDS[point.kind or ""] == "call":
+    if SCHEDULED_KINDS[kind] == "call":
         count = fake.protected_calls
         made = f"{count} protected call{'s' if count != 1 else ''}"
     else:
         count = fake.auth_calls
         made = f"{count} authentication{'s' if count != 1 else ''}"
     if count >= point.index:
-        return
+        return None
     state.not_reached = f"{point.label} not reached: the test made only {made}"
-    # Reported at the test's own location (as a skip mark's), not at this line.
-    raise pytest.skip.Exception(f"mgmtauth sweep: {state.not_reached}", _use_item_location=True)
+    return state.not_reached
 
 
 def after_call(item: pytest.Item, report: pytest.TestReport) -> None:

@@ -217,6 +217,7 @@ def mgmt_server(
         # The figures travel with the teardown report: JUnit XML properties, and the
         # terminal summary (also from xdist workers).
         request.node.user_properties.extend(fake._summary().as_properties())
+        _sweep.disarm(request.node)
         fake._close()
 
 

@@ -348,3 +348,33 @@ def test_a_bad_sweep_option_is_a_usage_error(
     result = pytester.runpytest_inprocess(*args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert message in result.stderr.str()
+
+
+def test_a_sweep_item_does_not_keep_its_fake_alive_after_its_teardown(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeconftest(
+        """
+        import gc
+
+        from pytest_mgmtauth import MgmtServer
+
+        ALIVE = []
+
+        def pytest_runtest_logfinish(nodeid, location):
+            gc.collect()
+            ALIVE.append(sum(1 for o in gc.get_objects() if type(o) is MgmtServer))
+
+        def pytest_sessionfinish(session):
+            print("alive after each test:", ALIVE)
+        """
+    )
+    # A client that recovers: a failure's traceback would keep its test's fake alive
+    # (pytest's doing, not the sweep's).
+    suite = SUITE.replace("retry=False", "retry=True").replace(
+        'faults=("revoke", "throttle")', 'faults=("revoke",)'
+    )
+    _suite(pytester, suite)
+    result = pytester.runpytest_inprocess("-p", "no:randomly", "-s")
+    result.assert_outcomes(passed=4, skipped=1)
+    result.stdout.fnmatch_lines(["*alive after each test: [[]0, 0, 0, 0, 0[]]"])
