@@ -229,13 +229,13 @@ class FakeApp:
             )
         read_body(request)  # enforce the size limit before any handler reads it
         try:
-            return self._answer(binding, route, request)
+            return self._call_route(binding, route, request)
         finally:
             # Answered (or refused, or reset): a scheduled expire/revoke due before the
             # next protected call fires now.
             service.protected_call_answered()
 
-    def _answer(self, binding: Binding, route: RouteHandler, request: Request) -> Response:
+    def _call_route(self, binding: Binding, route: RouteHandler, request: Request) -> Response:
         service = binding.service
         if service.protected_call_arrived() is not None:
             _reset_connection(request)  # a scheduled reset of this call
