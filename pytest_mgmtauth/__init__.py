@@ -27,13 +27,14 @@ from ._domain._events import (
     LoggedOut,
     LoggedOutRejected,
     LoginRejected,
+    ScheduledFaultFired,
     SecretRotated,
     SessionExpired,
     Throttled,
     TokenIssued,
     UnknownRoute,
 )
-from ._domain._faults import ScriptedFault
+from ._domain._faults import ScheduledFault, ScriptedFault
 from ._domain._options import Options
 from ._fake import MgmtServer
 from ._simclock import MgmtClock
@@ -64,6 +65,8 @@ __all__ = [
     "OpenSessionWarning",
     "Options",
     "RouteHandler",
+    "ScheduledFault",
+    "ScheduledFaultFired",
     "ScriptedFault",
     "SecretRotated",
     "SessionExpired",

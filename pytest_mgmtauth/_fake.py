@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
     from ._domain._clock import Clock
     from ._domain._events import Event
-    from ._domain._faults import ScriptedFault
+    from ._domain._faults import ScheduledFault, ScriptedFault
     from ._domain._options import Options
     from ._pool import SessionPool
 
@@ -207,13 +207,48 @@ class MgmtServer:
         __tracebackhide__ = True
         self._service.faults.add(_faults.malformed(count=count, version=version))
 
+    def schedule_fault(self, kind: str, *, at: str | int) -> ScheduledFault:
+        """Schedule a fault at a trigger point (what a sweep item does; docs/sweeps.md):
+
+        * ``"expire"`` / ``"revoke"`` at ``"call3"``: the credential in use (the latest
+          token or session granted) expires, as if its lifetime had passed (on
+          ``mgmt_clock`` the clock moves on to its end; without it, it ends early on
+          cue), or is revoked, just before protected call 3;
+        * ``"reset"`` at ``"call3"``: the connection of protected call 3 is reset;
+        * ``"throttle"`` / ``"unavailable"`` at ``"auth2"``: authentication call 2
+          (``/v2/auth`` and ``/v1/login`` requests, counted together) answers 429 with
+          ``Retry-After`` / 503.
+
+        Calls are counted from the start of the test; an int ``at`` is the point of the
+        kind's own sort. Returns the scheduled fault (see :attr:`scheduled_faults`)."""
+        __tracebackhide__ = True
+        fault = _faults.scheduled(kind, at)
+        self._service.schedule(fault)
+        return fault
+
+    @property
+    def scheduled_faults(self) -> list[ScheduledFault]:
+        """Scheduled faults whose point has not come (yet)."""
+        return self._service.faults.scheduled()
+
+    @property
+    def protected_calls(self) -> int:
+        """Calls to declared routes so far (the ``callK`` points count these)."""
+        return self._service.faults.protected_calls
+
+    @property
+    def auth_calls(self) -> int:
+        """``/v2/auth`` and ``/v1/login`` requests so far, granted or not (the ``authK``
+        points count these)."""
+        return self._service.faults.auth_calls
+
     @property
     def pending_faults(self) -> list[ScriptedFault]:
         """Scripted faults that have not fired (yet), with the calls each still applies to."""
         return self._service.faults.pending()
 
     def clear_faults(self) -> None:
-        """Drop every scripted fault that has not fired."""
+        """Drop every scripted or scheduled fault that has not fired."""
         self._service.faults.clear()
 
     def expire(self, credential: str) -> str:

@@ -1,4 +1,5 @@
-"""The pytest glue: fixtures, the ``mgmtauth`` marker, options, report header.
+"""The pytest glue: fixtures, the ``mgmtauth`` and ``mgmtauth_sweep`` markers, options,
+report header.
 
 Thin on purpose: everything it builds comes from the modules below it.
 """
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from . import _sweep
 from ._assertions import KINDS, WARNINGS, Finding
 from ._domain._options import OPTION_NAMES, Options, build_options, check_option_names
 from ._fake import MgmtServer
@@ -22,7 +24,7 @@ from ._report import figures, format_table
 from ._simclock import MgmtClock
 
 if TYPE_CHECKING:
-    from collections.abc import Generator, Iterator
+    from collections.abc import Callable, Generator, Iterator
 
     from pluggy import Result
 
@@ -44,6 +46,7 @@ _KEY_CACHE_FILE = "signing-key.pem"
 #: The cache entry of versions up to 0.x (a JSON value, world-readable): emptied when a
 #: key is written to the file.
 _OLD_KEY_CACHE_ENTRY = "mgmtauth/signing-key-pem"
+_SWEEP = pytest.StashKey[_sweep.SweepConfig]()
 
 _OPTION_HELP = {
     "token_ttl": "bearer token validity in seconds (default 1800)",
@@ -87,6 +90,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     for name in OPTION_NAMES:
         parser.addini(f"mgmtauth_{name}", _OPTION_HELP[name], type="string", default=None)
+    _sweep.add_options(parser, group)
 
 
 def _parse_ini(name: str, raw: str) -> Any:
@@ -124,6 +128,12 @@ def pytest_configure(config: pytest.Config) -> None:
         "mgmtauth(**options): configure the fake management auth service (mgmt_server) for "
         f"this test, class or module; options: {', '.join(OPTION_NAMES)}",
     )
+    config.addinivalue_line(
+        "markers",
+        "mgmtauth_sweep(faults=(...), points=N): run the test once without a fault and "
+        "once per fault kind and point (docs/sweeps.md); faults: "
+        f"{', '.join(_sweep.FAULT_KINDS)}",
+    )
     overrides: dict[str, Any] = {}
     try:
         for name in OPTION_NAMES:
@@ -134,6 +144,7 @@ def pytest_configure(config: pytest.Config) -> None:
             if config.getoption(f"mgmtauth_{name}"):
                 overrides[name] = True
         options = build_options(Options(), overrides, where="mgmtauth ini settings")
+        config.stash[_SWEEP] = _sweep.read_config(config)
     except (TypeError, ValueError) as exc:
         # A usage error, not an INTERNALERROR traceback: the message says how to fix it,
         # naming the ini setting (or command-line flag) the value came from.
@@ -144,6 +155,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_BASE_OPTIONS] = options
     config.pluginmanager.register(_Report(config), "mgmtauth-report")
     config.pluginmanager.register(_JunitTimelines(config), "mgmtauth-junit-timelines")
+    config.pluginmanager.register(_sweep.SweepReport(), "mgmtauth-sweep")
 
 
 def pytest_report_header(config: pytest.Config) -> str:
@@ -203,9 +215,41 @@ def mgmt_server_pool(pytestconfig: pytest.Config) -> Iterator[SessionPool]:
     pool.close()
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    _sweep.expand(metafunc, metafunc.config.stash[_SWEEP])
+
+
+@pytest.fixture
+def _mgmtauth_sweep(request: pytest.FixtureRequest) -> _sweep.SweepPoint | None:
+    """The sweep point of this item (parametrized by the sweep), or None."""
+    point: _sweep.SweepPoint | None = getattr(request, "param", None)
+    return point
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_call(item: pytest.Item) -> None:
+    # Runs only when the test function passed: a sweep point it never reached skips.
+    _sweep.check_reached(item)
+
+
+def _clock_mover(item: pytest.Item) -> Callable[[float], bool]:
+    """Moves the test's mgmt_clock, if it runs on one (a scheduled expire)."""
+
+    def move(seconds: float) -> bool:
+        clock = getattr(item, "funcargs", {}).get("mgmt_clock")
+        if not isinstance(clock, MgmtClock) or clock._factory is None:
+            return False
+        clock.advance(seconds=seconds)
+        return True
+
+    return move
+
+
 @pytest.fixture
 def mgmt_server(
-    request: pytest.FixtureRequest, mgmt_server_pool: SessionPool
+    request: pytest.FixtureRequest,
+    mgmt_server_pool: SessionPool,
+    _mgmtauth_sweep: _sweep.SweepPoint | None,
 ) -> Iterator[MgmtServer]:
     """The fake management auth service, with fresh state for this test."""
     try:
@@ -216,6 +260,8 @@ def mgmt_server(
         pytest.fail(f"{type(exc).__name__}: {exc}", pytrace=False)
     fake = MgmtServer(options, mgmt_server_pool)
     request.node.stash[_FAKE] = fake
+    fake._service.advance = _clock_mover(request.node)
+    _sweep.arm(request.node, _mgmtauth_sweep, fake)
     try:
         yield fake
         fake._raise_server_errors()
@@ -224,6 +270,7 @@ def mgmt_server(
         # The figures travel with the teardown report: JUnit XML properties, and the
         # terminal summary (also from xdist workers).
         request.node.user_properties.extend(fake._summary().as_properties())
+        _sweep.disarm(request.node)
         fake._close()
 
 
@@ -292,6 +339,8 @@ def pytest_runtest_makereport(
     if report.when in ("setup", "call") and not report.passed:
         # Failed, errored, skipped or xfailed (reported as skipped): findings only warn.
         item.stash[_CALL_FAILED] = True
+    if report.when == "call":
+        _sweep.after_call(item, report)
     fake = item.stash.get(_FAKE, None)
     if fake is None:
         return

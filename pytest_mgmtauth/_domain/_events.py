@@ -316,3 +316,17 @@ class SecretRotated(Event):
             f"{self.secret} rotated on cue ({self.old_fingerprint} -> {self.new_fingerprint}); "
             f"the old one now gets 1401"
         )
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ScheduledFaultFired(Event):
+    """A scheduled fault (``mgmt_server.schedule_fault``, or a sweep item's) reached its
+    point: ``fault`` is the kind (``expire``, ``revoke``, ``throttle``, ``unavailable``,
+    ``reset``), ``point`` where it fired (``call3``, ``auth2``), ``detail`` what it did."""
+
+    fault: str
+    point: str
+    detail: str
+
+    def describe(self) -> str:
+        return f"scheduled fault {self.fault}@{self.point}: {self.detail}"

@@ -9,11 +9,16 @@ applies to it.
 A scripted fault never changes the service's state: a scripted 1401 is no failed login
 (no step towards a lockout), a scripted 429 is no throttling, and no credential is
 granted. It is what the client sees, recorded in the timeline as ``FaultInjected``.
+
+A *scheduled* fault (:class:`ScheduledFault`) fires at a trigger point instead of "the
+next call": just before protected call ``k`` (``call3``) or at authentication call ``k``
+(``auth2``). The plan counts both kinds of call; the service carries out what fires.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
 import threading
 
 from ._options import MAX_DURATION, _shown, check_count, check_seconds
@@ -158,6 +163,83 @@ def malformed(*, count: int = 1, version: str | None = None) -> ScriptedFault:
     )
 
 
+#: Kinds of scheduled fault, and the kind of point each is triggered at: ``expire`` and
+#: ``revoke`` end the credential in use just before protected call k, ``reset`` drops the
+#: connection of protected call k, ``throttle`` (429) and ``unavailable`` (503) answer
+#: authentication call k.
+SCHEDULED_KINDS: dict[str, str] = {
+    "expire": "call",
+    "revoke": "call",
+    "throttle": "auth",
+    "unavailable": "auth",
+    "reset": "call",
+}
+_POINT = re.compile(r"(call|auth)([1-9][0-9]*)")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ScheduledFault:
+    """A fault at a trigger point: ``kind`` (see ``SCHEDULED_KINDS``) at ``on`` ``"call"``
+    (protected call ``index``, counted from 1) or ``"auth"`` (authentication call
+    ``index``: ``/v2/auth`` and ``/v1/login`` requests, counted together)."""
+
+    kind: str
+    on: str
+    index: int
+
+    @property
+    def point(self) -> str:
+        """The point as written: ``call3``, ``auth2``."""
+        return f"{self.on}{self.index}"
+
+    def __str__(self) -> str:
+        return f"{self.kind}@{self.point}"
+
+    def describe(self) -> str:
+        """What happens, in a few words."""
+        return {
+            "expire": f"the credential in use expires just before protected call {self.index}",
+            "revoke": f"the credential in use is revoked just before protected call {self.index}",
+            "reset": f"the connection of protected call {self.index} is reset",
+            "throttle": f"authentication call {self.index} answers 429 with Retry-After",
+            "unavailable": f"authentication call {self.index} answers 503",
+        }[self.kind]
+
+
+def scheduled(kind: object, at: object) -> ScheduledFault:
+    """A :class:`ScheduledFault` from its kind and point (``"call3"``, ``"auth2"``, or an
+    int for the point the kind is triggered at); ValueError saying what is accepted."""
+    if not isinstance(kind, str) or kind not in SCHEDULED_KINDS:
+        raise ValueError(f"unknown fault kind {kind!r}; known: {', '.join(SCHEDULED_KINDS)}")
+    on = SCHEDULED_KINDS[kind]
+    if isinstance(at, int) and not isinstance(at, bool):
+        if at < 1:
+            raise ValueError(f"at must be >= 1 (calls are counted from 1), got {at!r}")
+        return ScheduledFault(kind=kind, on=on, index=at)
+    match = _POINT.fullmatch(at) if isinstance(at, str) else None
+    if match is None:
+        raise ValueError(
+            f"at must be a point like '{on}3' ({on}s counted from 1) or an int, got {at!r}"
+        )
+    if match.group(1) != on:
+        what = "a protected call ('call3')" if on == "call" else "an authentication ('auth2')"
+        raise ValueError(f"{kind} is triggered at {what}, not at {at!r}")
+    return ScheduledFault(kind=kind, on=on, index=int(match.group(2)))
+
+
+def scheduled_failure(fault: ScheduledFault) -> ScriptedFault | None:
+    """What the transport carries out for a scheduled fault on the call it fired at: a
+    429 with Retry-After (``throttle``), a 503 (``unavailable``), a reset (``reset``);
+    ``None`` for ``expire``/``revoke``, which the service carries out itself."""
+    if fault.kind == "throttle":
+        return failure(429)
+    if fault.kind == "unavailable":
+        return failure(503)
+    if fault.kind == "reset":
+        return reset()
+    return None
+
+
 @dataclasses.dataclass(frozen=True)
 class FiredFault:
     """A scripted fault taken by one call: ``ordinal`` of ``fault.count``."""
@@ -178,6 +260,65 @@ class FaultPlan:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._pending: list[_Entry] = []
+        self._scheduled: list[ScheduledFault] = []
+        self._fired: list[ScheduledFault] = []
+        #: Calls counted so far, for the trigger points of scheduled faults.
+        self.auth_calls = 0
+        self.protected_calls = 0
+
+    # -- scheduled faults (trigger points) -------------------------------------------
+
+    def schedule(self, fault: ScheduledFault) -> None:
+        with self._lock:
+            self._scheduled.append(fault)
+
+    def auth_call(self) -> ScheduledFault | None:
+        """Count an authentication call; the scheduled fault it triggers, if any."""
+        with self._lock:
+            self.auth_calls += 1
+            return self._fire("auth", self.auth_calls)
+
+    def protected_call(self) -> ScheduledFault | None:
+        """Count a protected call; the scheduled fault carried out on it, if any
+        (``reset``; ``expire`` and ``revoke`` fire from :meth:`before_call`)."""
+        with self._lock:
+            self.protected_calls += 1
+            return self._fire("call", self.protected_calls, kinds=("reset",))
+
+    def before_call(self, index: int) -> list[ScheduledFault]:
+        """The ``expire``/``revoke`` faults due before protected call ``index``."""
+        with self._lock:
+            if not self._scheduled:
+                return []
+            due = [
+                f
+                for f in self._scheduled
+                if f.on == "call" and f.index == index and f.kind in ("expire", "revoke")
+            ]
+            for fault in due:
+                self._scheduled.remove(fault)
+                self._fired.append(fault)
+            return due
+
+    def _fire(
+        self, on: str, index: int, kinds: tuple[str, ...] | None = None
+    ) -> ScheduledFault | None:
+        for fault in self._scheduled:
+            if fault.on == on and fault.index == index and (kinds is None or fault.kind in kinds):
+                self._scheduled.remove(fault)
+                self._fired.append(fault)
+                return fault
+        return None
+
+    def scheduled(self) -> list[ScheduledFault]:
+        """Scheduled faults that have not fired (yet)."""
+        with self._lock:
+            return list(self._scheduled)
+
+    def fired(self) -> list[ScheduledFault]:
+        """Scheduled faults that have fired, in order."""
+        with self._lock:
+            return list(self._fired)
 
     def add(self, fault: ScriptedFault) -> None:
         with self._lock:
@@ -210,3 +351,4 @@ class FaultPlan:
     def clear(self) -> None:
         with self._lock:
             self._pending.clear()
+            self._scheduled.clear()

@@ -42,20 +42,21 @@ from ._events import (
     LoggedOut,
     LoggedOutRejected,
     LoginRejected,
+    ScheduledFaultFired,
     SecretRotated,
     SessionExpired,
     Throttled,
     TokenIssued,
     UnknownRoute,
 )
-from ._faults import FaultPlan, FiredFault
+from ._faults import FaultPlan, FiredFault, ScheduledFault, scheduled_failure
 from ._options import check_seconds
 from ._redact import SecretMasker
 from ._tokens import Claims, TokenProblem, TokenSigner, unverified_subject
 from ._v3 import auth_path, call_scope
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable
 
     from ._options import Options
 
@@ -208,6 +209,11 @@ class AuthService:
         self._masker = SecretMasker()
         # Times of the diagnosed failures, per (username, "API key"/"password").
         self._diagnosed: dict[tuple[str, str], deque[float]] = {}
+        #: Moves the clock forward by that many seconds and returns True, or returns
+        #: False when the clock cannot be moved (the test does not run on mgmt_clock):
+        #: a scheduled ``expire`` lets the credential's lifetime pass, or else ends it
+        #: early on cue.
+        self.advance: Callable[[float], bool] | None = None
 
     # -- time and events -----------------------------------------------------------
 
@@ -518,6 +524,7 @@ class AuthService:
                     profile=scope_profile,
                 )
             )
+            self._granted()
             return token, record
 
     def authorize_v2(
@@ -818,6 +825,7 @@ class AuthService:
                     concurrent_with=concurrent,
                 )
             )
+            self._granted()
             return record
 
     def _lockout_message(self) -> str:
@@ -1040,14 +1048,135 @@ class AuthService:
                 )
             )
 
+    # -- scheduled faults (trigger points; mgmt_server.schedule_fault, sweeps) --------
+
+    def schedule(self, fault: ScheduledFault) -> None:
+        """Schedule ``fault`` at its point; calls already made count."""
+        with self._lock:
+            self.faults.schedule(fault)
+
+    def _granted(self) -> None:
+        # Before protected call 1 is right after the first grant (if no call came yet).
+        if self.faults.protected_calls == 0:
+            self._fire_before_call(1)
+
+    def protected_call_arrived(self) -> ScheduledFault | None:
+        """Count a protected call that matched a route; the scheduled fault the transport
+        must carry out on it (``reset``), already recorded, else ``None``."""
+        with self._lock:
+            fault = self.faults.protected_call()
+            # An expire/revoke not fired yet (before call 1 without any grant) fires now.
+            self._fire_before_call(self.faults.protected_calls)
+            if fault is not None:
+                self._record_scheduled(fault, "the connection was reset, no answer")
+            return fault
+
+    def protected_call_answered(self) -> None:
+        """A protected call was answered: what is due before the next one fires now,
+        while the client reads the answer (so a client that renews before its token
+        expires sees the new time before it sends the next call)."""
+        with self._lock:
+            self._fire_before_call(self.faults.protected_calls + 1)
+
+    def _fire_before_call(self, index: int) -> None:
+        for fault in self.faults.before_call(index):
+            self._end_in_use(fault)
+
+    def _record_scheduled(self, fault: ScheduledFault, detail: str) -> None:
+        self._record(
+            ScheduledFaultFired(
+                at=to_datetime(self.now()),
+                username=None,
+                fault=fault.kind,
+                point=fault.point,
+                detail=detail,
+            )
+        )
+
+    def _in_use(self, now: float) -> TokenRecord | SessionRecord | None:
+        """The credential in use: the latest grant that has not ended."""
+        live: list[TokenRecord | SessionRecord] = [
+            r
+            for r in self.tokens.values()
+            if r.revoked_at is None and r.expired_at is None and now < r.claims.exp
+        ]
+        live += [r for r in self.sessions.values() if r.ended_at is None]
+        return max(live, key=lambda r: r.serial, default=None)
+
+    def _end_in_use(self, fault: ScheduledFault) -> None:
+        now = self.now()
+        self._expire_sessions(now)
+        rec = self._in_use(now)
+        if rec is None:
+            self._record_scheduled(fault, "no credential was in use, nothing ended")
+            return
+        kind = "token" if isinstance(rec, TokenRecord) else "session"
+        if isinstance(rec, TokenRecord):
+            end = float(rec.claims.exp)
+        else:
+            end = rec.last_used + self.options.session_timeout
+        if (
+            fault.kind == "expire"
+            and end > now
+            and self.advance is not None
+            and self.advance(end - now)
+        ):
+            # As if its lifetime had passed: the clock moves on to its end, so a client
+            # that watches the clock can renew in time.
+            self._expire_sessions(self.now())
+            detail = f"the clock moved on {end - now:.0f} s to the end of {kind} {rec.label}"
+        else:
+            if fault.kind == "expire":
+                self._end_on_cue(rec.label, "expired", CredentialExpired)
+                detail = (
+                    f"{kind} {rec.label} expired on cue (the clock cannot move: the test "
+                    "does not run on mgmt_clock)"
+                )
+            else:
+                self._end_on_cue(rec.label, "revoked", CredentialRevoked)
+                detail = f"{kind} {rec.label} revoked on cue"
+        self._record(
+            ScheduledFaultFired(
+                at=to_datetime(self.now()),
+                username=rec.username,
+                fault=fault.kind,
+                point=fault.point,
+                detail=detail,
+            )
+        )
+
     # -- faults on cue (mgmt_server.fail_next, expire, lock, rotate_key...) ---------
 
+    def auth_call_arrived(self) -> ScheduledFault | None:
+        """Count an authentication call (``/v2/auth``, ``/v1/login``); the scheduled fault
+        it triggers, if any (pass it to :meth:`take_fault`)."""
+        return self.faults.auth_call()
+
     def take_fault(
-        self, version: str, method: str, path: str, username: str | None
+        self,
+        version: str,
+        method: str,
+        path: str,
+        username: str | None,
+        scheduled: ScheduledFault | None = None,
     ) -> FiredFault | None:
         """The scripted fault this ``/v2/auth`` or ``/v1/login`` call gets, recorded in
-        the timeline; ``None`` when the call is answered normally."""
+        the timeline; ``None`` when the call is answered normally. A ``scheduled`` fault
+        (from :meth:`auth_call_arrived`) comes first."""
         with self._lock:
+            if scheduled is not None:
+                answer = scheduled_failure(scheduled)
+                if answer is not None:
+                    self._record(
+                        ScheduledFaultFired(
+                            at=to_datetime(self.now()),
+                            username=username if username in self.accounts else None,
+                            fault=scheduled.kind,
+                            point=scheduled.point,
+                            detail=f"{method} {path} answered {answer.describe()}",
+                        )
+                    )
+                    return FiredFault(answer, 1)
             fired = self.faults.take(version)
             if fired is not None:
                 self._record(

@@ -293,6 +293,17 @@ class FakeApp:
                 allow=allowed,
             )
         read_body(request)  # enforce the size limit before any handler reads it
+        try:
+            return self._call_route(binding, route, request)
+        finally:
+            # Answered (or refused, or reset): a scheduled expire/revoke due before the
+            # next protected call fires now.
+            service.protected_call_answered()
+
+    def _call_route(self, binding: Binding, route: RouteHandler, request: Request) -> Response:
+        service = binding.service
+        if service.protected_call_arrived() is not None:
+            _reset_connection(request)  # a scheduled reset of this call
         auth = self._authorize(service, route, request)
         with binding.lock:
             route.call_count += 1
@@ -459,9 +470,15 @@ class ConnectionResetOnCue(ConnectionAbortedError):
 
 def _scripted_fault(binding: Binding, request: Request) -> ScriptedFault | None:
     version = _fault_version(request.path)
-    if version is None or not binding.service.faults.any_for(version):
+    if version is None:
+        return None
+    service = binding.service
+    due = service.auth_call_arrived()  # counted for scheduled faults (auth2...)
+    if due is None and not service.faults.any_for(version):
         return None  # the common case: no form parsing for the fault's attribution
-    fired = binding.service.take_fault(version, request.method, request.path, _username_of(request))
+    fired = service.take_fault(
+        version, request.method, request.path, _username_of(request), scheduled=due
+    )
     return fired.fault if fired is not None else None
 
 
@@ -514,4 +531,4 @@ def _reset_connection(request: Request) -> None:
     if sock is not None:
         # Linger on, timeout 0: closing the socket sends RST instead of FIN.
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-    raise ConnectionResetOnCue("connection reset on cue (mgmt_server.reset_next)")
+    raise ConnectionResetOnCue("connection reset on cue (reset_next, or a scheduled reset)")
