@@ -32,14 +32,22 @@ class MgmtServer:
     Internal constructor, may change: use the ``mgmt_server`` fixture.
     """
 
-    def __init__(self, options: Options, pool: SessionPool, clock: Clock | None = None) -> None:
+    def __init__(
+        self,
+        options: Options,
+        pool: SessionPool,
+        clock: Clock | None = None,
+        *,
+        test_id: str = "",
+    ) -> None:
         self.options = options
         self._pool = pool
         self._http = pool.server(https=options.https)
         # No clock: the process's time (what mgmt_clock / freezegun move). The
         # standalone server passes a clock its control API can advance.
         self._service = AuthService(options, pool.signer, clock or system_clock)
-        self._binding = Binding(self._service)
+        # test_id names the test in errors raised after it ended (see LateErrors).
+        self._binding = Binding(self._service, owner=test_id, late=pool.late_errors)
         #: Set by assert_token_reused: the test checked churn itself.
         self._churn_checked = False
         self._http.app.bind(self._binding)
@@ -308,7 +316,9 @@ class MgmtServer:
 
     def _raise_server_errors(self) -> None:
         """Re-raise in the test what went wrong in the server thread."""
-        errors = self._binding.errors
+        binding = self._binding
+        with binding.lock:
+            errors, binding.errors = binding.errors, []
         if errors:
             first = errors[0]
             if len(errors) > 1 and hasattr(first, "add_note"):  # Python 3.11+
@@ -316,7 +326,6 @@ class MgmtServer:
                     f"pytest-mgmtauth: {len(errors) - 1} more error(s) were raised while "
                     "answering requests in this test"
                 )
-            errors.clear()
             raise first
 
     def _close(self) -> None:

@@ -6,6 +6,7 @@ Thin on purpose: everything it builds comes from the modules below it.
 from __future__ import annotations
 
 import dataclasses
+import traceback
 import warnings
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +20,7 @@ from ._report import figures, format_table
 from ._simclock import MgmtClock
 
 if TYPE_CHECKING:
-    from collections.abc import Generator, Iterator
+    from collections.abc import Generator, Iterator, Sequence
 
     from pluggy import Result
 
@@ -148,7 +149,47 @@ def mgmt_server_pool(pytestconfig: pytest.Config) -> Iterator[SessionPool]:
     """The session's servers, signing key and test CA (made on first use)."""
     pool = SessionPool(_key_cache(pytestconfig))
     yield pool
-    pool.close()
+    try:
+        # A handler still answering a test that has ended (its client gave up) may yet
+        # raise: give it a moment, so that its error is reported rather than lost.
+        still_running = pool.late_errors.wait_idle(LATE_HANDLER_GRACE)
+    finally:
+        pool.close()
+    message = _late_errors_message(pool.late_errors.errors, still_running)
+    if message:
+        # Reported at the teardown of the session's last test (of this xdist worker):
+        # an error, so the run fails, naming the test each error belonged to.
+        pytest.fail(message, pytrace=False)
+
+
+#: Seconds the end of the session waits for route handlers still running.
+LATE_HANDLER_GRACE = 5.0
+
+
+def _late_errors_message(
+    errors: Sequence[tuple[str, str, BaseException]], still_running: Sequence[tuple[str, str]]
+) -> str | None:
+    if not errors and not still_running:
+        return None
+    lines = []
+    if errors:
+        lines.append(
+            f"pytest-mgmtauth: {len(errors)} error(s) raised in the fake service after the "
+            "test they belonged to had ended (its client had stopped waiting for the "
+            "answer), so that test could not report them:"
+        )
+        for owner, where, error in errors:
+            lines.append("")
+            lines.append(f"in {owner}: {where} raised {type(error).__name__}: {error}")
+            lines.extend(line.rstrip("\n") for line in traceback.format_exception(error))
+    if still_running:
+        lines.append("")
+        lines.append(
+            f"pytest-mgmtauth: route handler(s) still running {LATE_HANDLER_GRACE:g} s after "
+            "the last test ended; whatever they raise is lost:"
+        )
+        lines.extend(f"  in {owner}: {where}" for owner, where in still_running)
+    return "\n".join(lines)
 
 
 @pytest.fixture
@@ -162,7 +203,7 @@ def mgmt_server(
         # The message names the known options and the fix; a traceback through
         # dataclasses would only bury it.
         pytest.fail(f"{type(exc).__name__}: {exc}", pytrace=False)
-    fake = MgmtServer(options, mgmt_server_pool)
+    fake = MgmtServer(options, mgmt_server_pool, test_id=request.node.nodeid)
     try:
         yield fake
         fake._raise_server_errors()
