@@ -203,6 +203,11 @@ def mgmt_server(
         # The message names the known options and the fix; a traceback through
         # dataclasses would only bury it.
         pytest.fail(f"{type(exc).__name__}: {exc}", pytrace=False)
+    if "mgmt_clock" in request.fixturenames:
+        # Freeze the clock first, so that the service starts on it: its timeline then
+        # counts from the frozen second, whichever order the test lists the fixtures in
+        # (on the real clock the origin could fall a second earlier, now and then).
+        request.getfixturevalue("mgmt_clock")
     fake = MgmtServer(options, mgmt_server_pool, test_id=request.node.nodeid)
     try:
         yield fake
