@@ -23,7 +23,9 @@ from ._parsing import BadInput, bearer_token, read_body, read_form, session_cred
 
 if TYPE_CHECKING:
     import re
-    from collections.abc import Callable, Iterator, Sequence
+    from collections.abc import Callable, Iterator, Mapping, Sequence
+
+    from pytest_httpserver.httpserver import HEADERS_T
 
     from .._domain._faults import ScriptedFault
     from ._control import ControlAPI
@@ -93,6 +95,45 @@ class RouteHandler(RequestHandler):
         self.auth = auth
         #: Calls that passed authentication and reached this handler.
         self.call_count = 0
+
+    # pytest-httpserver's respond_with_* return None; these return the handler itself,
+    # so that ``things = mgmt_server.route(...).respond_with_json([])`` keeps it at hand
+    # (``things.call_count``). The base class calls them on self, so they stay in step.
+
+    def respond_with_json(  # type: ignore[override]
+        self,
+        response_json: Any,
+        status: int = 200,
+        headers: Mapping[str, str] | None = None,
+        content_type: str = "application/json",
+    ) -> RouteHandler:
+        """Answer with ``response_json`` serialized; returns this handler."""
+        super().respond_with_json(response_json, status, headers, content_type)
+        return self
+
+    def respond_with_data(  # type: ignore[override]
+        self,
+        response_data: str | bytes = "",
+        status: int = 200,
+        headers: HEADERS_T | None = None,
+        mimetype: str | None = None,
+        content_type: str | None = None,
+    ) -> RouteHandler:
+        """Answer with ``response_data`` as it is; returns this handler."""
+        super().respond_with_data(response_data, status, headers, mimetype, content_type)
+        return self
+
+    def respond_with_response(self, response: Response) -> RouteHandler:  # type: ignore[override]
+        """Answer with this werkzeug ``Response``; returns this handler."""
+        super().respond_with_response(response)
+        return self
+
+    def respond_with_handler(  # type: ignore[override]
+        self, func: Callable[[Request], Response]
+    ) -> RouteHandler:
+        """Answer with what ``func(request)`` returns; returns this handler."""
+        super().respond_with_handler(func)
+        return self
 
     def __repr__(self) -> str:
         perm = f", permission={self.permission!r}" if self.permission else ""
