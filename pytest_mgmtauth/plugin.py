@@ -197,12 +197,17 @@ def mgmt_server(
     request: pytest.FixtureRequest, mgmt_server_pool: SessionPool
 ) -> Iterator[MgmtServer]:
     """The fake management auth service, with fresh state for this test."""
+    problem = None
     try:
         options = options_for(request.node, request.config.stash[_BASE_OPTIONS])
     except (TypeError, ValueError) as exc:
         # The message names the known options and the fix; a traceback through
         # dataclasses would only bury it.
-        pytest.fail(f"{type(exc).__name__}: {exc}", pytrace=False)
+        problem = f"{type(exc).__name__}: {exc}"
+    if problem is not None:
+        # Outside the except block: failing inside it chained the two, and pytest
+        # printed the message twice ("During handling of the above exception...").
+        pytest.fail(problem, pytrace=False)
     if "mgmt_clock" in request.fixturenames:
         # Freeze the clock first, so that the service starts on it: its timeline then
         # counts from the frozen second, whichever order the test lists the fixtures in

@@ -203,15 +203,19 @@ def test_unknown_marker_option_fails_listing_the_known_ones(pytester: pytest.Pyt
             pass
         """
     )
-    result = pytester.runpytest_inprocess()
-    result.stdout.fnmatch_lines(
-        [
-            "*ERROR at setup of test_typo*",
-            "TypeError: @pytest.mark.mgmtauth: unknown option 'token_tll' "
-            "(did you mean 'token_ttl'?); known options: token_ttl, refresh_margin, "
-            "lockout_threshold, lockout_duration, session_timeout, throttle, strict, https*",
-        ]
+    result = pytester.runpytest_inprocess("-p", "no:randomly")
+    message = (
+        "TypeError: @pytest.mark.mgmtauth: unknown option 'token_tll' "
+        "(did you mean 'token_ttl'?); known options: token_ttl, refresh_margin, "
+        "lockout_threshold, lockout_duration, session_timeout, throttle, strict, https"
     )
+    # The message once, right under the header (it was printed twice, chained).
+    result.stdout.fnmatch_lines(
+        ["*_ ERROR at setup of test_typo _*", message, "*= short test summary info =*"],
+        consecutive=True,
+    )
+    assert "During handling" not in result.stdout.str()
+    assert result.stdout.lines.count(message) == 1
     result.assert_outcomes(passed=1, errors=1)
 
 
