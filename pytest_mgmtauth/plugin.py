@@ -283,7 +283,8 @@ class _Report:
         ):
             return
         terminalreporter.write_sep("=", "mgmtauth: credentials per test")
-        for line in format_table(self._rows):
+        # By node id: reports arrive in completion order, which xdist shuffles.
+        for line in format_table(sorted(self._rows, key=lambda row: row[0])):
             terminalreporter.write_line(line)
 
 
