@@ -145,8 +145,9 @@ def _key_cache(config: pytest.Config) -> KeyCache | None:
 
 
 @pytest.fixture(scope="session")
-def mgmt_server_pool(pytestconfig: pytest.Config) -> Iterator[SessionPool]:
-    """The session's servers, signing key and test CA (made on first use)."""
+def _mgmtauth_pool(pytestconfig: pytest.Config) -> Iterator[SessionPool]:
+    """The session's servers, signing key and test CA (made on first use). Internal:
+    tests reach all of it through ``mgmt_server``."""
     pool = SessionPool(_key_cache(pytestconfig))
     yield pool
     try:
@@ -192,9 +193,21 @@ def _late_errors_message(
     return "\n".join(lines)
 
 
+@pytest.fixture(scope="session")
+def mgmt_server_pool(_mgmtauth_pool: SessionPool) -> SessionPool:
+    """Deprecated, internal: the session's servers, key and CA. Use ``mgmt_server``."""
+    warnings.warn(
+        "the mgmt_server_pool fixture is internal and will be removed: use mgmt_server "
+        "(its url, ca_bundle and client_ssl_context()) instead",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return _mgmtauth_pool
+
+
 @pytest.fixture
 def mgmt_server(
-    request: pytest.FixtureRequest, mgmt_server_pool: SessionPool
+    request: pytest.FixtureRequest, _mgmtauth_pool: SessionPool
 ) -> Iterator[MgmtServer]:
     """The fake management auth service, with fresh state for this test."""
     problem = None
@@ -213,7 +226,7 @@ def mgmt_server(
         # counts from the frozen second, whichever order the test lists the fixtures in
         # (on the real clock the origin could fall a second earlier, now and then).
         request.getfixturevalue("mgmt_clock")
-    fake = MgmtServer(options, mgmt_server_pool, test_id=request.node.nodeid)
+    fake = MgmtServer(options, _mgmtauth_pool, test_id=request.node.nodeid)
     try:
         yield fake
         fake._raise_server_errors()
