@@ -221,11 +221,6 @@ def mgmt_server(
         # Outside the except block: failing inside it chained the two, and pytest
         # printed the message twice ("During handling of the above exception...").
         pytest.fail(problem, pytrace=False)
-    if "mgmt_clock" in request.fixturenames:
-        # Freeze the clock first, so that the service starts on it: its timeline then
-        # counts from the frozen second, whichever order the test lists the fixtures in
-        # (on the real clock the origin could fall a second earlier, now and then).
-        request.getfixturevalue("mgmt_clock")
     fake = MgmtServer(options, _mgmtauth_pool, test_id=request.node.nodeid)
     try:
         yield fake

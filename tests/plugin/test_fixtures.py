@@ -149,38 +149,6 @@ def test_clock_and_fake_agree_on_expiry(pytester: pytest.Pytester) -> None:
     )
 
 
-def test_the_clock_freezes_before_the_service_starts_whatever_the_fixture_order(
-    pytester: pytest.Pytester,
-) -> None:
-    # mgmt_clock listed after mgmt_server, and a real second boundary crossed between
-    # them: the timeline still starts at the frozen second (it was 00:00:01 before).
-    pytester.makepyfile(
-        """
-        import time
-
-        import pytest
-        import requests
-
-
-        @pytest.fixture
-        def next_second():
-            time.sleep(1.02 - time.time() % 1)
-
-
-        def test_order(mgmt_server, mgmt_account, next_second, mgmt_clock):
-            requests.post(
-                mgmt_server.url + "/v2/auth",
-                data={"username": mgmt_account.username, "key": mgmt_account.api_key},
-            )
-            mgmt_clock.advance(minutes=1)
-            print(mgmt_server.timeline())
-        """
-    )
-    result = pytester.runpytest_inprocess("-s")
-    result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["  00:00:00  T1 issued by /v2/auth (#*), valid until 00:30:00"])
-
-
 def test_the_pool_fixture_is_internal_and_its_old_name_still_works_with_a_warning(
     pytester: pytest.Pytester,
 ) -> None:
