@@ -33,9 +33,10 @@ def call(mgmt_server, token):
     ).status_code
 
 
-def test_churns(mgmt_server, mgmt_account, mgmt_clock):
-    # Frozen: the expected timeline shows exact times (on the real clock a grant
-    # that crossed a second boundary read 00:00:01 and failed the check, ~3 runs in 20).
+def test_churns(mgmt_clock, mgmt_server, mgmt_account):
+    # Frozen, and first so that the service starts on it: the expected timeline shows
+    # exact times (on the real clock a grant that crossed a second boundary read
+    # 00:00:01 and failed the check, about 3 runs in 20).
     mgmt_server.route("GET", "/api/things").respond_with_json([])
     for _ in range(3):
         assert call(mgmt_server, authenticate(mgmt_server, mgmt_account)) == 200
