@@ -34,14 +34,22 @@ class MgmtServer:
     Internal constructor, may change: use the ``mgmt_server`` fixture.
     """
 
-    def __init__(self, options: Options, pool: SessionPool, clock: Clock | None = None) -> None:
+    def __init__(
+        self,
+        options: Options,
+        pool: SessionPool,
+        clock: Clock | None = None,
+        *,
+        test_id: str = "",
+    ) -> None:
         self.options = options
         self._pool = pool
         self._http = pool.server(https=options.https)
         # No clock: the process's time (what mgmt_clock / freezegun move). The
         # standalone server passes a clock its control API can advance.
         self._service = AuthService(options, pool.signer, clock or system_clock)
-        self._binding = Binding(self._service)
+        # test_id names the test in errors raised after it ended (see LateErrors).
+        self._binding = Binding(self._service, owner=test_id, late=pool.late_errors)
         #: Kinds of finding the test checked itself (assert_token_reused: "churn",
         #: assert_no_expired_token_used: "expired_use", assert_logged_out: "open_session"):
         #: the teardown check leaves them out.
@@ -378,7 +386,9 @@ class MgmtServer:
 
     def _raise_server_errors(self) -> None:
         """Re-raise in the test what went wrong in the server thread."""
-        errors = self._binding.errors
+        binding = self._binding
+        with binding.lock:
+            errors, binding.errors = binding.errors, []
         if errors:
             first = errors[0]
             if len(errors) > 1 and hasattr(first, "add_note"):  # Python 3.11+
@@ -386,7 +396,6 @@ class MgmtServer:
                     f"pytest-mgmtauth: {len(errors) - 1} more error(s) were raised while "
                     "answering requests in this test"
                 )
-            errors.clear()
             raise first
 
     def _close(self) -> None:

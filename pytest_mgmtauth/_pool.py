@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from cryptography.exceptions import UnsupportedAlgorithm
 
 from ._domain._tokens import TokenSigner, generate_private_key_pem, load_private_key
+from ._transport._app import LateErrors
 from ._transport._server import FakeHTTPServer
 from ._transport._tls import TestCA
 
@@ -56,6 +57,8 @@ class SessionPool:
         self._signer: TokenSigner | None = None
         self._ca: TestCA | None = None
         self._servers: dict[bool, FakeHTTPServer] = {}
+        #: Errors raised in the server for a test that had already ended.
+        self.late_errors = LateErrors()
 
     @property
     def signer(self) -> TokenSigner:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import traceback
 import warnings
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -24,7 +25,7 @@ from ._report import figures, format_table
 from ._simclock import MgmtClock
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Generator, Iterator
+    from collections.abc import Callable, Generator, Iterator, Sequence
 
     from pluggy import Result
 
@@ -208,11 +209,64 @@ def _key_cache(config: pytest.Config) -> KeyCache | None:
 
 
 @pytest.fixture(scope="session")
-def mgmt_server_pool(pytestconfig: pytest.Config) -> Iterator[SessionPool]:
-    """The session's servers, signing key and test CA (made on first use)."""
+def _mgmtauth_pool(pytestconfig: pytest.Config) -> Iterator[SessionPool]:
+    """The session's servers, signing key and test CA (made on first use). Internal:
+    tests reach all of it through ``mgmt_server``."""
     pool = SessionPool(_key_cache(pytestconfig))
     yield pool
-    pool.close()
+    try:
+        # A handler still answering a test that has ended (its client gave up) may yet
+        # raise: give it a moment, so that its error is reported rather than lost.
+        still_running = pool.late_errors.wait_idle(LATE_HANDLER_GRACE)
+    finally:
+        pool.close()
+    message = _late_errors_message(pool.late_errors.errors, still_running)
+    if message:
+        # Reported at the teardown of the session's last test (of this xdist worker):
+        # an error, so the run fails, naming the test each error belonged to.
+        pytest.fail(message, pytrace=False)
+
+
+#: Seconds the end of the session waits for route handlers still running.
+LATE_HANDLER_GRACE = 5.0
+
+
+def _late_errors_message(
+    errors: Sequence[tuple[str, str, BaseException]], still_running: Sequence[tuple[str, str]]
+) -> str | None:
+    if not errors and not still_running:
+        return None
+    lines = []
+    if errors:
+        lines.append(
+            f"pytest-mgmtauth: {len(errors)} error(s) raised in the fake service after the "
+            "test they belonged to had ended (its client had stopped waiting for the "
+            "answer), so that test could not report them:"
+        )
+        for owner, where, error in errors:
+            lines.append("")
+            lines.append(f"in {owner}: {where} raised {type(error).__name__}: {error}")
+            lines.extend(line.rstrip("\n") for line in traceback.format_exception(error))
+    if still_running:
+        lines.append("")
+        lines.append(
+            f"pytest-mgmtauth: route handler(s) still running {LATE_HANDLER_GRACE:g} s after "
+            "the last test ended; whatever they raise is lost:"
+        )
+        lines.extend(f"  in {owner}: {where}" for owner, where in still_running)
+    return "\n".join(lines)
+
+
+@pytest.fixture(scope="session")
+def mgmt_server_pool(_mgmtauth_pool: SessionPool) -> SessionPool:
+    """Deprecated, internal: the session's servers, key and CA. Use ``mgmt_server``."""
+    warnings.warn(
+        "the mgmt_server_pool fixture is internal and will be removed: use mgmt_server "
+        "(its url, ca_bundle and client_ssl_context()) instead",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return _mgmtauth_pool
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -248,17 +302,22 @@ def _clock_mover(item: pytest.Item) -> Callable[[float], bool]:
 @pytest.fixture
 def mgmt_server(
     request: pytest.FixtureRequest,
-    mgmt_server_pool: SessionPool,
+    _mgmtauth_pool: SessionPool,
     _mgmtauth_sweep: _sweep.SweepPoint | None,
 ) -> Iterator[MgmtServer]:
     """The fake management auth service, with fresh state for this test."""
+    problem = None
     try:
         options = options_for(request.node, request.config.stash[_BASE_OPTIONS])
     except (TypeError, ValueError) as exc:
         # The message names the known options and the fix; a traceback through
         # dataclasses would only bury it.
-        pytest.fail(f"{type(exc).__name__}: {exc}", pytrace=False)
-    fake = MgmtServer(options, mgmt_server_pool)
+        problem = f"{type(exc).__name__}: {exc}"
+    if problem is not None:
+        # Outside the except block: failing inside it chained the two, and pytest
+        # printed the message twice ("During handling of the above exception...").
+        pytest.fail(problem, pytrace=False)
+    fake = MgmtServer(options, _mgmtauth_pool, test_id=request.node.nodeid)
     request.node.stash[_FAKE] = fake
     fake._service.advance = _clock_mover(request.node)
     _sweep.arm(request.node, _mgmtauth_sweep, fake)
@@ -445,7 +504,8 @@ class _Report:
         ):
             return
         terminalreporter.write_sep("=", "mgmtauth: credentials per test")
-        for line in format_table(self._rows):
+        # By node id: reports arrive in completion order, which xdist shuffles.
+        for line in format_table(sorted(self._rows, key=lambda row: row[0])):
             terminalreporter.write_line(line)
 
 

@@ -37,7 +37,7 @@ def test_a_client_that_authenticates_before_every_call_churns(
 # --8<-- [start:proactive]
 @pytest.mark.mgmtauth(strict=True)  # churn would fail this test at teardown
 def test_refreshing_a_minute_before_expiry_reuses_and_never_sends_an_expired_token(
-    mgmt_server: MgmtServer, mgmt_account: Account, mgmt_clock: MgmtClock, things: None
+    mgmt_clock: MgmtClock, mgmt_server: MgmtServer, mgmt_account: Account, things: None
 ) -> None:
     client = ProactiveClient(mgmt_server.url, mgmt_account.username, mgmt_account.api_key)
     for _ in range(16):  # two hours of calls, one every 7 min 15 s
@@ -55,7 +55,7 @@ def test_refreshing_a_minute_before_expiry_reuses_and_never_sends_an_expired_tok
 
 # --8<-- [start:reactive]
 def test_waiting_for_the_401_is_reuse_but_sends_expired_tokens(
-    mgmt_server: MgmtServer, mgmt_account: Account, mgmt_clock: MgmtClock, things: None
+    mgmt_clock: MgmtClock, mgmt_server: MgmtServer, mgmt_account: Account, things: None
 ) -> None:
     client = ReactiveClient(mgmt_server.url, mgmt_account.username, mgmt_account.api_key)
     for _ in range(12):
@@ -95,7 +95,7 @@ def test_threads_sharing_a_client_refresh_once(
 
 
 def test_the_timeline_is_there_to_read(
-    mgmt_server: MgmtServer, mgmt_account: Account, mgmt_clock: MgmtClock, things: None
+    mgmt_clock: MgmtClock, mgmt_server: MgmtServer, mgmt_account: Account, things: None
 ) -> None:
     client = ReactiveClient(mgmt_server.url, mgmt_account.username, mgmt_account.api_key)
     client.get("/api/things")

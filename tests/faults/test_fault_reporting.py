@@ -24,7 +24,8 @@ def authenticate(mgmt_server, account):
 
 
 @pytest.mark.mgmtauth(throttle=2)
-def test_churning_client(mgmt_server, mgmt_account):
+def test_churning_client(mgmt_clock, mgmt_server, mgmt_account):
+    # Frozen: Retry-After is exact only if no real second passes between the grants.
     mgmt_server.fail_next(error=503)
     statuses = [authenticate(mgmt_server, mgmt_account).status_code for _ in range(5)]
     assert statuses == [503, 200, 200, 200, 429]

@@ -149,6 +149,25 @@ def test_clock_and_fake_agree_on_expiry(pytester: pytest.Pytester) -> None:
     )
 
 
+def test_the_pool_fixture_is_internal_and_its_old_name_still_works_with_a_warning(
+    pytester: pytest.Pytester,
+) -> None:
+    listed = pytester.runpytest_inprocess("--fixtures")
+    assert "_mgmtauth_pool" not in listed.stdout.str()
+    listed.stdout.fnmatch_lines(["mgmt_server_pool [[]session scope[]] -- *", "    Deprecated*"])
+    pytester.makepyfile(
+        """
+        def test_old_name(mgmt_server_pool, mgmt_server):
+            assert mgmt_server.url.startswith("http://127.0.0.1:")
+        """
+    )
+    result = pytester.runpytest_inprocess("-W", "default::DeprecationWarning")
+    result.assert_outcomes(passed=1, warnings=1)
+    result.stdout.fnmatch_lines(
+        ["*DeprecationWarning: the mgmt_server_pool fixture is internal and will be removed*"]
+    )
+
+
 def test_route_handler_that_raises_errors_the_test_at_teardown(
     pytester: pytest.Pytester,
 ) -> None:

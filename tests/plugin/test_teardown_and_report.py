@@ -33,7 +33,10 @@ def call(mgmt_server, token):
     ).status_code
 
 
-def test_churns(mgmt_server, mgmt_account):
+def test_churns(mgmt_clock, mgmt_server, mgmt_account):
+    # Frozen, and first so that the service starts on it: the expected timeline shows
+    # exact times (on the real clock a grant that crossed a second boundary read
+    # 00:00:01 and failed the check, about 3 runs in 20).
     mgmt_server.route("GET", "/api/things").respond_with_json([])
     for _ in range(3):
         assert call(mgmt_server, authenticate(mgmt_server, mgmt_account)) == 200
@@ -230,8 +233,8 @@ def test_report_is_shown_on_verbose_and_on_request_and_not_by_default(
                 r"=+ mgmtauth: credentials per test =+",
                 r"test +grants +calls +rejected +churn +herd$",
                 r".*::test_churns +3 +3 +0 +2 +0  <- churn$",
-                r".*::test_reuses +1 +3 +0 +0 +0$",
                 r".*::test_no_auth +0 +0 +0 +0 +0$",
+                r".*::test_reuses +1 +3 +0 +0 +0$",
                 r"total \(3 tests\) +4 +6 +0 +2 +0$",
             ]
         )
@@ -255,3 +258,36 @@ def test_junit_xml_carries_the_figures_as_properties(pytester: pytest.Pytester) 
     }
     assert properties["test_reuses"]["mgmtauth_grants"] == "1"
     assert properties["test_reuses"]["mgmtauth_churn"] == "0"
+
+
+def test_report_is_in_node_id_order_under_xdist(pytester: pytest.Pytester) -> None:
+    # test_a waits until test_b has run, so it completes last; the table is still sorted.
+    pytester.makepyfile(
+        test_order="""
+        import time
+        from pathlib import Path
+
+
+        def test_a(mgmt_server, tmp_path_factory):
+            flag = tmp_path_factory.getbasetemp().parent / "b-done"
+            deadline = time.monotonic() + 30
+            while not flag.exists() and time.monotonic() < deadline:
+                time.sleep(0.01)
+
+
+        def test_b(mgmt_server, tmp_path_factory):
+            (tmp_path_factory.getbasetemp().parent / "b-done").touch()
+        """
+    )
+    result = pytester.runpytest_subprocess("-n", "2", "-p", "no:randomly", "--mgmtauth-report")
+    result.assert_outcomes(passed=2)
+    result.stdout.re_match_lines(
+        [
+            r"=+ mgmtauth: credentials per test =+",
+            r"test +grants .*",
+            r"test_order.py::test_a +0 +0 +0 +0 +0$",
+            r"test_order.py::test_b +0 +0 +0 +0 +0$",
+            r"total \(2 tests\) .*",
+        ],
+        consecutive=True,
+    )

@@ -11,6 +11,8 @@ import json
 import socket
 from urllib.parse import urlsplit
 
+import pytest
+
 from pytest_mgmtauth import Options
 from pytest_mgmtauth._fake import MgmtServer
 from pytest_mgmtauth._pool import SessionPool
@@ -25,10 +27,15 @@ def _read_all(sock: socket.socket) -> bytes:
     return b"".join(chunks)
 
 
-def test_a_request_sent_after_its_test_ended_reaches_no_later_test(
-    mgmt_server_pool: SessionPool,
-) -> None:
-    first = MgmtServer(Options(), mgmt_server_pool)
+@pytest.fixture
+def pool(request: pytest.FixtureRequest) -> SessionPool:
+    """The plugin's session pool (an internal fixture)."""
+    pool: SessionPool = request.getfixturevalue("_mgmtauth_pool")
+    return pool
+
+
+def test_a_request_sent_after_its_test_ended_reaches_no_later_test(pool: SessionPool) -> None:
+    first = MgmtServer(Options(), pool)
     parts = urlsplit(first.url)
     address = (parts.hostname or "127.0.0.1", parts.port or 80)
     try:
@@ -41,7 +48,7 @@ def test_a_request_sent_after_its_test_ended_reaches_no_later_test(
     finally:
         first._close()
 
-    second = MgmtServer(Options(), mgmt_server_pool)
+    second = MgmtServer(Options(), pool)
     try:
         with stalled:
             stalled.sendall(PROBE)

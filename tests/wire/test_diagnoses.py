@@ -223,9 +223,9 @@ def test_wrong_scheme_is_named(
 
 
 def test_expired_token_says_how_long_ago(
+    mgmt_clock: MgmtClock,  # first: the service starts on the frozen clock (exact times)
     mgmt_server: MgmtServer,
     mgmt_account: Account,
-    mgmt_clock: MgmtClock,
     http: requests.Session,
     get_token: object,
 ) -> None:

@@ -45,6 +45,29 @@ def test_route_returns_a_handler_with_pytest_httpserver_responders(
     ]
 
 
+def test_every_respond_with_returns_the_handler_so_it_can_be_kept(
+    mgmt_server: MgmtServer, mgmt_account: Account, get_token: GetToken, http: requests.Session
+) -> None:
+    # pytest-httpserver's return None: `things = route(...).respond_with_json(...)` then
+    # `things.call_count` was an AttributeError (issue 10).
+    handlers = {
+        "json": mgmt_server.route("GET", "/api/json").respond_with_json([]),
+        "data": mgmt_server.route("GET", "/api/data").respond_with_data("raw"),
+        "response": mgmt_server.route("GET", "/api/response").respond_with_response(
+            Response("made", status=201)
+        ),
+        "handler": mgmt_server.route("GET", "/api/handler").respond_with_handler(
+            lambda request: Response("computed")
+        ),
+    }
+    bearer = {"Authorization": f"Bearer {get_token(mgmt_account)}"}
+    for name, handler in handlers.items():
+        assert isinstance(handler, RouteHandler)
+        assert handler.call_count == 0
+        assert http.get(f"{mgmt_server.url}/api/{name}", headers=bearer).ok
+        assert handler.call_count == 1, name
+
+
 def test_auth_follows_the_path_unless_overridden(
     mgmt_server: MgmtServer,
     mgmt_account: Account,

@@ -166,7 +166,11 @@ def test_wrong_password_is_401_1401(
 
 @pytest.mark.mgmtauth(lockout_threshold=3)
 def test_lockout_is_1402_until_lockout_duration_has_passed(
-    mgmt_server: MgmtServer, mgmt_account: Account, mgmt_clock: MgmtClock, http: requests.Session
+    # mgmt_clock first: the service starts on the frozen clock (the message has exact times)
+    mgmt_clock: MgmtClock,
+    mgmt_server: MgmtServer,
+    mgmt_account: Account,
+    http: requests.Session,
 ) -> None:
     def login(password: str) -> requests.Response:
         return http.post(
