@@ -97,6 +97,18 @@ class V1Client:
             self.http.post(self.url + "/v1/logout", headers=self._cookie())
 '''
 
+#: The inner suites' expected output has exact times (00:00:00, valid until 00:30:00): every
+#: test runs on the frozen clock from its start, before mgmt_server (on the real clock a
+#: second boundary crossed mid-test made them 00:00:01, now and then).
+FROZEN = """
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def _frozen_from_the_start(mgmt_clock):
+    pass
+"""
+
 #: The six classic bugs, one test each, as a client library's suite would have them.
 SIX_BUGS = """
 from clients import V1Client, V2Client
@@ -148,6 +160,7 @@ DEFAULT_WARNINGS = "[pytest]\nfilterwarnings = default::pytest_mgmtauth.AuthFind
 
 def six_bugs(pytester: pytest.Pytester, ini: str = "") -> None:
     pytester.makeini(DEFAULT_WARNINGS + ini)
+    pytester.makeconftest(FROZEN)
     pytester.makepyfile(clients=CLIENTS, test_bugs=SIX_BUGS)
 
 
@@ -299,6 +312,7 @@ def test_churns_strictly(mgmt_server, mgmt_account):
 
 def section_suite(pytester: pytest.Pytester) -> None:
     pytester.makeini(DEFAULT_WARNINGS)
+    pytester.makeconftest(FROZEN)
     pytester.makepyfile(clients=CLIENTS, test_section=SECTION_SUITE)
 
 
@@ -465,6 +479,7 @@ def test_reauth_after_1469(mgmt_server):
 
 def test_the_assertions_take_over_their_kinds_teardown_check(pytester: pytest.Pytester) -> None:
     pytester.makeini("[pytest]\nfilterwarnings = error\nmgmtauth_strict = true\n")
+    pytester.makeconftest(FROZEN)
     pytester.makepyfile(clients=CLIENTS, test_checks=CHECKS)
     result = pytester.runpytest_inprocess("-k", "itself or logs_out")
     result.assert_outcomes(passed=3, deselected=2)
@@ -474,6 +489,7 @@ def test_require_logout_from_the_marker_warns_with_its_own_class(
     pytester: pytest.Pytester,
 ) -> None:
     pytester.makeini(DEFAULT_WARNINGS)
+    pytester.makeconftest(FROZEN)
     pytester.makepyfile(clients=CLIENTS, test_checks=CHECKS)
     result = pytester.runpytest_inprocess("-k", "logs_out or stays_logged_in")
     result.assert_outcomes(passed=2, warnings=1, deselected=3)
@@ -493,6 +509,7 @@ def test_warnings_can_be_filtered_by_their_common_base(pytester: pytest.Pytester
     pytester.makeini(
         "[pytest]\nfilterwarnings =\n    error\n    ignore::pytest_mgmtauth.AuthFindingWarning\n"
     )
+    pytester.makeconftest(FROZEN)
     pytester.makepyfile(clients=CLIENTS, test_bugs=SIX_BUGS)
     result = pytester.runpytest_inprocess("-k", "every_call or after_401")
     result.assert_outcomes(passed=2, deselected=4)
@@ -502,6 +519,7 @@ def test_reauthenticating_after_a_1469_is_told_that_logging_in_again_cannot_help
     pytester: pytest.Pytester,
 ) -> None:
     pytester.makeini(DEFAULT_WARNINGS)
+    pytester.makeconftest(FROZEN)
     pytester.makepyfile(clients=CLIENTS, test_checks=CHECKS)
     result = pytester.runpytest_inprocess("-k", "1469")
     result.assert_outcomes(passed=1, warnings=1, deselected=4)
