@@ -17,7 +17,7 @@ from ._events import (
     Throttled,
     TokenIssued,
 )
-from ._records import AUTH_FAILED, THROTTLE_WINDOW, Authorization, Refusal, TokenRecord
+from ._records import AUTH_FAILED, THROTTLE_WINDOW, Authorization, TokenRecord
 from ._tokens import TokenProblem, unverified_subject
 from ._v3 import auth_path, call_scope
 
@@ -34,22 +34,20 @@ class BearerDesk(FaultDesk):
             window.popleft()
         if len(window) >= limit:
             retry_after = max(1, math.ceil(window[0] + THROTTLE_WINDOW - now))
-            self._record(
+            self._refuse(
                 Throttled(
                     at=to_datetime(now),
                     username=username,
                     retry_after=retry_after,
                     premature_grants=len(window),
                     version=version,
-                )
-            )
-            raise Refusal(
-                429,
+                ),
                 429,
                 f"{len(window)} new tokens within {THROTTLE_WINDOW:g} s while the account "
                 f"held a valid one; reuse the token until it is about to expire",
                 message="Too many authentication requests",
                 retry_after=retry_after,
+                status=429,
             )
 
     # -- v2 ------------------------------------------------------------------------
@@ -100,7 +98,7 @@ class BearerDesk(FaultDesk):
             account = self.accounts.get(username)
 
             def reject(who: str | None, reason: str) -> NoReturn:
-                self._record(
+                self._refuse(
                     AuthRejected(
                         at=to_datetime(now),
                         username=who,
@@ -109,9 +107,10 @@ class BearerDesk(FaultDesk):
                         version=version,
                         account=scope_account,
                         profile=scope_profile,
-                    )
+                    ),
+                    AUTH_FAILED,
+                    reason,
                 )
-                raise Refusal(401, AUTH_FAILED, reason)
 
             if account is None:
                 reject(None, self._unknown_account(username))

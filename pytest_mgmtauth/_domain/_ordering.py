@@ -140,7 +140,7 @@ class GrantOrdering(AccountBook):
     ) -> NoReturn:
         if username is not None:
             self._last_refusal[(username, version)] = self._serial
-        self._record(
+        self._refuse(
             ApiCall(
                 at=to_datetime(now),
                 username=username,
@@ -152,9 +152,10 @@ class GrantOrdering(AccountBook):
                 return_code=AUTH_FAILED,
                 reason=reason,
                 credential_expired=expired,
-            )
+            ),
+            AUTH_FAILED,
+            reason,
         )
-        raise Refusal(401, AUTH_FAILED, reason)
 
     def _check_permission(
         self,

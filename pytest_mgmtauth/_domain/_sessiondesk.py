@@ -4,6 +4,7 @@ logins and on cue)."""
 from __future__ import annotations
 
 import math
+from typing import NoReturn
 
 from ._accounts import (
     generate_session_id,
@@ -27,7 +28,6 @@ from ._records import (
     LOCKED_OUT,
     SERVICE_MESSAGES,
     Authorization,
-    Refusal,
     SessionRecord,
 )
 
@@ -51,15 +51,7 @@ class SessionDesk(FaultDesk):
             account = self.accounts.get(username)
             if account is None:
                 reason = self._unknown_account(username)
-                self._record(
-                    LoginRejected(
-                        at=to_datetime(now),
-                        username=None,
-                        return_code=AUTH_FAILED,
-                        reason=reason,
-                    )
-                )
-                raise Refusal(401, AUTH_FAILED, reason)
+                self._reject_login(now, None, AUTH_FAILED, reason)
             self._check_manual_lock(username, now)
             lockout = self._lockouts.get(username)
             if lockout is not None and now < lockout[1]:
@@ -79,41 +71,24 @@ class SessionDesk(FaultDesk):
                     f"after {self.options.lockout_threshold} failed logins; attempts during a "
                     f"lockout do not end it sooner: wait {math.ceil(end - now)} s{hammering}"
                 )
-                self._record(
-                    LoginRejected(
-                        at=to_datetime(now),
-                        username=username,
-                        return_code=LOCKED_OUT,
-                        reason=reason,
-                    )
-                )
-                raise Refusal(401, LOCKED_OUT, reason, message=self._lockout_message())
+                self._reject_login(now, username, LOCKED_OUT, reason)
             problem = self._secret_problem(username, "password", account.password, password, client)
             if problem:
                 failures = self._failed_logins.get(username, 0) + 1
                 self._failed_logins[username] = failures
-                self._record(
-                    LoginRejected(
-                        at=to_datetime(now),
-                        username=username,
-                        return_code=AUTH_FAILED,
-                        reason=problem,
-                    )
-                )
+                locked = None
                 if failures >= self.options.lockout_threshold:
                     until = now + self.options.lockout_duration
                     self._lockouts[username] = (now, until)
                     self._failed_logins[username] = 0
                     self._attempts_while_locked[username] = 0
-                    self._record(
-                        AccountLocked(
-                            at=to_datetime(now),
-                            username=username,
-                            failures=failures,
-                            until=to_datetime(until),
-                        )
+                    locked = AccountLocked(
+                        at=to_datetime(now),
+                        username=username,
+                        failures=failures,
+                        until=to_datetime(until),
                     )
-                raise Refusal(401, AUTH_FAILED, problem)
+                self._reject_login(now, username, AUTH_FAILED, problem, then=locked)
             self._failed_logins[username] = 0
             held = self._held_sessions(username, now)
             concurrent = self._concurrent(self.sessions.values(), username, arrived)
@@ -159,14 +134,15 @@ class SessionDesk(FaultDesk):
             elif record is not None and record.ended_at is not None:
                 reason = f"session {record.label} had ended already ({record.end_reason})"
             if reason:
-                self._record(
+                self._refuse(
                     LoggedOutRejected(
                         at=to_datetime(now),
                         username=record.username if record else None,
                         reason=reason,
-                    )
+                    ),
+                    AUTH_FAILED,
+                    reason,
                 )
-                raise Refusal(401, AUTH_FAILED, reason)
             assert record is not None
             record.ended_at = now
             record.end_reason = "logout"
@@ -298,9 +274,22 @@ class SessionDesk(FaultDesk):
         start, end = lock
         until = "until unlocked" if end == math.inf else f"until {self._offset(end)}"
         reason = f"account locked on cue since {self._offset(start)}, {until}"
-        self._record(
-            LoginRejected(
-                at=to_datetime(now), username=username, return_code=LOCKED_OUT, reason=reason
-            )
+        self._reject_login(now, username, LOCKED_OUT, reason)
+
+    def _reject_login(
+        self,
+        now: float,
+        username: str | None,
+        code: int,
+        reason: str,
+        *,
+        then: AccountLocked | None = None,
+    ) -> NoReturn:
+        """Refuse a ``/v1/login`` with ``code`` (a 1402 with the service's lockout text)."""
+        self._refuse(
+            LoginRejected(at=to_datetime(now), username=username, return_code=code, reason=reason),
+            code,
+            reason,
+            message=self._lockout_message() if code == LOCKED_OUT else None,
+            then=then,
         )
-        raise Refusal(401, LOCKED_OUT, reason, message=self._lockout_message())

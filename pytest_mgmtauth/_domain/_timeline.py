@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from ._clock import Clock, system_clock, to_datetime
 from ._events import (
@@ -18,6 +18,7 @@ from ._events import (
     UnknownRoute,
 )
 from ._faults import FaultPlan
+from ._records import Refusal
 from ._redact import SecretMasker
 
 if TYPE_CHECKING:
@@ -90,6 +91,25 @@ class Timeline(ServiceState):
 
     def _record(self, event: Event) -> None:
         self._events.append(self._masked_event(event))
+
+    def _refuse(
+        self,
+        event: Event,
+        code: int,
+        reason: str,
+        *,
+        status: int = 401,
+        message: str | None = None,
+        retry_after: int | None = None,
+        then: Event | None = None,
+    ) -> NoReturn:
+        """Say no: record ``event`` (and ``then`` after it), then raise the
+        :class:`Refusal` the transport renders as ``status`` with ``code`` and ``reason``.
+        The one way every part refuses."""
+        self._record(event)
+        if then is not None:
+            self._record(then)
+        raise Refusal(status, code, reason, message=message, retry_after=retry_after)
 
     def redact(self, text: str) -> str:
         """``text`` with every secret of this test's accounts, tokens and sessions (also
