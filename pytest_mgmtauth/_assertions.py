@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 from typing import TYPE_CHECKING
 
 from ._domain._diagnosis import diagnose_reauth_after, fix_after_forbidden
@@ -25,6 +24,7 @@ from ._domain._events import (
     CredentialExpired,
     CredentialRevoked,
     Event,
+    Grant,
     LoggedIn,
     LoggedOut,
     LoggedOutRejected,
@@ -32,23 +32,23 @@ from ._domain._events import (
     SessionExpired,
     Throttled,
     TokenIssued,
-    UnknownRoute,
+    format_offset,
+    grant_version,
+    grants,
+    timeline_origin,
 )
-from ._domain._service import format_offset
+from ._domain._records import AUTH_FAILED
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Sequence
+    from datetime import datetime
 
     from ._domain._options import Options
-
-Grant = TokenIssued | LoggedIn
 
 #: Lines of a timeline shown before and after the line it is about; the rest is elided.
 _CONTEXT_BEFORE = 12
 _CONTEXT_AFTER = 8
 _HEAD = 4
-#: Refused calls carry this code when the credential itself was refused.
-_AUTH_FAILED = 1401
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,13 +69,14 @@ class Scene:
     def origin(self) -> float:
         """Time zero of the timeline: the test's start, or an earlier event if the clock
         was moved back (``mgmt_clock.move_to``), so offsets stay readable."""
-        first = min((e.at.timestamp() for e in self.events), default=self.started_at)
-        # Whole seconds, like a wall clock: without a frozen clock the test starts
-        # mid-second, and a token's exp (whole seconds) would show as 00:29:59.
-        return math.floor(min(self.started_at, first))
+        return timeline_origin(self.events, self.started_at)
 
     def offset(self, timestamp: float) -> str:
         return format_offset(timestamp - self.origin)
+
+    def when(self, value: datetime) -> str:
+        """The :data:`TimeFormat` of this timeline: offsets from its origin."""
+        return self.offset(value.timestamp())
 
     # Computed once per scene: a churning test has hundreds of grants and calls.
 
@@ -85,7 +86,7 @@ class Scene:
         an accepted credential)."""
         counts: dict[str, int] = {}
         for e in self.events:
-            if isinstance(e, ApiCall) and e.credential and e.return_code != _AUTH_FAILED:
+            if isinstance(e, ApiCall) and e.credential and e.return_code != AUTH_FAILED:
                 counts[e.credential] = counts.get(e.credential, 0) + 1
         return counts
 
@@ -107,23 +108,7 @@ def _label(grant: Grant) -> str:
     return grant.token if isinstance(grant, TokenIssued) else grant.session
 
 
-def _version(grant: Grant) -> str:
-    return grant.version if isinstance(grant, TokenIssued) else "v1"
-
-
-def grants(
-    events: Sequence[Event], *, version: str | None = None, username: str | None = None
-) -> list[Grant]:
-    """Successful credential grants, oldest first."""
-    found: list[Grant] = []
-    for e in events:
-        if (
-            isinstance(e, (TokenIssued, LoggedIn))
-            and (username is None or e.username == username)
-            and (version is None or _version(e) == version)
-        ):
-            found.append(e)
-    return found
+_version = grant_version
 
 
 def premature_grants(events: Sequence[Event], *, username: str | None = None) -> list[Grant]:
@@ -193,29 +178,7 @@ def _times(n: int) -> str:
 
 def _describe(event: Event, scene: Scene) -> str:
     """One timeline line for an event, without its time."""
-    if isinstance(event, TokenIssued):
-        source = f"v3 auth for {event.scope}" if event.version == "v3" else "/v2/auth"
-        text = (
-            f"{event.token} issued by {source} ({event.fingerprint}), valid until "
-            f"{scene.offset(event.expires_at.timestamp())}"
-        )
-    elif isinstance(event, LoggedIn):
-        text = f"{event.session} started by /v1/login ({event.fingerprint})"
-    elif isinstance(event, ApiCall):
-        cred = event.credential or "no known credential"
-        text = f"{event.method} {event.path} with {cred} -> {event.status}"
-        if event.return_code is not None:
-            text += f" ({event.return_code}: {event.reason})"
-    else:
-        text = event.describe()
-        # Some describe() texts leave their times as placeholders for the renderer.
-        for name in ("exp", "until"):
-            when = getattr(event, name, None) or getattr(event, "expires_at", None)
-            if "{" + name + "}" in text and when is not None:
-                text = text.replace("{" + name + "}", scene.offset(when.timestamp()))
-    if event.username is None and not isinstance(event, (BadRequest, UnknownRoute)):
-        text += "  [no known account]"
-    return text
+    return event.line(scene.when)
 
 
 @dataclasses.dataclass
@@ -302,7 +265,7 @@ def _credentials_table(scene: Scene, username: str | None) -> list[str]:
             ends.setdefault(e.session, {}).setdefault("logged out", at)
         elif isinstance(e, SessionExpired):
             ends.setdefault(e.session, {}).setdefault("timed out", at)
-        elif isinstance(e, ApiCall) and e.credential and e.return_code == _AUTH_FAILED:
+        elif isinstance(e, ApiCall) and e.credential and e.return_code == AUTH_FAILED:
             ends.setdefault(e.credential, {}).setdefault("first refused", at)
         elif isinstance(e, CredentialExpired):
             ends.setdefault(e.credential, {}).setdefault("expired on cue", at)

@@ -124,10 +124,3 @@ class Authorization:
     username: str
     version: str
     credential: str
-
-
-def format_offset(seconds: float) -> str:
-    """Simulated time since the test started, as ``HH:MM:SS``."""
-    sign = "-" if seconds < 0 else ""
-    total = int(abs(seconds))
-    return f"{sign}{total // 3600:02d}:{total % 3600 // 60:02d}:{total % 60:02d}"

@@ -9,6 +9,7 @@ All public methods are thread-safe: the HTTP server calls them from many threads
 from __future__ import annotations
 
 from ._bearerdesk import BearerDesk
+from ._events import format_offset
 from ._records import (
     AUTH_FAILED,
     DIAGNOSIS_BUDGET,
@@ -21,7 +22,6 @@ from ._records import (
     Refusal,
     SessionRecord,
     TokenRecord,
-    format_offset,
 )
 from ._sessiondesk import SessionDesk
 

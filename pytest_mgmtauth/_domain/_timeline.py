@@ -4,7 +4,6 @@ the time origin; the records of calls that reach no desk."""
 from __future__ import annotations
 
 import dataclasses
-import math
 import threading
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -13,8 +12,6 @@ from ._events import (
     ApiCall,
     BadRequest,
     Event,
-    LoggedIn,
-    TokenIssued,
     UnknownRoute,
 )
 from ._faults import FaultPlan
@@ -31,7 +28,8 @@ if TYPE_CHECKING:
     from ._options import Options
     from ._tokens import TokenSigner
 
-from ._records import Authorization, SessionRecord, TokenRecord, format_offset
+from ._events import format_offset, grants, timeline_origin
+from ._records import Authorization, SessionRecord, TokenRecord
 
 
 class ServiceState:
@@ -195,21 +193,8 @@ class Timeline(ServiceState):
     def auth_count(self, *, version: str | None = None, username: str | None = None) -> int:
         if version not in (None, "v1", "v2", "v3"):
             raise ValueError(f"version must be 'v1', 'v2', 'v3' or None, got {version!r}")
-        return sum(
-            1
-            for e in self.events
-            if isinstance(e, (TokenIssued, LoggedIn))
-            and (version is None or _grant_version(e) == version)
-            and (username is None or e.username == username)
-        )
+        return len(grants(self.events, version=version, username=username))
 
     def _offset(self, timestamp: float) -> str:
-        # Whole seconds from the test's start, or from an earlier event if the clock was
-        # set back (mgmt_clock starts on a whole second, possibly before this service was
-        # made): never "-00:00:00", and the same origin as the assertions' timelines.
-        first = min((e.at.timestamp() for e in self._events), default=self.started_at)
-        return format_offset(timestamp - math.floor(min(self.started_at, first)))
-
-
-def _grant_version(event: TokenIssued | LoggedIn) -> str:
-    return event.version if isinstance(event, TokenIssued) else "v1"
+        """``HH:MM:SS`` from the same origin as the assertions' timelines."""
+        return format_offset(timestamp - timeline_origin(self._events, self.started_at))
