@@ -27,8 +27,8 @@ from ._domain._events import (
     Grant,
     LoggedIn,
     LoggedOut,
-    LoggedOutRejected,
     LoginRejected,
+    LogoutRejected,
     SessionExpired,
     Throttled,
     TokenIssued,
@@ -124,9 +124,7 @@ def concurrent_grants(events: Sequence[Event], *, username: str | None = None) -
 def _is_rejection(event: Event) -> bool:
     if isinstance(event, ApiCall):
         return event.return_code is not None
-    return isinstance(
-        event, (AuthRejected, LoginRejected, LoggedOutRejected, Throttled, BadRequest)
-    )
+    return isinstance(event, (AuthRejected, LoginRejected, LogoutRejected, Throttled, BadRequest))
 
 
 @dataclasses.dataclass(frozen=True)

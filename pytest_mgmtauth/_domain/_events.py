@@ -278,7 +278,7 @@ class UnknownRoute(Event):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class LoggedOutRejected(Event):
+class LogoutRejected(Event):
     """``/v1/logout`` without a live session."""
 
     reason: str

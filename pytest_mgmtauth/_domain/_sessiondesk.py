@@ -19,8 +19,8 @@ from ._events import (
     AccountUnlocked,
     LoggedIn,
     LoggedOut,
-    LoggedOutRejected,
     LoginRejected,
+    LogoutRejected,
 )
 from ._options import check_seconds
 from ._records import (
@@ -135,7 +135,7 @@ class SessionDesk(FaultDesk):
                 reason = f"session {record.label} had ended already ({record.end_reason})"
             if reason:
                 self._refuse(
-                    LoggedOutRejected(
+                    LogoutRejected(
                         at=to_datetime(now),
                         username=record.username if record else None,
                         reason=reason,

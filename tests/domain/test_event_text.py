@@ -11,7 +11,7 @@ from pytest_mgmtauth import (
     AccountLocked,
     AccountLockedManually,
     BadRequest,
-    LoggedOutRejected,
+    LogoutRejected,
     SessionExpired,
     TokenIssued,
 )
@@ -53,7 +53,7 @@ def test_control_api_and_timeline_render_through_the_events_own_text() -> None:
 
 
 def test_a_timeline_line_names_a_missing_account_except_for_requests_without_one() -> None:
-    rejected = LoggedOutRejected(at=AT, username=None, reason="no session")
+    rejected = LogoutRejected(at=AT, username=None, reason="no session")
     assert rejected.line(iso_time) == "/v1/logout rejected: no session  [no known account]"
     bad = BadRequest(at=AT, username=None, method="GET", path="/x", status=400, reason="r")
     assert bad.line(iso_time) == "GET /x -> 400 bad request: r"
@@ -90,3 +90,17 @@ def test_reading_events_writes_nothing(make_service: MakeService, clock: ManualC
     assert session.end_reason == "timeout"
     expired = [e for e in service.events if isinstance(e, SessionExpired)]
     assert expired == [e for e in first if isinstance(e, SessionExpired)]
+
+
+def test_logged_out_rejected_is_a_deprecated_alias_of_logout_rejected() -> None:
+    import pytest_mgmtauth
+
+    with pytest.warns(DeprecationWarning, match="use pytest_mgmtauth.LogoutRejected"):
+        old = pytest_mgmtauth.LoggedOutRejected
+    assert old is LogoutRejected
+    assert isinstance(LogoutRejected(at=AT, username=None, reason="r"), old)
+    with pytest.warns(DeprecationWarning, match="LoggedOutRejected is deprecated"):
+        from pytest_mgmtauth import LoggedOutRejected  # noqa: F401
+    assert "LoggedOutRejected" not in pytest_mgmtauth.__all__
+    with pytest.raises(AttributeError, match="no attribute 'NoSuchName'"):
+        pytest_mgmtauth.NoSuchName  # noqa: B018
