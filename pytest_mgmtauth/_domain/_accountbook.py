@@ -20,17 +20,33 @@ from ._diagnosis import ClientKind, diagnose_secret, paused_diagnosis
 from ._events import (
     SecretRotated,
 )
+from ._records import DIAGNOSIS_BUDGET, DIAGNOSIS_WINDOW
+from ._timeline import Timeline
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-
-from ._records import DIAGNOSIS_BUDGET, DIAGNOSIS_WINDOW
-from ._timeline import Timeline
+    from ._records import SessionRecord, TokenRecord
 
 
 class AccountBook(Timeline):
     # -- accounts ------------------------------------------------------------------
+
+    def account_list(self) -> list[Account]:
+        """The accounts of this test, oldest first: a snapshot taken under the lock (the
+        dicts ``accounts``/``tokens``/``sessions`` change while the server runs)."""
+        with self._lock:
+            return list(self.accounts.values())
+
+    def token_list(self) -> list[TokenRecord]:
+        """The tokens issued in this test, oldest first (a snapshot)."""
+        with self._lock:
+            return list(self.tokens.values())
+
+    def session_list(self) -> list[SessionRecord]:
+        """The v1 sessions started in this test, oldest first (a snapshot)."""
+        with self._lock:
+            return list(self.sessions.values())
 
     def add_account(
         self,

@@ -5,19 +5,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, NoReturn
 
+from ._accountbook import AccountBook
 from ._clock import to_datetime
 from ._events import (
     ApiCall,
     Event,
     SessionExpired,
 )
+from ._records import AUTH_FAILED, FORBIDDEN, Refusal, SessionRecord, TokenRecord
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
-
-
-from ._accountbook import AccountBook
-from ._records import AUTH_FAILED, FORBIDDEN, Refusal, SessionRecord, TokenRecord
 
 
 class GrantOrdering(AccountBook):

@@ -13,9 +13,12 @@ from ._events import (
     BadRequest,
     Event,
     UnknownRoute,
+    format_offset,
+    grants,
+    timeline_origin,
 )
 from ._faults import FaultPlan
-from ._records import Refusal
+from ._records import Authorization, Refusal, SessionRecord, TokenRecord
 from ._redact import SecretMasker
 
 if TYPE_CHECKING:
@@ -27,9 +30,6 @@ if TYPE_CHECKING:
     )
     from ._options import Options
     from ._tokens import TokenSigner
-
-from ._events import format_offset, grants, timeline_origin
-from ._records import Authorization, SessionRecord, TokenRecord
 
 
 class ServiceState:
