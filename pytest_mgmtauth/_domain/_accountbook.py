@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
     from ._records import SessionRecord, TokenRecord
+    from ._vocab import SecretKind
 
 
 class AccountBook(Timeline):
@@ -90,7 +91,9 @@ class AccountBook(Timeline):
             raise ValueError(self._unknown_account(username))
         return account
 
-    def rotate_secret(self, username: str, secret: str, new_value: str | None = None) -> Account:
+    def rotate_secret(
+        self, username: str, secret: SecretKind, new_value: str | None = None
+    ) -> Account:
         """Replace the account's ``"API key"`` or ``"password"`` (generated unless given);
         the old one gets 1401 from now on. Credentials already granted stay valid."""
         with self._lock:
@@ -126,7 +129,7 @@ class AccountBook(Timeline):
     def _secret_problem(
         self,
         username: str,
-        secret: str,
+        secret: SecretKind,
         expected: str,
         received: str,
         client: ClientKind = ClientKind.OTHER,

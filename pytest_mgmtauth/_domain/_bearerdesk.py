@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from ._accounts import (
     format_scopes,
@@ -21,9 +21,14 @@ from ._records import AUTH_FAILED, THROTTLE_WINDOW, Authorization, TokenRecord
 from ._tokens import TokenProblem, unverified_subject
 from ._v3 import auth_path, call_scope
 
+if TYPE_CHECKING:
+    from ._vocab import BearerVersion
+
+    pass
+
 
 class BearerDesk(FaultDesk):
-    def _check_throttle(self, username: str, now: float, version: str = "v2") -> None:
+    def _check_throttle(self, username: str, now: float, version: BearerVersion = "v2") -> None:
         limit = self.options.throttle
         if limit is None:
             return
@@ -88,7 +93,7 @@ class BearerDesk(FaultDesk):
         username: str,
         key: str,
         arrived: int | None,
-        version: str,
+        version: BearerVersion,
         scope_account: str | None,
         scope_profile: str | None,
         client: ClientKind = ClientKind.OTHER,
@@ -211,7 +216,7 @@ class BearerDesk(FaultDesk):
 
     def _authorize_bearer(
         self,
-        version: str,
+        version: BearerVersion,
         token: str | None,
         *,
         problem: str | None,
@@ -311,7 +316,7 @@ class BearerDesk(FaultDesk):
             return Authorization(record.username, version, record.label)
 
     def _check_bearer_kind(
-        self, version: str, record: TokenRecord, method: str, path: str, now: float
+        self, version: BearerVersion, record: TokenRecord, method: str, path: str, now: float
     ) -> None:
         """Refuse a v2 token on a v3 route, the reverse, and a v3 token used for another
         account or profile than its own (naming both)."""
@@ -367,7 +372,7 @@ class BearerDesk(FaultDesk):
         return (sub if sub in self.accounts else None), None
 
 
-def _auth_endpoint(version: str) -> str:
+def _auth_endpoint(version: BearerVersion) -> str:
     return "/v2/auth" if version == "v2" else auth_path("{account}", "{profile}")
 
 

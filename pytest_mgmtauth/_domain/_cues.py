@@ -3,6 +3,8 @@ faults of auth calls, and credentials ended on cue."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ._accounts import (
     fingerprint,
 )
@@ -16,6 +18,9 @@ from ._events import (
 from ._faults import FiredFault, ScheduledFault, scheduled_failure
 from ._ordering import GrantOrdering
 from ._records import SessionRecord, TokenRecord
+
+if TYPE_CHECKING:
+    from ._vocab import EndOnCue, Version
 
 
 class FaultDesk(GrantOrdering):
@@ -190,7 +195,7 @@ class FaultDesk(GrantOrdering):
     def _end_on_cue(
         self,
         credential: str,
-        how: str,
+        how: EndOnCue,
         event: type[CredentialExpired] | type[CredentialRevoked],
     ) -> str:
         if not isinstance(credential, str):
@@ -207,7 +212,7 @@ class FaultDesk(GrantOrdering):
                     rec.expired_at = now
                 elif how == "revoked" and rec.revoked_at is None:
                     rec.revoked_at = now
-                version = rec.version
+                version: Version = rec.version
             else:
                 if rec.ended_at is None:
                     rec.ended_at = now

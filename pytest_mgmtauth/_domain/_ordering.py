@@ -17,6 +17,8 @@ from ._records import AUTH_FAILED, FORBIDDEN, Refusal, SessionRecord, TokenRecor
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
+    from ._vocab import BearerVersion, Version
+
 
 class GrantOrdering(AccountBook):
     # -- churn ---------------------------------------------------------------------
@@ -37,7 +39,7 @@ class GrantOrdering(AccountBook):
         self,
         username: str,
         now: float,
-        version: str = "v2",
+        version: BearerVersion = "v2",
         account: str | None = None,
         profile: str | None = None,
     ) -> list[TokenRecord]:
@@ -126,7 +128,7 @@ class GrantOrdering(AccountBook):
 
     def _refuse_call(
         self,
-        version: str,
+        version: Version,
         username: str | None,
         credential: str | None,
         method: str,
@@ -158,7 +160,7 @@ class GrantOrdering(AccountBook):
     def _check_permission(
         self,
         username: str,
-        version: str,
+        version: Version,
         credential: str,
         method: str,
         path: str,

@@ -12,6 +12,7 @@ from ._accounts import (
 
 if TYPE_CHECKING:
     from ._tokens import Claims
+    from ._vocab import BearerVersion, EndReason, Version
 
     pass
 
@@ -75,7 +76,7 @@ class TokenRecord:
     #: Tick at which it was issued, to tell which requests were in flight meanwhile.
     issued_tick: int = 0
     #: "v2", or "v3" with the account and profile of its auth path.
-    version: str = "v2"
+    version: BearerVersion = "v2"
     account: str | None = None
     profile: str | None = None
     #: The fake's time of issue (``claims.iat`` is it truncated to the second).
@@ -105,7 +106,7 @@ class SessionRecord:
     last_used: float
     uses: int = 0
     ended_at: float | None = None
-    end_reason: str | None = None  # "logout", "timeout", "revoked", "expired" (on cue)
+    end_reason: EndReason | None = None
     serial: int = 0
     issued_tick: int = 0
 
@@ -122,5 +123,5 @@ class Authorization:
     """Who a protected call authenticated as, and with which credential."""
 
     username: str
-    version: str
+    version: Version
     credential: str
