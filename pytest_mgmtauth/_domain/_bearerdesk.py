@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import deque
 from typing import TYPE_CHECKING, NoReturn
@@ -17,6 +18,7 @@ from ._events import (
     Throttled,
     TokenIssued,
 )
+from ._ordering import Call
 from ._records import AUTH_FAILED, THROTTLE_WINDOW, Authorization, TokenRecord
 from ._tokens import TokenProblem, unverified_subject
 from ._v3 import auth_path, call_scope
@@ -226,11 +228,10 @@ class BearerDesk(FaultDesk):
     ) -> Authorization:
         with self._lock:
             now = self.now()
+            call = Call(version, method, path, now)
             if token is None or problem:
                 owner, label = self._attribute_token(token) if token else (None, None)
-                self._refuse_call(
-                    version, owner, label, method, path, problem or "no bearer token", now
-                )
+                self._refuse_call(call, owner, label, problem or "no bearer token")
             assert token is not None
             record = self._by_token.get(token)
             if record is not None:
@@ -241,85 +242,64 @@ class BearerDesk(FaultDesk):
                 except TokenProblem as exc:
                     sub = unverified_subject(token)
                     self._refuse_call(
-                        "v2",
+                        dataclasses.replace(call, version="v2"),
                         sub if sub in self.accounts else None,
                         None,
-                        method,
-                        path,
                         str(exc),
-                        now,
                     )
                 record = self.tokens.get(claims.jti)
             if record is None or record.token != token:
                 self._refuse_call(
-                    version,
+                    call,
                     claims.sub if claims.sub in self.accounts else None,
                     None,
-                    method,
-                    path,
                     "the token was signed by this fake but not issued in this test (each "
                     f"test starts with no tokens): authenticate with {_auth_endpoint(version)} "
                     "in this test",
-                    now,
                 )
-            self._check_bearer_kind(version, record, method, path, now)
+            self._check_bearer_kind(call, record)
             if record.revoked_at is not None:
                 self._refuse_call(
-                    version,
+                    call,
                     record.username,
                     record.label,
-                    method,
-                    path,
                     f"token {record.label} was revoked {now - record.revoked_at:.0f} s ago: "
                     "authenticate again",
-                    now,
                 )
             if record.expired_at is not None and now >= record.expired_at:
                 # Ended early on cue: the client could not have seen it coming, so this
                 # is no use of an expired token (expired=False) but a 401 to recover from.
                 self._refuse_call(
-                    version,
+                    call,
                     record.username,
                     record.label,
-                    method,
-                    path,
                     f"token {record.label} expired {now - record.expired_at:.0f} s ago (ended "
                     f"early on cue): authenticate again on a 401",
-                    now,
                 )
             if now >= claims.exp:
                 self._refuse_call(
-                    version,
+                    call,
                     record.username,
                     record.label,
-                    method,
-                    path,
                     f"token {record.label} expired {now - claims.exp:.0f} s ago "
                     f"({_lifetime(record)}): authenticate again before it expires, or on a 401",
-                    now,
                     expired=True,
                 )
             if now < claims.nbf:
                 self._refuse_call(
-                    version,
+                    call,
                     record.username,
                     record.label,
-                    method,
-                    path,
                     f"token {record.label} is not valid before its nbf",
-                    now,
                 )
-            self._check_permission(
-                record.username, version, record.label, method, path, permission, now
-            )
+            self._check_permission(call, record.username, record.label, permission)
             record.uses += 1
             return Authorization(record.username, version, record.label)
 
-    def _check_bearer_kind(
-        self, version: BearerVersion, record: TokenRecord, method: str, path: str, now: float
-    ) -> None:
+    def _check_bearer_kind(self, call: Call, record: TokenRecord) -> None:
         """Refuse a v2 token on a v3 route, the reverse, and a v3 token used for another
         account or profile than its own (naming both)."""
+        version, path = call.version, call.path
         if record.version != version:
             if version == "v3":
                 reason = (
@@ -332,7 +312,7 @@ class BearerDesk(FaultDesk):
                     "takes a v2 token from POST /v2/auth (declare it with auth='v3' if it "
                     "is a v3 operation)"
                 )
-            self._refuse_call(version, record.username, record.label, method, path, reason, now)
+            self._refuse_call(call, record.username, record.label, reason)
         if version != "v3":
             return
         account, profile = call_scope(path)
@@ -352,15 +332,12 @@ class BearerDesk(FaultDesk):
                 else ""
             )
             self._refuse_call(
-                version,
+                call,
                 record.username,
                 record.label,
-                method,
-                path,
                 f"token {record.label} is for {record.scope}, but this call is for {wrong}: "
                 f"authenticate at POST /v3/auth/accounts/{want.replace('/', '/profiles/', 1)} "
                 f"and send that token with {want}'s calls{relax}",
-                now,
             )
 
     def _attribute_token(self, token: str) -> tuple[str | None, str | None]:

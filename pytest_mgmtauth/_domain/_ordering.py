@@ -3,6 +3,7 @@ in use, session idle expiry, and refused calls (which release held credentials).
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, NoReturn
 
 from ._accountbook import AccountBook
@@ -12,12 +13,22 @@ from ._events import (
     Event,
     SessionExpired,
 )
-from ._records import AUTH_FAILED, FORBIDDEN, Refusal, SessionRecord, TokenRecord
+from ._records import AUTH_FAILED, FORBIDDEN, SessionRecord, TokenRecord
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
     from ._vocab import BearerVersion, Version
+
+
+@dataclasses.dataclass(frozen=True)
+class Call:
+    """A protected call being authorized: what its refusal records."""
+
+    version: Version
+    method: str
+    path: str
+    now: float
 
 
 class GrantOrdering(AccountBook):
@@ -128,60 +139,40 @@ class GrantOrdering(AccountBook):
 
     def _refuse_call(
         self,
-        version: Version,
+        call: Call,
         username: str | None,
         credential: str | None,
-        method: str,
-        path: str,
         reason: str,
-        now: float,
         *,
         expired: bool = False,
+        code: int = AUTH_FAILED,
     ) -> NoReturn:
-        if username is not None:
-            self._last_refusal[(username, version)] = self._serial
+        """Refuse a protected call with 401. A 1401 releases the account's credentials
+        granted so far (replacing them is no churn); a 1469 (``code=FORBIDDEN``) does not:
+        the credential was good."""
+        if username is not None and code == AUTH_FAILED:
+            self._last_refusal[(username, call.version)] = self._serial
         self._refuse(
             ApiCall(
-                at=to_datetime(now),
+                at=to_datetime(call.now),
                 username=username,
-                method=method,
-                path=path,
-                version=version,
+                method=call.method,
+                path=call.path,
+                version=call.version,
                 credential=credential,
                 status=401,
-                return_code=AUTH_FAILED,
+                return_code=code,
                 reason=reason,
                 credential_expired=expired,
             ),
-            AUTH_FAILED,
+            code,
             reason,
         )
 
     def _check_permission(
-        self,
-        username: str,
-        version: Version,
-        credential: str,
-        method: str,
-        path: str,
-        permission: str | None,
-        now: float,
+        self, call: Call, username: str, credential: str, permission: str | None
     ) -> None:
-        account = self.accounts[username]
-        if account.has_permission(permission):
+        if self.accounts[username].has_permission(permission):
             return
         reason = f"account {username!r} lacks the permission {permission!r} this route needs"
-        self._record(
-            ApiCall(
-                at=to_datetime(now),
-                username=username,
-                method=method,
-                path=path,
-                version=version,
-                credential=credential,
-                status=401,
-                return_code=FORBIDDEN,
-                reason=reason,
-            )
-        )
-        raise Refusal(401, FORBIDDEN, reason)
+        self._refuse_call(call, username, credential, reason, code=FORBIDDEN)

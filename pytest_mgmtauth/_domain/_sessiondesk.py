@@ -23,6 +23,7 @@ from ._events import (
     LogoutRejected,
 )
 from ._options import check_seconds
+from ._ordering import Call
 from ._records import (
     AUTH_FAILED,
     LOCKED_OUT,
@@ -165,29 +166,24 @@ class SessionDesk(FaultDesk):
         with self._lock:
             now = self.now()
             self._expire_sessions(now)
+            call = Call("v1", method, path, now)
             if session_id is None or problem:
                 known = self.sessions.get(session_id) if session_id else None
                 self._refuse_call(
-                    "v1",
+                    call,
                     known.username if known else None,
                     known.label if known else None,
-                    method,
-                    path,
                     problem or "no JSESSIONID cookie",
-                    now,
                 )
             assert session_id is not None
             record = self.sessions.get(session_id)
             if record is None:
                 self._refuse_call(
-                    "v1",
+                    call,
                     None,
                     None,
-                    method,
-                    path,
                     "the JSESSIONID cookie names no session of this test: send the "
                     "JSESSIONID value from /v1/login's Set-Cookie",
-                    now,
                 )
             if record.ended_at is not None:
                 how = {
@@ -197,43 +193,32 @@ class SessionDesk(FaultDesk):
                     "expired": "expired (ended early on cue)",
                 }.get(record.end_reason or "", "ended")
                 self._refuse_call(
-                    "v1",
+                    call,
                     record.username,
                     record.label,
-                    method,
-                    path,
                     f"session {record.label} {how} {now - record.ended_at:.0f} s ago: log in again",
-                    now,
                     # Revoked or expired on cue: the client could not have known.
                     expired=record.end_reason in ("logout", "timeout"),
                 )
             if not utk:
                 self._refuse_call(
-                    "v1",
+                    call,
                     record.username,
                     record.label,
-                    method,
-                    path,
                     "the utk query parameter is missing: v1 calls need both the JSESSIONID "
                     "cookie and utk=<the utk of /v1/login's answer>",
-                    now,
                 )
             if utk != record.utk:
                 owner = next((r for r in self.sessions.values() if r.utk == utk), None)
                 detail = f"it is the utk of session {owner.label}" if owner else "no session has it"
                 self._refuse_call(
-                    "v1",
+                    call,
                     record.username,
                     record.label,
-                    method,
-                    path,
                     f"the utk does not belong to session {record.label} ({detail}): send the "
                     "utk that came with this JSESSIONID",
-                    now,
                 )
-            self._check_permission(
-                record.username, "v1", record.label, method, path, permission, now
-            )
+            self._check_permission(call, record.username, record.label, permission)
             record.uses += 1
             record.last_used = now
             return Authorization(record.username, "v1", record.label)
