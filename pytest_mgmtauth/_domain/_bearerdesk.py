@@ -26,8 +26,6 @@ from ._v3 import auth_path, call_scope
 if TYPE_CHECKING:
     from ._vocab import BearerVersion
 
-    pass
-
 
 class BearerDesk(FaultDesk):
     def _check_throttle(self, username: str, now: float, version: BearerVersion = "v2") -> None:
