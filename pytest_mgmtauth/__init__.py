@@ -5,6 +5,9 @@ Public names are listed in ``__all__``; every other module is private and may ch
 
 from __future__ import annotations
 
+import warnings
+from typing import Any
+
 from ._assertions import (
     AuthFindingWarning,
     ExpiredCredentialWarning,
@@ -25,8 +28,8 @@ from ._domain._events import (
     FaultInjected,
     LoggedIn,
     LoggedOut,
-    LoggedOutRejected,
     LoginRejected,
+    LogoutRejected,
     ScheduledFaultFired,
     SecretRotated,
     SessionExpired,
@@ -58,8 +61,8 @@ __all__ = [
     "FaultInjected",
     "LoggedIn",
     "LoggedOut",
-    "LoggedOutRejected",
     "LoginRejected",
+    "LogoutRejected",
     "MgmtClock",
     "MgmtServer",
     "OpenSessionWarning",
@@ -76,3 +79,21 @@ __all__ = [
     "UnknownRoute",
     "__version__",
 ]
+
+#: Renamed public names: old name -> (new name, the object). The old names keep working
+#: (the same object, so isinstance checks hold) with a DeprecationWarning.
+_DEPRECATED: dict[str, tuple[str, Any]] = {
+    "LoggedOutRejected": ("LogoutRejected", LogoutRejected),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _DEPRECATED:
+        new, value = _DEPRECATED[name]
+        warnings.warn(
+            f"pytest_mgmtauth.{name} is deprecated: use pytest_mgmtauth.{new} (the same class)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return value
+    raise AttributeError(f"module 'pytest_mgmtauth' has no attribute {name!r}")

@@ -101,7 +101,7 @@ class MgmtServer:
 
     @property
     def accounts(self) -> list[Account]:
-        return list(self._service.accounts.values())
+        return self._service.account_list()
 
     def route(
         self,
@@ -316,8 +316,11 @@ class MgmtServer:
 
     def _known_username(self, username: str | None) -> None:
         __tracebackhide__ = True
-        if username is not None and username not in self._service.accounts:
-            known = ", ".join(repr(u) for u in self._service.accounts) or "none"
+        if username is None:
+            return
+        names = [a.username for a in self._service.account_list()]
+        if username not in names:
+            known = ", ".join(repr(u) for u in names) or "none"
             raise ValueError(
                 self._service.redact(f"no account {username!r} in this test; accounts: {known}")
             )

@@ -9,10 +9,36 @@ fingerprint; secrets never appear whole.
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, ClassVar
+import math
+from typing import TYPE_CHECKING, ClassVar, TypeAlias
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
     from datetime import datetime
+
+#: How a text shows a moment: the timeline's offsets, ISO 8601 in the control API.
+TimeFormat: TypeAlias = "Callable[[datetime], str]"
+
+
+def iso_time(value: datetime) -> str:
+    """ISO 8601 in UTC with a ``Z``: the default :data:`TimeFormat`."""
+    return value.isoformat().replace("+00:00", "Z")
+
+
+def format_offset(seconds: float) -> str:
+    """Simulated time since the test started, as ``HH:MM:SS``."""
+    sign = "-" if seconds < 0 else ""
+    total = int(abs(seconds))
+    return f"{sign}{total // 3600:02d}:{total % 3600 // 60:02d}:{total % 60:02d}"
+
+
+def timeline_origin(events: Sequence[Event], started_at: float) -> float:
+    """Time zero of a timeline: the test's start, or an earlier event if the clock was
+    moved back (``mgmt_clock.move_to``), so offsets stay readable. Whole seconds, like a
+    wall clock: without a frozen clock the test starts mid-second, and a token's exp
+    (whole seconds) would show as 00:29:59; never "-00:00:00"."""
+    first = min((e.at.timestamp() for e in events), default=started_at)
+    return math.floor(min(started_at, first))
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -20,9 +46,22 @@ class Event:
     at: datetime
     username: str | None
 
-    def describe(self) -> str:
-        """One line of a timeline, without the time."""
+    #: Whether a timeline line says "[no known account]" when ``username`` is None.
+    _names_account: ClassVar[bool] = True
+
+    def describe(self, when: TimeFormat = iso_time) -> str:
+        """What happened, as complete text; ``when`` formats the moments it names."""
         return type(self).__name__
+
+    def line(self, when: TimeFormat) -> str:
+        """One line of a timeline (assertions, reports, sweeps), without the time."""
+        text = self._timeline_text(when)
+        if self.username is None and self._names_account:
+            text += "  [no known account]"
+        return text
+
+    def _timeline_text(self, when: TimeFormat) -> str:
+        return self.describe(when)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -54,18 +93,26 @@ class TokenIssued(Event):
         """``account/profile`` of a v3 token, ``""`` for v2."""
         return f"{self.account}/{self.profile}" if self.version == "v3" else ""
 
-    def describe(self) -> str:
-        text = f"token {self.token} ({self.fingerprint}) issued, valid to {{exp}}"
+    def describe(self, when: TimeFormat = iso_time) -> str:
+        exp = when(self.expires_at)
+        text = f"token {self.token} ({self.fingerprint}) issued, valid to {exp}"
         if self.version == "v3":
             text = (
                 f"v3 token {self.token} ({self.fingerprint}) for {self.scope} issued, "
-                "valid to {exp}"
+                f"valid to {exp}"
             )
         if self.while_valid:
             text += f"  <-- premature: {', '.join(self.while_valid)} still valid"
         if self.concurrent_with:
             text += f"  <-- concurrent with {', '.join(self.concurrent_with)}"
         return text
+
+    def _timeline_text(self, when: TimeFormat) -> str:
+        source = f"v3 auth for {self.scope}" if self.version == "v3" else "/v2/auth"
+        return (
+            f"{self.token} issued by {source} ({self.fingerprint}), valid until "
+            f"{when(self.expires_at)}"
+        )
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -78,7 +125,7 @@ class AuthRejected(Event):
     account: str | None = None
     profile: str | None = None
 
-    def describe(self) -> str:
+    def describe(self, when: TimeFormat = iso_time) -> str:
         if self.version == "v3":
             return (
                 f"/v3/auth for {self.account}/{self.profile} rejected ({self.return_code}): "
@@ -101,13 +148,16 @@ class LoggedIn(Event):
     def premature(self) -> bool:
         return bool(self.while_valid)
 
-    def describe(self) -> str:
+    def describe(self, when: TimeFormat = iso_time) -> str:
         text = f"session {self.session} ({self.fingerprint}) started by /v1/login"
         if self.while_valid:
             text += f"  <-- premature: {', '.join(self.while_valid)} still active"
         if self.concurrent_with:
             text += f"  <-- concurrent with {', '.join(self.concurrent_with)}"
         return text
+
+    def _timeline_text(self, when: TimeFormat) -> str:
+        return f"{self.session} started by /v1/login ({self.fingerprint})"
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -117,7 +167,7 @@ class LoginRejected(Event):
     return_code: int
     reason: str
 
-    def describe(self) -> str:
+    def describe(self, when: TimeFormat = iso_time) -> str:
         return f"/v1/login rejected ({self.return_code}): {self.reason}"
 
 
@@ -128,15 +178,17 @@ class AccountLocked(Event):
     failures: int
     until: datetime
 
-    def describe(self) -> str:
-        return f"account locked after {self.failures} failed logins in a row, until {{until}}"
+    def describe(self, when: TimeFormat = iso_time) -> str:
+        return (
+            f"account locked after {self.failures} failed logins in a row, until {when(self.until)}"
+        )
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class LoggedOut(Event):
     session: str
 
-    def describe(self) -> str:
+    def describe(self, when: TimeFormat = iso_time) -> str:
         return f"session {self.session} ended by /v1/logout"
 
 
@@ -146,7 +198,7 @@ class SessionExpired(Event):
 
     session: str
 
-    def describe(self) -> str:
+    def describe(self, when: TimeFormat = iso_time) -> str:
         return f"session {self.session} expired (idle timeout)"
 
 
@@ -158,7 +210,7 @@ class Throttled(Event):
     premature_grants: int
     version: str = "v2"
 
-    def describe(self) -> str:
+    def describe(self, when: TimeFormat = iso_time) -> str:
         return (
             f"/{self.version}/auth throttled (429, Retry-After {self.retry_after}s) after "
             f"{self.premature_grants} premature grants within 60 s"
@@ -188,7 +240,7 @@ class ApiCall(Event):
     def authenticated(self) -> bool:
         return self.return_code is None
 
-    def describe(self) -> str:
+    def describe(self, when: TimeFormat = iso_time) -> str:
         cred = self.credential or "no known credential"
         text = f"{self.method} {self.path} with {cred} -> {self.status}"
         if self.return_code is not None:
@@ -200,12 +252,14 @@ class ApiCall(Event):
 class BadRequest(Event):
     """A malformed request the fake answered with a 4xx before any auth decision."""
 
+    _names_account: ClassVar[bool] = False
+
     method: str
     path: str
     status: int
     reason: str
 
-    def describe(self) -> str:
+    def describe(self, when: TimeFormat = iso_time) -> str:
         return f"{self.method} {self.path} -> {self.status} bad request: {self.reason}"
 
 
@@ -213,21 +267,23 @@ class BadRequest(Event):
 class UnknownRoute(Event):
     """A request to a path no route declares (404), or with a method it does not (405)."""
 
+    _names_account: ClassVar[bool] = False
+
     method: str
     path: str
     status: int
 
-    def describe(self) -> str:
+    def describe(self, when: TimeFormat = iso_time) -> str:
         return f"{self.method} {self.path} -> {self.status}: no route declares it"
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class LoggedOutRejected(Event):
+class LogoutRejected(Event):
     """``/v1/logout`` without a live session."""
 
     reason: str
 
-    def describe(self) -> str:
+    def describe(self, when: TimeFormat = iso_time) -> str:
         return f"/v1/logout rejected: {self.reason}"
 
 
@@ -246,7 +302,7 @@ class FaultInjected(Event):
     ordinal: int
     count: int
 
-    def describe(self) -> str:
+    def describe(self, when: TimeFormat = iso_time) -> str:
         return (
             f"{self.method} {self.path} -> scripted fault ({self.ordinal} of {self.count}): "
             f"{self.detail}"
@@ -264,7 +320,7 @@ class _CredentialEndedOnCue(Event):
     #: What happened to it, in the timeline line.
     _ended: ClassVar[str]
 
-    def describe(self) -> str:
+    def describe(self, when: TimeFormat = iso_time) -> str:
         kind = "session" if self.version == "v1" else "token"
         return f"{kind} {self.credential} {self._ended} on cue"
 
@@ -290,8 +346,8 @@ class AccountLockedManually(Event):
 
     until: datetime | None
 
-    def describe(self) -> str:
-        end = "until unlocked" if self.until is None else "until {until}"
+    def describe(self, when: TimeFormat = iso_time) -> str:
+        end = "until unlocked" if self.until is None else f"until {when(self.until)}"
         return f"account locked on cue, {end}"
 
 
@@ -299,7 +355,7 @@ class AccountLockedManually(Event):
 class AccountUnlocked(Event):
     """``mgmt_server.unlock``: any lockout ended and the failed-login count is zero."""
 
-    def describe(self) -> str:
+    def describe(self, when: TimeFormat = iso_time) -> str:
         return "account unlocked on cue"
 
 
@@ -311,7 +367,7 @@ class SecretRotated(Event):
     old_fingerprint: str
     new_fingerprint: str
 
-    def describe(self) -> str:
+    def describe(self, when: TimeFormat = iso_time) -> str:
         return (
             f"{self.secret} rotated on cue ({self.old_fingerprint} -> {self.new_fingerprint}); "
             f"the old one now gets 1401"
@@ -328,5 +384,26 @@ class ScheduledFaultFired(Event):
     point: str
     detail: str
 
-    def describe(self) -> str:
+    def describe(self, when: TimeFormat = iso_time) -> str:
         return f"scheduled fault {self.fault}@{self.point}: {self.detail}"
+
+
+#: A successful credential grant.
+Grant: TypeAlias = "TokenIssued | LoggedIn"
+
+
+def grant_version(grant: Grant) -> str:
+    return grant.version if isinstance(grant, TokenIssued) else "v1"
+
+
+def grants(
+    events: Sequence[Event], *, version: str | None = None, username: str | None = None
+) -> list[Grant]:
+    """Successful credential grants (``/v2/auth``, v3 auth, ``/v1/login``), in order."""
+    return [
+        e
+        for e in events
+        if isinstance(e, (TokenIssued, LoggedIn))
+        and (username is None or e.username == username)
+        and (version is None or grant_version(e) == version)
+    ]

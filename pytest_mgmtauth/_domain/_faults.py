@@ -20,8 +20,12 @@ from __future__ import annotations
 import dataclasses
 import re
 import threading
+from typing import TYPE_CHECKING, cast
 
 from ._options import MAX_DURATION, _shown, check_count, check_seconds
+
+if TYPE_CHECKING:
+    from ._vocab import ScheduledKind, ScriptedKind
 
 #: Service errors a scripted failure may name besides HTTP statuses (answered as 401).
 SERVICE_ERRORS = (1401, 1402)
@@ -50,7 +54,7 @@ class ScriptedFault:
     (200 with a truncated JSON body).
     """
 
-    kind: str
+    kind: ScriptedKind
     count: int = 1
     version: str | None = None
     status: int | None = None
@@ -183,7 +187,7 @@ class ScheduledFault:
     (protected call ``index``, counted from 1) or ``"auth"`` (authentication call
     ``index``: ``/v2/auth`` and ``/v1/login`` requests, counted together)."""
 
-    kind: str
+    kind: ScheduledKind
     on: str
     index: int
 
@@ -211,11 +215,12 @@ def scheduled(kind: object, at: object) -> ScheduledFault:
     int for the point the kind is triggered at); ValueError saying what is accepted."""
     if not isinstance(kind, str) or kind not in SCHEDULED_KINDS:
         raise ValueError(f"unknown fault kind {kind!r}; known: {', '.join(SCHEDULED_KINDS)}")
-    on = SCHEDULED_KINDS[kind]
+    known = cast("ScheduledKind", kind)
+    on = SCHEDULED_KINDS[known]
     if isinstance(at, int) and not isinstance(at, bool):
         if at < 1:
             raise ValueError(f"at must be >= 1 (calls are counted from 1), got {at!r}")
-        return ScheduledFault(kind=kind, on=on, index=at)
+        return ScheduledFault(kind=known, on=on, index=at)
     match = _POINT.fullmatch(at) if isinstance(at, str) else None
     if match is None:
         raise ValueError(
@@ -224,7 +229,7 @@ def scheduled(kind: object, at: object) -> ScheduledFault:
     if match.group(1) != on:
         what = "a protected call ('call3')" if on == "call" else "an authentication ('auth2')"
         raise ValueError(f"{kind} is triggered at {what}, not at {at!r}")
-    return ScheduledFault(kind=kind, on=on, index=int(match.group(2)))
+    return ScheduledFault(kind=known, on=on, index=int(match.group(2)))
 
 
 def scheduled_failure(fault: ScheduledFault) -> ScriptedFault | None:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from werkzeug import Response
 
 from .._domain._clock import to_datetime
+from .._domain._events import iso_time as _iso
 from .._domain._options import _shown, check_advance
 
 if TYPE_CHECKING:
@@ -191,10 +192,6 @@ def _error(status: int, message: str) -> Response:
     return _json(status, {"returnCode": status, "message": message})
 
 
-def _iso(value: datetime) -> str:
-    return value.isoformat().replace("+00:00", "Z")
-
-
 def event_json(event: Event) -> dict[str, Any]:
     """An event as a JSON object: ``type``, ``description``, then its fields."""
     data: dict[str, Any] = {"type": type(event).__name__}
@@ -206,12 +203,7 @@ def event_json(event: Event) -> dict[str, Any]:
         elif isinstance(value, tuple):
             value = list(value)
         fields[field.name] = value
-    description = event.describe()
-    # describe() leaves times as {exp}/{until} for the renderer to format.
-    for placeholder, name in (("{exp}", "expires_at"), ("{until}", "until")):
-        if isinstance(fields.get(name), str):
-            description = description.replace(placeholder, fields[name])
-    data["description"] = description
+    data["description"] = event.describe(_iso)
     data.update(fields)
     return data
 

@@ -145,3 +145,22 @@ def test_accounts_are_registered_by_username(service: AuthService) -> None:
     account = service.add_account(permissions=["a"])
     assert isinstance(account, Account)
     assert service.accounts == {account.username: account}
+
+
+def test_snapshots_of_accounts_tokens_and_sessions_are_copies(service: AuthService) -> None:
+    account = service.add_account("alice@example.com")
+    service.grant_token(account.username, account.api_key)
+    service.login(account.username, account.password)
+    accounts, tokens, sessions = (
+        service.account_list(),
+        service.token_list(),
+        service.session_list(),
+    )
+    assert [a.username for a in accounts] == ["alice@example.com"]
+    assert [t.label for t in tokens] == ["T1"]
+    assert [s.label for s in sessions] == ["S1"]
+    service.add_account("bob@example.com")
+    service.grant_token(account.username, account.api_key)
+    assert [a.username for a in accounts] == ["alice@example.com"]  # taken under the lock, not live
+    assert len(tokens) == 1
+    assert [a.username for a in service.account_list()] == ["alice@example.com", "bob@example.com"]

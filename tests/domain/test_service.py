@@ -13,8 +13,8 @@ from pytest_mgmtauth import (
     BadRequest,
     LoggedIn,
     LoggedOut,
-    LoggedOutRejected,
     LoginRejected,
+    LogoutRejected,
     SessionExpired,
     TokenIssued,
     UnknownRoute,
@@ -195,7 +195,7 @@ def test_logout_ends_the_session(service: AuthService, clock: ManualClock) -> No
     refusal = _refusal(lambda: service.logout(session.session_id))
     assert "session S1 had ended already (logout)" in refusal.reason
     kinds = [type(e) for e in service.events]
-    assert kinds == [LoggedIn, LoggedOut, ApiCall, LoggedOutRejected]
+    assert kinds == [LoggedIn, LoggedOut, ApiCall, LogoutRejected]
 
 
 def test_logout_after_the_idle_timeout_says_the_session_had_ended(
@@ -207,7 +207,7 @@ def test_logout_after_the_idle_timeout_says_the_session_had_ended(
     clock.advance(60)
     refusal = _refusal(lambda: service.logout(session.session_id))
     assert "session S1 had ended already (timeout)" in refusal.reason
-    assert [type(e) for e in service.events] == [LoggedIn, SessionExpired, LoggedOutRejected]
+    assert [type(e) for e in service.events] == [LoggedIn, SessionExpired, LogoutRejected]
 
 
 def test_logout_of_an_unknown_session_is_refused(service: AuthService) -> None:

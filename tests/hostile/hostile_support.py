@@ -23,8 +23,8 @@ from pytest_mgmtauth import (
     BadRequest,
     LoggedIn,
     LoggedOut,
-    LoggedOutRejected,
     LoginRejected,
+    LogoutRejected,
     SessionExpired,
     Throttled,
     TokenIssued,
@@ -42,7 +42,7 @@ REQUEST_EVENTS = (
     LoggedIn,
     LoginRejected,
     LoggedOut,
-    LoggedOutRejected,
+    LogoutRejected,
     Throttled,
     ApiCall,
     BadRequest,
@@ -344,7 +344,7 @@ def _status_of(event: Event) -> int:
         return 200
     if isinstance(event, Throttled):
         return 429
-    return 401  # AuthRejected, LoginRejected, LoggedOutRejected
+    return 401  # AuthRejected, LoginRejected, LogoutRejected
 
 
 def setup_world(fake: MgmtServer) -> World:
