@@ -25,14 +25,14 @@ from cryptography.exceptions import UnsupportedAlgorithm
 from . import __version__, _assertions
 from ._domain._accounts import make_account
 from ._domain._clock import ManualClock, OffsetClock
-from ._domain._options import MAX_DURATION, OPTION_NAMES, Options
+from ._domain._options import OPTION_SPECS, Options, OptionSpec, name_source
 from ._domain._tokens import load_private_key
 from ._fake import MgmtServer
 from ._pool import KeyCache, SessionPool
 from ._transport._control import PREFIX, ControlAPI, account_json
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
     from types import FrameType
 
     from ._domain._accounts import Account
@@ -394,28 +394,17 @@ def _whole_arg(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {_shown(text)}") from None
 
 
-def _seconds_arg(text: str) -> float | int:
-    # Checked for range by Options (the one place that checks durations): here only
-    # whether it is a number. Whole numbers stay ints, so 10**400 is "too large", not inf.
-    try:
-        return int(text)
-    except ValueError:
-        pass
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds, got {_shown(text)}") from None
+def _option_arg(spec: OptionSpec) -> Callable[[str], object]:
+    """The argparse ``type`` of an option: its declared parser (ranges: Options)."""
 
+    def parse(text: str) -> object:
+        try:
+            return spec.parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(f"{exc}, got {_shown(text)}") from None
 
-def _throttle_arg(text: str) -> int | None:
-    if text.strip().lower() in ("none", "off"):
-        return None
-    try:
-        return _whole_arg(text)
-    except argparse.ArgumentTypeError:
-        raise argparse.ArgumentTypeError(
-            f"expected a number of premature grants per 60 s, or 'none', got {_shown(text)}"
-        ) from None
+    parse.__name__ = spec.name  # argparse names the type in some messages
+    return parse
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -466,64 +455,22 @@ def build_parser() -> argparse.ArgumentParser:
         "the v1 session, others the v2 bearer token; repeatable (more via the control API)",
     )
     behaviour = parser.add_argument_group("behaviour (the options of @pytest.mark.mgmtauth)")
-    defaults = Options()
-    for flag, default, what in (
-        ("--token-ttl", defaults.token_ttl, "bearer token validity (default 1800)"),
-        (
-            "--refresh-margin",
-            None,
-            "re-auth this close to expiry is reuse (default: a tenth of --token-ttl, at most 60)",
-        ),
-        (
-            "--lockout-duration",
-            defaults.lockout_duration,
-            "how long error 1402 lasts (default 600)",
-        ),
-        (
-            "--session-timeout",
-            defaults.session_timeout,
-            "idle time that ends a v1 session (default 1800)",
-        ),
-    ):
+    for spec in OPTION_SPECS:
+        if spec.test_only or spec.kind == "bool":
+            continue  # --https is under "where"; strict and require_logout: tests only
+        allowed = f"; {spec.allowed}" if spec.kind != "choice" else ""
         behaviour.add_argument(
-            flag,
-            type=_seconds_arg,
-            default=default,
-            metavar="SECONDS",
-            help=f"{what}; finite, at most {MAX_DURATION:g} (10 years)",
+            spec.flag,
+            type=_option_arg(spec),
+            default=spec.default,
+            metavar=spec.metavar or spec.kind.upper(),
+            help=f"{spec.help}{allowed}",
         )
-    behaviour.add_argument(
-        "--lockout-threshold",
-        type=_whole_arg,
-        default=defaults.lockout_threshold,
-        metavar="N",
-        help="failed v1 logins in a row that lock an account (default %(default)s)",
-    )
-    behaviour.add_argument(
-        "--throttle",
-        type=_throttle_arg,
-        default=defaults.throttle,
-        metavar="N|none",
-        help="premature grants per account per 60 s before /v2/auth answers 429; 'none' "
-        "turns throttling off (default %(default)s)",
-    )
     behaviour.add_argument(
         "--frozen-clock",
         action="store_true",
         help="time stands still until POST /_mgmtauth/clock/advance (default: real time "
         "plus whatever was advanced)",
-    )
-    behaviour.add_argument(
-        "--issuer",
-        default=Options.issuer,
-        help="the tokens' iss claim (default %(default)s, the real service's)",
-    )
-    behaviour.add_argument(
-        "--v3-scope",
-        choices=("profile", "account"),
-        default="profile",
-        help="a v3 token is good for its account and profile (default) or any profile of "
-        "its account",
     )
     misc = parser.add_argument_group("misc")
     misc.add_argument(
@@ -544,20 +491,15 @@ def server_from_args(args: argparse.Namespace) -> StandaloneServer:
     """The server the parsed command line describes (not started); UsageError if off."""
     try:
         options = Options(
-            token_ttl=args.token_ttl,
-            refresh_margin=args.refresh_margin,
-            lockout_threshold=args.lockout_threshold,
-            lockout_duration=args.lockout_duration,
-            session_timeout=args.session_timeout,
-            throttle=args.throttle,
             https=args.https,
-            issuer=args.issuer,
-            v3_scope=args.v3_scope,
+            **{
+                spec.name: getattr(args, spec.name)
+                for spec in OPTION_SPECS
+                if not spec.test_only and spec.kind != "bool"
+            },
         )
     except (TypeError, ValueError) as exc:
-        message = str(exc)
-        for name in OPTION_NAMES:  # name the flag the user typed
-            message = message.replace(f"mgmtauth option {name!r}", "--" + name.replace("_", "-"))
+        message = name_source(str(exc), lambda name: "--" + name.replace("_", "-"))
         raise UsageError(message.replace("mgmtauth option ", "option ")) from None
     specs = [parse_account(text) for text in args.account]
     if args.accounts_file:
