@@ -12,8 +12,7 @@ from ._domain._accounts import Account
 from ._domain._clock import system_clock
 from ._domain._service import AuthService
 from ._domain._v3 import V3_AUTH_PREFIX
-from ._transport._app import BUILTIN_PATHS, Binding, RouteHandler
-from ._transport._control import PREFIX as CONTROL_PREFIX
+from ._transport._app import BUILTIN_PATHS, CONTROL_PREFIX, Binding, RouteHandler
 
 if TYPE_CHECKING:
     import ssl

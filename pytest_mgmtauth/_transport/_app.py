@@ -36,12 +36,13 @@ if TYPE_CHECKING:
     from pytest_httpserver.httpserver import HEADERS_T
 
     from .._domain._faults import ScriptedFault
-    from ._control import ControlAPI
 
 AUTH_PATH = "/v2/auth"
 LOGIN_PATH = "/v1/login"
 LOGOUT_PATH = "/v1/logout"
 BUILTIN_PATHS = (AUTH_PATH, LOGIN_PATH, LOGOUT_PATH)
+#: Where mgmtauth-server mounts its control API (reserved: no user route under it).
+CONTROL_PREFIX = "/_mgmtauth"
 #: The status codes v3 auth's public documentation lists (and 5xx).
 V3_STATUSES = (200, 400, 401, 404, 429)
 
@@ -265,8 +266,13 @@ class Binding:
 class FakeApp:
     def __init__(self) -> None:
         self._binding: Binding | None = None
-        #: The standalone server's control API (``/_mgmtauth/...``); None under pytest.
-        self.control: ControlAPI | None = None
+        #: Apps mounted under a path prefix (:meth:`mount`); none under pytest.
+        self._mounts: list[tuple[str, Callable[[Request], Response]]] = []
+
+    def mount(self, prefix: str, app: Callable[[Request], Response]) -> None:
+        """Answer requests whose path starts with ``prefix`` by ``app`` (the standalone
+        server's control API under :data:`CONTROL_PREFIX`), secrets masked as usual."""
+        self._mounts.append((prefix, app))
 
     def bind(self, binding: Binding) -> None:
         self._binding = binding
@@ -305,8 +311,9 @@ class FakeApp:
                 "no test is using the fake service right now: a request arrived outside "
                 "the test that owns the mgmt_server fixture",
             )
-        if self.control is not None and request.path.startswith(self.control.prefix):
-            return masked_error(self.control(request), binding.service.redact)
+        for prefix, app in self._mounts:
+            if request.path.startswith(prefix):
+                return masked_error(app(request), binding.service.redact)
         response = self._answer(binding, request)
         if request.environ.get(_HANDLER_ANSWERED):
             return response  # the user's route handler's answer, as it made it

@@ -328,6 +328,10 @@ class FakeHTTPServer(HTTPServer):
         self.no_handler_status_code = 404
         self._start_lock = threading.Lock()
 
+    def mount(self, prefix: str, app: Callable[[Request], Response]) -> None:
+        """Serve ``app`` under ``prefix`` besides the fake (see :meth:`FakeApp.mount`)."""
+        self.app.mount(prefix, app)
+
     def start(self) -> None:
         with self._start_lock:
             if self.is_running():

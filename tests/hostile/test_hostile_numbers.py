@@ -49,7 +49,7 @@ from pytest_mgmtauth._standalone import (
     build_parser,
     server_from_args,
 )
-from pytest_mgmtauth._transport._control import ControlAPI
+from pytest_mgmtauth._standalone.control import ControlAPI
 from pytest_mgmtauth.plugin import _parse_ini
 
 PROFILE = settings.get_profile("mgmtauth-hostile")

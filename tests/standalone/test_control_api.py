@@ -21,7 +21,7 @@ from pytest_mgmtauth._standalone import (
     build_parser,
     server_from_args,
 )
-from pytest_mgmtauth._transport._control import host_allowed
+from pytest_mgmtauth._standalone.control import host_allowed
 
 ALICE = AccountSpec(username="alice@example.com", api_key="k+e&y=%/1", password="pa+ss&1")
 

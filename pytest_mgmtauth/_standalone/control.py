@@ -20,6 +20,7 @@ from werkzeug import Response
 
 from .._domain._clock import to_datetime
 from .._domain._options import _shown, check_advance
+from .._transport._app import CONTROL_PREFIX as PREFIX
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
@@ -29,9 +30,8 @@ if TYPE_CHECKING:
     from .._domain._accounts import Account
     from .._domain._events import Event
     from .._domain._faults import ScriptedFault
-    from ._app import RouteHandler
+    from .._fake import MgmtServer
 
-PREFIX = "/_mgmtauth"
 #: Largest control request body read, in bytes.
 MAX_CONTROL_BODY = 64 * 1024
 #: Deepest nesting of arrays and objects a control request body may have.
@@ -91,68 +91,6 @@ def _depth(data: Any) -> int:
                 break
             stack.extend((v, depth + 1) for v in value)
     return deepest
-
-
-class ControlledFake(Protocol):
-    """What the control API drives: the public face of ``MgmtServer``."""
-
-    @property
-    def events(self) -> list[Event]: ...
-
-    def timeline(self, username: str | None = None) -> str: ...
-
-    @property
-    def accounts(self) -> list[Account]: ...
-
-    @property
-    def pending_faults(self) -> list[ScriptedFault]: ...
-
-    def add_account(
-        self,
-        username: str | None = None,
-        *,
-        api_key: str | None = None,
-        password: str | None = None,
-        permissions: Iterable[str] | None = None,
-        profiles: Iterable[str | tuple[str, str]] | None = None,
-    ) -> Account: ...
-
-    def route(
-        self, method: str, path: str, *, permission: str | None = None, auth: str | None = None
-    ) -> RouteHandler: ...
-
-    def fail_next(
-        self,
-        count: int = 1,
-        *,
-        error: int = 503,
-        version: str | None = None,
-        retry_after: int | None = None,
-    ) -> None: ...
-
-    def hang_next(
-        self, count: int = 1, *, seconds: float, clock: str = "real", version: str | None = None
-    ) -> None: ...
-
-    def reset_next(self, count: int = 1, *, version: str | None = None) -> None: ...
-
-    def malformed_next(self, count: int = 1, *, version: str | None = None) -> None: ...
-
-    def clear_faults(self) -> None: ...
-
-    def expire(self, credential: str) -> str: ...
-
-    def revoke(self, credential: str) -> str: ...
-
-    def lock(self, account: Account | str, *, seconds: float | None = None) -> None: ...
-
-    def unlock(self, account: Account | str) -> None: ...
-
-    def rotate_key(self, account: Account | str, new_key: str | None = None) -> Account: ...
-
-    def rotate_password(
-        self, account: Account | str, new_password: str | None = None
-    ) -> Account: ...
 
 
 class Verdicts(Protocol):
@@ -334,7 +272,7 @@ class ControlAPI:
     def __init__(
         self,
         *,
-        fake: Callable[[], ControlledFake],
+        fake: Callable[[], MgmtServer],
         clock: AdvanceableClock,
         reset: Callable[[], None],
         check: Verdicts | None = None,
