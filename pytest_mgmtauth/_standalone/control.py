@@ -21,6 +21,14 @@ from werkzeug import Response
 from .._domain._clock import to_datetime
 from .._domain._options import _shown, check_advance
 from .._transport._app import CONTROL_PREFIX as PREFIX
+from .._transport._errors import (
+    MAX_CONTROL_BODY,
+    MAX_CONTROL_DEPTH,
+    BodyTooLarge,
+    error_response,
+    json_response,
+    read_limited_body,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
@@ -32,10 +40,6 @@ if TYPE_CHECKING:
     from .._domain._faults import ScriptedFault
     from .._fake import MgmtServer
 
-#: Largest control request body read, in bytes.
-MAX_CONTROL_BODY = 64 * 1024
-#: Deepest nesting of arrays and objects a control request body may have.
-MAX_CONTROL_DEPTH = 32
 #: Hosts that are always loopback (RFC 6761: ``localhost`` and names under it).
 _LOOPBACK_NAMES = ("localhost",)
 _WILDCARDS = ("", "0.0.0.0", "::")
@@ -122,11 +126,11 @@ class ControlError(Exception):
 
 
 def _json(status: int, body: Any) -> Response:
-    return Response(json.dumps(body), status=status, content_type="application/json")
+    return json_response(status, body)
 
 
 def _error(status: int, message: str) -> Response:
-    return _json(status, {"returnCode": status, "message": message})
+    return error_response(status, status, message)
 
 
 def _iso(value: datetime) -> str:
@@ -420,12 +424,10 @@ class ControlAPI:
 
     @staticmethod
     def _read_json(request: Request, endpoint: str) -> dict[str, Any]:
-        length = request.content_length
-        if length is not None and length > MAX_CONTROL_BODY:
-            raise ControlError(413, f"{endpoint}: the body is over {MAX_CONTROL_BODY} bytes")
-        raw = request.get_data(cache=True)[: MAX_CONTROL_BODY + 1]
-        if len(raw) > MAX_CONTROL_BODY:
-            raise ControlError(413, f"{endpoint}: the body is over {MAX_CONTROL_BODY} bytes")
+        try:
+            raw = read_limited_body(request, MAX_CONTROL_BODY)
+        except BodyTooLarge as exc:
+            raise ControlError(413, f"{endpoint}: {exc}") from None
         if not raw.strip():
             return {}
         try:

@@ -8,7 +8,6 @@ duration. A request that arrives while no test is bound gets 503.
 from __future__ import annotations
 
 import contextlib
-import json
 import socket
 import struct
 import threading
@@ -20,6 +19,7 @@ from werkzeug.exceptions import ClientDisconnected, HTTPException
 
 from .._domain._service import SERVICE_MESSAGES, Authorization, AuthService, Refusal
 from .._domain._v3 import V3_AUTH_PREFIX, auth_path_scope, wrong_auth_path
+from ._errors import error_response, json_response, masked_error
 from ._parsing import (
     BadInput,
     bearer_token,
@@ -31,7 +31,7 @@ from ._parsing import (
 
 if TYPE_CHECKING:
     import re
-    from collections.abc import Callable, Iterator, Mapping, Sequence
+    from collections.abc import Callable, Iterator, Mapping
 
     from pytest_httpserver.httpserver import HEADERS_T
 
@@ -60,52 +60,6 @@ SUCCESS_HEADERS: tuple[tuple[str, str], ...] = (
     ("X-NodeId", "mgmtauth-node-1"),
     ("X-Version", "pytest-mgmtauth"),
 )
-
-
-def json_response(status: int, body: Any, headers: Sequence[tuple[str, str]] = ()) -> Response:
-    response = Response(json.dumps(body), status=status, content_type="application/json")
-    for name, value in headers:
-        response.headers.add(name, value)
-    return response
-
-
-def error_response(
-    status: int, return_code: int, message: str, *, allow: str | None = None, **extra: Any
-) -> Response:
-    """Every error the fake answers has ``returnCode`` and ``message``; for answers the
-    interface document does not show, ``returnCode`` is the HTTP status. A 405 names the
-    methods the path does take in ``Allow``."""
-    headers: list[tuple[str, str]] = []
-    if allow is not None:
-        headers.append(("Allow", allow))
-    return json_response(status, {"returnCode": return_code, "message": message, **extra}, headers)
-
-
-def masked_error(response: Response, redact: Callable[[str], str]) -> Response:
-    """An error answer of the fake (status >= 400, a JSON body) with every secret the
-    service knows masked in its strings: messages quote what the client sent (a
-    username, a path, a header), and a client that put a secret there must not get it
-    echoed. Other answers (a route handler's, a grant's token) pass unchanged."""
-    if response.status_code < 400 or response.mimetype != "application/json":
-        return response
-    try:
-        body = json.loads(response.get_data())
-    except ValueError:
-        return response
-    masked = _mask_json(body, redact)
-    if masked != body:
-        response.set_data(json.dumps(masked))
-    return response
-
-
-def _mask_json(value: Any, redact: Callable[[str], str]) -> Any:
-    if isinstance(value, str):
-        return redact(value)
-    if isinstance(value, list):
-        return [_mask_json(v, redact) for v in value]
-    if isinstance(value, dict):
-        return {redact(k): _mask_json(v, redact) for k, v in value.items()}
-    return value
 
 
 def refusal_response(refusal: Refusal) -> Response:
