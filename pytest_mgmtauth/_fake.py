@@ -16,7 +16,7 @@ from ._transport._app import BUILTIN_PATHS, CONTROL_PREFIX, Binding, RouteHandle
 
 if TYPE_CHECKING:
     import ssl
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable
 
     from ._domain._clock import Clock
     from ._domain._events import Event
@@ -300,7 +300,13 @@ class MgmtServer:
 
     # -- assertions in auth terms (messages: see _assertions) -----------------------
 
-    def _scene(self) -> _assertions.Scene:
+    # -- for the plugin and mgmtauth-server (internal: not part of the public API) --------
+    # The lifecycle the pytest glue drives: use_clock_mover() at setup, check() and
+    # teardown_findings() after the test, report_section() and summary() for the
+    # reports, close() last. Public names so that the glue calls no private method.
+
+    def scene(self) -> _assertions.Scene:
+        """What the assertions judge: the events, options and times of this fake."""
         service = self._service
         events = service.events
         # At teardown mgmt_clock may have stopped already (it is torn down first when
@@ -326,7 +332,7 @@ class MgmtServer:
         test started, with each credential's uses and end; secrets as fingerprints."""
         self._known_username(username)
         # Every line: it is where the cut timelines of failure messages send the reader.
-        return _assertions.format_timeline(self._scene(), username=username, whole=True)
+        return _assertions.format_timeline(self.scene(), username=username, whole=True)
 
     def assert_token_reused(self, *, username: str | None = None) -> None:
         """Fail if an account was granted a new credential while it still held a valid
@@ -334,7 +340,7 @@ class MgmtServer:
         __tracebackhide__ = True
         self._known_username(username)
         self._checked.add("churn")
-        _assertions.check_token_reused(self._scene(), username=username)
+        _assertions.check_token_reused(self.scene(), username=username)
 
     def assert_auth_count(
         self, n: int, *, version: str | None = None, username: str | None = None
@@ -343,7 +349,7 @@ class MgmtServer:
         account)."""
         __tracebackhide__ = True
         self._known_username(username)
-        _assertions.check_auth_count(self._scene(), n, version=version, username=username)
+        _assertions.check_auth_count(self.scene(), n, version=version, username=username)
 
     def assert_no_expired_token_used(self, *, username: str | None = None) -> None:
         """Fail if the client presented an expired bearer token or an ended v1 session.
@@ -351,7 +357,7 @@ class MgmtServer:
         __tracebackhide__ = True
         self._known_username(username)
         self._checked.add("expired_use")
-        _assertions.check_no_expired_credential_used(self._scene(), username=username)
+        _assertions.check_no_expired_credential_used(self.scene(), username=username)
 
     def assert_logged_out(self, *, username: str | None = None) -> None:
         """Fail if a v1 session opened in this test was not ended with /v1/logout.
@@ -359,32 +365,36 @@ class MgmtServer:
         __tracebackhide__ = True
         self._known_username(username)
         self._checked.add("open_session")
-        _assertions.check_logged_out(self._scene(), username=username)
+        _assertions.check_logged_out(self.scene(), username=username)
 
     def assert_single_flight(self, *, username: str | None = None) -> None:
         """Fail if a grant was requested while another grant to the same account was in
         flight (a thundering herd of threads or tasks refreshing together)."""
         __tracebackhide__ = True
         self._known_username(username)
-        _assertions.check_single_flight(self._scene(), username=username)
+        _assertions.check_single_flight(self.scene(), username=username)
 
-    def _teardown_findings(self) -> list[_assertions.Finding]:
+    def teardown_findings(self) -> list[_assertions.Finding]:
         """The teardown check: the findings of the kinds the options count, except those
         the test checked itself with the matching assertion."""
         kinds = [k for k in _assertions.default_kinds(self.options) if k not in self._checked]
-        return _assertions.findings(self._scene(), kinds=kinds) if kinds else []
+        return _assertions.findings(self.scene(), kinds=kinds) if kinds else []
 
-    def _report_section(self) -> str:
+    def report_section(self) -> str:
         """The text of the test's ``mgmtauth timeline`` report section."""
-        return _assertions.report_section(self._scene())
+        return _assertions.report_section(self.scene())
 
-    def _summary(self) -> _assertions.AuthSummary:
+    def summary(self) -> _assertions.AuthSummary:
+        """The figures of this fake for the terminal summary and JUnit (internal)."""
         return _assertions.summarize(self._service.events)
 
-    # -- lifecycle (internal) ------------------------------------------------------
+    def use_clock_mover(self, mover: Callable[[float], bool] | None) -> None:
+        """How a scripted hang on the ``mgmt_clock`` moves the clock: ``mover(seconds)``
+        returns whether it did (the plugin's frozen clock); None: it waits in real time."""
+        self._service.advance = mover
 
-    def _raise_server_errors(self) -> None:
-        """Re-raise in the test what went wrong in the server thread."""
+    def check(self) -> None:
+        """Re-raise in the test what went wrong in the server thread (internal)."""
         binding = self._binding
         with binding.lock:
             errors, binding.errors = binding.errors, []
@@ -397,7 +407,8 @@ class MgmtServer:
                 )
             raise first
 
-    def _close(self) -> None:
+    def close(self) -> None:
+        """Stop answering for this test (internal: the fixture and mgmtauth-server)."""
         self._http.app.unbind(self._binding)
         self._binding.close()  # requests held by a scripted hang give up now
 

@@ -317,18 +317,18 @@ def mgmt_server(
         pytest.fail(problem, pytrace=False)
     fake = MgmtServer(options, _mgmtauth_pool, test_id=request.node.nodeid)
     request.node.stash[_FAKE] = fake
-    fake._service.advance = _clock_mover(request.node)
+    fake.use_clock_mover(_clock_mover(request.node))
     _sweep.arm(request.node, _mgmtauth_sweep, fake)
     try:
         yield fake
-        fake._raise_server_errors()
+        fake.check()
         _check_findings(request.node, fake)
     finally:
         # The figures travel with the teardown report: JUnit XML properties, and the
         # terminal summary (also from xdist workers).
-        request.node.user_properties.extend(fake._summary().as_properties())
+        request.node.user_properties.extend(fake.summary().as_properties())
         _sweep.disarm(request.node)
-        fake._close()
+        fake.close()
 
 
 #: The assertion that takes over each kind's teardown check.
@@ -354,7 +354,7 @@ def _check_findings(item: pytest.Item, fake: MgmtServer) -> None:
     kind's class. A test that failed already only warns, and when its report section
     holds the timeline the warning does not repeat it."""
     __tracebackhide__ = True
-    found = fake._teardown_findings()
+    found = fake.teardown_findings()
     if not found:
         return
     if fake.options.strict and not item.stash.get(_CALL_FAILED, False):
@@ -411,7 +411,7 @@ def pytest_runtest_makereport(
     elif not (report.when == "call" and report.passed and _wants_passing_sections(item.config)):
         return
     try:
-        text = fake._report_section()
+        text = fake.report_section()
     except Exception as exc:  # never let the report hide the test's own failure
         text = f"(pytest-mgmtauth could not build the timeline: {type(exc).__name__}: {exc})"
     report.sections.append((SECTION_TITLE, text))

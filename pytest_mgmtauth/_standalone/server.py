@@ -275,14 +275,14 @@ class StandaloneServer:
             if old is not None:
                 # Secrets handed out before the reset are still secrets.
                 self._fake._service.keep_masking(old._service)
-                old._close()
+                old.close()
 
     def timeline(self, username: str | None = None) -> str:
         """Every line of the timeline since the last reset (``GET /_mgmtauth/timeline``):
         the text of the Python failure messages, not cut around one event."""
         fake = self.fake
         fake._known_username(username)
-        return _assertions.format_timeline(fake._scene(), username=username, whole=True)
+        return _assertions.format_timeline(fake.scene(), username=username, whole=True)
 
     def check(
         self, *, require_logout: bool = False, churn: bool = True, expired_use: bool = True
@@ -291,7 +291,7 @@ class StandaloneServer:
         # A long timeline in a message is cut; say where a client in any language
         # finds the whole of it.
         scene = dataclasses.replace(
-            self.fake._scene(), whole_timeline=f"GET {CONTROL_PREFIX}/timeline"
+            self.fake.scene(), whole_timeline=f"GET {CONTROL_PREFIX}/timeline"
         )
         kinds = [
             kind
@@ -328,7 +328,7 @@ class StandaloneServer:
 
     def stop(self) -> None:
         if self._fake is not None:
-            self._fake._close()
+            self._fake.close()
         self._pool.close()
 
     def describe(self) -> dict[str, Any]:
