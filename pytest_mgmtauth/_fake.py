@@ -393,6 +393,16 @@ class MgmtServer:
         returns whether it did (the plugin's frozen clock); None: it waits in real time."""
         self._service.advance = mover
 
+    def keep_masking(self, old: MgmtServer) -> None:
+        """Mask the secrets ``old`` handed out too (mgmtauth-server's reset; internal)."""
+        self._service.keep_masking(old._service)
+
+    def whole_timeline(self, username: str | None = None) -> str:
+        """Every line of the timeline, not cut (mgmtauth-server's; internal)."""
+        __tracebackhide__ = True
+        self._known_username(username)
+        return _assertions.format_timeline(self.scene(), username=username, whole=True)
+
     def check(self) -> None:
         """Re-raise in the test what went wrong in the server thread (internal)."""
         binding = self._binding

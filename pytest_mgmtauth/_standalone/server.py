@@ -274,15 +274,13 @@ class StandaloneServer:
             self._fake = self._new_fake()  # binds itself to the server
             if old is not None:
                 # Secrets handed out before the reset are still secrets.
-                self._fake._service.keep_masking(old._service)
+                self._fake.keep_masking(old)
                 old.close()
 
     def timeline(self, username: str | None = None) -> str:
         """Every line of the timeline since the last reset (``GET /_mgmtauth/timeline``):
         the text of the Python failure messages, not cut around one event."""
-        fake = self.fake
-        fake._known_username(username)
-        return _assertions.format_timeline(fake.scene(), username=username, whole=True)
+        return self.fake.whole_timeline(username)
 
     def check(
         self, *, require_logout: bool = False, churn: bool = True, expired_use: bool = True
