@@ -4,6 +4,7 @@ fixture). It joins the domain state of this test to the session's HTTP server.""
 from __future__ import annotations
 
 import re
+import warnings
 from typing import TYPE_CHECKING
 
 from . import _assertions
@@ -202,11 +203,23 @@ class MgmtServer:
         __tracebackhide__ = True
         self._service.faults.add(_faults.hang(seconds, clock=clock, count=count, version=version))
 
-    def reset_next(self, count: int = 1, *, version: str | None = None) -> None:
+    def drop_connection_next(self, count: int = 1, *, version: str | None = None) -> None:
         """The next ``count`` auth/login calls get their TCP connection reset (RST)
         without an answer."""
         __tracebackhide__ = True
         self._service.faults.add(_faults.reset(count=count, version=version))
+
+    def reset_next(self, count: int = 1, *, version: str | None = None) -> None:
+        """Deprecated alias of :meth:`drop_connection_next` (a TCP reset, not the fresh
+        state of ``POST /_mgmtauth/reset``)."""
+        __tracebackhide__ = True
+        warnings.warn(
+            "mgmt_server.reset_next() is deprecated: use mgmt_server.drop_connection_next() "
+            "(same arguments); 'reset' is the control API's fresh state",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        self.drop_connection_next(count, version=version)
 
     def malformed_next(self, count: int = 1, *, version: str | None = None) -> None:
         """The next ``count`` auth/login calls get 200 with a JSON body that stops in
@@ -334,7 +347,7 @@ class MgmtServer:
         # Every line: it is where the cut timelines of failure messages send the reader.
         return _assertions.format_timeline(self.scene(), username=username, whole=True)
 
-    def assert_token_reused(self, *, username: str | None = None) -> None:
+    def assert_credential_reused(self, *, username: str | None = None) -> None:
         """Fail if an account was granted a new credential while it still held a valid
         one (churn; see docs/token-reuse.md). Takes over the teardown check."""
         __tracebackhide__ = True
@@ -351,13 +364,19 @@ class MgmtServer:
         self._known_username(username)
         _assertions.check_auth_count(self.scene(), n, version=version, username=username)
 
-    def assert_no_expired_token_used(self, *, username: str | None = None) -> None:
+    def assert_no_expired_credential_used(self, *, username: str | None = None) -> None:
         """Fail if the client presented an expired bearer token or an ended v1 session.
         Takes over the teardown check of expired-credential use."""
         __tracebackhide__ = True
         self._known_username(username)
         self._checked.add("expired_use")
         _assertions.check_no_expired_credential_used(self.scene(), username=username)
+
+    #: Alias of :meth:`assert_credential_reused` (it covers v1 sessions and v3 tokens
+    #: too); kept, no warning.
+    assert_token_reused = assert_credential_reused
+    #: Alias of :meth:`assert_no_expired_credential_used`; kept, no warning.
+    assert_no_expired_token_used = assert_no_expired_credential_used
 
     def assert_logged_out(self, *, username: str | None = None) -> None:
         """Fail if a v1 session opened in this test was not ended with /v1/logout.

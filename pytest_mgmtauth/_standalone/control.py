@@ -587,7 +587,7 @@ class ControlAPI:
                 count, seconds=seconds, clock=body.text("clock") or "real", version=version
             )
         elif kind == "reset":
-            fake.reset_next(count, version=version)
+            fake.drop_connection_next(count, version=version)
         else:
             fake.malformed_next(count, version=version)
         return 201, {"pending": [fault_json(f) for f in fake.pending_faults]}

@@ -511,7 +511,7 @@ _BUILTIN: dict[str, Callable[[AuthService, Request], Response]] = {
 }
 
 
-# -- scripted faults (mgmt_server.fail_next, hang_next, reset_next, malformed_next) -----
+# -- scripted faults (mgmt_server.fail_next, hang_next, drop_connection_next, malformed_next) -----
 
 _FAULT_VERSIONS = {AUTH_PATH: "v2", LOGIN_PATH: "v1"}
 
@@ -594,4 +594,6 @@ def _reset_connection(request: Request) -> None:
     if sock is not None:
         # Linger on, timeout 0: closing the socket sends RST instead of FIN.
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-    raise ConnectionResetOnCue("connection reset on cue (reset_next, or a scheduled reset)")
+    raise ConnectionResetOnCue(
+        "connection reset on cue (drop_connection_next, or a scheduled reset)"
+    )

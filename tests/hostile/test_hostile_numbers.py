@@ -271,7 +271,7 @@ class TestAbsurdNumbersThroughEveryEntryPoint:
             "fail_next(count)": lambda: mgmt_server.fail_next(value),
             "fail_next(error)": lambda: mgmt_server.fail_next(error=value),
             "fail_next(retry_after)": lambda: mgmt_server.fail_next(error=429, retry_after=value),
-            "reset_next": lambda: mgmt_server.reset_next(value),
+            "reset_next": lambda: mgmt_server.drop_connection_next(value),
             "malformed_next": lambda: mgmt_server.malformed_next(value),
             "lock": lambda: mgmt_server.lock("alice@example.com", seconds=value),
             "expire": lambda: mgmt_server.expire(value),
