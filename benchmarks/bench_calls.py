@@ -117,7 +117,7 @@ def main(quick: bool = False) -> list[Figure]:
             fresh[0]._service.add_account(
                 account.username, api_key=account.api_key, password=account.password
             )
-            return per_call(fake_auth, batch)()
+            return float(per_call(fake_auth, batch)())
 
         auth_fake, auth_stock = alternate(
             fake_auth_sample, per_call(stock_auth_call, batch), auth_rounds

@@ -55,6 +55,7 @@ def test_5xx_errors_then_a_token_for_a_client_with_urllib3_retries(
     retry = Retry(total=3, status_forcelist=[502, 503, 504], allowed_methods=None, backoff_factor=0)
     answer = _auth(_with_retries(http, retry), mgmt_server, mgmt_account)
     assert answer.status_code == 200
+    assert answer.raw.retries is not None
     assert [h.status for h in answer.raw.retries.history] == [503, 503]
     assert [(e.fault, e.ordinal, e.count, e.username) for e in _faults(mgmt_server)] == [
         ("fail", 1, 2, mgmt_account.username),
@@ -216,6 +217,7 @@ def test_urllib3_retries_recover_from_resets_of_a_post(
     retry = Retry(total=3, allowed_methods=None, backoff_factor=0)
     answer = _auth(_with_retries(http, retry), mgmt_server, mgmt_account)
     assert answer.status_code == 200
+    assert answer.raw.retries is not None
     assert len(answer.raw.retries.history) == 2
     assert mgmt_server.auth_count() == 1
 

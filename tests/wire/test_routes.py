@@ -213,7 +213,9 @@ def test_url_helpers(mgmt_server: MgmtServer) -> None:
 def test_handler_returning_something_else_than_a_response_is_blamed_on_the_handler(
     mgmt_server: MgmtServer, mgmt_account: Account, get_token: GetToken, http: requests.Session
 ) -> None:
-    mgmt_server.route("GET", "/api/x").respond_with_handler(lambda request: {"a": 1})
+    mgmt_server.route("GET", "/api/x").respond_with_handler(
+        lambda request: {"a": 1}  # type: ignore[arg-type, return-value]
+    )
     bearer = {"Authorization": f"Bearer {get_token(mgmt_account)}"}
     response = http.get(f"{mgmt_server.url}/api/x", headers=bearer)
     assert response.status_code == 500
