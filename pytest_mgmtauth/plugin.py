@@ -56,11 +56,6 @@ _KEY_CACHE_FILE = "signing-key.pem"
 _OLD_KEY_CACHE_ENTRY = "mgmtauth/signing-key-pem"
 _SWEEP = pytest.StashKey[_sweep.SweepConfig]()
 
-_STRICT_HELP = (
-    "fail tests whose client churns tokens or uses expired ones (overrides the ini; "
-    "markers still win)"
-)
-
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     """One ini setting ``mgmtauth_<name>`` and one flag ``--mgmtauth-<name>`` per option,
@@ -76,11 +71,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     for spec in OPTION_SPECS:
         flag = "--mgmtauth-" + spec.flag[2:]
-        help = (
-            _STRICT_HELP
-            if spec.name == "strict"
-            else f"{spec.help} (overrides the ini; markers still win)"
-        )
+        help = f"{spec.help} (overrides the ini; markers still win)"
         if spec.kind == "bool":
             group.addoption(flag, action="store_true", default=None, help=help)
         else:
