@@ -368,7 +368,10 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
         "token_ttl, at most 60)",
     ),
     OptionSpec(
-        "lockout_threshold", "count", "failed v1 logins in a row that lock an account (default 5)"
+        "lockout_threshold",
+        "count",
+        "failed v1 logins in a row that lock an account (default 5)",
+        metavar="N",
     ),
     OptionSpec("lockout_duration", "seconds", "seconds a lockout (error 1402) lasts (default 600)"),
     OptionSpec(

@@ -148,7 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
     for spec in OPTION_SPECS:
         if spec.test_only or spec.kind == "bool":
             continue  # --https is under "where"; strict and require_logout: tests only
-        allowed = f"; {spec.allowed}" if spec.kind != "choice" else ""
+        allowed = f"; {spec.allowed}" if spec.allowed and spec.kind != "choice" else ""
         behaviour.add_argument(
             spec.flag,
             type=_option_arg(spec),
