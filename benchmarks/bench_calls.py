@@ -112,19 +112,19 @@ def main(quick: bool = False) -> list[Figure]:
 
         def fake_auth_sample() -> float:
             # A new fake per sample, as each test gets: per-test state stays small.
-            fresh[0]._close()
+            fresh[0].close()
             fresh[0] = MgmtServer(Options(throttle=None), pool)
             fresh[0]._service.add_account(
                 account.username, api_key=account.api_key, password=account.password
             )
-            return per_call(fake_auth, batch)()
+            return float(per_call(fake_auth, batch)())
 
         auth_fake, auth_stock = alternate(
             fake_auth_sample, per_call(stock_auth_call, batch), auth_rounds
         )
-        fresh[0]._close()
+        fresh[0].close()
     finally:
-        fake._close()
+        fake.close()
         stock.stop()
         pool.close()
 

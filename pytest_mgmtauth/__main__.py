@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._standalone import main
+from ._standalone.cli import main
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -4,6 +4,7 @@ fixture). It joins the domain state of this test to the session's HTTP server.""
 from __future__ import annotations
 
 import re
+import warnings
 from typing import TYPE_CHECKING
 
 from . import _assertions
@@ -12,12 +13,11 @@ from ._domain._accounts import Account
 from ._domain._clock import system_clock
 from ._domain._service import AuthService
 from ._domain._v3 import V3_AUTH_PREFIX
-from ._transport._app import BUILTIN_PATHS, Binding, RouteHandler
-from ._transport._control import PREFIX as CONTROL_PREFIX
+from ._transport._app import BUILTIN_PATHS, CONTROL_PREFIX, Binding, RouteHandler
 
 if TYPE_CHECKING:
     import ssl
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable
 
     from ._domain._clock import Clock
     from ._domain._events import Event
@@ -203,11 +203,23 @@ class MgmtServer:
         __tracebackhide__ = True
         self._service.faults.add(_faults.hang(seconds, clock=clock, count=count, version=version))
 
-    def reset_next(self, count: int = 1, *, version: str | None = None) -> None:
+    def drop_connection_next(self, count: int = 1, *, version: str | None = None) -> None:
         """The next ``count`` auth/login calls get their TCP connection reset (RST)
         without an answer."""
         __tracebackhide__ = True
         self._service.faults.add(_faults.reset(count=count, version=version))
+
+    def reset_next(self, count: int = 1, *, version: str | None = None) -> None:
+        """Deprecated alias of :meth:`drop_connection_next` (a TCP reset, not the fresh
+        state of ``POST /_mgmtauth/reset``)."""
+        __tracebackhide__ = True
+        warnings.warn(
+            "mgmt_server.reset_next() is deprecated: use mgmt_server.drop_connection_next() "
+            "(same arguments); 'reset' is the control API's fresh state",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        self.drop_connection_next(count, version=version)
 
     def malformed_next(self, count: int = 1, *, version: str | None = None) -> None:
         """The next ``count`` auth/login calls get 200 with a JSON body that stops in
@@ -301,7 +313,13 @@ class MgmtServer:
 
     # -- assertions in auth terms (messages: see _assertions) -----------------------
 
-    def _scene(self) -> _assertions.Scene:
+    # -- for the plugin and mgmtauth-server (internal: not part of the public API) --------
+    # The lifecycle the pytest glue drives: use_clock_mover() at setup, check() and
+    # teardown_findings() after the test, report_section() and summary() for the
+    # reports, close() last. Public names so that the glue calls no private method.
+
+    def scene(self) -> _assertions.Scene:
+        """What the assertions judge: the events, options and times of this fake."""
         service = self._service
         events = service.events
         # At teardown mgmt_clock may have stopped already (it is torn down first when
@@ -330,15 +348,15 @@ class MgmtServer:
         test started, with each credential's uses and end; secrets as fingerprints."""
         self._known_username(username)
         # Every line: it is where the cut timelines of failure messages send the reader.
-        return _assertions.format_timeline(self._scene(), username=username, whole=True)
+        return _assertions.format_timeline(self.scene(), username=username, whole=True)
 
-    def assert_token_reused(self, *, username: str | None = None) -> None:
+    def assert_credential_reused(self, *, username: str | None = None) -> None:
         """Fail if an account was granted a new credential while it still held a valid
         one (churn; see docs/token-reuse.md). Takes over the teardown check."""
         __tracebackhide__ = True
         self._known_username(username)
         self._checked.add("churn")
-        _assertions.check_token_reused(self._scene(), username=username)
+        _assertions.check_token_reused(self.scene(), username=username)
 
     def assert_auth_count(
         self, n: int, *, version: str | None = None, username: str | None = None
@@ -347,15 +365,21 @@ class MgmtServer:
         account)."""
         __tracebackhide__ = True
         self._known_username(username)
-        _assertions.check_auth_count(self._scene(), n, version=version, username=username)
+        _assertions.check_auth_count(self.scene(), n, version=version, username=username)
 
-    def assert_no_expired_token_used(self, *, username: str | None = None) -> None:
+    def assert_no_expired_credential_used(self, *, username: str | None = None) -> None:
         """Fail if the client presented an expired bearer token or an ended v1 session.
         Takes over the teardown check of expired-credential use."""
         __tracebackhide__ = True
         self._known_username(username)
         self._checked.add("expired_use")
-        _assertions.check_no_expired_credential_used(self._scene(), username=username)
+        _assertions.check_no_expired_credential_used(self.scene(), username=username)
+
+    #: Alias of :meth:`assert_credential_reused` (it covers v1 sessions and v3 tokens
+    #: too); kept, no warning.
+    assert_token_reused = assert_credential_reused
+    #: Alias of :meth:`assert_no_expired_credential_used`; kept, no warning.
+    assert_no_expired_token_used = assert_no_expired_credential_used
 
     def assert_logged_out(self, *, username: str | None = None) -> None:
         """Fail if a v1 session opened in this test was not ended with /v1/logout.
@@ -363,32 +387,46 @@ class MgmtServer:
         __tracebackhide__ = True
         self._known_username(username)
         self._checked.add("open_session")
-        _assertions.check_logged_out(self._scene(), username=username)
+        _assertions.check_logged_out(self.scene(), username=username)
 
     def assert_single_flight(self, *, username: str | None = None) -> None:
         """Fail if a grant was requested while another grant to the same account was in
         flight (a thundering herd of threads or tasks refreshing together)."""
         __tracebackhide__ = True
         self._known_username(username)
-        _assertions.check_single_flight(self._scene(), username=username)
+        _assertions.check_single_flight(self.scene(), username=username)
 
-    def _teardown_findings(self) -> list[_assertions.Finding]:
+    def teardown_findings(self) -> list[_assertions.Finding]:
         """The teardown check: the findings of the kinds the options count, except those
         the test checked itself with the matching assertion."""
         kinds = [k for k in _assertions.default_kinds(self.options) if k not in self._checked]
-        return _assertions.findings(self._scene(), kinds=kinds) if kinds else []
+        return _assertions.findings(self.scene(), kinds=kinds) if kinds else []
 
-    def _report_section(self) -> str:
+    def report_section(self) -> str:
         """The text of the test's ``mgmtauth timeline`` report section."""
-        return _assertions.report_section(self._scene())
+        return _assertions.report_section(self.scene())
 
-    def _summary(self) -> _assertions.AuthSummary:
+    def summary(self) -> _assertions.AuthSummary:
+        """The figures of this fake for the terminal summary and JUnit (internal)."""
         return _assertions.summarize(self._service.events)
 
-    # -- lifecycle (internal) ------------------------------------------------------
+    def use_clock_mover(self, mover: Callable[[float], bool] | None) -> None:
+        """How a scripted hang on the ``mgmt_clock`` moves the clock: ``mover(seconds)``
+        returns whether it did (the plugin's frozen clock); None: it waits in real time."""
+        self._service.advance = mover
 
-    def _raise_server_errors(self) -> None:
-        """Re-raise in the test what went wrong in the server thread."""
+    def keep_masking(self, old: MgmtServer) -> None:
+        """Mask the secrets ``old`` handed out too (mgmtauth-server's reset; internal)."""
+        self._service.keep_masking(old._service)
+
+    def whole_timeline(self, username: str | None = None) -> str:
+        """Every line of the timeline, not cut (mgmtauth-server's; internal)."""
+        __tracebackhide__ = True
+        self._known_username(username)
+        return _assertions.format_timeline(self.scene(), username=username, whole=True)
+
+    def check(self) -> None:
+        """Re-raise in the test what went wrong in the server thread (internal)."""
         binding = self._binding
         with binding.lock:
             errors, binding.errors = binding.errors, []
@@ -401,7 +439,8 @@ class MgmtServer:
                 )
             raise first
 
-    def _close(self) -> None:
+    def close(self) -> None:
+        """Stop answering for this test (internal: the fixture and mgmtauth-server)."""
         self._http.app.unbind(self._binding)
         self._binding.close()  # requests held by a scripted hang give up now
 

@@ -394,7 +394,7 @@ def analyse(kind: str, events: Sequence[Event], *, failed: bool) -> After:
 
 
 def _section(point: SweepPoint, fake: MgmtServer, after: After) -> str:
-    scene = fake._scene()
+    scene = fake.scene()
     lines = [f"fault: {point.label}"]
     if after.fired is not None:
         lines.append(f"fired: {after.fired.detail}")

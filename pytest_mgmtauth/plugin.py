@@ -6,7 +6,6 @@ Thin on purpose: everything it builds comes from the modules below it.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 import traceback
 import warnings
@@ -18,7 +17,15 @@ import pytest
 
 from . import _sweep
 from ._assertions import KINDS, WARNINGS, Finding
-from ._domain._options import OPTION_NAMES, Options, build_options, check_option_names
+from ._domain._options import (
+    OPTION_NAMES,
+    OPTION_SPEC,
+    OPTION_SPECS,
+    Options,
+    build_options,
+    check_option_names,
+    name_source,
+)
 from ._fake import MgmtServer
 from ._pool import KeyCache, SessionPool, write_private_file
 from ._report import figures, format_table
@@ -49,32 +56,11 @@ _KEY_CACHE_FILE = "signing-key.pem"
 _OLD_KEY_CACHE_ENTRY = "mgmtauth/signing-key-pem"
 _SWEEP = pytest.StashKey[_sweep.SweepConfig]()
 
-_OPTION_HELP = {
-    "token_ttl": "bearer token validity in seconds (default 1800)",
-    "refresh_margin": "re-auth this many seconds before expiry counts as reuse (default: a "
-    "tenth of token_ttl, at most 60)",
-    "lockout_threshold": "failed v1 logins in a row that lock an account (default 5)",
-    "lockout_duration": "seconds a lockout (error 1402) lasts (default 600)",
-    "session_timeout": "idle seconds after which a v1 session ends (default 1800)",
-    "throttle": "premature grants per account per 60 s before 429; 'none' turns it off (default 5)",
-    "strict": "fail tests on token churn and expired-credential use (and open v1 sessions "
-    "with require_logout) instead of warning (default false)",
-    "https": "serve the fake over HTTPS with a per-session test CA (default false)",
-    "require_logout": "count v1 sessions not ended with /v1/logout as a finding (default false)",
-    "issuer": "the tokens' iss claim (default https://api.tealiumiq.com, the real service's)",
-    "v3_scope": "a v3 token is good for its 'profile' (default) or any profile of its 'account'",
-}
-
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    """One ini setting ``mgmtauth_<name>`` and one flag ``--mgmtauth-<name>`` per option,
+    made from the declarations in ``_domain/_options.py``."""
     group = parser.getgroup("mgmtauth", "pytest-mgmtauth (fake management auth service)")
-    group.addoption(
-        "--mgmtauth-strict",
-        action="store_true",
-        default=None,
-        help="fail tests whose client churns tokens or uses expired ones (overrides the ini; "
-        "markers still win)",
-    )
     group.addoption(
         "--mgmtauth-report",
         action="store_true",
@@ -83,44 +69,59 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "in the terminal, and attach the 'mgmtauth timeline' section to passing tests too; "
         "-v does both too",
     )
-    group.addoption(
-        "--mgmtauth-https",
-        action="store_true",
-        default=None,
-        help="serve the fake over HTTPS by default (overrides the ini; markers still win)",
-    )
-    for name in OPTION_NAMES:
-        parser.addini(f"mgmtauth_{name}", _OPTION_HELP[name], type="string", default=None)
+    for spec in OPTION_SPECS:
+        flag = "--mgmtauth-" + spec.flag[2:]
+        help = f"{spec.help} (overrides the ini; markers still win)"
+        if spec.kind == "bool":
+            group.addoption(flag, action="store_true", default=None, help=help)
+        else:
+            group.addoption(
+                flag, default=None, metavar=spec.metavar or spec.kind.upper(), help=help
+            )
+        parser.addini(f"mgmtauth_{spec.name}", spec.help, type="string", default=None)
     _sweep.add_options(parser, group)
 
 
+def _shown(raw: str) -> str:
+    return repr(raw) if len(raw) <= 40 else f"{raw[:20]!r}... ({len(raw)} characters)"
+
+
 def _parse_ini(name: str, raw: str) -> Any:
-    field_type = {f.name: f.type for f in dataclasses.fields(Options)}[name]
-    text = raw.strip().lower()
-    shown = repr(raw) if len(raw) <= 40 else f"{raw[:20]!r}... ({len(raw)} characters)"
-    if field_type == "bool":
-        if text in ("1", "true", "yes", "on"):
-            return True
-        if text in ("0", "false", "no", "off"):
-            return False
-        raise ValueError(f"mgmtauth_{name} = {shown}: expected true or false")
-    if field_type == "str":
-        return raw.strip()
-    if name == "throttle" and text in ("none", "off", ""):
-        return None
-    whole = field_type.startswith("int")
-    digits = text.lstrip("+-")
-    if digits.isascii() and digits.isdigit():
-        # A whole number stays exact (10**400 is not a float: Options names the range);
-        # past int()'s 4300 digits, say so without echoing it all.
-        if len(digits) > 4000:
-            raise ValueError(f"mgmtauth_{name} = {shown}: a number far too large")
-        return int(text)
+    """The value of the ini setting ``mgmtauth_<name>``; ValueError naming it."""
     try:
-        return int(text) if whole else float(text)
-    except ValueError:
-        wanted = "a whole number" if whole else "a number of seconds"
-        raise ValueError(f"mgmtauth_{name} = {shown}: expected {wanted}") from None
+        return OPTION_SPEC[name].parse(raw)
+    except ValueError as exc:
+        raise ValueError(f"mgmtauth_{name} = {_shown(raw)}: {exc}") from None
+
+
+def _read_options(config: pytest.Config) -> Options:
+    """The base options: defaults, then ini settings, then command-line flags."""
+    overrides: dict[str, Any] = {}
+    labels: dict[str, str] = {}
+    for spec in OPTION_SPECS:
+        raw = config.getini(f"mgmtauth_{spec.name}")
+        if raw:
+            overrides[spec.name] = _parse_ini(spec.name, str(raw))
+            labels[spec.name] = f"mgmtauth_{spec.name}"
+        flag = "--mgmtauth-" + spec.flag[2:]
+        given = config.getoption(flag.lstrip("-").replace("-", "_"))
+        if given is None:
+            continue
+        if spec.kind == "bool":
+            if given:
+                overrides[spec.name] = True
+            continue
+        try:
+            overrides[spec.name] = spec.parse(str(given))
+        except ValueError as exc:
+            raise ValueError(f"{flag} {_shown(str(given))}: {exc}") from None
+        labels[spec.name] = flag
+    try:
+        return build_options(Options(), overrides, where="mgmtauth ini settings")
+    except (TypeError, ValueError) as exc:
+        # Name the ini setting (or command-line flag) the value came from.
+        message = name_source(str(exc), lambda name: labels.get(name, f"mgmtauth_{name}"))
+        raise type(exc)(message) from None
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -135,24 +136,12 @@ def pytest_configure(config: pytest.Config) -> None:
         "once per fault kind and point (docs/sweeps.md); faults: "
         f"{', '.join(_sweep.FAULT_KINDS)}",
     )
-    overrides: dict[str, Any] = {}
     try:
-        for name in OPTION_NAMES:
-            raw = config.getini(f"mgmtauth_{name}")
-            if raw:
-                overrides[name] = _parse_ini(name, str(raw))
-        for name in ("strict", "https"):
-            if config.getoption(f"mgmtauth_{name}"):
-                overrides[name] = True
-        options = build_options(Options(), overrides, where="mgmtauth ini settings")
+        options = _read_options(config)
         config.stash[_SWEEP] = _sweep.read_config(config)
     except (TypeError, ValueError) as exc:
-        # A usage error, not an INTERNALERROR traceback: the message says how to fix it,
-        # naming the ini setting (or command-line flag) the value came from.
-        message = str(exc)
-        for name in OPTION_NAMES:
-            message = message.replace(f"mgmtauth option {name!r}", f"mgmtauth_{name}")
-        raise pytest.UsageError(message) from None
+        # A usage error, not an INTERNALERROR traceback: the message says how to fix it.
+        raise pytest.UsageError(str(exc)) from None
     config.stash[_BASE_OPTIONS] = options
     config.pluginmanager.register(_Report(config), "mgmtauth-report")
     config.pluginmanager.register(_JunitTimelines(config), "mgmtauth-junit-timelines")
@@ -319,18 +308,18 @@ def mgmt_server(
         pytest.fail(problem, pytrace=False)
     fake = MgmtServer(options, _mgmtauth_pool, test_id=request.node.nodeid)
     request.node.stash[_FAKE] = fake
-    fake._service.advance = _clock_mover(request.node)
+    fake.use_clock_mover(_clock_mover(request.node))
     _sweep.arm(request.node, _mgmtauth_sweep, fake)
     try:
         yield fake
-        fake._raise_server_errors()
+        fake.check()
         _check_findings(request.node, fake)
     finally:
         # The figures travel with the teardown report: JUnit XML properties, and the
         # terminal summary (also from xdist workers).
-        request.node.user_properties.extend(fake._summary().as_properties())
+        request.node.user_properties.extend(fake.summary().as_properties())
         _sweep.disarm(request.node)
-        fake._close()
+        fake.close()
 
 
 #: The assertion that takes over each kind's teardown check.
@@ -356,7 +345,7 @@ def _check_findings(item: pytest.Item, fake: MgmtServer) -> None:
     kind's class. A test that failed already only warns, and when its report section
     holds the timeline the warning does not repeat it."""
     __tracebackhide__ = True
-    found = fake._teardown_findings()
+    found = fake.teardown_findings()
     if not found:
         return
     if fake.options.strict and not item.stash.get(_CALL_FAILED, False):
@@ -413,7 +402,7 @@ def pytest_runtest_makereport(
     elif not (report.when == "call" and report.passed and _wants_passing_sections(item.config)):
         return
     try:
-        text = fake._report_section()
+        text = fake.report_section()
     except Exception as exc:  # never let the report hide the test's own failure
         text = f"(pytest-mgmtauth could not build the timeline: {type(exc).__name__}: {exc})"
     report.sections.append((SECTION_TITLE, text))

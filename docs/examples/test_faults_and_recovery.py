@@ -66,7 +66,7 @@ def test_the_client_rides_out_errors_resets_and_malformed_answers(
 ) -> None:
     account = mgmt_server.add_account()
     mgmt_server.fail_next(error=503)  # one 503
-    mgmt_server.reset_next()  # then a dropped connection
+    mgmt_server.drop_connection_next()  # then a dropped connection
     mgmt_server.malformed_next()  # then a 200 with broken JSON
     waits: list[float] = []
 

@@ -10,7 +10,10 @@ import dataclasses
 import difflib
 import math
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 from ._tokens import ISSUER
 
@@ -266,3 +269,160 @@ def build_options(base: Options, overrides: dict[str, Any], *, where: str) -> Op
     if base.refresh_margin_derived and "refresh_margin" not in overrides:
         overrides["refresh_margin"] = None  # derived again from the new token_ttl
     return dataclasses.replace(base, **overrides)
+
+
+# -- declarations: the one option surface ----------------------------------------------
+# Each option is declared once here (name, kind, help, text parser); the marker, the ini
+# settings, the ``--mgmtauth-<name>`` flags and the ``mgmtauth-server`` flags are made
+# from these. Ranges are checked by :class:`Options` (one check for every source).
+
+
+def _shown_text(text: str) -> str:
+    """A typed value in a message: whole if short, else its start and length."""
+    return repr(text) if len(text) <= 40 else f"{text[:20]!r}... ({len(text)} characters)"
+
+
+@dataclasses.dataclass(frozen=True)
+class OptionSpec:
+    """One option's declaration. ``kind`` is ``"seconds"``, ``"count"``, ``"bool"``,
+    ``"text"`` or ``"choice"``; ``none_words`` are the texts that mean ``None``."""
+
+    name: str
+    kind: str
+    help: str
+    metavar: str = ""
+    none_words: tuple[str, ...] = ()
+    choices: tuple[str, ...] = ()
+    #: What a text that does not parse should have been (defaults by kind).
+    expected: str = ""
+    #: Meaningful inside pytest only (not a ``mgmtauth-server`` flag).
+    test_only: bool = False
+
+    @property
+    def default(self) -> object:
+        return _FIELDS[self.name].default
+
+    @property
+    def flag(self) -> str:
+        """The ``mgmtauth-server`` flag; pytest's is ``--mgmtauth-`` + the same."""
+        return "--" + self.name.replace("_", "-")
+
+    @property
+    def allowed(self) -> str:
+        """The range of the option in words (for help texts)."""
+        if self.kind == "seconds":
+            return _describe_range(0, MAX_DURATION, self.name == "refresh_margin", "seconds")
+        if self.kind == "count":
+            return f">= 1 and <= {MAX_COUNT}" + (" or none" if self.none_words else "")
+        if self.kind == "choice":
+            return " or ".join(self.choices)
+        return ""
+
+    def parse(self, text: str) -> object:
+        """The value a command line or ini text means; ValueError saying what was
+        expected (the caller adds where it came from). Ranges: :class:`Options`."""
+        word = text.strip().lower()
+        if self.none_words and word in self.none_words:
+            return None
+        if self.kind == "bool":
+            if word in ("1", "true", "yes", "on"):
+                return True
+            if word in ("0", "false", "no", "off"):
+                return False
+        elif self.kind == "text":
+            return text.strip()
+        elif self.kind == "choice":
+            if word in self.choices:
+                return word
+        else:
+            digits = word.lstrip("+-")
+            if digits.isascii() and digits.isdigit():
+                # A whole number stays exact (10**400 is not inf: Options names the
+                # range); past int()'s 4300 digits, say so without echoing it all.
+                if len(digits) > 4000:
+                    raise ValueError("a number far too large")
+                return int(word)
+            if self.kind == "seconds":
+                try:
+                    return float(word)
+                except ValueError:
+                    pass
+        raise ValueError(self.expected or _EXPECTED[self.kind])
+
+
+_EXPECTED = {
+    "seconds": "expected a number of seconds",
+    "count": "expected a whole number",
+    "bool": "expected true or false",
+    "choice": "expected one of the choices",
+    "text": "expected text",
+}
+_FIELDS = {f.name: f for f in dataclasses.fields(Options)}
+
+OPTION_SPECS: tuple[OptionSpec, ...] = (
+    OptionSpec("token_ttl", "seconds", "bearer token validity in seconds (default 1800)"),
+    OptionSpec(
+        "refresh_margin",
+        "seconds",
+        "re-auth this many seconds before expiry counts as reuse (default: a tenth of "
+        "token_ttl, at most 60)",
+    ),
+    OptionSpec(
+        "lockout_threshold",
+        "count",
+        "failed v1 logins in a row that lock an account (default 5)",
+        metavar="N",
+    ),
+    OptionSpec("lockout_duration", "seconds", "seconds a lockout (error 1402) lasts (default 600)"),
+    OptionSpec(
+        "session_timeout", "seconds", "idle seconds after which a v1 session ends (default 1800)"
+    ),
+    OptionSpec(
+        "throttle",
+        "count",
+        "premature grants per account per 60 s before 429; 'none' turns it off (default 5)",
+        metavar="N|none",
+        none_words=("none", "off", ""),
+        expected="expected a number of premature grants per 60 s, or 'none'",
+    ),
+    OptionSpec(
+        "strict",
+        "bool",
+        "fail tests on token churn and expired-credential use (and open v1 sessions with "
+        "require_logout) instead of warning (default false)",
+        test_only=True,
+    ),
+    OptionSpec(
+        "https", "bool", "serve the fake over HTTPS with a per-session test CA (default false)"
+    ),
+    OptionSpec(
+        "require_logout",
+        "bool",
+        "count v1 sessions not ended with /v1/logout as a finding (default false)",
+        test_only=True,
+    ),
+    OptionSpec(
+        "issuer",
+        "text",
+        f"the tokens' iss claim (default {ISSUER}, the real service's)",
+        metavar="ISS",
+    ),
+    OptionSpec(
+        "v3_scope",
+        "choice",
+        "a v3 token is good for its 'profile' (default) or any profile of its 'account'",
+        metavar="profile|account",
+        choices=("profile", "account"),
+        expected="expected 'profile' or 'account'",
+    ),
+)
+OPTION_SPEC: dict[str, OptionSpec] = {spec.name: spec for spec in OPTION_SPECS}
+assert tuple(OPTION_SPEC) == OPTION_NAMES, "declare every option of Options, in order"
+
+
+def name_source(message: str, label: Callable[[str], str]) -> str:
+    """``message`` with ``mgmtauth option 'name'`` replaced by ``label(name)`` (the ini
+    setting or flag the value came from)."""
+    for name in OPTION_NAMES:
+        message = message.replace(f"mgmtauth option {name!r}", label(name))
+    return message

@@ -8,7 +8,6 @@ duration. A request that arrives while no test is bound gets 503.
 from __future__ import annotations
 
 import contextlib
-import json
 import socket
 import struct
 import threading
@@ -20,6 +19,7 @@ from werkzeug.exceptions import ClientDisconnected, HTTPException
 
 from .._domain._service import SERVICE_MESSAGES, Authorization, AuthService, Refusal
 from .._domain._v3 import V3_AUTH_PREFIX, auth_path_scope, wrong_auth_path
+from ._errors import error_response, json_response, masked_error
 from ._parsing import (
     BadInput,
     bearer_token,
@@ -31,17 +31,18 @@ from ._parsing import (
 
 if TYPE_CHECKING:
     import re
-    from collections.abc import Callable, Iterator, Mapping, Sequence
+    from collections.abc import Callable, Iterator, Mapping
 
     from pytest_httpserver.httpserver import HEADERS_T
 
     from .._domain._faults import ScriptedFault
-    from ._control import ControlAPI
 
 AUTH_PATH = "/v2/auth"
 LOGIN_PATH = "/v1/login"
 LOGOUT_PATH = "/v1/logout"
 BUILTIN_PATHS = (AUTH_PATH, LOGIN_PATH, LOGOUT_PATH)
+#: Where mgmtauth-server mounts its control API (reserved: no user route under it).
+CONTROL_PREFIX = "/_mgmtauth"
 #: The status codes v3 auth's public documentation lists (and 5xx).
 V3_STATUSES = (200, 400, 401, 404, 429)
 
@@ -59,52 +60,6 @@ SUCCESS_HEADERS: tuple[tuple[str, str], ...] = (
     ("X-NodeId", "mgmtauth-node-1"),
     ("X-Version", "pytest-mgmtauth"),
 )
-
-
-def json_response(status: int, body: Any, headers: Sequence[tuple[str, str]] = ()) -> Response:
-    response = Response(json.dumps(body), status=status, content_type="application/json")
-    for name, value in headers:
-        response.headers.add(name, value)
-    return response
-
-
-def error_response(
-    status: int, return_code: int, message: str, *, allow: str | None = None, **extra: Any
-) -> Response:
-    """Every error the fake answers has ``returnCode`` and ``message``; for answers the
-    interface document does not show, ``returnCode`` is the HTTP status. A 405 names the
-    methods the path does take in ``Allow``."""
-    headers: list[tuple[str, str]] = []
-    if allow is not None:
-        headers.append(("Allow", allow))
-    return json_response(status, {"returnCode": return_code, "message": message, **extra}, headers)
-
-
-def masked_error(response: Response, redact: Callable[[str], str]) -> Response:
-    """An error answer of the fake (status >= 400, a JSON body) with every secret the
-    service knows masked in its strings: messages quote what the client sent (a
-    username, a path, a header), and a client that put a secret there must not get it
-    echoed. Other answers (a route handler's, a grant's token) pass unchanged."""
-    if response.status_code < 400 or response.mimetype != "application/json":
-        return response
-    try:
-        body = json.loads(response.get_data())
-    except ValueError:
-        return response
-    masked = _mask_json(body, redact)
-    if masked != body:
-        response.set_data(json.dumps(masked))
-    return response
-
-
-def _mask_json(value: Any, redact: Callable[[str], str]) -> Any:
-    if isinstance(value, str):
-        return redact(value)
-    if isinstance(value, list):
-        return [_mask_json(v, redact) for v in value]
-    if isinstance(value, dict):
-        return {redact(k): _mask_json(v, redact) for k, v in value.items()}
-    return value
 
 
 def refusal_response(refusal: Refusal) -> Response:
@@ -265,8 +220,13 @@ class Binding:
 class FakeApp:
     def __init__(self) -> None:
         self._binding: Binding | None = None
-        #: The standalone server's control API (``/_mgmtauth/...``); None under pytest.
-        self.control: ControlAPI | None = None
+        #: Apps mounted under a path prefix (:meth:`mount`); none under pytest.
+        self._mounts: list[tuple[str, Callable[[Request], Response]]] = []
+
+    def mount(self, prefix: str, app: Callable[[Request], Response]) -> None:
+        """Answer requests whose path starts with ``prefix`` by ``app`` (the standalone
+        server's control API under :data:`CONTROL_PREFIX`), secrets masked as usual."""
+        self._mounts.append((prefix, app))
 
     def bind(self, binding: Binding) -> None:
         self._binding = binding
@@ -305,8 +265,9 @@ class FakeApp:
                 "no test is using the fake service right now: a request arrived outside "
                 "the test that owns the mgmt_server fixture",
             )
-        if self.control is not None and request.path.startswith(self.control.prefix):
-            return masked_error(self.control(request), binding.service.redact)
+        for prefix, app in self._mounts:
+            if request.path.startswith(prefix):
+                return masked_error(app(request), binding.service.redact)
         response = self._answer(binding, request)
         if request.environ.get(_HANDLER_ANSWERED):
             return response  # the user's route handler's answer, as it made it
@@ -550,7 +511,7 @@ _BUILTIN: dict[str, Callable[[AuthService, Request], Response]] = {
 }
 
 
-# -- scripted faults (mgmt_server.fail_next, hang_next, reset_next, malformed_next) -----
+# -- scripted faults (mgmt_server.fail_next, hang_next, drop_connection_next, malformed_next) -----
 
 _FAULT_VERSIONS = {AUTH_PATH: "v2", LOGIN_PATH: "v1"}
 
@@ -633,4 +594,6 @@ def _reset_connection(request: Request) -> None:
     if sock is not None:
         # Linger on, timeout 0: closing the socket sends RST instead of FIN.
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-    raise ConnectionResetOnCue("connection reset on cue (reset_next, or a scheduled reset)")
+    raise ConnectionResetOnCue(
+        "connection reset on cue (drop_connection_next, or a scheduled reset)"
+    )

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, unquote_plus
 
 from .._domain._diagnosis import ClientKind, form_idiom
+from ._errors import BodyTooLarge, read_limited_body
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -66,10 +67,6 @@ _NOT_JSON = {
     "not JSON: data={...}, not json={...} in requests/httpx; new URLSearchParams({...}), not "
     "JSON.stringify(...) in JavaScript",
 }
-
-#: Largest request body the fake reads; larger ones get 413 (a form of the service's
-#: is a few hundred bytes).
-MAX_BODY_BYTES = 64 * 1024
 
 
 class BadInput(Exception):
@@ -201,13 +198,10 @@ def _undecodable_escape(endpoint: str, text: str) -> str:
 
 
 def read_body(request: Request) -> bytes:
-    length = request.content_length
-    if length is not None and length > MAX_BODY_BYTES:
-        raise BadInput(413, f"the body is {length} bytes; the fake reads at most {MAX_BODY_BYTES}")
-    body = request.get_data(cache=True)
-    if len(body) > MAX_BODY_BYTES:
-        raise BadInput(413, f"the body is over {MAX_BODY_BYTES} bytes")
-    return body
+    try:
+        return read_limited_body(request)
+    except BodyTooLarge as exc:
+        raise BadInput(413, str(exc)) from None
 
 
 #: What may surround a header value (RFC 9110 5.5: optional whitespace is SP and HTAB).

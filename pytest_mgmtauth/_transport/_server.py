@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import json
 import os
 import socket
 import ssl
@@ -35,7 +34,8 @@ from werkzeug.serving import ThreadedWSGIServer, WSGIRequestHandler
 
 from .._domain._redact import SecretMasker
 from ._app import ACCEPTED_BINDING, AFTER_ANSWER, FRAMING_PROBLEM, Binding, FakeApp
-from ._parsing import MAX_BODY_BYTES, framing_problem
+from ._errors import MAX_BODY_BYTES, error_bytes
+from ._parsing import framing_problem
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -112,7 +112,7 @@ class _RequestHandler(WSGIRequestHandler):
             "v3, https://{host} with the host of the auth answer) and trust the test CA "
             "(mgmt_server.ca_bundle)"
         )
-        body = json.dumps({"returnCode": 400, "message": reason}).encode()
+        body = error_bytes(400, reason)
         head = (
             "HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\n"
             f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
@@ -208,7 +208,7 @@ class _RequestHandler(WSGIRequestHandler):
             binding = getattr(_accepted, "binding", None)
             if binding is not None and not binding.closed.is_set():
                 binding.service.record_bad_request("-", "-", 400, text)
-        body = json.dumps({"returnCode": code, "message": text}).encode()
+        body = error_bytes(code, text)
         self.send_response(code, short)
         self.send_header("Connection", "close")
         self.send_header("Content-Type", "application/json")
@@ -327,6 +327,10 @@ class FakeHTTPServer(HTTPServer):
         self.app = FakeApp()
         self.no_handler_status_code = 404
         self._start_lock = threading.Lock()
+
+    def mount(self, prefix: str, app: Callable[[Request], Response]) -> None:
+        """Serve ``app`` under ``prefix`` besides the fake (see :meth:`FakeApp.mount`)."""
+        self.app.mount(prefix, app)
 
     def start(self) -> None:
         with self._start_lock:

@@ -24,6 +24,7 @@ def run_async() -> Callable[..., Any]:
         loop: asyncio.AbstractEventLoop | None = None,
     ) -> T:
         __tracebackhide__ = True
-        return run_async_within(seconds, main, what=what, loop=loop)
+        result: T = run_async_within(seconds, main, what=what, loop=loop)
+        return result
 
     return run

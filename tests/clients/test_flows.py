@@ -92,7 +92,7 @@ def test_v1_login_call_expiry_relogin_and_logout(
             assert reply.json() == DEVICES
         else:
             assert reply.json()["returnCode"] == 1401
-        return reply.status
+        return int(reply.status)
 
     login = client.post_form(f"{url}/v1/login", credentials)
     assert login.status == 200, login.body

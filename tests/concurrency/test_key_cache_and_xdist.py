@@ -161,7 +161,7 @@ def test_the_cached_key_is_owner_only_from_its_first_byte(
         modes_when_renamed.append(stat.S_IMODE(os.stat(source).st_mode))
         real_replace(source, target)
 
-    monkeypatch.setattr(_pool.os, "replace", replace)
+    monkeypatch.setattr(os, "replace", replace)  # the os that _pool uses
     old_umask = os.umask(0)
     try:
         SessionPool(cache).signer  # noqa: B018

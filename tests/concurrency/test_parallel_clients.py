@@ -93,7 +93,7 @@ def test_eight_threads_each_event_recorded_exactly_once(
     }
     assert answers == expected_paths  # each thread got its own answers, in order
     issued = [e for e in mgmt_server.events if isinstance(e, TokenIssued)]
-    assert sorted(e.username for e in issued) == sorted(a.username for a in accounts)
+    assert sorted(str(e.username) for e in issued) == sorted(a.username for a in accounts)
     labels = {e.username: e.token for e in issued}
     assert sorted(labels.values()) == sorted(f"T{i + 1}" for i in range(THREADS))
     assert api_paths(mgmt_server) == collections.Counter(

@@ -234,3 +234,21 @@ def test_an_explicit_refresh_margin_is_kept_and_only_an_explicit_conflict_fails(
         build_options(explicit, {"token_ttl": 30}, where="marker")
     # None asks for the derived margin again.
     assert build_options(explicit, {"refresh_margin": None, "token_ttl": 30}, where="m").margin == 3
+
+
+def test_every_option_is_declared_once_with_a_parser() -> None:
+    from pytest_mgmtauth._domain._options import OPTION_NAMES, OPTION_SPEC
+
+    assert tuple(OPTION_SPEC) == OPTION_NAMES
+    assert OPTION_SPEC["token_ttl"].parse(" 90 ") == 90
+    assert OPTION_SPEC["refresh_margin"].parse("2.5") == 2.5
+    assert OPTION_SPEC["throttle"].parse("off") is None
+    assert OPTION_SPEC["strict"].parse("Yes") is True
+    assert OPTION_SPEC["v3_scope"].parse("account") == "account"
+    assert OPTION_SPEC["token_ttl"].default == 1800.0
+    with pytest.raises(ValueError, match="expected a whole number"):
+        OPTION_SPEC["lockout_threshold"].parse("2.5")
+    with pytest.raises(ValueError, match="far too large"):
+        OPTION_SPEC["token_ttl"].parse("9" * 5000)
+    with pytest.raises(ValueError, match="expected 'profile' or 'account'"):
+        OPTION_SPEC["v3_scope"].parse("team")

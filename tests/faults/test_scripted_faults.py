@@ -55,6 +55,7 @@ def test_5xx_errors_then_a_token_for_a_client_with_urllib3_retries(
     retry = Retry(total=3, status_forcelist=[502, 503, 504], allowed_methods=None, backoff_factor=0)
     answer = _auth(_with_retries(http, retry), mgmt_server, mgmt_account)
     assert answer.status_code == 200
+    assert answer.raw.retries is not None
     assert [h.status for h in answer.raw.retries.history] == [503, 503]
     assert [(e.fault, e.ordinal, e.count, e.username) for e in _faults(mgmt_server)] == [
         ("fail", 1, 2, mgmt_account.username),
@@ -182,7 +183,7 @@ def test_a_hang_on_the_simulated_clock_answers_once_the_clock_has_moved_on(
 def test_a_reset_connection_is_a_connection_error_and_a_retry_succeeds(
     mgmt_server: MgmtServer, mgmt_account: Account, http: requests.Session
 ) -> None:
-    mgmt_server.reset_next(version="v2")
+    mgmt_server.drop_connection_next(version="v2")
     with pytest.raises(requests.ConnectionError, match="reset by peer"):
         _auth(http, mgmt_server, mgmt_account)
     assert _auth(http, mgmt_server, mgmt_account).status_code == 200
@@ -190,14 +191,33 @@ def test_a_reset_connection_is_a_connection_error_and_a_retry_succeeds(
     assert fault.detail == "connection reset, no answer"
 
 
+def test_reset_next_is_a_deprecated_alias_of_drop_connection_next(
+    mgmt_server: MgmtServer, mgmt_account: Account, http: requests.Session
+) -> None:
+    with pytest.warns(DeprecationWarning, match=r"use mgmt_server.drop_connection_next\(\)"):
+        mgmt_server.reset_next(version="v2")
+    with pytest.raises(requests.ConnectionError, match="reset by peer"):
+        _auth(http, mgmt_server, mgmt_account)
+    (fault,) = _faults(mgmt_server)
+    assert fault.fault == "reset"
+
+
+def test_credential_assertions_and_their_token_aliases_are_one(mgmt_server: MgmtServer) -> None:
+    assert MgmtServer.assert_token_reused is MgmtServer.assert_credential_reused
+    assert MgmtServer.assert_no_expired_token_used is MgmtServer.assert_no_expired_credential_used
+    mgmt_server.assert_credential_reused()
+    mgmt_server.assert_no_expired_credential_used()
+
+
 def test_urllib3_retries_recover_from_resets_of_a_post(
     mgmt_server: MgmtServer, mgmt_account: Account, http: requests.Session
 ) -> None:
-    mgmt_server.reset_next(2)
+    mgmt_server.drop_connection_next(2)
     # POST is not retried on read errors unless allowed_methods says so.
     retry = Retry(total=3, allowed_methods=None, backoff_factor=0)
     answer = _auth(_with_retries(http, retry), mgmt_server, mgmt_account)
     assert answer.status_code == 200
+    assert answer.raw.retries is not None
     assert len(answer.raw.retries.history) == 2
     assert mgmt_server.auth_count() == 1
 
@@ -205,7 +225,7 @@ def test_urllib3_retries_recover_from_resets_of_a_post(
 def test_httpx_sees_a_reset_login_as_a_transport_error(
     mgmt_server: MgmtServer, mgmt_account: Account
 ) -> None:
-    mgmt_server.reset_next(version="v1")
+    mgmt_server.drop_connection_next(version="v1")
     form = {"username": mgmt_account.username, "password": mgmt_account.password}
     with httpx.Client(base_url=mgmt_server.url, trust_env=False) as client:
         with pytest.raises(httpx.TransportError):
@@ -215,7 +235,7 @@ def test_httpx_sees_a_reset_login_as_a_transport_error(
 
 @pytest.mark.mgmtauth(https=True)
 def test_a_reset_over_https(mgmt_server: MgmtServer, mgmt_account: Account) -> None:
-    mgmt_server.reset_next()
+    mgmt_server.drop_connection_next()
     with requests.Session() as http:
         http.trust_env = False
         with pytest.raises(requests.ConnectionError):

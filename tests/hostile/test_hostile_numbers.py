@@ -49,7 +49,7 @@ from pytest_mgmtauth._standalone import (
     build_parser,
     server_from_args,
 )
-from pytest_mgmtauth._transport._control import ControlAPI
+from pytest_mgmtauth._standalone.control import ControlAPI
 from pytest_mgmtauth.plugin import _parse_ini
 
 PROFILE = settings.get_profile("mgmtauth-hostile")
@@ -271,7 +271,7 @@ class TestAbsurdNumbersThroughEveryEntryPoint:
             "fail_next(count)": lambda: mgmt_server.fail_next(value),
             "fail_next(error)": lambda: mgmt_server.fail_next(error=value),
             "fail_next(retry_after)": lambda: mgmt_server.fail_next(error=429, retry_after=value),
-            "reset_next": lambda: mgmt_server.reset_next(value),
+            "reset_next": lambda: mgmt_server.drop_connection_next(value),
             "malformed_next": lambda: mgmt_server.malformed_next(value),
             "lock": lambda: mgmt_server.lock("alice@example.com", seconds=value),
             "expire": lambda: mgmt_server.expire(value),

@@ -194,6 +194,43 @@ def test_flags_appear_in_help(pytester: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(["  mgmtauth_token_ttl (string):", "*bearer token validity*"])
 
 
+def test_every_option_has_a_flag_that_overrides_the_ini(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\nmgmtauth_token_ttl = 600\nmgmtauth_throttle = 3\n")
+    pytester.makepyfile("def test_nothing(): pass")
+    result = pytester.runpytest_inprocess(
+        "--mgmtauth-token-ttl=120",
+        "--mgmtauth-throttle",
+        "none",
+        "--mgmtauth-require-logout",
+        "--mgmtauth-v3-scope=account",
+        "--mgmtauth-issuer",
+        "https://iss.example",
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "mgmtauth: token_ttl=120s refresh_margin=12s *throttle=None *require_logout=True "
+            "issuer=https://iss.example v3_scope=account"
+        ]
+    )
+    help_text = pytester.runpytest_inprocess("--help").stdout.str()
+    for name in ("token-ttl", "refresh-margin", "lockout-threshold", "lockout-duration"):
+        assert f"--mgmtauth-{name}" in help_text
+    for name in ("session-timeout", "throttle", "require-logout", "issuer", "v3-scope"):
+        assert f"--mgmtauth-{name}" in help_text
+
+
+def test_bad_flag_value_is_a_usage_error_naming_the_flag(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("def test_nothing(): pass")
+    result = pytester.runpytest_inprocess("--mgmtauth-throttle=lots")
+    result.stderr.fnmatch_lines(
+        ["ERROR: --mgmtauth-throttle 'lots': expected a number of premature grants per 60 s, *"]
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result = pytester.runpytest_inprocess("--mgmtauth-lockout-duration=-5")
+    result.stderr.fnmatch_lines(["ERROR: --mgmtauth-lockout-duration must be > 0 and <= *"])
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+
+
 def test_unknown_marker_option_fails_listing_the_known_ones(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(
         """

@@ -248,3 +248,11 @@ def test_token_ttl_alone_gets_a_derived_refresh_margin() -> None:
     assert (server.options.token_ttl, server.options.refresh_margin) == (60, 6)
     explicit = ["--port", "0", "--token-ttl", "60", "--refresh-margin", "0"]
     assert server_from_args(build_parser().parse_args(explicit)).options.refresh_margin == 0
+
+
+def test_standalone_package_imports_on_its_own_without_a_cycle() -> None:
+    # Each module of the standalone package first, in a fresh interpreter: no import
+    # cycle between the control API, the server and the fake.
+    for module in ("control", "server", "cli"):
+        code = f"import pytest_mgmtauth._standalone.{module}"
+        subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

@@ -21,7 +21,7 @@ from pytest_mgmtauth._standalone import (
     build_parser,
     server_from_args,
 )
-from pytest_mgmtauth._transport._control import host_allowed
+from pytest_mgmtauth._standalone.control import host_allowed
 
 ALICE = AccountSpec(username="alice@example.com", api_key="k+e&y=%/1", password="pa+ss&1")
 
@@ -239,6 +239,12 @@ def test_a_body_that_is_not_json(server: StandaloneServer, http: requests.Sessio
     assert "the body is not JSON" in answer.json()["message"]
     huge = http.post(f"{url}/accounts", data=b"{" + b" " * 70_000 + b"}", headers=as_json)
     assert huge.status_code == 413
+    # The one limit of the fake and the control API, in the same words as the fake's.
+    assert huge.json() == {
+        "returnCode": 413,
+        "message": "POST /_mgmtauth/accounts: the body is 70002 bytes; the fake reads at most "
+        "65536",
+    }
 
 
 def test_a_frozen_clock_moves_only_when_advanced(key_file: Path, http: requests.Session) -> None:

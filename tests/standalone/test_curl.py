@@ -62,7 +62,7 @@ def server(key_file: Path) -> Iterator[ServerProcess]:
 def base(server: ServerProcess) -> str:
     """The base URL, after a reset through the control API (fresh state per test)."""
     assert control(server.url, "/reset", {}).status == 200
-    return server.url
+    return str(server.url)
 
 
 def control(base: str, path: str, body: dict[str, Any]) -> Answer:

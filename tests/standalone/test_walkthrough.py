@@ -46,9 +46,9 @@ def test_the_documented_walkthrough(key_file: Path) -> None:
     assert "{} -> 200" in out  # logout
     assert "200 200 200 200 200 200 429" in out
     # The server's clock is real: Retry-After is 60 less the seconds the curls took.
-    header = re.search(r"^Retry-After: (\d+)\r?$", out, re.MULTILINE | re.IGNORECASE)
-    assert header is not None
-    assert 1 <= int(header.group(1)) <= 60
+    retry_after = re.search(r"^Retry-After: (\d+)\r?$", out, re.MULTILINE | re.IGNORECASE)
+    assert retry_after is not None
+    assert 1 <= int(retry_after.group(1)) <= 60
     assert "503\ncurl exit status 56" in out
     assert re.search(r'"description": "/v2/auth throttled \(429, Retry-After \d+s\)', out)
     assert "connection reset, no answer" in out

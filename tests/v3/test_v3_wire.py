@@ -247,7 +247,7 @@ def test_scripted_failures_hit_v3_auth(
 def test_reset_and_malformed_on_cue_hit_v3_auth(
     mgmt_server: MgmtServer, mgmt_account: Account, http: requests.Session
 ) -> None:
-    mgmt_server.reset_next(version="v3")
+    mgmt_server.drop_connection_next(version="v3")
     with pytest.raises(requests.ConnectionError):
         _auth(mgmt_server, http, mgmt_account)
     mgmt_server.malformed_next(version="v3")

@@ -299,7 +299,7 @@ def test_v1_cookie_without_utk_is_401_json(
 ) -> None:
     mgmt_server.route("GET", "/v1/x").respond_with_json({})
     _, _, login = _send(mgmt_server, "/v1/login", v1_body, {"Content-Type": FORM_TYPE})
-    session_line = login.headers.get_all("Set-Cookie")[0]
+    session_line = (login.headers.get_all("Set-Cookie") or [""])[0]
     session_id = session_line.split(";")[0].removeprefix("JSESSIONID=")
     status, body, _ = _send(
         mgmt_server, "/v1/x", None, {"Cookie": f"JSESSIONID={session_id}"}, method="GET"

@@ -46,7 +46,7 @@ def test_a_request_sent_after_its_test_ended_reaches_no_later_test(pool: Session
             probe.sendall(PROBE)
             assert _read_all(probe).startswith(b"HTTP/1.1 404")
     finally:
-        first._close()
+        first.close()
 
     second = MgmtServer(Options(), pool)
     try:
@@ -59,4 +59,4 @@ def test_a_request_sent_after_its_test_ended_reaches_no_later_test(pool: Session
         assert second.events == []  # nothing leaked into the test that is running now
         assert [e.path for e in first.events] == ["/nowhere"]  # only the probe
     finally:
-        second._close()
+        second.close()

@@ -375,6 +375,7 @@ def _held_auth_requests(mgmt_server: MgmtServer, account: Account, n: int) -> li
     connections = []
     service = mgmt_server._service
     start = service._tick  # counts arrivals (and grants, of which there are none yet)
+    assert parts.hostname is not None
     for _ in range(n):
         conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
         conn.putrequest("POST", "/v2/auth")

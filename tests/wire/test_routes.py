@@ -213,7 +213,9 @@ def test_url_helpers(mgmt_server: MgmtServer) -> None:
 def test_handler_returning_something_else_than_a_response_is_blamed_on_the_handler(
     mgmt_server: MgmtServer, mgmt_account: Account, get_token: GetToken, http: requests.Session
 ) -> None:
-    mgmt_server.route("GET", "/api/x").respond_with_handler(lambda request: {"a": 1})
+    mgmt_server.route("GET", "/api/x").respond_with_handler(
+        lambda request: {"a": 1}  # type: ignore[arg-type, return-value]
+    )
     bearer = {"Authorization": f"Bearer {get_token(mgmt_account)}"}
     response = http.get(f"{mgmt_server.url}/api/x", headers=bearer)
     assert response.status_code == 500
@@ -222,7 +224,7 @@ def test_handler_returning_something_else_than_a_response_is_blamed_on_the_handl
     assert "failed internally" not in message
     # Re-raised in the test (at teardown; here by hand, which also clears it).
     with pytest.raises(TypeError, match="returned dict, not a werkzeug Response or str"):
-        mgmt_server._raise_server_errors()
+        mgmt_server.check()
 
 
 def test_route_without_a_response_is_re_raised_naming_the_route(
@@ -234,4 +236,4 @@ def test_route_without_a_response_is_re_raised_naming_the_route(
     assert response.status_code == 500
     assert "the handler of <route GET /api/y auth=v2> raised" in response.json()["message"]
     with pytest.raises(Exception, match="no response defined"):
-        mgmt_server._raise_server_errors()
+        mgmt_server.check()

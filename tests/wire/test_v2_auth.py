@@ -45,7 +45,7 @@ def test_success_answer_has_the_interface_documents_headers(
     assert_success_headers(headers, content)
     assert json.loads(content).keys() == {"token"}
     # The rememberMe deletion is the only cookie, and it deletes: Max-Age=0, past expiry.
-    [cookie] = headers.get_all("Set-Cookie")
+    [cookie] = headers.get_all("Set-Cookie") or []
     attributes = [part.strip() for part in cookie.split(";")]
     assert attributes[0] == "rememberMe=deleteMe"
     assert "Path=/urest_service" in attributes

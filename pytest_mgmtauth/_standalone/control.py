@@ -21,6 +21,15 @@ from werkzeug import Response
 from .._domain._clock import to_datetime
 from .._domain._events import iso_time as _iso
 from .._domain._options import _shown, check_advance
+from .._transport._app import CONTROL_PREFIX as PREFIX
+from .._transport._errors import (
+    MAX_CONTROL_BODY,
+    MAX_CONTROL_DEPTH,
+    BodyTooLarge,
+    error_response,
+    json_response,
+    read_limited_body,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
@@ -30,13 +39,8 @@ if TYPE_CHECKING:
     from .._domain._accounts import Account
     from .._domain._events import Event
     from .._domain._faults import ScriptedFault
-    from ._app import RouteHandler
+    from .._fake import MgmtServer
 
-PREFIX = "/_mgmtauth"
-#: Largest control request body read, in bytes.
-MAX_CONTROL_BODY = 64 * 1024
-#: Deepest nesting of arrays and objects a control request body may have.
-MAX_CONTROL_DEPTH = 32
 #: Hosts that are always loopback (RFC 6761: ``localhost`` and names under it).
 _LOOPBACK_NAMES = ("localhost",)
 _WILDCARDS = ("", "0.0.0.0", "::")
@@ -94,68 +98,6 @@ def _depth(data: Any) -> int:
     return deepest
 
 
-class ControlledFake(Protocol):
-    """What the control API drives: the public face of ``MgmtServer``."""
-
-    @property
-    def events(self) -> list[Event]: ...
-
-    def timeline(self, username: str | None = None) -> str: ...
-
-    @property
-    def accounts(self) -> list[Account]: ...
-
-    @property
-    def pending_faults(self) -> list[ScriptedFault]: ...
-
-    def add_account(
-        self,
-        username: str | None = None,
-        *,
-        api_key: str | None = None,
-        password: str | None = None,
-        permissions: Iterable[str] | None = None,
-        profiles: Iterable[str | tuple[str, str]] | None = None,
-    ) -> Account: ...
-
-    def route(
-        self, method: str, path: str, *, permission: str | None = None, auth: str | None = None
-    ) -> RouteHandler: ...
-
-    def fail_next(
-        self,
-        count: int = 1,
-        *,
-        error: int = 503,
-        version: str | None = None,
-        retry_after: int | None = None,
-    ) -> None: ...
-
-    def hang_next(
-        self, count: int = 1, *, seconds: float, clock: str = "real", version: str | None = None
-    ) -> None: ...
-
-    def reset_next(self, count: int = 1, *, version: str | None = None) -> None: ...
-
-    def malformed_next(self, count: int = 1, *, version: str | None = None) -> None: ...
-
-    def clear_faults(self) -> None: ...
-
-    def expire(self, credential: str) -> str: ...
-
-    def revoke(self, credential: str) -> str: ...
-
-    def lock(self, account: Account | str, *, seconds: float | None = None) -> None: ...
-
-    def unlock(self, account: Account | str) -> None: ...
-
-    def rotate_key(self, account: Account | str, new_key: str | None = None) -> Account: ...
-
-    def rotate_password(
-        self, account: Account | str, new_password: str | None = None
-    ) -> Account: ...
-
-
 class Verdicts(Protocol):
     """``GET /_mgmtauth/check``: the findings since the last reset as a JSON object,
     ``{"ok", "findings", "counts"}``; the switches say which kinds count."""
@@ -185,11 +127,11 @@ class ControlError(Exception):
 
 
 def _json(status: int, body: Any) -> Response:
-    return Response(json.dumps(body), status=status, content_type="application/json")
+    return json_response(status, body)
 
 
 def _error(status: int, message: str) -> Response:
-    return _json(status, {"returnCode": status, "message": message})
+    return error_response(status, status, message)
 
 
 def event_json(event: Event) -> dict[str, Any]:
@@ -326,7 +268,7 @@ class ControlAPI:
     def __init__(
         self,
         *,
-        fake: Callable[[], ControlledFake],
+        fake: Callable[[], MgmtServer],
         clock: AdvanceableClock,
         reset: Callable[[], None],
         check: Verdicts | None = None,
@@ -474,12 +416,10 @@ class ControlAPI:
 
     @staticmethod
     def _read_json(request: Request, endpoint: str) -> dict[str, Any]:
-        length = request.content_length
-        if length is not None and length > MAX_CONTROL_BODY:
-            raise ControlError(413, f"{endpoint}: the body is over {MAX_CONTROL_BODY} bytes")
-        raw = request.get_data(cache=True)[: MAX_CONTROL_BODY + 1]
-        if len(raw) > MAX_CONTROL_BODY:
-            raise ControlError(413, f"{endpoint}: the body is over {MAX_CONTROL_BODY} bytes")
+        try:
+            raw = read_limited_body(request, MAX_CONTROL_BODY)
+        except BodyTooLarge as exc:
+            raise ControlError(413, f"{endpoint}: {exc}") from None
         if not raw.strip():
             return {}
         try:
@@ -639,7 +579,7 @@ class ControlAPI:
                 count, seconds=seconds, clock=body.text("clock") or "real", version=version
             )
         elif kind == "reset":
-            fake.reset_next(count, version=version)
+            fake.drop_connection_next(count, version=version)
         else:
             fake.malformed_next(count, version=version)
         return 201, {"pending": [fault_json(f) for f in fake.pending_faults]}

@@ -1,0 +1,342 @@
+"""``mgmtauth-server``: the fake as a process, for clients in any language.
+
+The same fake the ``mgmt_server`` fixture gives (the same endpoints, tokens, sessions,
+lockout, throttling and faults) on a host and port of your choice, with a clock of its
+own that the control API under ``/_mgmtauth/`` advances. See docs/standalone.md.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import socket
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+from cryptography.exceptions import UnsupportedAlgorithm
+
+from .. import _assertions
+from .._domain._clock import ManualClock, OffsetClock
+from .._domain._tokens import load_private_key
+from .._fake import MgmtServer
+from .._pool import KeyCache, SessionPool
+from .._transport._app import CONTROL_PREFIX
+from .control import ControlAPI, account_json
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from .._domain._accounts import Account
+    from .._domain._options import Options
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8765
+#: How often the main thread looks for a stop request, in seconds.
+_STOP_POLL = 0.1
+
+
+#: Options of ``@pytest.mark.mgmtauth`` that mean nothing to a standalone server: there
+#: is no teardown check for ``strict`` to make fail or ``require_logout`` to widen
+#: (``GET /_mgmtauth/check?require_logout=true`` does that), and HTTPS shows in the URL's
+#: scheme.
+_TEST_ONLY_OPTIONS = ("strict", "https", "require_logout")
+
+
+def options_json(options: Options) -> dict[str, Any]:
+    """The server's options for ``--json``: token_ttl in whole seconds (as the JWT's
+    exp claim counts), without the options that only mean something in a test."""
+    data = {
+        f.name: getattr(options, f.name)
+        for f in dataclasses.fields(options)
+        if f.init and f.name not in _TEST_ONLY_OPTIONS
+    }
+    data["token_ttl"] = int(options.token_ttl)
+    return data
+
+
+class UsageError(Exception):
+    """Bad command line or accounts file: reported in one line, exit status 2."""
+
+
+@dataclasses.dataclass(frozen=True)
+class AccountSpec:
+    username: str | None = None
+    api_key: str | None = None
+    password: str | None = None
+    permissions: tuple[str, ...] | None = None
+    #: v3 ``"account/profile"`` pairs the account may get tokens for; None: any.
+    profiles: tuple[str, ...] | None = None
+
+
+def _spec_from_json(data: object, where: str) -> AccountSpec:
+    known = ("username", "api_key", "password", "permissions", "profiles")
+    if not isinstance(data, dict):
+        raise UsageError(f"{where}: an account is a JSON object with {', '.join(known)}")
+    unknown = [k for k in data if k not in known]
+    if unknown:
+        raise UsageError(
+            f"{where}: unknown account field {', '.join(map(repr, unknown))}; "
+            f"known: {', '.join(known)}"
+        )
+    for name in ("username", "api_key", "password"):
+        if data.get(name) is not None and not isinstance(data[name], str):
+            raise UsageError(f"{where}: {name!r} must be a string")
+    permissions = data.get("permissions")
+    if permissions is not None and (
+        not isinstance(permissions, list) or not all(isinstance(p, str) for p in permissions)
+    ):
+        raise UsageError(f"{where}: 'permissions' must be a list of strings")
+    profiles = data.get("profiles")
+    if profiles is not None and (
+        not isinstance(profiles, list) or not all(isinstance(p, str) for p in profiles)
+    ):
+        raise UsageError(
+            f"{where}: 'profiles' must be a list of 'account/profile' strings "
+            "('account/*': every profile of the account)"
+        )
+    return AccountSpec(
+        username=data.get("username"),
+        api_key=data.get("api_key"),
+        password=data.get("password"),
+        permissions=None if permissions is None else tuple(permissions),
+        profiles=None if profiles is None else tuple(profiles),
+    )
+
+
+def parse_account(text: str) -> AccountSpec:
+    """``--account``: an e-mail address, or a JSON object with the account's fields."""
+    if text.lstrip().startswith("{"):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise UsageError(f"--account {text!r}: not valid JSON ({exc})") from None
+        return _spec_from_json(data, "--account")
+    return AccountSpec(username=text)
+
+
+def read_accounts_file(path: str) -> list[AccountSpec]:
+    """``--accounts-file``: a JSON list of account objects (or ``{"accounts": [...]}``)."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except OSError as exc:
+        raise UsageError(f"--accounts-file {path}: {exc.strerror or exc}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise UsageError(f"--accounts-file {path}: not valid JSON ({exc})") from None
+    if isinstance(data, dict) and set(data) == {"accounts"}:
+        data = data["accounts"]
+    if not isinstance(data, list):
+        raise UsageError(f"--accounts-file {path}: expected a JSON list of account objects")
+    return [
+        _spec_from_json(item, f"--accounts-file {path}, account {i + 1}")
+        for i, item in enumerate(data)
+    ]
+
+
+def parse_route(text: str) -> tuple[str, str]:
+    """``--route``: ``"METHOD /path"``, or just ``/path`` for GET."""
+    parts = text.split()
+    if len(parts) == 1:
+        parts = ["GET", parts[0]]
+    if len(parts) != 2 or not parts[1].startswith("/"):
+        raise UsageError(f"--route {text!r}: expected 'METHOD /path', e.g. 'GET /v2/things'")
+    return parts[0].upper(), parts[1]
+
+
+def _file_key_cache(path: str) -> KeyCache:
+    """Keep the signing key in ``path`` so that a restart skips the key generation."""
+
+    def read() -> bytes | None:
+        try:
+            with open(path, "rb") as handle:
+                pem = handle.read()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise UsageError(f"--key-file {path}: {exc.strerror or exc}") from None
+        try:
+            load_private_key(pem)
+        except (ValueError, TypeError, UnsupportedAlgorithm):
+            # Never overwrite a file we did not make: it may be something else entirely.
+            raise UsageError(
+                f"--key-file {path} is not a private key made by mgmtauth-server; pass a "
+                "path that does not exist yet, and the key is made there"
+            ) from None
+        return pem
+
+    def write(pem: bytes) -> None:
+        try:
+            # Owner-only: it is a private key, even if only a test one.
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(pem)
+        except OSError as exc:
+            raise UsageError(f"--key-file {path}: {exc.strerror or exc}") from None
+
+    return read, write
+
+
+class StandaloneServer:
+    """One fake at a time on one socket; ``reset()`` swaps in a fresh one."""
+
+    def __init__(
+        self,
+        options: Options,
+        *,
+        host: str = DEFAULT_HOST,
+        port: int = DEFAULT_PORT,
+        accounts: Sequence[AccountSpec] = (AccountSpec(),),
+        routes: Sequence[tuple[str, str]] = (),
+        key_file: str | None = None,
+        frozen_clock: bool = False,
+        allowed_hosts: Sequence[str] = (),
+    ) -> None:
+        self.options = options
+        self.clock: ManualClock | OffsetClock = (
+            # A whole second, so that tokens issued before the first advance live
+            # exactly token_ttl (iat is whole seconds).
+            ManualClock(math.floor(time.time())) if frozen_clock else OffsetClock()
+        )
+        self._host, self._port = host, port
+        self._allowed_hosts = tuple(allowed_hosts)
+        self._pool = SessionPool(
+            _file_key_cache(key_file) if key_file else None, host=host, port=port
+        )
+        self._account_specs = list(accounts)
+        self._routes = list(routes)
+        self._startup_accounts: list[Account] | None = None
+        self._fake: MgmtServer | None = None
+        self._lock = threading.Lock()
+
+    def start(self) -> None:
+        """Listen and set up the startup accounts and routes; OSError if the port is taken."""
+        self._pool.signer  # noqa: B018  (generate or load the key before listening)
+        if self._port:
+            # Werkzeug answers a taken port with sys.exit(1) and its own text; find out
+            # first, so that main() can say what to do instead.
+            family = socket.AF_INET6 if ":" in self._host else socket.AF_INET
+            socket.create_server((self._host, self._port), family=family).close()
+        self._fake = self._new_fake()
+        self._pool.server(https=self.options.https).mount(
+            CONTROL_PREFIX,
+            ControlAPI(
+                fake=lambda: self.fake,
+                clock=self.clock,
+                reset=self.reset,
+                check=self.check,
+                timeline=self.timeline,
+                host=self._host,
+                allowed_hosts=self._allowed_hosts,
+            ),
+        )
+
+    def _new_fake(self) -> MgmtServer:
+        fake = MgmtServer(self.options, self._pool, clock=self.clock)
+        if self._startup_accounts is None:
+            self._startup_accounts = [
+                fake.add_account(
+                    s.username,
+                    api_key=s.api_key,
+                    password=s.password,
+                    permissions=s.permissions,
+                    profiles=s.profiles,
+                )
+                for s in self._account_specs
+            ]
+        else:  # a reset: the same credentials as at startup
+            for a in self._startup_accounts:
+                fake.add_account(
+                    a.username,
+                    api_key=a.api_key,
+                    password=a.password,
+                    permissions=a.permissions,
+                    profiles=a.profiles,
+                )
+        for method, path in self._routes:
+            fake.route(method, path).respond_with_json({"ok": True, "route": f"{method} {path}"})
+        return fake
+
+    @property
+    def fake(self) -> MgmtServer:
+        fake = self._fake
+        if fake is None:
+            raise RuntimeError("the standalone server is not started")
+        return fake
+
+    def reset(self) -> None:
+        """Fresh state: the startup accounts (with their startup credentials) and routes;
+        no tokens, sessions, events or faults. The clock keeps its time."""
+        with self._lock:
+            old = self._fake
+            self._fake = self._new_fake()  # binds itself to the server
+            if old is not None:
+                # Secrets handed out before the reset are still secrets.
+                self._fake.keep_masking(old)
+                old.close()
+
+    def timeline(self, username: str | None = None) -> str:
+        """Every line of the timeline since the last reset (``GET /_mgmtauth/timeline``):
+        the text of the Python failure messages, not cut around one event."""
+        return self.fake.whole_timeline(username)
+
+    def check(
+        self, *, require_logout: bool = False, churn: bool = True, expired_use: bool = True
+    ) -> dict[str, Any]:
+        """The verdicts since the last reset (``GET /_mgmtauth/check``), as JSON."""
+        # A long timeline in a message is cut; say where a client in any language
+        # finds the whole of it.
+        scene = dataclasses.replace(
+            self.fake.scene(), whole_timeline=f"GET {CONTROL_PREFIX}/timeline"
+        )
+        kinds = [
+            kind
+            for kind, counted in (
+                ("churn", churn),
+                ("expired_use", expired_use),
+                ("open_session", require_logout),
+            )
+            if counted
+        ]
+        found = _assertions.findings(scene, kinds=kinds)
+        return {
+            "ok": not found,
+            "findings": [dataclasses.asdict(f) for f in found],
+            "counts": _assertions.finding_counts(scene),
+            "counted": {
+                "churn": churn,
+                "expired_use": expired_use,
+                "open_session": require_logout,
+            },
+        }
+
+    @property
+    def url(self) -> str:
+        return self.fake.url
+
+    @property
+    def ca_bundle(self) -> str | None:
+        return self.fake.ca_bundle
+
+    @property
+    def startup_accounts(self) -> list[Account]:
+        return list(self._startup_accounts or ())
+
+    def stop(self) -> None:
+        if self._fake is not None:
+            self._fake.close()
+        self._pool.close()
+
+    def describe(self) -> dict[str, Any]:
+        """What a client needs to know, as printed at startup (``--json``)."""
+        return {
+            "url": self.url,
+            "control": f"{self.url}{CONTROL_PREFIX}/",
+            "ca_bundle": self.ca_bundle,
+            "clock": "frozen" if isinstance(self.clock, ManualClock) else "real",
+            "options": options_json(self.options),
+            "accounts": [account_json(a) for a in self.startup_accounts],
+            "routes": [f"{m} {p}" for m, p in self._routes],
+        }
