@@ -19,7 +19,7 @@ from pytest_mgmtauth._assertions import Scene
 from pytest_mgmtauth._domain._clock import ManualClock, to_datetime
 from pytest_mgmtauth._domain._events import format_offset, iso_time, timeline_origin
 from pytest_mgmtauth._domain._service import AuthService, Refusal
-from pytest_mgmtauth._transport._control import event_json
+from pytest_mgmtauth._standalone.control import event_json
 
 MakeService = Callable[..., AuthService]
 
