@@ -335,7 +335,8 @@ class OptionSpec:
             if word in self.choices:
                 return word
         else:
-            digits = word.lstrip("+-")
+            # One sign at most: "--0" must be the parse error below, not int()'s.
+            digits = word[1:] if word[:1] in ("+", "-") else word
             if digits.isascii() and digits.isdigit():
                 # A whole number stays exact (10**400 is not inf: Options names the
                 # range); past int()'s 4300 digits, say so without echoing it all.

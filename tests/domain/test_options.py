@@ -8,7 +8,12 @@ from datetime import timedelta
 import pytest
 
 from pytest_mgmtauth import Options
-from pytest_mgmtauth._domain._options import OPTION_NAMES, build_options, check_option_names
+from pytest_mgmtauth._domain._options import (
+    OPTION_NAMES,
+    OPTION_SPECS,
+    build_options,
+    check_option_names,
+)
 
 
 def test_defaults_are_the_contracts() -> None:
@@ -252,3 +257,15 @@ def test_every_option_is_declared_once_with_a_parser() -> None:
         OPTION_SPEC["token_ttl"].parse("9" * 5000)
     with pytest.raises(ValueError, match="expected 'profile' or 'account'"):
         OPTION_SPEC["v3_scope"].parse("team")
+
+
+@pytest.mark.parametrize("text", ["--0", "+-5", "-+1", "++60", "1-", "- 5"])
+def test_a_number_with_more_than_one_sign_is_a_parse_error_of_the_option(text: str) -> None:
+    # The hostile suite found "--0" in an ini setting escaping as int()'s own ValueError
+    # ("invalid literal for int()"), which named neither the setting nor what it takes.
+    for spec in OPTION_SPECS:
+        if spec.kind not in ("seconds", "count"):
+            continue
+        with pytest.raises(ValueError, match=r"^expected ") as raised:
+            spec.parse(text)
+        assert "invalid literal" not in str(raised.value)
