@@ -525,6 +525,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="a v3 token is good for its account and profile (default) or any profile of "
         "its account",
     )
+    behaviour.add_argument(
+        "--no-keep-alive",
+        dest="keep_alive",
+        action="store_false",
+        help="answer Connection: close and close every connection after its answer "
+        "(default: HTTP/1.1 keep-alive, as the real service)",
+    )
     misc = parser.add_argument_group("misc")
     misc.add_argument(
         "--key-file",
@@ -553,6 +560,7 @@ def server_from_args(args: argparse.Namespace) -> StandaloneServer:
             https=args.https,
             issuer=args.issuer,
             v3_scope=args.v3_scope,
+            keep_alive=args.keep_alive,
         )
     except (TypeError, ValueError) as exc:
         message = str(exc)

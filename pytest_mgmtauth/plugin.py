@@ -63,6 +63,8 @@ _OPTION_HELP = {
     "require_logout": "count v1 sessions not ended with /v1/logout as a finding (default false)",
     "issuer": "the tokens' iss claim (default https://api.tealiumiq.com, the real service's)",
     "v3_scope": "a v3 token is good for its 'profile' (default) or any profile of its 'account'",
+    "keep_alive": "HTTP/1.1 keep-alive as the real service (default true); false answers "
+    "Connection: close",
 }
 
 

@@ -166,6 +166,9 @@ class Options:
     #: What a v3 token is bound to: ``"profile"`` (its account and profile, the fake's
     #: default) or ``"account"`` (any profile of its account).
     v3_scope: str = "profile"
+    #: HTTP/1.1 keep-alive, as the real service answers (``Connection: keep-alive``);
+    #: ``False`` answers ``Connection: close`` and closes every connection after its answer.
+    keep_alive: bool = True
     #: Whether ``refresh_margin`` was derived from ``token_ttl`` (not set explicitly):
     #: :func:`build_options` derives it again when only ``token_ttl`` changes.
     refresh_margin_derived: bool = dataclasses.field(
@@ -209,7 +212,7 @@ class Options:
         if self.throttle is not None:
             hint = " (premature grants per 60 s), or None to switch throttling off"
             check_count("throttle", self.throttle, hint=hint)
-        for name in ("strict", "https", "require_logout"):
+        for name in ("strict", "https", "require_logout", "keep_alive"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(
                     f"mgmtauth option {name!r} must be True or False, "
@@ -239,6 +242,8 @@ class Options:
             parts.append(f"issuer={self.issuer}")
         if self.v3_scope != "profile":
             parts.append(f"v3_scope={self.v3_scope}")
+        if not self.keep_alive:
+            parts.append("keep_alive=False")
         return " ".join(parts)
 
 
