@@ -41,7 +41,7 @@ from ._domain._faults import ScheduledFault, ScriptedFault
 from ._domain._options import Options
 from ._fake import MgmtServer
 from ._simclock import MgmtClock
-from ._transport._app import RouteHandler
+from ._transport._binding import RouteHandler
 
 __version__ = "0.1.0"
 

@@ -7,6 +7,11 @@ work). ``mgmt_server`` schedules the item's fault (``MgmtServer.schedule_fault``
 point the test never reached skips the item; each item's fault, point, outcome and what
 the client did after the fault travel in ``user_properties`` (so the matrix can be
 computed from reports, also on the xdist controller, and JUnit XML gets them).
+
+The points and their settings are ``_sweep_plan.py``'s, the reading of what happened
+after a fault and the matrix ``_sweep_verdict.py``'s (both pure); this module is what
+touches pytest: options, parametrization, the items' stash and reports, the terminal
+section.
 """
 
 from __future__ import annotations
@@ -17,30 +22,43 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ._assertions import _describe
-from ._domain._events import (
-    ApiCall,
-    AuthRejected,
-    Event,
-    LoggedIn,
-    LoginRejected,
-    ScheduledFaultFired,
-    Throttled,
-    TokenIssued,
+from ._domain._faults import SCHEDULED_KINDS
+from ._sweep_plan import (
+    BASELINE,
+    DEFAULT_POINTS,
+    FAULT_KINDS,
+    SweepConfig,
+    SweepPoint,
+    check_faults,
+    check_points,
+    parse_faults_option,
+    parse_points_option,
+    sweep_points,
 )
-from ._domain._faults import DEFAULT_RETRY_AFTER, SCHEDULED_KINDS
+from ._sweep_verdict import After, Cell, analyse, format_matrix
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
-
     from ._fake import MgmtServer
+
+__all__ = [
+    "FAULT_KINDS",
+    "FIXTURE",
+    "MARKER",
+    "SweepConfig",
+    "SweepPoint",
+    "SweepReport",
+    "add_options",
+    "after_call",
+    "arm",
+    "check_reached",
+    "disarm",
+    "expand",
+    "read_config",
+]
 
 MARKER = "mgmtauth_sweep"
 #: The fixture the sweep parametrizes (``mgmt_server`` depends on it).
 FIXTURE = "_mgmtauth_sweep"
-FAULT_KINDS = tuple(SCHEDULED_KINDS)
-DEFAULT_POINTS = 5
-MAX_POINTS = 100
-BASELINE = "baseline"
 
 #: user_properties (JUnit XML <property>) of a sweep item.
 PROP_TEST = "mgmtauth_sweep_test"
@@ -52,25 +70,6 @@ PROP_NOTE = "mgmtauth_sweep_note"
 
 #: The item's sweep point and its fake (set when mgmt_server is set up).
 _STATE = pytest.StashKey["_ItemState"]()
-
-
-@dataclasses.dataclass(frozen=True)
-class SweepPoint:
-    """One sweep item's fault: ``kind`` at point ``index`` (``None``: the baseline)."""
-
-    kind: str | None
-    index: int = 0
-
-    @property
-    def label(self) -> str:
-        """``baseline``, ``expire@call3``, ``throttle@auth2``."""
-        if self.kind is None:
-            return BASELINE
-        return f"{self.kind}@{SCHEDULED_KINDS[self.kind]}{self.index}"
-
-    @property
-    def id(self) -> str:
-        return f"mgmtauth-{self.label}"
 
 
 @dataclasses.dataclass
@@ -111,60 +110,6 @@ def add_options(parser: pytest.Parser, group: Any) -> None:
     )
 
 
-def check_faults(faults: object, where: str) -> tuple[str, ...]:
-    """The fault kinds of a sweep, validated: ValueError naming the known kinds."""
-    if isinstance(faults, str):
-        faults = (faults,)
-    if not isinstance(faults, (tuple, list)):
-        raise ValueError(
-            f"{where}: faults must be a tuple of fault kinds ({', '.join(FAULT_KINDS)}), "
-            f"got {faults!r}"
-        )
-    kinds: list[str] = []
-    for kind in faults:
-        if not isinstance(kind, str) or kind not in SCHEDULED_KINDS:
-            raise ValueError(
-                f"{where}: unknown fault kind {kind!r}; known: {', '.join(FAULT_KINDS)}"
-            )
-        if kind not in kinds:
-            kinds.append(kind)
-    return tuple(kinds)
-
-
-def check_points(points: object, where: str) -> int:
-    if isinstance(points, bool) or not isinstance(points, int) or not 1 <= points <= MAX_POINTS:
-        raise ValueError(
-            f"{where}: points must be a positive int (at most {MAX_POINTS}): the calls "
-            f"swept per fault kind, got {points!r}"
-        )
-    return points
-
-
-def parse_faults_option(raw: str, where: str) -> tuple[str, ...]:
-    text = raw.strip().lower()
-    if text == "all":
-        return FAULT_KINDS
-    if text in ("", "none", "off"):
-        return ()
-    return check_faults([part.strip() for part in text.split(",") if part.strip()], where)
-
-
-def parse_points_option(raw: str, where: str) -> int:
-    try:
-        value = int(raw.strip())
-    except ValueError:
-        raise ValueError(f"{where} = {raw!r}: expected a positive whole number") from None
-    return check_points(value, where)
-
-
-@dataclasses.dataclass(frozen=True)
-class SweepConfig:
-    """The sweep of every test from the command line / ini (``faults`` empty: none)."""
-
-    faults: tuple[str, ...] = ()
-    points: int = DEFAULT_POINTS
-
-
 def read_config(config: pytest.Config) -> SweepConfig:
     """``--mgmtauth-sweep`` / ``mgmtauth_sweep`` and the points; ValueError if bad."""
     faults: tuple[str, ...] = ()
@@ -181,13 +126,6 @@ def read_config(config: pytest.Config) -> SweepConfig:
 
 
 # -- expansion -------------------------------------------------------------------------
-
-
-def sweep_points(faults: Sequence[str], points: int) -> list[SweepPoint]:
-    """The baseline, then every point of every fault kind."""
-    return [SweepPoint(None)] + [
-        SweepPoint(kind, index) for kind in faults for index in range(1, points + 1)
-    ]
 
 
 def expand(metafunc: pytest.Metafunc, sweep: SweepConfig) -> None:
@@ -323,76 +261,6 @@ def after_call(item: pytest.Item, report: pytest.TestReport) -> None:
     report.user_properties.extend(props)
 
 
-# -- what the client did after the fault -----------------------------------------------
-
-
-@dataclasses.dataclass(frozen=True)
-class After:
-    """What followed a fault: a one-line ``summary`` (empty: nothing worth saying) and
-    the events after it."""
-
-    summary: str
-    fired: ScheduledFaultFired | None
-    events: tuple[Event, ...]
-
-
-_AUTH_EVENTS = (TokenIssued, AuthRejected, LoggedIn, LoginRejected, Throttled)
-
-
-def analyse(kind: str, events: Sequence[Event], *, failed: bool) -> After:
-    """Read the timeline after the fault of ``kind`` fired (pure: no pytest)."""
-    index = next((i for i, e in enumerate(events) if isinstance(e, ScheduledFaultFired)), None)
-    if index is None:
-        return After("", None, ())
-    fired = events[index]
-    assert isinstance(fired, ScheduledFaultFired)
-    rest = tuple(events[index + 1 :])
-    grants = [e for e in rest if isinstance(e, (TokenIssued, LoggedIn))]
-    auths = [e for e in rest if isinstance(e, _AUTH_EVENTS)]
-    refused = [e for e in rest if isinstance(e, ApiCall) and e.return_code == 1401]
-    summary = ""
-    if kind in ("expire", "revoke"):
-        if refused:
-            first = refused[0]
-            regained = [g for g in grants if g.at >= first.at]
-            if not regained:
-                summary = "the client never re-authenticates after a 401 with 1401"
-            elif kind == "expire":
-                summary = (
-                    f"lost a call: it sent {first.method} {first.path} with the expired "
-                    "credential and re-authenticated only after the 401 (renew before "
-                    "the credential expires)"
-                )
-        elif failed:
-            summary = "the test failed after the fault, without a refused call (see its failure)"
-    elif kind in ("throttle", "unavailable"):
-        status = "429" if kind == "throttle" else "503"
-        if not auths:
-            summary = f"the client never retried authentication after a {status}"
-        elif kind == "throttle":
-            waited = (auths[0].at - fired.at).total_seconds()
-            if waited < DEFAULT_RETRY_AFTER:
-                summary = (
-                    f"the client retried authentication {waited:g} s after a 429 with "
-                    f"Retry-After {DEFAULT_RETRY_AFTER} s: honour Retry-After"
-                )
-        if failed and not summary:
-            summary = f"the test failed after the {status} (see its failure)"
-    elif kind == "reset":
-        if not any(isinstance(e, ApiCall) for e in rest):
-            summary = "the client never retried after the connection was reset"
-        elif failed:
-            summary = "the test failed after the connection reset (see its failure)"
-    if kind == "expire" and failed and "the clock cannot move" in fired.detail:
-        # No client could have seen this expiry coming: say how to make it fair.
-        summary = (summary + "; " if summary else "") + (
-            "the credential ended early on cue because the test does not run on "
-            "mgmt_clock: request mgmt_clock, so the clock moves to the credential's end "
-            "and a client that renews in time survives"
-        )
-    return After(summary, fired, rest)
-
-
 def _section(point: SweepPoint, fake: MgmtServer, after: After) -> str:
     scene = fake.scene()
     lines = [f"fault: {point.label}"]
@@ -414,27 +282,20 @@ def _section(point: SweepPoint, fake: MgmtServer, after: After) -> str:
 # -- the matrix (computed from reports: works on the xdist controller) -----------------
 
 
-@dataclasses.dataclass
-class _Cell:
-    outcome: str = "passed"
-    after: str = ""
-    note: str = ""
-
-
 class SweepReport:
     """Collects sweep items' outcomes from their reports; prints the ``mgmtauth sweep``
     terminal section."""
 
     def __init__(self) -> None:
         # test -> point label -> cell, in the order reports arrive
-        self._tests: dict[str, dict[str, _Cell]] = {}
+        self._tests: dict[str, dict[str, Cell]] = {}
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         props = dict(report.user_properties)
         test, label = props.get(PROP_TEST), props.get(PROP_POINT)
         if not isinstance(test, str) or not isinstance(label, str):
             return
-        cell = self._tests.setdefault(test, {}).setdefault(label, _Cell())
+        cell = self._tests.setdefault(test, {}).setdefault(label, Cell())
         outcome = props.get(PROP_OUTCOME)
         if report.failed:
             cell.outcome = "failed"
@@ -455,78 +316,3 @@ class SweepReport:
             for line in format_matrix(test, self._tests[test]):
                 terminalreporter.write_line(line)
             terminalreporter.write_line("")
-
-
-_SYMBOL = {
-    "passed": "ok",
-    "failed": "FAIL",
-    "not reached": "-",
-    "skipped": "skip",
-}
-
-
-def _symbol(cell: _Cell) -> str:
-    text = _SYMBOL.get(cell.outcome, cell.outcome)
-    if cell.outcome == "passed" and cell.note:
-        text += "*"
-    return text
-
-
-def format_matrix(test: str, cells: dict[str, _Cell]) -> list[str]:
-    """One swept test: rows = fault kinds, columns = points, then a one-line verdict."""
-    rows: dict[str, dict[int, _Cell]] = {}
-    for label, cell in cells.items():
-        if label == BASELINE:
-            continue
-        kind, _, point = label.partition("@")
-        rows.setdefault(kind, {})[int(point[len(SCHEDULED_KINDS[kind]) :])] = cell
-    width = max([len(k) + 5 for k in rows] + [len(BASELINE)])
-    columns = max((max(r) for r in rows.values()), default=0)
-    lines = [test]
-    lines.append(f"  {'':<{width}}" + "".join(f"{index:>6}" for index in range(1, columns + 1)))
-    base = cells.get(BASELINE)
-    if base is not None:
-        lines.append(f"  {BASELINE:<{width}}{_symbol(base):>6}")
-    for kind in (k for k in FAULT_KINDS if k in rows):
-        row = rows[kind]
-        title = f"{kind} {SCHEDULED_KINDS[kind]}"
-        lines.append(
-            f"  {title:<{width}}"
-            + "".join(f"{_symbol(row[i]) if i in row else '':>6}" for i in range(1, columns + 1))
-        )
-    lines.append("  (ok: passed, FAIL: failed, -: point not reached, *: passed with a note)")
-    lines.append(f"  verdict: {verdict(base, rows)}")
-    return lines
-
-
-def verdict(base: _Cell | None, rows: dict[str, dict[int, _Cell]]) -> str:
-    """``survives expire at 8/8 points; revoke fails from call 1: ...``."""
-    parts = []
-    if base is not None and base.outcome == "failed":
-        parts.append("the baseline (no fault) fails: fix it first, the sweep says little")
-    for kind in (k for k in FAULT_KINDS if k in rows):
-        row = rows[kind]
-        on = SCHEDULED_KINDS[kind]
-        reached = {i: c for i, c in row.items() if c.outcome in ("passed", "failed")}
-        failed = sorted(i for i, c in reached.items() if c.outcome == "failed")
-        if not reached:
-            parts.append(f"{kind} not reached at any point")
-            continue
-        if not failed:
-            text = f"survives {kind} at {len(reached)}/{len(reached)} points"
-            noted = sorted(i for i, c in reached.items() if c.note)
-            if noted:
-                text += f", but at {on} {_points(noted)} {row[noted[0]].note}"
-            parts.append(text)
-            continue
-        later = [i for i in reached if i >= failed[0]]
-        where = (
-            f"from {on} {failed[0]}" if len(failed) == len(later) else f"at {on} {_points(failed)}"
-        )
-        why = row[failed[0]].after or "see the failures"
-        parts.append(f"{kind} fails {where} ({len(failed)}/{len(reached)} points): {why}")
-    return "; ".join(parts) if parts else "nothing was swept"
-
-
-def _points(indexes: Sequence[int]) -> str:
-    return ", ".join(str(i) for i in indexes)

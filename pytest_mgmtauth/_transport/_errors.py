@@ -18,6 +18,8 @@ if TYPE_CHECKING:
 
     from werkzeug import Request
 
+    from .._domain._records import Refusal
+
 #: Largest request body the fake reads; larger ones get 413 (a form of the service's
 #: is a few hundred bytes).
 MAX_BODY_BYTES = 64 * 1024
@@ -70,6 +72,18 @@ def error_response(
     if allow is not None:
         headers.append(("Allow", allow))
     return json_response(status, error_body(return_code, message, **extra), headers)
+
+
+def refusal_response(refusal: Refusal) -> Response:
+    """The answer to a refusal of the service: its status, return code and message, and
+    ``retryAfter`` with a ``Retry-After`` header when it has one."""
+    extra: dict[str, Any] = {}
+    if refusal.retry_after is not None:
+        extra["retryAfter"] = refusal.retry_after
+    response = error_response(refusal.status, refusal.return_code, refusal.message, **extra)
+    if refusal.retry_after is not None:
+        response.headers["Retry-After"] = str(refusal.retry_after)
+    return response
 
 
 def masked_error(response: Response, redact: Callable[[str], str]) -> Response:

@@ -29,7 +29,10 @@ pytestmark = pytest.mark.mgmtauth(https=True, throttle=2)
 
 def v3_auth(s: Service, profile: str = "main", **form: str) -> httpx.Response:
     fields = {"username": s.account.username, "key": s.account.api_key, **form}
-    return s.http.post(s.url(f"/v3/auth/accounts/acme/profiles/{profile}"), data=fields)
+    answer: httpx.Response = s.http.post(
+        s.url(f"/v3/auth/accounts/acme/profiles/{profile}"), data=fields
+    )
+    return answer
 
 
 def v3_token(s: Service, profile: str = "main") -> dict[str, str]:

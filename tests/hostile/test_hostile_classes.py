@@ -117,7 +117,8 @@ def _strategies(world: World) -> dict[str, st.SearchStrategy[Any]]:
     if "jwt.header" not in world.strategies:
         for name, strategy in _jwt_strategies(world).items():
             world.strategies[f"jwt.{name}"] = strategy
-    return world.strategies
+    strategies: dict[str, st.SearchStrategy[Any]] = world.strategies
+    return strategies
 
 
 def _segment(data: Any, damage: str, raw: bytes) -> str:

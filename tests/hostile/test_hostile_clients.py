@@ -25,7 +25,8 @@ GUARD = 10.0  # seconds: a hang guard only
 
 def auth_request(world: World) -> bytes:
     body = urlencode({"username": world.full.username, "key": world.full.api_key}).encode()
-    return build_request("POST", "/v2/auth", [("Host", "x"), ("Content-Type", FORM)], body)
+    raw: bytes = build_request("POST", "/v2/auth", [("Host", "x"), ("Content-Type", FORM)], body)
+    return raw
 
 
 def test_slow_client_byte_by_byte_gets_its_token(world: World) -> None:

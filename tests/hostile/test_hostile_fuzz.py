@@ -297,9 +297,10 @@ def build_strategies(world: World) -> dict[str, st.SearchStrategy[Any]]:
         if isinstance(length, int):
             length = str(min(length, len(body) + 50))
         eol = b"\n" if draw(mostly_false) else b"\r\n"
-        return build_request(
+        raw: bytes = build_request(
             method, target, headers, body, version=draw(versions), content_length=length, eol=eol
         )
+        return raw
 
     return {
         "header_lists": header_lists,
@@ -316,7 +317,8 @@ def build_strategies(world: World) -> dict[str, st.SearchStrategy[Any]]:
 def strategies_for(world: World) -> dict[str, st.SearchStrategy[Any]]:
     if not world.strategies:
         world.strategies.update(build_strategies(world))
-    return world.strategies
+    strategies: dict[str, st.SearchStrategy[Any]] = world.strategies
+    return strategies
 
 
 def _chunked(body: bytes) -> bytes:

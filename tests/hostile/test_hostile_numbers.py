@@ -33,7 +33,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_mgmtauth import MgmtClock, MgmtServer, Options
-from pytest_mgmtauth._domain._clock import to_datetime
+from pytest_mgmtauth._domain._clock import ManualClock, to_datetime
 from pytest_mgmtauth._domain._options import (
     LATEST_TIME,
     MAX_ADVANCE,
@@ -301,8 +301,9 @@ class TestAbsurdNumbersThroughEveryEntryPoint:
         cases = [(name, value) for name in DURATIONS + COUNTS for value in values]
         refused = 0
         for name, value in cases:
+            hostile: dict[str, Any] = {name: value}  # a float for a count: on purpose
             try:
-                Options(**{name: value})
+                Options(**hostile)
             except (TypeError, ValueError):
                 refused += 1
         params = ",\n".join(
@@ -549,6 +550,7 @@ class TestControlApiValidation:
             moved_from, moved_to = _iso_time(before), _iso_time(now)
             assert moved_from <= moved_to < datetime(3000, 1, 1, tzinfo=timezone.utc)
             if moved_to.year >= 2900:
+                assert isinstance(standalone.clock, ManualClock)  # frozen_clock=True
                 standalone.clock.now = datetime(2030, 1, 1, tzinfo=timezone.utc).timestamp()
         _check_alive(standalone, session)
         session.post(f"{base}/reset", json={})

@@ -41,7 +41,15 @@ def unb64(part: str) -> bytes:
 
 
 def claims_of(token: str) -> dict[str, object]:
-    return json.loads(unb64(token.split(".")[1]))
+    claims: dict[str, object] = json.loads(unb64(token.split(".")[1]))
+    return claims
+
+
+def int_claim(token: str, name: str) -> int:
+    """A numeric claim of a token the fake issued (they are ints)."""
+    value = claims_of(token)[name]
+    assert isinstance(value, int), (name, value)
+    return value
 
 
 def with_payload(token: str, **changes: object) -> str:
@@ -82,7 +90,8 @@ def other_signer() -> TokenSigner:
 
 
 def _own(world: World) -> TokenSigner:
-    return world.fake._service._signer
+    signer: TokenSigner = world.fake._service._signer
+    return signer
 
 
 def _public_pem(world: World) -> bytes:
@@ -99,7 +108,14 @@ def _signed_by_own_key(world: World, **changes: object) -> str:
 
 #: name -> how to make the Authorization header value from the world's real token.
 FORGERIES: dict[str, Callable[[World, TokenSigner], str]] = {
-    "alg none": lambda w, o: "Bearer " + jwt.encode(claims_of(w.token), None, algorithm="none"),
+    "alg none": lambda w, o: (
+        "Bearer "
+        + jwt.encode(
+            claims_of(w.token),
+            None,  # type: ignore[arg-type]  # alg "none" takes no key: PyJWT's stubs want one
+            algorithm="none",
+        )
+    ),
     "alg none, original signature kept": lambda w, o: (
         "Bearer " + b64(b'{"typ":"JWT","alg":"none"}') + "." + w.token.split(".", 1)[1]
     ),
@@ -116,26 +132,26 @@ FORGERIES: dict[str, Callable[[World, TokenSigner], str]] = {
         "Bearer " + jwt.encode(claims_of(w.token), o._private_key, algorithm="RS512")
     ),
     "another fake's token (a second TokenSigner)": lambda w, o: (
-        "Bearer " + o.issue(w.full.username, int(claims_of(w.token)["iat"]), 1800)[0]
-    ),  # type: ignore[call-overload]
+        "Bearer " + o.issue(w.full.username, int_claim(w.token, "iat"), 1800)[0]
+    ),
     "tampered sub (other account)": lambda w, o: (
         "Bearer " + with_payload(w.limited_token, sub=w.full.username)
     ),
     "tampered exp (extended)": lambda w, o: (
-        "Bearer " + with_payload(w.token, exp=int(claims_of(w.token)["exp"]) + 86400)
-    ),  # type: ignore[call-overload]
+        "Bearer " + with_payload(w.token, exp=int_claim(w.token, "exp") + 86400)
+    ),
     "tampered signature (one char)": lambda w, o: (
         "Bearer " + w.token[:-2] + ("A" if w.token[-2] != "A" else "B") + w.token[-1]
     ),
     "nbf in the future (own key)": lambda w, o: (
-        "Bearer " + _signed_by_own_key(w, nbf=int(claims_of(w.token)["nbf"]) + 3600)
-    ),  # type: ignore[call-overload]
+        "Bearer " + _signed_by_own_key(w, nbf=int_claim(w.token, "nbf") + 3600)
+    ),
     "missing exp (own key)": lambda w, o: "Bearer " + _signed_by_own_key(w, exp=None),
     "wrong iss (own key)": lambda w, o: "Bearer " + _signed_by_own_key(w, iss="someone-else"),
     "exp as a string (own key)": lambda w, o: "Bearer " + _signed_by_own_key(w, exp="soon"),
     "own key, not issued in this test": lambda w, o: (
-        "Bearer " + _own(w).issue(w.full.username, int(claims_of(w.token)["iat"]), 1800)[0]
-    ),  # type: ignore[call-overload]
+        "Bearer " + _own(w).issue(w.full.username, int_claim(w.token, "iat"), 1800)[0]
+    ),
     # Issue 9: PyJWT raised InvalidTokenError subclasses the fake did not catch (500).
     "kid a number": lambda w, o: "Bearer " + with_header(w.token, {"alg": "RS512", "kid": 1}),
     "kid null": lambda w, o: "Bearer " + with_header(w.token, {"alg": "RS512", "kid": None}),
@@ -235,7 +251,7 @@ def test_real_token_expired_by_one_second_is_refused(world: World, mgmt_clock: M
         )
     )
     token = answer.json()["token"]
-    ttl = int(claims_of(token)["exp"]) - int(claims_of(token)["iat"])  # type: ignore[call-overload]
+    ttl = int_claim(token, "exp") - int_claim(token, "iat")
     mgmt_clock.advance(seconds=ttl - 1)
     assert call(world, f"Bearer {token}")[0] == 200
     mgmt_clock.advance(seconds=2)  # exp + 1 s

@@ -15,7 +15,8 @@ from pytest_mgmtauth import (
     ScheduledFault,
     ScheduledFaultFired,
     TokenIssued,
-    _sweep,
+    _sweep_plan,
+    _sweep_verdict,
 )
 from pytest_mgmtauth._domain import _faults
 from pytest_mgmtauth._domain._clock import ManualClock
@@ -188,20 +189,20 @@ def test_throttle_at_an_authentication_answers_429_with_retry_after_and_grants_n
 )
 def test_sweep_faults_are_validated(faults: object, message: str) -> None:
     with pytest.raises(ValueError, match=re.escape(message)):
-        _sweep.check_faults(faults, "here")
+        _sweep_plan.check_faults(faults, "here")
 
 
 @pytest.mark.parametrize("points", [0, -1, 2.5, True, "3", 101])
 def test_sweep_points_must_be_a_positive_int(points: object) -> None:
     with pytest.raises(ValueError, match="points must be a positive int"):
-        _sweep.check_points(points, "here")
+        _sweep_plan.check_points(points, "here")
 
 
 def test_the_sweep_option_takes_a_comma_list_or_all() -> None:
-    assert _sweep.parse_faults_option("expire, revoke", "x") == ("expire", "revoke")
-    assert _sweep.parse_faults_option("all", "x") == _sweep.FAULT_KINDS
+    assert _sweep_plan.parse_faults_option("expire, revoke", "x") == ("expire", "revoke")
+    assert _sweep_plan.parse_faults_option("all", "x") == _sweep_plan.FAULT_KINDS
     with pytest.raises(ValueError, match="unknown fault kind 'expyre'"):
-        _sweep.parse_faults_option("expyre", "x")
+        _sweep_plan.parse_faults_option("expyre", "x")
 
 
 _T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
@@ -235,7 +236,7 @@ def _issued(seconds: float = 0, label: str = "T2") -> TokenIssued:
 
 
 def test_after_a_revoke_a_client_that_never_re_authenticates_is_named() -> None:
-    after = _sweep.analyse(
+    after = _sweep_verdict.analyse(
         "revoke", [_issued(0, "T1"), _fired("revoke", "call2"), _refused()], failed=True
     )
     assert after.summary == "the client never re-authenticates after a 401 with 1401"
@@ -243,28 +244,32 @@ def test_after_a_revoke_a_client_that_never_re_authenticates_is_named() -> None:
 
 def test_after_an_expire_a_client_that_renews_only_on_the_401_lost_a_call() -> None:
     events = [_fired("expire", "call2"), _refused(), _issued()]
-    after = _sweep.analyse("expire", events, failed=False)
+    after = _sweep_verdict.analyse("expire", events, failed=False)
     assert after.summary.startswith("lost a call: it sent GET /v2/things with the expired")
 
 
 def test_after_a_throttle_a_retry_before_retry_after_is_named() -> None:
-    early = _sweep.analyse("throttle", [_fired("throttle", "auth1"), _issued(0)], failed=False)
+    early = _sweep_verdict.analyse(
+        "throttle", [_fired("throttle", "auth1"), _issued(0)], failed=False
+    )
     assert early.summary == (
         "the client retried authentication 0 s after a 429 with Retry-After 1 s: honour Retry-After"
     )
-    patient = _sweep.analyse("throttle", [_fired("throttle", "auth1"), _issued(1)], failed=False)
+    patient = _sweep_verdict.analyse(
+        "throttle", [_fired("throttle", "auth1"), _issued(1)], failed=False
+    )
     assert patient.summary == ""
 
 
 def test_the_verdict_counts_points_and_names_the_first_failure() -> None:
-    ok = _sweep._Cell("passed")
-    fail = _sweep._Cell("failed", after="the client never re-authenticates after a 401")
-    unreached = _sweep._Cell("not reached")
+    ok = _sweep_verdict.Cell("passed")
+    fail = _sweep_verdict.Cell("failed", after="the client never re-authenticates after a 401")
+    unreached = _sweep_verdict.Cell("not reached")
     rows = {
         "expire": {1: ok, 2: ok, 3: unreached},
         "revoke": {1: fail, 2: fail, 3: unreached},
     }
-    assert _sweep.verdict(ok, rows) == (
+    assert _sweep_verdict.verdict(ok, rows) == (
         "survives expire at 2/2 points; revoke fails from call 1 (2/2 points): the client "
         "never re-authenticates after a 401"
     )
@@ -315,7 +320,7 @@ def test_an_expire_that_failed_without_mgmt_clock_says_to_use_it() -> None:
         detail="token T1 expired on cue (the clock cannot move: the test does not run on "
         "mgmt_clock)",
     )
-    after = _sweep.analyse("expire", [fired, _refused()], failed=True)
+    after = _sweep_verdict.analyse("expire", [fired, _refused()], failed=True)
     assert after.summary == (
         "the client never re-authenticates after a 401 with 1401; the credential ended "
         "early on cue because the test does not run on mgmt_clock: request mgmt_clock, so "

@@ -24,7 +24,7 @@ from pytest_mgmtauth import (
     MgmtServer,
     TokenIssued,
 )
-from pytest_mgmtauth._transport._app import fake_host
+from pytest_mgmtauth._transport._endpoints import fake_host
 
 FORM = {"Content-Type": "application/x-www-form-urlencoded"}
 
@@ -382,6 +382,6 @@ def test_tokens_issued_here_carry_every_event_field(
 def test_the_host_of_v3_answers_is_where_the_fake_listens(
     server_name: str, host_header: str, expected: str
 ) -> None:
-    environ = EnvironBuilder(headers={"Host": host_header}).get_environ()
+    environ = EnvironBuilder(headers=[("Host", host_header)]).get_environ()
     environ["SERVER_NAME"], environ["SERVER_PORT"] = server_name, "8765"
     assert fake_host(Request(environ)) == expected
