@@ -443,6 +443,9 @@ class MgmtServer:
         """Stop answering for this test (internal: the fixture and mgmtauth-server)."""
         self._http.app.unbind(self._binding)
         self._binding.close()  # requests held by a scripted hang give up now
+        # Kept-alive connections idle now are closed, as a server's idle timeout would:
+        # the next test's requests come on new connections (clients reconnect).
+        self._http.drop_idle_connections()
 
     def __repr__(self) -> str:
         return f"<MgmtServer {self.url} {self.options.describe()}>"

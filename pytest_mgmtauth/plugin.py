@@ -71,8 +71,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     for spec in OPTION_SPECS:
         flag = "--mgmtauth-" + spec.flag[2:]
-        help = f"{spec.help} (overrides the ini; markers still win)"
+        help = f"{spec.flag_help} (overrides the ini; markers still win)"
         if spec.kind == "bool":
+            # Switches the option away from its default (--mgmtauth-no-keep-alive).
             group.addoption(flag, action="store_true", default=None, help=help)
         else:
             group.addoption(
@@ -109,7 +110,7 @@ def _read_options(config: pytest.Config) -> Options:
             continue
         if spec.kind == "bool":
             if given:
-                overrides[spec.name] = True
+                overrides[spec.name] = not spec.default
             continue
         try:
             overrides[spec.name] = spec.parse(str(given))

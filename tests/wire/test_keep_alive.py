@@ -1,0 +1,112 @@
+"""Issue 14: HTTP/1.1 keep-alive as the real service answers, with real clients."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from urllib.parse import urlsplit
+
+import httpx
+import pytest
+import requests
+
+from pytest_mgmtauth import Options
+from pytest_mgmtauth._fake import MgmtServer
+from pytest_mgmtauth._pool import SessionPool
+
+
+@pytest.fixture
+def pool(request: pytest.FixtureRequest) -> SessionPool:
+    pool: SessionPool = request.getfixturevalue("_mgmtauth_pool")
+    return pool
+
+
+@pytest.fixture
+def session() -> Iterator[requests.Session]:
+    with requests.Session() as s:
+        yield s
+
+
+def _auth(base: str, client: requests.Session | httpx.Client, username: str, key: str) -> str:
+    answer = client.post(f"{base}/v2/auth", data={"username": username, "key": key})
+    assert answer.status_code == 200
+    token: str = answer.json()["token"]
+    return token
+
+
+def test_one_connection_serves_many_calls(pool: SessionPool, session: requests.Session) -> None:
+    fake = MgmtServer(Options(), pool)
+    try:
+        account = fake.add_account()
+        fake.route("GET", "/api/x").respond_with_json({"ok": True})
+        before = fake._http.connections_accepted
+        token = _auth(fake.url, session, account.username, account.api_key)
+        for _ in range(5):
+            answer = session.get(f"{fake.url}/api/x", headers={"Authorization": f"Bearer {token}"})
+            assert answer.status_code == 200
+            assert answer.headers["Connection"] == "keep-alive"
+        assert fake._http.connections_accepted - before == 1  # the auth and 5 calls: one connection
+    finally:
+        fake.close()
+
+
+def test_keep_alive_false_answers_connection_close(
+    pool: SessionPool, session: requests.Session
+) -> None:
+    fake = MgmtServer(Options(keep_alive=False), pool)
+    try:
+        account = fake.add_account()
+        answer = session.post(
+            f"{fake.url}/v2/auth", data={"username": account.username, "key": account.api_key}
+        )
+        assert answer.status_code == 200
+        assert answer.headers["Connection"] == "close"
+    finally:
+        fake.close()
+
+
+@pytest.mark.parametrize("library", ["requests", "httpx"])
+def test_a_client_kept_across_tests_works_in_the_next_test(pool: SessionPool, library: str) -> None:
+    client: requests.Session | httpx.Client = (
+        requests.Session() if library == "requests" else httpx.Client()
+    )
+    with client:
+        first = MgmtServer(Options(), pool)
+        try:
+            account = first.add_account()
+            _auth(first.url, client, account.username, account.api_key)
+        finally:
+            first.close()  # the idle kept-alive connection is closed here
+        second = MgmtServer(Options(), pool)
+        try:
+            account = second.add_account()
+            _auth(second.url, client, account.username, account.api_key)
+            assert [e.username for e in second.events] == [account.username]
+            assert len(first.events) == 1  # nothing of the second test leaked back
+        finally:
+            second.close()
+
+
+def _read_answer(sock: socket.socket) -> bytes:
+    """One whole answer (its Content-Length), leaving the connection open."""
+    answer = b""
+    while b"\r\n\r\n" not in answer:
+        answer += sock.recv(65536)
+    head, _, body = answer.partition(b"\r\n\r\n")
+    length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+    while len(body) < length:
+        body += sock.recv(65536)
+    assert b"\r\nConnection: keep-alive" in head
+    return head + b"\r\n\r\n" + body
+
+
+def test_an_idle_connection_is_closed_at_the_tests_end(pool: SessionPool) -> None:
+    fake = MgmtServer(Options(), pool)
+    parts = urlsplit(fake.url)
+    with socket.create_connection((parts.hostname, parts.port), timeout=10) as sock:
+        try:
+            sock.sendall(b"GET /nowhere HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert _read_answer(sock).startswith(b"HTTP/1.1 404")
+        finally:
+            fake.close()
+        assert sock.recv(65536) == b""  # EOF: closed by the server, not held
