@@ -55,6 +55,8 @@ STALL_TIMEOUT = 30.0
 #: long, or for DRAIN_SECONDS at most; then the connection closes.
 DRAIN_SILENCE = 0.25
 DRAIN_SECONDS = 5.0
+#: Seconds drop_idle_connections waits for the connections it closes to be closed.
+DROP_WAIT = 1.0
 
 
 class _FakeRequest(Request):
@@ -255,12 +257,34 @@ class _RequestHandler(WSGIRequestHandler):
             return False  # the client asked to close (or HTTP/1.0 without keep-alive)
         if environ.get(FRAMING_PROBLEM) is not None or environ.get("wsgi.input_terminated"):
             return False
+        if self.headers.defects or self.headers.get_payload():
+            # A line that is no header ("Bad Name: x") ends the parsed headers there: the
+            # lines after it (a Content-Length, say) were read but not understood, so
+            # where this request ends is unknown.
+            return False
         body = environ.get("wsgi.input")
         try:
             length = int(environ.get("CONTENT_LENGTH") or 0)
         except ValueError:
             return False
-        return isinstance(body, _CountedInput) and body.count >= length
+        if not isinstance(body, _CountedInput) or body.count < length:
+            return False  # the body's rest would be read as the next request
+        # Bytes already waiting past this request: a body sent without Content-Length
+        # (which HTTP/1.1 reads as the next request) or pipelining, which clients do not
+        # use. Closing answers this request only; RFC 9112 9.3.2 has clients retry the
+        # rest on a new connection.
+        return not self._bytes_waiting()
+
+    def _bytes_waiting(self) -> bool:
+        previous = self.connection.gettimeout()
+        try:
+            self.connection.settimeout(0)
+            return bool(self.rfile.peek(1))  # type: ignore[attr-defined]
+        except (OSError, ValueError):  # nothing yet (would block), or closed
+            return False
+        finally:
+            with contextlib.suppress(OSError):
+                self.connection.settimeout(previous)
 
     def _after_answer(self) -> None:
         """Called once the app has its answer: keep the connection for the next request,
@@ -377,6 +401,8 @@ class _Server(ThreadedWSGIServer):
         super().__init__(*args, **kwargs)
         self._idle_lock = threading.Lock()
         self._idle: set[_RequestHandler] = set()
+        #: Per open connection: set once its thread has closed it.
+        self._closed: dict[Any, threading.Event] = {}
 
     def mark_idle(self, handler: _RequestHandler) -> None:
         """A kept-alive connection waits for its next request."""
@@ -397,12 +423,19 @@ class _Server(ThreadedWSGIServer):
         server's idle timeout); the number closed. At a test's end, and on cue."""
         with self._idle_lock:
             idle, self._idle = self._idle, set()
+            closing = [self._closed.get(handler.connection) for handler in idle]
         for handler in idle:
             with contextlib.suppress(OSError):
                 # The plain socket's shutdown, also under TLS: the handler's thread,
                 # waiting in peek() (or still writing its answer, which completes),
                 # reads EOF and closes the connection.
                 socket.socket.shutdown(handler.connection, socket.SHUT_RD)
+        deadline = time.monotonic() + DROP_WAIT
+        for closed in closing:
+            # Closed (the FIN sent) before this returns: a client's pooled connection
+            # then reads as closed when the next test reuses it, and is replaced.
+            if closed is not None:
+                closed.wait(max(0.0, deadline - time.monotonic()))
         return len(idle)
 
     def process_request(self, request: Any, client_address: Any) -> None:
@@ -420,7 +453,15 @@ class _Server(ThreadedWSGIServer):
 
     def _serve_connection(self, request: Any, client_address: Any, binding: Binding | None) -> None:
         _accepted.binding = binding
-        self.process_request_thread(request, client_address)
+        closed = threading.Event()
+        with self._idle_lock:
+            self._closed[request] = closed
+        try:
+            self.process_request_thread(request, client_address)
+        finally:
+            with self._idle_lock:
+                self._closed.pop(request, None)
+            closed.set()
 
     def get_request(self) -> tuple[socket.socket, Any]:
         sock, address = self.socket.accept()

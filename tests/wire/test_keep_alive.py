@@ -110,3 +110,23 @@ def test_an_idle_connection_is_closed_at_the_tests_end(pool: SessionPool) -> Non
         finally:
             fake.close()
         assert sock.recv(65536) == b""  # EOF: closed by the server, not held
+
+
+def test_a_request_whose_headers_did_not_parse_cleanly_closes(pool: SessionPool) -> None:
+    # "Bad Name: x" is no header line: the parser stops there, and the Content-Length
+    # after it is lost. Kept alive, the body would be read as a second request (found by
+    # the hostile suite: two answers on one connection).
+    fake = MgmtServer(Options(), pool)
+    parts = urlsplit(fake.url)
+    raw = b"GET /nowhere HTTP/1.1\r\nHost: x\r\nBad Name: x\r\nContent-Length: 3\r\n\r\nabc"
+    try:
+        with socket.create_connection((parts.hostname, parts.port), timeout=10) as sock:
+            sock.sendall(raw)
+            sock.shutdown(socket.SHUT_WR)
+            answer = b""
+            while chunk := sock.recv(65536):
+                answer += chunk
+        assert answer.count(b"HTTP/1.1 ") == 1, answer
+        assert b"\r\nConnection: close\r\n" in answer
+    finally:
+        fake.close()
