@@ -27,7 +27,7 @@ from ._domain._options import (
     name_source,
 )
 from ._fake import MgmtServer
-from ._pool import KeyCache, SessionPool, write_private_file
+from ._pool import KeyCache, KeyLock, SessionPool, file_lock, write_private_file
 from ._report import figures, format_table
 from ._simclock import MgmtClock
 
@@ -198,12 +198,45 @@ def _key_cache(config: pytest.Config) -> KeyCache | None:
     return read, write
 
 
+def _key_lock(config: pytest.Config) -> KeyLock | None:
+    cache = getattr(config, "cache", None)
+    if cache is None:
+        return None
+
+    def lock() -> Any:
+        return file_lock(Path(cache.mkdir(_KEY_CACHE_DIR)) / f"{_KEY_CACHE_FILE}.lock")
+
+    return lock
+
+
+#: The session's pool, made at collection when a test uses the plugin's fixtures (so its
+#: key is generated in the background from then on), else by the first fixture.
+_POOL = pytest.StashKey[SessionPool]()
+
+
+def _pool_of(config: pytest.Config) -> SessionPool:
+    pool = config.stash.get(_POOL, None)
+    if pool is None:
+        pool = SessionPool(_key_cache(config), key_lock=_key_lock(config))
+        config.stash[_POOL] = pool
+    return pool
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # After deselection (-k, -m): a run that uses no fixture of the plugin generates no
+    # key. item.fixturenames is the closure: mgmt_server and mgmt_account need the pool.
+    if any("_mgmtauth_pool" in getattr(item, "fixturenames", ()) for item in items):
+        _pool_of(config).prepare_signing_key()
+
+
 @pytest.fixture(scope="session")
 def _mgmtauth_pool(pytestconfig: pytest.Config) -> Iterator[SessionPool]:
     """The session's servers, signing key and test CA (made on first use). Internal:
     tests reach all of it through ``mgmt_server``."""
-    pool = SessionPool(_key_cache(pytestconfig))
+    pool = _pool_of(pytestconfig)
     yield pool
+    del pytestconfig.stash[_POOL]
     try:
         # A handler still answering a test that has ended (its client gave up) may yet
         # raise: give it a moment, so that its error is reported rather than lost.
