@@ -14,6 +14,7 @@ import contextlib
 import os
 import tempfile
 import threading
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
@@ -73,6 +74,40 @@ def write_private_file(path: Path, data: bytes) -> None:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise
+
+
+def key_files(
+    path: Callable[[], Path], *, after_write: Callable[[], None] | None = None
+) -> tuple[KeyCache, KeyLock]:
+    """The signing key kept across runs in the file ``path()`` (0600, written
+    atomically), and the lock file beside it (``<name>.lock``) that processes sharing it
+    take while one of them generates a missing key. A write that fails warns (each run
+    then generates its own key); ``after_write`` runs after a write that succeeded."""
+
+    def read() -> bytes | None:
+        try:
+            return path().read_bytes()
+        except OSError:
+            return None
+
+    def write(pem: bytes) -> None:
+        try:
+            write_private_file(path(), pem)
+        except OSError as exc:
+            warnings.warn(
+                f"pytest-mgmtauth could not keep the signing key in pytest's cache ({exc}); "
+                "each run generates a new one",
+                stacklevel=1,
+            )
+            return
+        if after_write is not None:
+            after_write()
+
+    def lock() -> AbstractContextManager[object]:
+        key = path()
+        return file_lock(key.with_name(f"{key.name}.lock"))
+
+    return (read, write), lock
 
 
 class SessionPool:

@@ -27,7 +27,7 @@ from ._domain._options import (
     name_source,
 )
 from ._fake import MgmtServer
-from ._pool import KeyCache, KeyLock, SessionPool, file_lock, write_private_file
+from ._pool import KeyCache, KeyLock, SessionPool, key_files
 from ._report import figures, format_table
 from ._simclock import MgmtClock
 
@@ -168,45 +168,25 @@ def options_for(node: pytest.Item, base: Options) -> Options:
     return build_options(base, merged, where="@pytest.mark.mgmtauth")
 
 
-def _key_cache(config: pytest.Config) -> KeyCache | None:
-    cache = getattr(config, "cache", None)
-    if cache is None:  # -p no:cacheprovider
-        return None
-
-    def path() -> Path:
-        return Path(cache.mkdir(_KEY_CACHE_DIR)) / _KEY_CACHE_FILE
-
-    def read() -> bytes | None:
-        try:
-            return path().read_bytes()
-        except OSError:
-            return None
-
-    def write(pem: bytes) -> None:
-        try:
-            write_private_file(path(), pem)
-        except OSError as exc:
-            warnings.warn(
-                f"pytest-mgmtauth could not keep the signing key in pytest's cache ({exc}); "
-                "each run generates a new one",
-                stacklevel=1,
-            )
-            return
-        if cache.get(_OLD_KEY_CACHE_ENTRY, None) is not None:
-            cache.set(_OLD_KEY_CACHE_ENTRY, None)  # the old, world-readable copy
-
-    return read, write
-
-
-def _key_lock(config: pytest.Config) -> KeyLock | None:
+def _key_files(config: pytest.Config) -> tuple[KeyCache, KeyLock] | None:
+    """The signing key's file in pytest's cache directory and its lock (see
+    :func:`key_files`); None without a cache (``-p no:cacheprovider``)."""
     cache = getattr(config, "cache", None)
     if cache is None:
         return None
 
-    def lock() -> Any:
-        return file_lock(Path(cache.mkdir(_KEY_CACHE_DIR)) / f"{_KEY_CACHE_FILE}.lock")
+    def forget_old_entry() -> None:
+        if cache.get(_OLD_KEY_CACHE_ENTRY, None) is not None:
+            cache.set(_OLD_KEY_CACHE_ENTRY, None)  # the old, world-readable copy
 
-    return lock
+    return key_files(
+        lambda: Path(cache.mkdir(_KEY_CACHE_DIR)) / _KEY_CACHE_FILE, after_write=forget_old_entry
+    )
+
+
+def _key_cache(config: pytest.Config) -> KeyCache | None:
+    files = _key_files(config)
+    return files[0] if files is not None else None
 
 
 #: The session's pool, made at collection when a test uses the plugin's fixtures (so its
@@ -217,7 +197,9 @@ _POOL = pytest.StashKey[SessionPool]()
 def _pool_of(config: pytest.Config) -> SessionPool:
     pool = config.stash.get(_POOL, None)
     if pool is None:
-        pool = SessionPool(_key_cache(config), key_lock=_key_lock(config))
+        files = _key_files(config)
+        cache, lock = files if files is not None else (None, None)
+        pool = SessionPool(cache, key_lock=lock)
         config.stash[_POOL] = pool
     return pool
 
