@@ -221,6 +221,13 @@ class MgmtServer:
         )
         self.drop_connection_next(count, version=version)
 
+    def drop_idle_connections(self) -> int:
+        """Close the clients' kept-alive connections that are idle now, as a server's
+        idle timeout would (a FIN, no answer pending): a client must notice and open a
+        new connection for its next request. Returns how many were closed. (Idle
+        connections are also closed when each test ends.)"""
+        return self._http.drop_idle_connections()
+
     def malformed_next(self, count: int = 1, *, version: str | None = None) -> None:
         """The next ``count`` auth/login calls get 200 with a JSON body that stops in
         the middle (no credential is granted)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Iterator
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import httpx
@@ -130,3 +131,45 @@ def test_a_request_whose_headers_did_not_parse_cleanly_closes(pool: SessionPool)
         assert b"\r\nConnection: close\r\n" in answer
     finally:
         fake.close()
+
+
+@pytest.mark.parametrize("library", ["requests", "httpx"])
+def test_dropped_idle_connections_are_replaced_by_the_client(
+    mgmt_server: MgmtServer, library: str
+) -> None:
+    account = mgmt_server.add_account()
+    mgmt_server.route("GET", "/api/x").respond_with_json({"ok": True})
+    client: requests.Session | httpx.Client = (
+        requests.Session() if library == "requests" else httpx.Client()
+    )
+    with client:
+        token = _auth(mgmt_server.url, client, account.username, account.api_key)
+        bearer = {"Authorization": f"Bearer {token}"}
+        opened = mgmt_server._http.connections_accepted
+        assert mgmt_server.drop_idle_connections() == 1  # the client's pooled one
+        assert client.get(f"{mgmt_server.url}/api/x", headers=bearer).status_code == 200
+        assert mgmt_server._http.connections_accepted == opened + 1  # it reconnected
+        assert mgmt_server.drop_idle_connections() == 1
+        assert client.get(f"{mgmt_server.url}/api/x", headers=bearer).status_code == 200
+
+
+def test_the_control_api_drops_idle_connections(key_file_path: Path) -> None:
+    from pytest_mgmtauth._standalone import StandaloneServer
+
+    server = StandaloneServer(Options(), port=0, key_file=str(key_file_path))
+    server.start()
+    try:
+        with requests.Session() as client:
+            assert client.get(f"{server.url}/_mgmtauth/accounts").status_code == 200
+            with requests.Session() as control:
+                answer = control.post(f"{server.url}/_mgmtauth/connections/drop", json={})
+            assert answer.status_code == 200
+            assert answer.json() == {"dropped": 1}  # the client's; not the control call's
+            assert client.get(f"{server.url}/_mgmtauth/accounts").status_code == 200
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def key_file_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("key") / "signing-key.pem"
