@@ -164,3 +164,34 @@ def test_snapshots_of_accounts_tokens_and_sessions_are_copies(service: AuthServi
     assert [a.username for a in accounts] == ["alice@example.com"]  # taken under the lock, not live
     assert len(tokens) == 1
     assert [a.username for a in service.account_list()] == ["alice@example.com", "bob@example.com"]
+
+
+def test_secrets_are_drawn_in_batches_not_per_character(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Issue 14: one system call per character (secrets.choice, SystemRandom.shuffle) was
+    # a measurable part of each test's setup.
+    from pytest_mgmtauth._domain import _accounts
+
+    calls = []
+    real = _accounts.secrets.token_bytes
+
+    def counted(n: int) -> bytes:
+        calls.append(n)
+        return real(n)
+
+    def per_character(*args: object) -> object:
+        raise AssertionError("a system call per character")
+
+    monkeypatch.setattr(_accounts.secrets, "token_bytes", counted)
+    monkeypatch.setattr(_accounts.secrets, "choice", per_character)
+    monkeypatch.setattr(_accounts.secrets.SystemRandom, "shuffle", per_character)
+    key = _accounts.generate_api_key()
+    assert len(key) == _accounts._KEY_LENGTH
+    assert len(calls) <= 6  # a draw and a shuffle, and a redraw or two at most
+
+
+def test_batched_draws_cover_the_alphabet_and_nothing_else() -> None:
+    from pytest_mgmtauth._domain._accounts import _choices
+
+    drawn = _choices("abc", 3000)
+    assert set(drawn) == set("abc")
+    assert all(800 < drawn.count(c) < 1200 for c in "abc")
