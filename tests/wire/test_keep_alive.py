@@ -173,3 +173,42 @@ def test_the_control_api_drops_idle_connections(key_file_path: Path) -> None:
 @pytest.fixture
 def key_file_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("key") / "signing-key.pem"
+
+
+def test_a_session_scoped_client_fixture_works_from_test_to_test(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(
+        test_session_client="""
+        import httpx
+        import pytest
+        import requests
+
+        @pytest.fixture(scope="session")
+        def http():
+            with requests.Session() as session:
+                yield session
+
+        @pytest.fixture(scope="session")
+        def client():
+            with httpx.Client() as c:
+                yield c
+
+        @pytest.mark.parametrize("n", range(4))
+        def test_call(mgmt_server, mgmt_account, http, client, n):
+            mgmt_server.route("GET", "/api/x").respond_with_json({"n": n})
+            token = http.post(
+                mgmt_server.url + "/v2/auth",
+                data={"username": mgmt_account.username, "key": mgmt_account.api_key},
+            ).json()["token"]
+            for c in (http, client):
+                answer = c.get(
+                    mgmt_server.url + "/api/x", headers={"Authorization": f"Bearer {token}"}
+                )
+                assert answer.status_code == 200, answer.text
+                assert answer.json() == {"n": n}
+            assert len(mgmt_server.events) == 3  # this test's, nobody else's
+        """
+    )
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-W", "error")
+    result.assert_outcomes(passed=4)
