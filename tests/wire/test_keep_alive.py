@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -212,3 +213,34 @@ def test_a_session_scoped_client_fixture_works_from_test_to_test(
     )
     result = pytester.runpytest_subprocess("-p", "no:randomly", "-W", "error")
     result.assert_outcomes(passed=4)
+
+
+def test_a_request_begun_in_one_test_is_not_counted_in_the_next(pool: SessionPool) -> None:
+    # The second request on a kept-alive connection starts (its first bytes arrive)
+    # during the first test and ends during the second: it belongs to the first test,
+    # which has ended, so it is refused and lands in neither timeline.
+    first = MgmtServer(Options(), pool)
+    parts = urlsplit(first.url)
+    sock = socket.create_connection((parts.hostname, parts.port), timeout=10)
+    with sock:
+        try:
+            sock.sendall(b"GET /nowhere HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert _read_answer(sock).startswith(b"HTTP/1.1 404")
+            sock.sendall(b"GET /again HTTP/1.1\r\n")  # begun, not finished
+            for _ in range(500):  # until the server has taken the request's first byte
+                if not first._http.server._idle:  # type: ignore[union-attr]
+                    break
+                threading.Event().wait(0.01)
+        finally:
+            first.close()
+        second = MgmtServer(Options(), pool)
+        try:
+            sock.sendall(b"Host: x\r\n\r\n")
+            answer = b""
+            while chunk := sock.recv(65536):
+                answer += chunk
+            assert answer.startswith(b"HTTP/1.1 503"), answer[:200]
+            assert second.events == []
+            assert [e.path for e in first.events] == ["/nowhere"]
+        finally:
+            second.close()
