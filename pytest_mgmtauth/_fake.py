@@ -221,6 +221,13 @@ class MgmtServer:
         )
         self.drop_connection_next(count, version=version)
 
+    def drop_idle_connections(self) -> int:
+        """Close the clients' kept-alive connections that are idle now, as a server's
+        idle timeout would (a FIN, no answer pending): a client must notice and open a
+        new connection for its next request. Returns how many were closed. (Idle
+        connections are also closed when each test ends.)"""
+        return self._http.drop_idle_connections()
+
     def malformed_next(self, count: int = 1, *, version: str | None = None) -> None:
         """The next ``count`` auth/login calls get 200 with a JSON body that stops in
         the middle (no credential is granted)."""
@@ -443,6 +450,9 @@ class MgmtServer:
         """Stop answering for this test (internal: the fixture and mgmtauth-server)."""
         self._http.app.unbind(self._binding)
         self._binding.close()  # requests held by a scripted hang give up now
+        # Kept-alive connections idle now are closed, as a server's idle timeout would:
+        # the next test's requests come on new connections (clients reconnect).
+        self._http.drop_idle_connections()
 
     def __repr__(self) -> str:
         return f"<MgmtServer {self.url} {self.options.describe()}>"

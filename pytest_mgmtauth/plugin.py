@@ -27,7 +27,7 @@ from ._domain._options import (
     name_source,
 )
 from ._fake import MgmtServer
-from ._pool import KeyCache, SessionPool, write_private_file
+from ._pool import KeyCache, KeyLock, SessionPool, key_files
 from ._report import figures, format_table
 from ._simclock import MgmtClock
 
@@ -71,8 +71,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     for spec in OPTION_SPECS:
         flag = "--mgmtauth-" + spec.flag[2:]
-        help = f"{spec.help} (overrides the ini; markers still win)"
+        help = f"{spec.flag_help} (overrides the ini; markers still win)"
         if spec.kind == "bool":
+            # Switches the option away from its default (--mgmtauth-no-keep-alive).
             group.addoption(flag, action="store_true", default=None, help=help)
         else:
             group.addoption(
@@ -109,7 +110,7 @@ def _read_options(config: pytest.Config) -> Options:
             continue
         if spec.kind == "bool":
             if given:
-                overrides[spec.name] = True
+                overrides[spec.name] = not spec.default
             continue
         try:
             overrides[spec.name] = spec.parse(str(given))
@@ -167,42 +168,57 @@ def options_for(node: pytest.Item, base: Options) -> Options:
     return build_options(base, merged, where="@pytest.mark.mgmtauth")
 
 
-def _key_cache(config: pytest.Config) -> KeyCache | None:
+def _key_files(config: pytest.Config) -> tuple[KeyCache, KeyLock] | None:
+    """The signing key's file in pytest's cache directory and its lock (see
+    :func:`key_files`); None without a cache (``-p no:cacheprovider``)."""
     cache = getattr(config, "cache", None)
-    if cache is None:  # -p no:cacheprovider
+    if cache is None:
         return None
 
-    def path() -> Path:
-        return Path(cache.mkdir(_KEY_CACHE_DIR)) / _KEY_CACHE_FILE
-
-    def read() -> bytes | None:
-        try:
-            return path().read_bytes()
-        except OSError:
-            return None
-
-    def write(pem: bytes) -> None:
-        try:
-            write_private_file(path(), pem)
-        except OSError as exc:
-            warnings.warn(
-                f"pytest-mgmtauth could not keep the signing key in pytest's cache ({exc}); "
-                "each run generates a new one",
-                stacklevel=1,
-            )
-            return
+    def forget_old_entry() -> None:
         if cache.get(_OLD_KEY_CACHE_ENTRY, None) is not None:
             cache.set(_OLD_KEY_CACHE_ENTRY, None)  # the old, world-readable copy
 
-    return read, write
+    return key_files(
+        lambda: Path(cache.mkdir(_KEY_CACHE_DIR)) / _KEY_CACHE_FILE, after_write=forget_old_entry
+    )
+
+
+def _key_cache(config: pytest.Config) -> KeyCache | None:
+    files = _key_files(config)
+    return files[0] if files is not None else None
+
+
+#: The session's pool, made at collection when a test uses the plugin's fixtures (so its
+#: key is generated in the background from then on), else by the first fixture.
+_POOL = pytest.StashKey[SessionPool]()
+
+
+def _pool_of(config: pytest.Config) -> SessionPool:
+    pool = config.stash.get(_POOL, None)
+    if pool is None:
+        files = _key_files(config)
+        cache, lock = files if files is not None else (None, None)
+        pool = SessionPool(cache, key_lock=lock)
+        config.stash[_POOL] = pool
+    return pool
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # After deselection (-k, -m): a run that uses no fixture of the plugin generates no
+    # key. item.fixturenames is the closure: mgmt_server and mgmt_account need the pool.
+    if any("_mgmtauth_pool" in getattr(item, "fixturenames", ()) for item in items):
+        _pool_of(config).prepare_signing_key()
 
 
 @pytest.fixture(scope="session")
 def _mgmtauth_pool(pytestconfig: pytest.Config) -> Iterator[SessionPool]:
     """The session's servers, signing key and test CA (made on first use). Internal:
     tests reach all of it through ``mgmt_server``."""
-    pool = SessionPool(_key_cache(pytestconfig))
+    pool = _pool_of(pytestconfig)
     yield pool
+    del pytestconfig.stash[_POOL]
     try:
         # A handler still answering a test that has ended (its client gave up) may yet
         # raise: give it a moment, so that its error is reported rather than lost.

@@ -169,6 +169,9 @@ class Options:
     #: What a v3 token is bound to: ``"profile"`` (its account and profile, the fake's
     #: default) or ``"account"`` (any profile of its account).
     v3_scope: str = "profile"
+    #: HTTP/1.1 keep-alive, as the real service answers (``Connection: keep-alive``);
+    #: ``False`` answers ``Connection: close`` and closes every connection after its answer.
+    keep_alive: bool = True
     #: Whether ``refresh_margin`` was derived from ``token_ttl`` (not set explicitly):
     #: :func:`build_options` derives it again when only ``token_ttl`` changes.
     refresh_margin_derived: bool = dataclasses.field(
@@ -212,7 +215,7 @@ class Options:
         if self.throttle is not None:
             hint = " (premature grants per 60 s), or None to switch throttling off"
             check_count("throttle", self.throttle, hint=hint)
-        for name in ("strict", "https", "require_logout"):
+        for name in ("strict", "https", "require_logout", "keep_alive"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(
                     f"mgmtauth option {name!r} must be True or False, "
@@ -242,6 +245,8 @@ class Options:
             parts.append(f"issuer={self.issuer}")
         if self.v3_scope != "profile":
             parts.append(f"v3_scope={self.v3_scope}")
+        if not self.keep_alive:
+            parts.append("keep_alive=False")
         return " ".join(parts)
 
 
@@ -297,6 +302,9 @@ class OptionSpec:
     expected: str = ""
     #: Meaningful inside pytest only (not a ``mgmtauth-server`` flag).
     test_only: bool = False
+    #: The help of the flag of a ``"bool"`` option that is on by default (the flag
+    #: switches it off: ``--no-<name>``); ``help`` stays the ini setting's.
+    off_help: str = ""
 
     @property
     def default(self) -> object:
@@ -304,8 +312,16 @@ class OptionSpec:
 
     @property
     def flag(self) -> str:
-        """The ``mgmtauth-server`` flag; pytest's is ``--mgmtauth-`` + the same."""
-        return "--" + self.name.replace("_", "-")
+        """The ``mgmtauth-server`` flag; pytest's is ``--mgmtauth-`` + the same. A flag
+        switches a ``"bool"`` option away from its default: ``--no-<name>`` for one that
+        is on by default (``--no-keep-alive``), ``--<name>`` otherwise."""
+        negated = self.kind == "bool" and self.default is True
+        return ("--no-" if negated else "--") + self.name.replace("_", "-")
+
+    @property
+    def flag_help(self) -> str:
+        """The help of :attr:`flag` (``off_help`` for a ``--no-<name>`` flag)."""
+        return self.off_help if self.flag.startswith("--no-") and self.off_help else self.help
 
     @property
     def allowed(self) -> str:
@@ -415,6 +431,14 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
         metavar="profile|account",
         choices=("profile", "account"),
         expected="expected 'profile' or 'account'",
+    ),
+    OptionSpec(
+        "keep_alive",
+        "bool",
+        "HTTP/1.1 keep-alive, as the real service answers (default true); false answers "
+        "Connection: close and closes every connection after its answer",
+        off_help="answer Connection: close and close every connection after its answer "
+        "(default: HTTP/1.1 keep-alive, as the real service)",
     ),
 )
 OPTION_SPEC: dict[str, OptionSpec] = {spec.name: spec for spec in OPTION_SPECS}

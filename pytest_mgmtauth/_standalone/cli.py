@@ -146,8 +146,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     behaviour = parser.add_argument_group("behaviour (the options of @pytest.mark.mgmtauth)")
     for spec in OPTION_SPECS:
-        if spec.test_only or spec.kind == "bool":
+        if spec.test_only or spec.name == "https":
             continue  # --https is under "where"; strict and require_logout: tests only
+        if spec.kind == "bool":
+            # Switches the option away from its default (--no-keep-alive).
+            behaviour.add_argument(
+                spec.flag,
+                dest=spec.name,
+                action="store_false" if spec.default else "store_true",
+                default=spec.default,
+                help=spec.flag_help,
+            )
+            continue
         allowed = f"; {spec.allowed}" if spec.allowed and spec.kind != "choice" else ""
         behaviour.add_argument(
             spec.flag,
@@ -185,7 +195,7 @@ def server_from_args(args: argparse.Namespace) -> StandaloneServer:
             **{
                 spec.name: getattr(args, spec.name)
                 for spec in OPTION_SPECS
-                if not spec.test_only and spec.kind != "bool"
+                if not spec.test_only and spec.name != "https"
             },
         )
     except (TypeError, ValueError) as exc:

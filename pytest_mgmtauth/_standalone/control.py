@@ -340,6 +340,11 @@ class ControlAPI:
                 ("username", "password"),
                 "give an account a new password",
             ),
+            ("POST", "/connections/drop"): (
+                self._drop_connections,
+                (),
+                "close the kept-alive connections idle now (clients must reconnect)",
+            ),
             ("POST", "/reset"): (
                 self._reset_all,
                 (),
@@ -621,6 +626,9 @@ class ControlAPI:
     def _rotate_password(self, body: _Body) -> tuple[int, Any]:
         account = self._fake().rotate_password(self._username(body), body.text("password"))
         return 200, account_json(account)
+
+    def _drop_connections(self, body: _Body) -> tuple[int, Any]:
+        return 200, {"dropped": self._fake().drop_idle_connections()}
 
     def _reset_all(self, body: _Body) -> tuple[int, Any]:
         self._reset()

@@ -13,7 +13,16 @@ Differences from the stock server, each for a measured reason (see the field not
 * a request whose Host or Content-Length headers are invalid (RFC 9112) is marked for a
   400, and repeated ``Cookie`` headers are joined with "; " (Werkzeug joins with ",");
 * after the answer, what the client still sends is discarded only briefly (see
-  :class:`_BriefDrain`): Werkzeug's own drain could hold a connection for 30 s.
+  :class:`_BriefDrain`): Werkzeug's own drain could hold a connection for 30 s;
+* HTTP/1.1 keep-alive, as the real service answers (``Connection: keep-alive``), when
+  the test's ``keep_alive`` option allows it and the answer leaves the connection in a
+  known state (the request's body was read whole, no framing problem, the client did not
+  ask to close); otherwise ``Connection: close`` and the brief drain. Werkzeug always
+  closes. A connection's first request belongs to the test during which it was accepted;
+  each further one to the test bound when its first byte arrived. Connections idle
+  between requests are closed when a test ends (:meth:`_Server.drop_idle_connections`),
+  as a real server's idle timeout would: clients check a pooled connection before reusing
+  it and open a new one.
 """
 
 from __future__ import annotations
@@ -46,6 +55,8 @@ STALL_TIMEOUT = 30.0
 #: long, or for DRAIN_SECONDS at most; then the connection closes.
 DRAIN_SILENCE = 0.25
 DRAIN_SECONDS = 5.0
+#: Seconds drop_idle_connections waits for the connections it closes to be closed.
+DROP_WAIT = 1.0
 
 
 class _FakeRequest(Request):
@@ -83,10 +94,87 @@ _TLS_RECORD_STARTS = (b"\x16\x03",)
 _accepted = threading.local()
 
 
+class _CountedInput(io.RawIOBase):
+    """The request body as the application reads it, counting the bytes read: the
+    connection is kept alive only if the whole body was read (else its rest would be
+    taken for the next request line)."""
+
+    def __init__(self, stream: Any) -> None:
+        super().__init__()
+        self._stream = stream
+        self.count = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int | None = -1) -> bytes:
+        data: bytes = self._stream.read(size)
+        self.count += len(data)
+        return data
+
+    def readinto(self, buffer: Any) -> int:
+        n: int = self._stream.readinto(buffer) or 0
+        self.count += n
+        return n
+
+    def readline(self, size: int | None = -1) -> bytes:
+        data: bytes = self._stream.readline(size)
+        self.count += len(data)
+        return data
+
+
+class _SkipDrain(io.BufferedIOBase):
+    """Stands in for the reader of a kept-alive connection while Werkzeug's drain runs
+    (which would otherwise read the next request): reads nothing."""
+
+    def __init__(self, rfile: Any) -> None:
+        super().__init__()
+        self.inner = rfile
+
+    def read(self, size: int | None = -1) -> bytes:
+        return b""
+
+
 class _RequestHandler(WSGIRequestHandler):
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True
     timeout = STALL_TIMEOUT
+    server: _Server
+    #: Requests read from this connection so far.
+    _served = 0
+    #: Whether this request's answer keeps the connection open.
+    _keep = False
+
+    def handle_one_request(self) -> None:
+        self._keep = False
+        if self._served:
+            # A kept-alive connection, idle until the next request's first byte: that
+            # request belongs to the test bound then (see _Server.drop_idle_connections).
+            self.server.mark_idle(self)
+            try:
+                first = self.rfile.peek(1)  # type: ignore[attr-defined]
+            except (OSError, ValueError):  # the idle timeout, a reset, a dropped one
+                first = b""
+            still_open, binding = self.server.mark_busy(self)
+            if not first or not still_open:
+                self.close_connection = True
+                return
+            _accepted.binding = binding
+        self._served += 1
+        super().handle_one_request()
+
+    def run_wsgi(self) -> None:
+        try:
+            super().run_wsgi()
+        finally:
+            if isinstance(self.rfile, _SkipDrain):
+                self.rfile = self.rfile.inner
+
+    def send_header(self, keyword: str, value: str) -> None:
+        # Werkzeug writes "Connection: close" on every answer.
+        if keyword.lower() == "connection" and self._keep:
+            value = "keep-alive"
+        super().send_header(keyword, value)
 
     def setup(self) -> None:
         super().setup()
@@ -155,11 +243,59 @@ class _RequestHandler(WSGIRequestHandler):
             # RFC 9113 8.2.3 / RFC 6265 5.4: cookie lines join with "; ". Werkzeug joins
             # repeated headers with ",", which hid a JSESSIONID sent in a second line.
             environ["HTTP_COOKIE"] = "; ".join(cookies)
-        environ[AFTER_ANSWER] = self._drain_briefly
+        if not environ.get("wsgi.input_terminated"):
+            environ["wsgi.input"] = _CountedInput(environ["wsgi.input"])
+        environ[AFTER_ANSWER] = self._after_answer
         return environ
 
-    def _drain_briefly(self) -> None:
-        """Called once the app has its answer: Werkzeug's drain reads through this."""
+    def _may_keep_alive(self) -> bool:
+        environ = self.environ
+        binding = environ.get(ACCEPTED_BINDING)
+        if binding is None or binding.closed.is_set() or not binding.service.options.keep_alive:
+            return False
+        if self.close_connection or self.request_version != "HTTP/1.1":
+            return False  # the client asked to close (or HTTP/1.0 without keep-alive)
+        if environ.get(FRAMING_PROBLEM) is not None or environ.get("wsgi.input_terminated"):
+            return False
+        if self.headers.defects or self.headers.get_payload():
+            # A line that is no header ("Bad Name: x") ends the parsed headers there: the
+            # lines after it (a Content-Length, say) were read but not understood, so
+            # where this request ends is unknown.
+            return False
+        body = environ.get("wsgi.input")
+        try:
+            length = int(environ.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            return False
+        if not isinstance(body, _CountedInput) or body.count < length:
+            return False  # the body's rest would be read as the next request
+        # Bytes already waiting past this request: a body sent without Content-Length
+        # (which HTTP/1.1 reads as the next request) or pipelining, which clients do not
+        # use. Closing answers this request only; RFC 9112 9.3.2 has clients retry the
+        # rest on a new connection.
+        return not self._bytes_waiting()
+
+    def _bytes_waiting(self) -> bool:
+        previous = self.connection.gettimeout()
+        try:
+            self.connection.settimeout(0)
+            return bool(self.rfile.peek(1))  # type: ignore[attr-defined]
+        except (OSError, ValueError):  # nothing yet (would block), or closed
+            return False
+        finally:
+            with contextlib.suppress(OSError):
+                self.connection.settimeout(previous)
+
+    def _after_answer(self) -> None:
+        """Called once the app has its answer: keep the connection for the next request,
+        or close it after the brief drain (Werkzeug's drain reads through this)."""
+        if self._may_keep_alive():
+            self._keep = True
+            self.rfile = _SkipDrain(self.rfile)
+            # Idle from now on for drop_idle_connections: the client may have its answer
+            # (and its test may end) before this thread reads the next request.
+            self.server.mark_idle(self)
+            return
         self.close_connection = True
         if not isinstance(self.rfile, _BriefDrain):
             self.rfile = _BriefDrain(self.rfile, self.connection)
@@ -258,11 +394,55 @@ class _Server(ThreadedWSGIServer):
     daemon_threads = True
     block_on_close = False
     fake_app: FakeApp | None = None
+    #: Connections accepted so far (the keep-alive benchmark counts them).
+    connections_accepted = 0
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._idle_lock = threading.Lock()
+        self._idle: set[_RequestHandler] = set()
+        #: Per open connection: set once its thread has closed it.
+        self._closed: dict[Any, threading.Event] = {}
+
+    def mark_idle(self, handler: _RequestHandler) -> None:
+        """A kept-alive connection waits for its next request."""
+        with self._idle_lock:
+            self._idle.add(handler)
+
+    def mark_busy(self, handler: _RequestHandler) -> tuple[bool, Binding | None]:
+        """The next request's first byte arrived (or the connection ended): whether the
+        connection is still open, and the binding the request belongs to."""
+        with self._idle_lock:
+            if handler not in self._idle:
+                return False, None  # dropped while idle
+            self._idle.discard(handler)
+            return True, self.fake_app.current if self.fake_app is not None else None
+
+    def drop_idle_connections(self) -> int:
+        """Close every kept-alive connection idle between requests now (a FIN, as a
+        server's idle timeout); the number closed. At a test's end, and on cue."""
+        with self._idle_lock:
+            idle, self._idle = self._idle, set()
+            closing = [self._closed.get(handler.connection) for handler in idle]
+        for handler in idle:
+            with contextlib.suppress(OSError):
+                # The plain socket's shutdown, also under TLS: the handler's thread,
+                # waiting in peek() (or still writing its answer, which completes),
+                # reads EOF and closes the connection.
+                socket.socket.shutdown(handler.connection, socket.SHUT_RD)
+        deadline = time.monotonic() + DROP_WAIT
+        for closed in closing:
+            # Closed (the FIN sent) before this returns: a client's pooled connection
+            # then reads as closed when the next test reuses it, and is replaced.
+            if closed is not None:
+                closed.wait(max(0.0, deadline - time.monotonic()))
+        return len(idle)
 
     def process_request(self, request: Any, client_address: Any) -> None:
         # As ThreadingMixIn does, plus: note which test was bound when the connection
         # was accepted (in accept order, before any client bytes are parsed).
         binding = self.fake_app.current if self.fake_app is not None else None
+        self.connections_accepted += 1
         thread = threading.Thread(
             target=self._serve_connection,
             args=(request, client_address, binding),
@@ -273,7 +453,15 @@ class _Server(ThreadedWSGIServer):
 
     def _serve_connection(self, request: Any, client_address: Any, binding: Binding | None) -> None:
         _accepted.binding = binding
-        self.process_request_thread(request, client_address)
+        closed = threading.Event()
+        with self._idle_lock:
+            self._closed[request] = closed
+        try:
+            self.process_request_thread(request, client_address)
+        finally:
+            with self._idle_lock:
+                self._closed.pop(request, None)
+            closed.set()
 
     def get_request(self) -> tuple[socket.socket, Any]:
         sock, address = self.socket.accept()
@@ -356,6 +544,17 @@ class FakeHTTPServer(HTTPServer):
 
     def application(self, request: Request) -> Response:
         return self.app(request)
+
+    @property
+    def connections_accepted(self) -> int:
+        """TCP connections this server accepted so far."""
+        server = self.server
+        return server.connections_accepted if isinstance(server, _Server) else 0
+
+    def drop_idle_connections(self) -> int:
+        """Close the kept-alive connections idle between requests now; how many."""
+        server = self.server
+        return server.drop_idle_connections() if isinstance(server, _Server) else 0
 
     def dispatch(self, request: Request) -> Response:
         return self.app(request)

@@ -41,7 +41,8 @@ def auth_request(server: MgmtServer, account: Account) -> bytes:
     head = (
         f"POST /v2/auth HTTP/1.1\r\nHost: {host}\r\n"
         "Content-Type: application/x-www-form-urlencoded\r\n"
-        f"Content-Length: {len(body)}\r\nUser-Agent: stalled-client\r\n\r\n"
+        f"Content-Length: {len(body)}\r\nUser-Agent: stalled-client\r\n"
+        "Connection: close\r\n\r\n"
     ).encode()
     return head + body
 
@@ -158,7 +159,7 @@ def test_a_tls_handshake_that_fails_or_a_plain_http_request_on_the_https_port_ha
     # Plain HTTP spoken to the HTTPS port: the handshake fails, the client gets a plain
     # 400 that says the fake serves HTTPS, and that connection closes.
     with socket.create_connection(address, timeout=15) as plain:
-        plain.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        plain.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
 
         def read_to_close() -> bytes:
             data = b""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import secrets
 from urllib.parse import quote, unquote_plus, unquote_to_bytes
 
 import pytest
@@ -164,3 +165,39 @@ def test_snapshots_of_accounts_tokens_and_sessions_are_copies(service: AuthServi
     assert [a.username for a in accounts] == ["alice@example.com"]  # taken under the lock, not live
     assert len(tokens) == 1
     assert [a.username for a in service.account_list()] == ["alice@example.com", "bob@example.com"]
+
+
+def test_secrets_are_drawn_in_batches_not_per_character(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Issue 14: one system call per character (secrets.choice, SystemRandom.shuffle) was
+    # a measurable part of each test's setup.
+    from pytest_mgmtauth._domain import _accounts
+
+    calls: list[int] = []
+    real = secrets.token_bytes
+
+    def counted(n: int | None = None) -> bytes:
+        calls.append(n or 0)
+        return real(n)
+
+    def per_character(*args: object) -> object:
+        raise AssertionError("a system call per character")
+
+    monkeypatch.setattr(secrets, "token_bytes", counted)
+    monkeypatch.setattr(secrets, "choice", per_character)
+    monkeypatch.setattr(secrets.SystemRandom, "shuffle", per_character)
+    # One draw: the characters and the shuffle's keys (a redraw of rejected values is
+    # about one in 1000 draws). generate_api_key may draw again (about one key in ten
+    # holds a %XX that does not decode), so it is counted per draw.
+    key = _accounts._draw(_accounts._KEY_ALPHABET, _accounts._KEY_LENGTH, "+&=%/aZ9")
+    assert len(key) == _accounts._KEY_LENGTH
+    assert len(calls) <= 3
+    assert len(_accounts.generate_api_key()) == _accounts._KEY_LENGTH
+    assert len(_accounts.generate_utk()) == 21
+
+
+def test_batched_draws_cover_the_alphabet_and_nothing_else() -> None:
+    from pytest_mgmtauth._domain._accounts import _choices
+
+    drawn = _choices("abc", 3000)
+    assert set(drawn) == set("abc")
+    assert all(800 < drawn.count(c) < 1200 for c in "abc")

@@ -13,6 +13,7 @@ import http.client
 import json
 import re
 import socket
+import weakref
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
@@ -374,7 +375,9 @@ def setup_world(fake: MgmtServer) -> World:
             body=urlencode(fields),
             headers={"Content-Type": "application/x-www-form-urlencoded"},
         )
-        return conn.getresponse()
+        response = conn.getresponse()
+        weakref.finalize(response, conn.close)  # kept alive: close it with the answer
+        return response
 
     tokens = []
     for account in (full, limited):

@@ -29,8 +29,15 @@ def auth_request(world: World) -> bytes:
     return raw
 
 
+def _closing(raw: bytes) -> bytes:
+    """``raw`` asking the server to close after its answer (these clients read to EOF;
+    the fake keeps connections alive otherwise)."""
+    line, _, rest = raw.partition(b"\r\n")
+    return line + b"\r\nConnection: close\r\n" + rest
+
+
 def test_slow_client_byte_by_byte_gets_its_token(world: World) -> None:
-    raw = auth_request(world)
+    raw = _closing(auth_request(world))
     world.side_requests += 1
     with socket.create_connection(world.address, timeout=GUARD) as sock:
         for i in range(len(raw)):
@@ -47,7 +54,7 @@ def test_slow_client_byte_by_byte_gets_its_token(world: World) -> None:
 
 def _stalled_connections(world: World) -> list[socket.socket]:
     """Eight ways to stop mid-request, each left open."""
-    full = auth_request(world)
+    full = _closing(auth_request(world))
     head, _, body = full.partition(b"\r\n\r\n")
     partials = [
         b"",  # connected, silent
@@ -99,7 +106,7 @@ def test_stalled_clients_block_nobody(world: World) -> None:
 
 
 def test_stalled_clients_that_finish_late_are_answered(world: World) -> None:
-    raw = auth_request(world)
+    raw = _closing(auth_request(world))
     world.side_requests += 1
     with socket.create_connection(world.address, timeout=GUARD) as sock:
         sock.sendall(raw[:40])

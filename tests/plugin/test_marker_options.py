@@ -219,6 +219,32 @@ def test_every_option_has_a_flag_that_overrides_the_ini(pytester: pytest.Pyteste
         assert f"--mgmtauth-{name}" in help_text
 
 
+def test_an_option_on_by_default_has_a_no_flag_that_switches_it_off(
+    pytester: pytest.Pytester,
+) -> None:
+    # Issue 14: keep_alive is True by default; its generated flag switches it off, over
+    # the ini, and a marker still wins.
+    pytester.makeini("[pytest]\nmgmtauth_keep_alive = true\n")
+    pytester.makepyfile(
+        """
+        import pytest
+
+        def test_flag(mgmt_server):
+            print("flag:", mgmt_server.options.keep_alive)
+
+        @pytest.mark.mgmtauth(keep_alive=True)
+        def test_marker_beats_flag(mgmt_server):
+            print("marker:", mgmt_server.options.keep_alive)
+        """
+    )
+    result = pytester.runpytest_inprocess("-s", "--mgmtauth-no-keep-alive")
+    result.stdout.fnmatch_lines(["mgmtauth: * keep_alive=False", "*flag: False", "*marker: True"])
+    result.assert_outcomes(passed=2)
+    help_text = pytester.runpytest_inprocess("--help").stdout.str()
+    assert "--mgmtauth-no-keep-alive" in help_text
+    assert "mgmtauth_keep_alive (string)" in help_text
+
+
 def test_bad_flag_value_is_a_usage_error_naming_the_flag(pytester: pytest.Pytester) -> None:
     pytester.makepyfile("def test_nothing(): pass")
     result = pytester.runpytest_inprocess("--mgmtauth-throttle=lots")

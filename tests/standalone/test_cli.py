@@ -16,7 +16,7 @@ import requests
 from standalone_support import GUARD, ServerProcess, console_script
 
 from pytest_mgmtauth import __version__
-from pytest_mgmtauth._standalone import build_parser, main, server_from_args
+from pytest_mgmtauth._standalone import build_parser, main, options_json, server_from_args
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -248,6 +248,15 @@ def test_token_ttl_alone_gets_a_derived_refresh_margin() -> None:
     assert (server.options.token_ttl, server.options.refresh_margin) == (60, 6)
     explicit = ["--port", "0", "--token-ttl", "60", "--refresh-margin", "0"]
     assert server_from_args(build_parser().parse_args(explicit)).options.refresh_margin == 0
+
+
+def test_keep_alive_is_on_unless_no_keep_alive() -> None:
+    # Issue 14: the flag is generated from the option's declaration.
+    assert server_from_args(build_parser().parse_args(["--port", "0"])).options.keep_alive
+    args = build_parser().parse_args(["--port", "0", "--no-keep-alive"])
+    server = server_from_args(args)
+    assert server.options.keep_alive is False
+    assert options_json(server.options)["keep_alive"] is False
 
 
 def test_standalone_package_imports_on_its_own_without_a_cycle() -> None:

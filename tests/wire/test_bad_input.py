@@ -6,6 +6,7 @@ mistake it names (HTTP libraries fix some of them behind the caller's back).
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 from urllib.parse import urlencode, urlsplit
@@ -135,7 +136,8 @@ def test_content_type_with_charset_is_fine(mgmt_server: MgmtServer, v2_body: byt
     parts = urlsplit(mgmt_server.url)
     connection = http.client.HTTPConnection(parts.hostname or "", parts.port)
     connection.request("POST", "/v2/auth", v2_body, {"Content-Type": f"{FORM_TYPE}; charset=UTF-8"})
-    assert connection.getresponse().status == 200
+    with contextlib.closing(connection):
+        assert connection.getresponse().status == 200
 
 
 # -- the body ------------------------------------------------------------------------
@@ -289,8 +291,9 @@ def test_two_authorization_headers_are_refused(mgmt_server: MgmtServer) -> None:
     connection.putheader("Authorization", "Bearer a.b.c")
     connection.putheader("Authorization", "Bearer d.e.f")
     connection.endheaders()
-    response = connection.getresponse()
-    body = json.loads(response.read())
+    with contextlib.closing(connection):
+        response = connection.getresponse()
+        body = json.loads(response.read())
     _assert_answer(response.status, body, 401, "2 Authorization values", "send exactly one")
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import socket
 from collections.abc import Callable
 from urllib.parse import urlencode, urlsplit
@@ -39,6 +40,13 @@ def _read_to_eof(sock: socket.socket) -> bytes:
         if not data:
             break
         chunks.append(data)
+        answer = b"".join(chunks)
+        head, end, body = answer.partition(b"\r\n\r\n")
+        if end and b"\r\nconnection: keep-alive\r\n" in head.lower() + b"\r\n":
+            # A kept-alive answer: complete once its Content-Length has arrived.
+            length = re.search(rb"\r\ncontent-length: *(\d+)", head.lower())
+            if length and len(body) >= int(length.group(1)):
+                break
     return b"".join(chunks)
 
 

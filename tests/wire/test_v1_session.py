@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import weakref
 from collections.abc import Callable
 from datetime import timedelta
 from urllib.parse import urlencode, urlsplit
@@ -34,7 +35,9 @@ def _login_raw(server: MgmtServer, account: Account) -> http.client.HTTPResponse
     connection.request(
         "POST", "/v1/login", body, {"Content-Type": "application/x-www-form-urlencoded"}
     )
-    return connection.getresponse()
+    response = connection.getresponse()
+    weakref.finalize(response, connection.close)  # kept alive: close it with the answer
+    return response
 
 
 def _v1_get(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import http.client
 import json
+import weakref
 from collections.abc import Callable
 from datetime import timedelta
 from email.utils import parsedate_to_datetime
@@ -25,7 +26,9 @@ def _raw_post(server: MgmtServer, path: str, body: str | bytes) -> http.client.H
     parts = urlsplit(server.url)
     connection = http.client.HTTPConnection(parts.hostname or "", parts.port)
     connection.request("POST", path, body, FORM)
-    return connection.getresponse()
+    response = connection.getresponse()
+    weakref.finalize(response, connection.close)  # kept alive: close it with the answer
+    return response
 
 
 def _claims(token: str) -> dict[str, object]:
