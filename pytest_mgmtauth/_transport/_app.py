@@ -20,9 +20,10 @@ from werkzeug.exceptions import ClientDisconnected, HTTPException
 from .._domain._service import Refusal
 from .._domain._v3 import V3_AUTH_PREFIX, auth_path_scope, wrong_auth_path
 from ._binding import Binding, LateErrors, RouteHandler
+from ._credentials import bearer_token, session_credentials
 from ._endpoints import ARRIVED, BUILTIN, BUILTIN_PATHS, V3_STATUSES, auth_v3
 from ._errors import error_response, masked_error, refusal_response
-from ._parsing import BadInput, bearer_token, read_body, session_credentials
+from ._parsing import BadInput, read_body
 from ._playback import ConnectionResetOnCue, carry_out, reset_connection, scripted_fault
 
 if TYPE_CHECKING:
@@ -51,7 +52,7 @@ CONTROL_PREFIX = "/_mgmtauth"
 #: accepted (set by the server; absent when the app is driven without it).
 ACCEPTED_BINDING = "mgmtauth.binding"
 #: WSGI environ key: why the request's Host or Content-Length headers make it invalid
-#: (set by the server, see _parsing.framing_problem); the answer is a 400.
+#: (set by the server, see _headers.framing_problem); the answer is a 400.
 FRAMING_PROBLEM = "mgmtauth.framing_problem"
 #: WSGI environ key: a callable the server sets, called once the answer is decided.
 AFTER_ANSWER = "mgmtauth.after_answer"

@@ -1,23 +1,25 @@
-"""Reading what a client sent, strictly, so that its mistakes get named.
+"""Reading what a client sent, strictly, so that its mistakes get named: the body and
+its URL-encoded form, and which client sent it (its idioms go into the fix hints).
 
 Werkzeug's ``request.form`` silently yields an empty form for a missing or wrong
 Content-Type and for a body with one non-UTF-8 byte; a fake that trusted it would
 answer "missing field" to a client that sent every field. So we read the raw body.
+
+Header values and the framing are checked in ``_headers.py``, the credentials of a
+protected call read in ``_credentials.py``.
 """
 
 from __future__ import annotations
 
 import re
-import unicodedata
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, unquote_plus
 
 from .._domain._diagnosis import ClientKind, form_idiom
 from ._errors import BodyTooLarge, read_limited_body
+from ._headers import framing_problem as framing_problem  # imported from here by _server.py
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
-
     from werkzeug import Request
 
 FORM_TYPE = "application/x-www-form-urlencoded"
@@ -202,248 +204,3 @@ def read_body(request: Request) -> bytes:
         return read_limited_body(request)
     except BodyTooLarge as exc:
         raise BadInput(413, str(exc)) from None
-
-
-#: What may surround a header value (RFC 9110 5.5: optional whitespace is SP and HTAB).
-#: str.strip() also strips NBSP, VT, FF, NEL (U+0085) and U+001C..U+001F.
-HTTP_WHITESPACE = " \t"
-
-#: Characters without a Unicode name that a client lets into a header value by mistake.
-_CHAR_NAMES = {
-    "\x00": "a NUL byte",
-    "\x0b": "a vertical tab",
-    "\x0c": "a form feed",
-    "\x1c": "a file separator",
-    "\x1d": "a group separator",
-    "\x1e": "a record separator",
-    "\x1f": "a unit separator",
-    "\x7f": "a DEL character",
-    "\x85": "a next-line character (NEL)",
-}
-
-
-def _odd_char(value: str) -> tuple[int, str] | None:
-    """The first character of a header value that is neither visible ASCII nor SP or
-    HTAB (str.strip() and str.split() treat NBSP, VT, FF, NEL and U+001C..U+001F as
-    whitespace; HTTP does not), and its description."""
-    for index, char in enumerate(value):
-        if char in HTTP_WHITESPACE or (char.isascii() and char.isprintable()):
-            continue
-        return index, _describe_char(value, index)
-    return None
-
-
-def _describe_char(value: str, index: int) -> str:
-    char, how = value[index], ""
-    if "\xc2" <= char <= "\xf4":
-        # Header values arrive as latin-1: a UTF-8 sequence shows as 2 to 4 characters.
-        raw = value[index : index + 4].encode("latin-1", "replace")
-        for size in (2, 3, 4):
-            try:
-                decoded = raw[:size].decode("utf-8")
-            except UnicodeDecodeError:
-                continue
-            if len(decoded) == 1:
-                char, how = decoded, ", sent as UTF-8"
-            break
-    name = _CHAR_NAMES.get(char)
-    if name is None:
-        unicode_name = unicodedata.name(char, "").lower()
-        if not unicode_name:
-            name = "the character"
-        else:
-            name = f"{'an' if unicode_name[0] in 'aeiou' else 'a'} {unicode_name}"
-    return f"{name} (U+{ord(char):04X}{how})"
-
-
-def framing_problem(version: str, headers: Sequence[tuple[str, str]]) -> str | None:
-    """Why the request's Host or Content-Length headers make it invalid (RFC 9112), or
-    None. The server answers such a request 400 and closes the connection.
-
-    Two ``Content-Length`` headers are refused even when their values are equal: RFC
-    9110 8.6 lets a recipient collapse identical ones, but a client that sends two has a
-    bug that a proxy in front of the real service may refuse; the fake points it out.
-    """
-    hosts = [value for name, value in headers if name.lower() == "host"]
-    if not hosts and version not in ("HTTP/0.9", "HTTP/1.0"):
-        return (
-            f"this {version} request has no Host header; HTTP/1.1 requires one (RFC 9112 "
-            "3.2): send 'Host: <host>:<port>' (HTTP libraries do; a hand-written request "
-            "may not)"
-        )
-    if len(hosts) > 1:
-        return f"this request has {len(hosts)} Host headers; send exactly one (RFC 9112 3.2)"
-    lengths = [value for name, value in headers if name.lower() == "content-length"]
-    if len(lengths) > 1:
-        same = "equal" if len({v.strip(HTTP_WHITESPACE) for v in lengths}) == 1 else "different"
-        return (
-            f"this request has {len(lengths)} Content-Length headers ({same} values); send "
-            "exactly one: the body's length is ambiguous (RFC 9112 6.3), the fake refuses "
-            "duplicates even when they are equal"
-        )
-    if lengths and not _ASCII_DIGITS.fullmatch(lengths[0].strip(HTTP_WHITESPACE)):
-        return (
-            "the Content-Length header is not a number of bytes (digits only, RFC 9110 8.6): "
-            f"{_not_digits(lengths[0])}"
-        )
-    return None
-
-
-#: str.isdigit() also takes '²' and other Unicode digits, which int() then refuses.
-_ASCII_DIGITS = re.compile(r"[0-9]+")
-
-
-def _not_digits(value: str) -> str:
-    """What is wrong with a Content-Length value, without repeating it (any header may
-    carry a secret)."""
-    value = value.strip(HTTP_WHITESPACE)
-    if not value:
-        return "it is empty"
-    if "," in value:
-        return "it holds several values separated by commas"
-    if value[0] in "+-":
-        return f"it has a sign ({value[0]!r})"
-    return f"{len(value)} character(s), not all digits"
-
-
-def bearer_token(request: Request) -> tuple[str | None, str | None]:
-    """``(token, None)``, or ``(token or None, why not)`` for a missing or malformed
-    header; with a problem, the token is the JWT found in the header anyway (it lets
-    the service attribute the refusal to an account)."""
-    values = request.headers.getlist("Authorization")
-    if not values:
-        hint = ""
-        if "JSESSIONID" in request.cookies:
-            hint = (
-                " (this request carries a JSESSIONID cookie: v1 sessions work on /v1/ routes only)"
-            )
-        return None, (
-            "no Authorization header: send 'Authorization: Bearer <token>' with the token "
-            f"from /v2/auth{hint}"
-        )
-    # The WSGI server joins repeated headers into one with ", " (a JWT has no comma).
-    values = [part for joined in values for part in joined.split(",")]
-    if len(values) > 1:
-        return None, (
-            f"{len(values)} Authorization values (repeated headers, or commas in one); "
-            "send exactly one 'Authorization: Bearer <token>'"
-        )
-    value = values[0].strip(HTTP_WHITESPACE)
-    odd = _odd_char(value)
-    if odd is not None:
-        index, char = odd
-        # The token found anyway, without the odd characters, attributes the refusal.
-        dropped = "".join(c for c in value if c.isascii() and (c.isprintable() or c == "\t"))
-        words = [re.sub(r"(?i)^bearer", "", word) for word in dropped.split()]
-        found = next((w for w in words if w.count(".") == 2), None)
-        where = _where(value, index)
-        rule = (
-            "a JWT holds only letters, digits, '-', '_' and '.'"
-            if where.startswith("inside")
-            else "HTTP allows only spaces and tabs there"
-        )
-        return found, (
-            f"the Authorization header contains {char} {where}; {rule}: send "
-            "'Authorization: Bearer <token>' with the token exactly as /v2/auth returned it"
-        )
-    scheme, _, rest = value.partition(" ")
-    rest = rest.strip(HTTP_WHITESPACE)
-    if not rest:
-        if value.count(".") == 2:
-            return value, (
-                "the Authorization header holds the token without the 'Bearer' scheme: "
-                "send 'Authorization: Bearer <token>'"
-            )
-        if scheme.lower() == "bearer":
-            return None, "the Authorization header says 'Bearer' but no token follows it"
-        return None, "the Authorization header is not 'Bearer <token>'"
-    if scheme.lower() != "bearer":
-        # The scheme is named, never a secret; the value after it is.
-        shown = scheme if len(scheme) <= 20 and scheme.isascii() else f"{scheme[:8]}..."
-        return (rest if rest.count(".") == 2 else None), (
-            f"the Authorization scheme is {shown!r}, not 'Bearer': v2 calls take "
-            "'Authorization: Bearer <token>'"
-        )
-    if " " in rest or "\t" in rest:
-        return (
-            None,
-            "the bearer token contains a space or a tab; send the token exactly as /v2/auth "
-            "returned it",
-        )
-    return rest, None
-
-
-def _where(value: str, index: int) -> str:
-    """Where in 'Bearer <token>' the character at ``index`` is."""
-
-    def visible(text: str) -> str:
-        return "".join(c for c in text if c.isascii() and c.isprintable() and c != " ")
-
-    before = visible(value[:index])
-    if not before:
-        return "at its start, before the scheme"
-    if not visible(value[index + 1 :]):
-        return "at its end, after the token"
-    if before.lower() == "bearer":
-        return "between 'Bearer' and the token"
-    return f"inside the value (character {index + 1})"
-
-
-def session_credentials(request: Request) -> tuple[str | None, str | None, str | None]:
-    """``(JSESSIONID, utk, problem)`` of a v1 call."""
-    session_id = request.cookies.get("JSESSIONID")
-    utk = request.args.get("utk")
-    if session_id:
-        if not utk:
-            misplaced = _misplaced_utk(request)
-            if misplaced:
-                return (
-                    session_id,
-                    None,
-                    (
-                        f"utk arrived {misplaced}, not in the query string: v1 calls take it as "
-                        "the query parameter ?utk=<the utk of /v1/login's answer>"
-                    ),
-                )
-        return session_id, utk, None
-    if request.headers.get("Authorization", "").lower().startswith("bearer "):
-        return (
-            None,
-            utk,
-            (
-                "this is a v1 route: it takes the JSESSIONID cookie and utk of /v1/login, "
-                "not a bearer token"
-            ),
-        )
-    return None, utk, missing_session_cookie(request)
-
-
-def missing_session_cookie(request: Request) -> str:
-    """Why a client's cookie jar did not send JSESSIONID back, for this very request."""
-    causes = []
-    if not request.path.startswith("/urest_service/"):
-        causes.append(f"its Path=/urest_service does not cover {request.path}")
-    if request.scheme != "https":
-        causes.append("it is Secure and this request came over http://")
-    why = (
-        f"a cookie jar does not send it back here: {' and '.join(causes)}"
-        if causes
-        else "this client does not keep cookies between calls"
-    )
-    others = sorted(name for name in request.cookies if name != "JSESSIONID")
-    sent = f" (cookies sent: {', '.join(others)})" if others else ""
-    return (
-        f"no JSESSIONID cookie was sent{sent}. /v1/login sets it with Path=/urest_service; "
-        f"Secure; HttpOnly, so {why}. Take JSESSIONID from /v1/login's Set-Cookie header "
-        "and send 'Cookie: JSESSIONID=<id>' yourself, with utk as a query parameter"
-    )
-
-
-def _misplaced_utk(request: Request) -> str | None:
-    """Where a utk that is not in the query string arrived instead, if anywhere."""
-    for name in request.headers.keys():  # noqa: SIM118 (werkzeug Headers)
-        if "utk" in name.lower():
-            return f"in the header {name!r}"
-    if request.mimetype == FORM_TYPE and b"utk=" in request.get_data(cache=True):
-        return "in the form body"
-    return None

@@ -29,10 +29,7 @@ pytestmark = pytest.mark.mgmtauth(https=True, throttle=2)
 
 def v3_auth(s: Service, profile: str = "main", **form: str) -> httpx.Response:
     fields = {"username": s.account.username, "key": s.account.api_key, **form}
-    answer: httpx.Response = s.http.post(
-        s.url(f"/v3/auth/accounts/acme/profiles/{profile}"), data=fields
-    )
-    return answer
+    return s.http.post(s.url(f"/v3/auth/accounts/acme/profiles/{profile}"), data=fields)
 
 
 def v3_token(s: Service, profile: str = "main") -> dict[str, str]:

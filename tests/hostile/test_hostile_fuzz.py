@@ -297,10 +297,9 @@ def build_strategies(world: World) -> dict[str, st.SearchStrategy[Any]]:
         if isinstance(length, int):
             length = str(min(length, len(body) + 50))
         eol = b"\n" if draw(mostly_false) else b"\r\n"
-        raw: bytes = build_request(
+        return build_request(
             method, target, headers, body, version=draw(versions), content_length=length, eol=eol
         )
-        return raw
 
     return {
         "header_lists": header_lists,

@@ -52,13 +52,11 @@ def _form(fields: list[tuple[str, str]]) -> bytes:
 
 
 def _post_form(path: str, body: bytes, content_type: str = FORM) -> bytes:
-    raw: bytes = build_request("POST", path, [("Host", "x"), ("Content-Type", content_type)], body)
-    return raw
+    return build_request("POST", path, [("Host", "x"), ("Content-Type", content_type)], body)
 
 
 def _get(target: str, headers: Sequence[tuple[str | bytes, str | bytes]] = ()) -> bytes:
-    raw: bytes = build_request("GET", target, [("Host", "x"), *headers])
-    return raw
+    return build_request("GET", target, [("Host", "x"), *headers])
 
 
 def _places(world: World) -> dict[str, Callable[[str], bytes]]:
@@ -194,7 +192,7 @@ def _assert_nowhere(world: World, text: str) -> None:
 @pytest.fixture
 def rotated(world: World) -> str:
     """An API key the full account had, rotated out: still a secret."""
-    old: str = world.full.api_key
+    old = world.full.api_key
     world.full = world.fake.rotate_key(world.full)
     world.secrets.add(world.full.api_key)
     return old
