@@ -1,11 +1,18 @@
-"""The per-test figures of the ``mgmtauth`` terminal summary section, as text."""
+"""What a run reports: the title of a test's report section and reading it back, the
+per-test figures of the ``mgmtauth`` terminal summary section, as text, and the plugin
+that collects them and prints that section (:class:`TerminalReport`)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
+
+    import pytest
+
+#: The title of the report section that holds a test's timeline and verdicts.
+SECTION_TITLE = "mgmtauth timeline"
 
 #: user_properties names (JUnit XML <property> names) and their column headers.
 COLUMNS: tuple[tuple[str, str], ...] = (
@@ -44,3 +51,37 @@ def format_table(rows: Sequence[tuple[str, dict[str, int]]]) -> list[str]:
     )
     lines.append(total)
     return lines
+
+
+def section_text(report: pytest.TestReport) -> str | None:
+    """The ``mgmtauth timeline`` section of a report, or None."""
+    for title, content in report.sections:
+        if title == SECTION_TITLE:
+            return content
+    return None
+
+
+class TerminalReport:
+    """Collects each test's figures from its teardown report; prints the section."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self._config = config
+        self._rows: list[tuple[str, dict[str, int]]] = []
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when != "teardown":
+            return
+        values = figures(report.user_properties)
+        if values is not None:
+            self._rows.append((report.nodeid, values))
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        config = self._config
+        if not self._rows or not (
+            config.getoption("mgmtauth_report") or config.getoption("verbose") > 0
+        ):
+            return
+        terminalreporter.write_sep("=", "mgmtauth: credentials per test")
+        # By node id: reports arrive in completion order, which xdist shuffles.
+        for line in format_table(sorted(self._rows, key=lambda row: row[0])):
+            terminalreporter.write_line(line)

@@ -1,38 +1,35 @@
 """The pytest glue: fixtures, the ``mgmtauth`` and ``mgmtauth_sweep`` markers, options,
 report header.
 
-Thin on purpose: everything it builds comes from the modules below it.
+Thin on purpose: everything it builds comes from the modules below it; the hooks and
+fixtures stay here, the rest is in ``_settings.py`` (ini settings, flags, markers),
+``_teardown.py`` (the findings check, late errors), ``_report.py`` (the report section,
+the terminal summary) and ``_junit.py`` (the timelines in JUnit XML).
 """
 
 from __future__ import annotations
 
-import re
-import traceback
 import warnings
-import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 
-from . import _sweep
-from ._assertions import KINDS, WARNINGS, Finding
-from ._domain._options import (
-    OPTION_NAMES,
-    OPTION_SPEC,
-    OPTION_SPECS,
-    Options,
-    build_options,
-    check_option_names,
-    name_source,
-)
+from . import _settings, _sweep
+from ._domain._options import OPTION_NAMES, Options
 from ._fake import MgmtServer
+from ._junit import JunitTimelines
 from ._pool import KeyCache, KeyLock, SessionPool, key_files
-from ._report import figures, format_table
+from ._report import SECTION_TITLE, TerminalReport, section_text
+from ._settings import options_for
 from ._simclock import MgmtClock
+from ._teardown import check_findings, late_errors_message
+
+#: Importable from here as before the split.
+__all__ = ["LATE_HANDLER_GRACE", "SECTION_TITLE", "options_for", "section_text"]
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Generator, Iterator, Sequence
+    from collections.abc import Callable, Generator, Iterator
 
     from pluggy import Result
 
@@ -45,8 +42,6 @@ _CALL_FAILED = pytest.StashKey[bool]()
 _FAKE = pytest.StashKey[MgmtServer]()
 #: Whether a failed report of the test carries the section already.
 _SECTION_SHOWN = pytest.StashKey[bool]()
-#: The title of the report section that holds a test's timeline and verdicts.
-SECTION_TITLE = "mgmtauth timeline"
 #: Where the signing key is kept across runs: a PEM file, mode 0600, in pytest's cache
 #: directory (``.pytest_cache/d/mgmtauth/signing-key.pem``).
 _KEY_CACHE_DIR = "mgmtauth"
@@ -69,60 +64,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "in the terminal, and attach the 'mgmtauth timeline' section to passing tests too; "
         "-v does both too",
     )
-    for spec in OPTION_SPECS:
-        flag = "--mgmtauth-" + spec.flag[2:]
-        help = f"{spec.flag_help} (overrides the ini; markers still win)"
-        if spec.kind == "bool":
-            # Switches the option away from its default (--mgmtauth-no-keep-alive).
-            group.addoption(flag, action="store_true", default=None, help=help)
-        else:
-            group.addoption(
-                flag, default=None, metavar=spec.metavar or spec.kind.upper(), help=help
-            )
-        parser.addini(f"mgmtauth_{spec.name}", spec.help, type="string", default=None)
+    _settings.add_options(parser, group)
     _sweep.add_options(parser, group)
-
-
-def _shown(raw: str) -> str:
-    return repr(raw) if len(raw) <= 40 else f"{raw[:20]!r}... ({len(raw)} characters)"
-
-
-def _parse_ini(name: str, raw: str) -> Any:
-    """The value of the ini setting ``mgmtauth_<name>``; ValueError naming it."""
-    try:
-        return OPTION_SPEC[name].parse(raw)
-    except ValueError as exc:
-        raise ValueError(f"mgmtauth_{name} = {_shown(raw)}: {exc}") from None
-
-
-def _read_options(config: pytest.Config) -> Options:
-    """The base options: defaults, then ini settings, then command-line flags."""
-    overrides: dict[str, Any] = {}
-    labels: dict[str, str] = {}
-    for spec in OPTION_SPECS:
-        raw = config.getini(f"mgmtauth_{spec.name}")
-        if raw:
-            overrides[spec.name] = _parse_ini(spec.name, str(raw))
-            labels[spec.name] = f"mgmtauth_{spec.name}"
-        flag = "--mgmtauth-" + spec.flag[2:]
-        given = config.getoption(flag.lstrip("-").replace("-", "_"))
-        if given is None:
-            continue
-        if spec.kind == "bool":
-            if given:
-                overrides[spec.name] = not spec.default
-            continue
-        try:
-            overrides[spec.name] = spec.parse(str(given))
-        except ValueError as exc:
-            raise ValueError(f"{flag} {_shown(str(given))}: {exc}") from None
-        labels[spec.name] = flag
-    try:
-        return build_options(Options(), overrides, where="mgmtauth ini settings")
-    except (TypeError, ValueError) as exc:
-        # Name the ini setting (or command-line flag) the value came from.
-        message = name_source(str(exc), lambda name: labels.get(name, f"mgmtauth_{name}"))
-        raise type(exc)(message) from None
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -138,34 +81,19 @@ def pytest_configure(config: pytest.Config) -> None:
         f"{', '.join(_sweep.FAULT_KINDS)}",
     )
     try:
-        options = _read_options(config)
+        options = _settings.read_options(config)
         config.stash[_SWEEP] = _sweep.read_config(config)
     except (TypeError, ValueError) as exc:
         # A usage error, not an INTERNALERROR traceback: the message says how to fix it.
         raise pytest.UsageError(str(exc)) from None
     config.stash[_BASE_OPTIONS] = options
-    config.pluginmanager.register(_Report(config), "mgmtauth-report")
-    config.pluginmanager.register(_JunitTimelines(config), "mgmtauth-junit-timelines")
+    config.pluginmanager.register(TerminalReport(config), "mgmtauth-report")
+    config.pluginmanager.register(JunitTimelines(config), "mgmtauth-junit-timelines")
     config.pluginmanager.register(_sweep.SweepReport(), "mgmtauth-sweep")
 
 
 def pytest_report_header(config: pytest.Config) -> str:
     return f"mgmtauth: {config.stash[_BASE_OPTIONS].describe()}"
-
-
-def options_for(node: pytest.Item, base: Options) -> Options:
-    """The options of one test: ini/CLI defaults, then markers from farthest to closest."""
-    __tracebackhide__ = True
-    merged: dict[str, Any] = {}
-    for marker in reversed(list(node.iter_markers("mgmtauth"))):
-        if marker.args:
-            raise TypeError(
-                f"@pytest.mark.mgmtauth takes keyword options only, got positional "
-                f"{marker.args!r}; known options: {', '.join(OPTION_NAMES)}"
-            )
-        check_option_names(marker.kwargs, where="@pytest.mark.mgmtauth")
-        merged.update(marker.kwargs)
-    return build_options(base, merged, where="@pytest.mark.mgmtauth")
 
 
 def _key_files(config: pytest.Config) -> tuple[KeyCache, KeyLock] | None:
@@ -225,7 +153,7 @@ def _mgmtauth_pool(pytestconfig: pytest.Config) -> Iterator[SessionPool]:
         still_running = pool.late_errors.wait_idle(LATE_HANDLER_GRACE)
     finally:
         pool.close()
-    message = _late_errors_message(pool.late_errors.errors, still_running)
+    message = late_errors_message(pool.late_errors.errors, still_running, grace=LATE_HANDLER_GRACE)
     if message:
         # Reported at the teardown of the session's last test (of this xdist worker):
         # an error, so the run fails, naming the test each error belonged to.
@@ -234,32 +162,6 @@ def _mgmtauth_pool(pytestconfig: pytest.Config) -> Iterator[SessionPool]:
 
 #: Seconds the end of the session waits for route handlers still running.
 LATE_HANDLER_GRACE = 5.0
-
-
-def _late_errors_message(
-    errors: Sequence[tuple[str, str, BaseException]], still_running: Sequence[tuple[str, str]]
-) -> str | None:
-    if not errors and not still_running:
-        return None
-    lines = []
-    if errors:
-        lines.append(
-            f"pytest-mgmtauth: {len(errors)} error(s) raised in the fake service after the "
-            "test they belonged to had ended (its client had stopped waiting for the "
-            "answer), so that test could not report them:"
-        )
-        for owner, where, error in errors:
-            lines.append("")
-            lines.append(f"in {owner}: {where} raised {type(error).__name__}: {error}")
-            lines.extend(line.rstrip("\n") for line in traceback.format_exception(error))
-    if still_running:
-        lines.append("")
-        lines.append(
-            f"pytest-mgmtauth: route handler(s) still running {LATE_HANDLER_GRACE:g} s after "
-            "the last test ended; whatever they raise is lost:"
-        )
-        lines.extend(f"  in {owner}: {where}" for owner, where in still_running)
-    return "\n".join(lines)
 
 
 @pytest.fixture(scope="session")
@@ -329,65 +231,18 @@ def mgmt_server(
     try:
         yield fake
         fake.check()
-        _check_findings(request.node, fake)
+        check_findings(
+            request.node,
+            fake,
+            call_failed=request.node.stash.get(_CALL_FAILED, False),
+            in_section=request.node.stash.get(_SECTION_SHOWN, False),
+        )
     finally:
         # The figures travel with the teardown report: JUnit XML properties, and the
         # terminal summary (also from xdist workers).
         request.node.user_properties.extend(fake.summary().as_properties())
         _sweep.disarm(request.node)
         fake.close()
-
-
-#: The assertion that takes over each kind's teardown check.
-_ASSERTIONS = {
-    "churn": "assert_token_reused",
-    "expired_use": "assert_no_expired_token_used",
-    "open_session": "assert_logged_out",
-}
-
-
-def _strict_hint(kind: str) -> str:
-    return (
-        "(pytest-mgmtauth checks this at the end of every test that uses mgmt_server. "
-        "Fail such tests with @pytest.mark.mgmtauth(strict=True), the ini setting "
-        "mgmtauth_strict = true or --mgmtauth-strict; check it in the test with "
-        f"mgmt_server.{_ASSERTIONS[kind]}(), which replaces this check.)"
-    )
-
-
-def _check_findings(item: pytest.Item, fake: MgmtServer) -> None:
-    """The teardown check: each finding (churn, expired-credential use, and open v1
-    sessions with require_logout) fails a strict test, else becomes a warning of its
-    kind's class. A test that failed already only warns, and when its report section
-    holds the timeline the warning does not repeat it."""
-    __tracebackhide__ = True
-    found = fake.teardown_findings()
-    if not found:
-        return
-    if fake.options.strict and not item.stash.get(_CALL_FAILED, False):
-        pytest.fail("\n\n".join(f.message for f in found), pytrace=False)
-    in_section = item.stash.get(_SECTION_SHOWN, False)
-    # Attributed to the test function, not to this file, in pytest's warnings summary.
-    path, lineno, _ = item.reportinfo()
-    for kind in KINDS:
-        mine = [f for f in found if f.kind == kind]
-        if mine:
-            category = WARNINGS[kind]
-            warnings.warn_explicit(
-                category(_warning_text(kind, mine, in_section=in_section)),
-                category,
-                filename=str(path),
-                lineno=(lineno or 0) + 1,
-            )
-
-
-def _warning_text(kind: str, found: list[Finding], *, in_section: bool) -> str:
-    if in_section:
-        return (
-            "\n".join(f.headline for f in found)
-            + f"\n(the timeline is in the test's '{SECTION_TITLE}' report section)"
-        )
-    return "\n\n".join(f.message for f in found) + "\n" + _strict_hint(kind)
 
 
 def _wants_passing_sections(config: pytest.Config) -> bool:
@@ -422,96 +277,6 @@ def pytest_runtest_makereport(
     except Exception as exc:  # never let the report hide the test's own failure
         text = f"(pytest-mgmtauth could not build the timeline: {type(exc).__name__}: {exc})"
     report.sections.append((SECTION_TITLE, text))
-
-
-def section_text(report: pytest.TestReport) -> str | None:
-    """The ``mgmtauth timeline`` section of a report, or None."""
-    for title, content in report.sections:
-        if title == SECTION_TITLE:
-            return content
-    return None
-
-
-#: Characters XML 1.0 cannot hold (a request path can bring them into a timeline).
-_NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
-
-
-class _JunitTimelines:
-    """Writes each test's ``mgmtauth timeline`` section into its JUnit XML testcase as
-    ``<system-err>``, whatever ``junit_logging`` says (pytest writes only captured
-    output there). Runs on the xdist controller, from the reports the workers send."""
-
-    def __init__(self, config: pytest.Config) -> None:
-        self._config = config
-        #: Per test: the text to write, and the testcase's reporter, held at teardown.
-        self._texts: dict[tuple[str, object], str] = {}
-        self._held: dict[tuple[str, object], Any] = {}
-
-    def _xml(self) -> Any:
-        try:
-            from _pytest.junitxml import xml_key
-        except ImportError:  # pragma: no cover - a pytest without it
-            return None
-        return self._config.stash.get(xml_key, None)
-
-    @staticmethod
-    def _key(report: pytest.TestReport) -> tuple[str, object]:
-        return report.nodeid, getattr(report, "node", None)
-
-    @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> Generator[None, None, None]:
-        text = section_text(report)
-        key = self._key(report)
-        if text is not None:
-            self._texts[key] = text
-        held = None
-        if report.when == "teardown" and key in self._texts:
-            xml = self._xml()
-            # junitxml closes the testcase while it handles this report: take it now, and
-            # add to it after, so the element follows the <failure> or <error> (as the
-            # JUnit schema orders them).
-            held = xml.node_reporter(report) if xml is not None else None
-        yield
-        if report.when != "teardown":
-            return
-        text = self._texts.pop(key, None)
-        if held is None or text is None:
-            return
-        element = ET.Element("system-err")
-        element.text = _NOT_XML.sub(
-            lambda m: f"#x{ord(m.group()):02X}",
-            "\n".join([f" {SECTION_TITLE} ".center(80, "-"), text, ""]),
-        )
-        if "to_xml" in vars(held):  # closed: its testcase element is final, add to it
-            held.to_xml().append(element)
-        else:
-            held.append(element)
-
-
-class _Report:
-    """Collects each test's figures from its teardown report; prints the section."""
-
-    def __init__(self, config: pytest.Config) -> None:
-        self._config = config
-        self._rows: list[tuple[str, dict[str, int]]] = []
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.when != "teardown":
-            return
-        values = figures(report.user_properties)
-        if values is not None:
-            self._rows.append((report.nodeid, values))
-
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        config = self._config
-        if not self._rows or not (
-            config.getoption("mgmtauth_report") or config.getoption("verbose") > 0
-        ):
-            return
-        terminalreporter.write_sep("=", "mgmtauth: credentials per test")
-        # By node id: reports arrive in completion order, which xdist shuffles.
-        for line in format_table(sorted(self._rows, key=lambda row: row[0])):
-            terminalreporter.write_line(line)
 
 
 @pytest.fixture

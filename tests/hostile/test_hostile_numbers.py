@@ -42,6 +42,7 @@ from pytest_mgmtauth._domain._options import (
     OPTION_NAMES,
     build_options,
 )
+from pytest_mgmtauth._settings import _parse_ini
 from pytest_mgmtauth._standalone import (
     AccountSpec,
     StandaloneServer,
@@ -50,7 +51,6 @@ from pytest_mgmtauth._standalone import (
     server_from_args,
 )
 from pytest_mgmtauth._standalone.control import ControlAPI
-from pytest_mgmtauth.plugin import _parse_ini
 
 PROFILE = settings.get_profile("mgmtauth-hostile")
 #: Pure-Python entry points are cheap: every example of the profile. Entry points that

@@ -12,7 +12,13 @@ import pytest_mgmtauth
 from pytest_mgmtauth import MgmtServer
 
 PACKAGE = Path(pytest_mgmtauth.__file__).parent
-GLUE = ["plugin.py", "_sweep.py", "_standalone/server.py", "_standalone/control.py"]
+GLUE = [
+    "plugin.py",
+    "_teardown.py",
+    "_sweep.py",
+    "_standalone/server.py",
+    "_standalone/control.py",
+]
 
 
 @pytest.mark.parametrize("module", GLUE)

@@ -1,0 +1,134 @@
+"""The session server's socket side: accepting connections (TLS wrapped, its handshake
+deferred to the connection's thread), a thread per connection that notes which test was
+bound when it was accepted, and the kept-alive connections idle between requests, which
+:meth:`_Server.drop_idle_connections` closes at a test's end."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import struct
+import threading
+import time
+from typing import TYPE_CHECKING, Any, Protocol
+
+from werkzeug.serving import ThreadedWSGIServer
+
+if TYPE_CHECKING:
+    import ssl
+
+    from ._app import FakeApp
+    from ._binding import Binding
+
+#: Seconds drop_idle_connections waits for the connections it closes to be closed.
+DROP_WAIT = 1.0
+
+#: Per connection thread: the test binding current when the connection was accepted.
+_accepted = threading.local()
+
+
+class _Connection(Protocol):
+    """A connection's request handler, as the server keeps track of it."""
+
+    connection: Any
+
+
+class _Server(ThreadedWSGIServer):
+    daemon_threads = True
+    block_on_close = False
+    fake_app: FakeApp | None = None
+    #: Connections accepted so far (the keep-alive benchmark counts them).
+    connections_accepted = 0
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._idle_lock = threading.Lock()
+        self._idle: set[_Connection] = set()
+        #: Per open connection: set once its thread has closed it.
+        self._closed: dict[Any, threading.Event] = {}
+
+    def mark_idle(self, handler: _Connection) -> None:
+        """A kept-alive connection waits for its next request."""
+        with self._idle_lock:
+            self._idle.add(handler)
+
+    def mark_busy(self, handler: _Connection) -> tuple[bool, Binding | None]:
+        """The next request's first byte arrived (or the connection ended): whether the
+        connection is still open, and the binding the request belongs to."""
+        with self._idle_lock:
+            if handler not in self._idle:
+                return False, None  # dropped while idle
+            self._idle.discard(handler)
+            return True, self.fake_app.current if self.fake_app is not None else None
+
+    def drop_idle_connections(self) -> int:
+        """Close every kept-alive connection idle between requests now (a FIN, as a
+        server's idle timeout); the number closed. At a test's end, and on cue."""
+        with self._idle_lock:
+            idle, self._idle = self._idle, set()
+            closing = [self._closed.get(handler.connection) for handler in idle]
+        for handler in idle:
+            with contextlib.suppress(OSError):
+                # The plain socket's shutdown, also under TLS: the handler's thread,
+                # waiting in peek() (or still writing its answer, which completes),
+                # reads EOF and closes the connection.
+                socket.socket.shutdown(handler.connection, socket.SHUT_RD)
+        deadline = time.monotonic() + DROP_WAIT
+        for closed in closing:
+            # Closed (the FIN sent) before this returns: a client's pooled connection
+            # then reads as closed when the next test reuses it, and is replaced.
+            if closed is not None:
+                closed.wait(max(0.0, deadline - time.monotonic()))
+        return len(idle)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        # As ThreadingMixIn does, plus: note which test was bound when the connection
+        # was accepted (in accept order, before any client bytes are parsed).
+        binding = self.fake_app.current if self.fake_app is not None else None
+        self.connections_accepted += 1
+        thread = threading.Thread(
+            target=self._serve_connection,
+            args=(request, client_address, binding),
+            daemon=True,
+            name="mgmtauth-connection",
+        )
+        thread.start()
+
+    def _serve_connection(self, request: Any, client_address: Any, binding: Binding | None) -> None:
+        _accepted.binding = binding
+        closed = threading.Event()
+        with self._idle_lock:
+            self._closed[request] = closed
+        try:
+            self.process_request_thread(request, client_address)
+        finally:
+            with self._idle_lock:
+                self._closed.pop(request, None)
+            closed.set()
+
+    def get_request(self) -> tuple[socket.socket, Any]:
+        sock, address = self.socket.accept()
+        if self._tls_context is not None:
+            sock = self._tls_context.wrap_socket(
+                sock, server_side=True, do_handshake_on_connect=False
+            )
+        return sock, address
+
+    _tls_context: ssl.SSLContext | None = None
+
+    def shutdown_request(self, request: Any) -> None:
+        # A connection set to linger 0 (a scripted reset) must close without the FIN
+        # of shutdown(SHUT_WR), so that the client sees a reset, not an empty answer.
+        try:
+            linger = request.getsockopt(socket.SOL_SOCKET, socket.SO_LINGER, 8)
+        except OSError:
+            linger = b""
+        if linger == struct.pack("ii", 1, 0):
+            self.close_request(request)
+        else:
+            super().shutdown_request(request)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # Dropped and broken connections are the client's business; errors inside the
+        # application never get here (FakeApp catches and queues them).
+        pass
