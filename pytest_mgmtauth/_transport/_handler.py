@@ -18,7 +18,7 @@ from .._domain._redact import SecretMasker
 from ._app import ACCEPTED_BINDING, AFTER_ANSWER, FRAMING_PROBLEM
 from ._connections import _accepted, _Server
 from ._errors import MAX_BODY_BYTES, error_bytes
-from ._parsing import framing_problem
+from ._headers import framing_problem
 from ._streams import _BriefDrain, _CountedInput, _SkipDrain
 
 if TYPE_CHECKING:

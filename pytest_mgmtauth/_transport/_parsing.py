@@ -17,7 +17,6 @@ from urllib.parse import parse_qsl, unquote_plus
 
 from .._domain._diagnosis import ClientKind, form_idiom
 from ._errors import BodyTooLarge, read_limited_body
-from ._headers import framing_problem as framing_problem  # imported from here by _server.py
 
 if TYPE_CHECKING:
     from werkzeug import Request
