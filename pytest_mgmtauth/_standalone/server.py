@@ -235,26 +235,21 @@ class StandaloneServer:
 
     def _new_fake(self) -> MgmtServer:
         fake = MgmtServer(self.options, self._pool, clock=self.clock)
+        # At startup the accounts come from --account; a reset re-adds the very
+        # credentials generated then, so clients keep working.
+        sources = self._account_specs if self._startup_accounts is None else self._startup_accounts
+        added = [
+            fake.add_account(
+                s.username,
+                api_key=s.api_key,
+                password=s.password,
+                permissions=s.permissions,
+                profiles=s.profiles,
+            )
+            for s in sources
+        ]
         if self._startup_accounts is None:
-            self._startup_accounts = [
-                fake.add_account(
-                    s.username,
-                    api_key=s.api_key,
-                    password=s.password,
-                    permissions=s.permissions,
-                    profiles=s.profiles,
-                )
-                for s in self._account_specs
-            ]
-        else:  # a reset: the same credentials as at startup
-            for a in self._startup_accounts:
-                fake.add_account(
-                    a.username,
-                    api_key=a.api_key,
-                    password=a.password,
-                    permissions=a.permissions,
-                    profiles=a.profiles,
-                )
+            self._startup_accounts = added
         for method, path in self._routes:
             fake.route(method, path).respond_with_json({"ok": True, "route": f"{method} {path}"})
         return fake
