@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ._assertions import _describe
 from ._domain._faults import SCHEDULED_KINDS
 from ._sweep_plan import (
     BASELINE,
@@ -35,10 +34,10 @@ from ._sweep_plan import (
     parse_points_option,
     sweep_points,
 )
-from ._sweep_verdict import After, Cell, analyse, format_matrix
 
 if TYPE_CHECKING:
     from ._fake import MgmtServer
+    from ._sweep_verdict import After, Cell
 
 __all__ = [
     "FAULT_KINDS",
@@ -248,6 +247,8 @@ def after_call(item: pytest.Item, report: pytest.TestReport) -> None:
     props: list[tuple[str, object]] = [(PROP_OUTCOME, outcome)]
     point = state.point
     if point.kind is not None and state.not_reached is None:
+        from ._sweep_verdict import analyse  # the event classes: only for a sweep item
+
         after = analyse(point.kind, state.fake.events, failed=report.failed)
         if after.summary:
             props.append((PROP_AFTER if report.failed else PROP_NOTE, after.summary))
@@ -262,6 +263,8 @@ def after_call(item: pytest.Item, report: pytest.TestReport) -> None:
 
 
 def _section(point: SweepPoint, fake: MgmtServer, after: After) -> str:
+    from ._assertions import _describe
+
     scene = fake.scene()
     lines = [f"fault: {point.label}"]
     if after.fired is not None:
@@ -295,6 +298,8 @@ class SweepReport:
         test, label = props.get(PROP_TEST), props.get(PROP_POINT)
         if not isinstance(test, str) or not isinstance(label, str):
             return
+        from ._sweep_verdict import Cell  # the event classes: only for a sweep item's report
+
         cell = self._tests.setdefault(test, {}).setdefault(label, Cell())
         outcome = props.get(PROP_OUTCOME)
         if report.failed:
@@ -311,6 +316,8 @@ class SweepReport:
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if not self._tests:
             return
+        from ._sweep_verdict import format_matrix
+
         terminalreporter.write_sep("=", "mgmtauth sweep")
         for test in sorted(self._tests):
             for line in format_matrix(test, self._tests[test]):

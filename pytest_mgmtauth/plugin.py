@@ -15,15 +15,15 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+# Only what the options, the markers and the report header need, and the hooks that run
+# whether or not a test uses the plugin: a suite that never does imports none of the fake,
+# the transport (Werkzeug, pytest-httpserver), the key pool or the findings. The fixtures
+# and hooks import those when a test uses them.
 from . import _settings, _sweep
 from ._domain._options import OPTION_NAMES, Options
-from ._fake import MgmtServer
 from ._junit import JunitTimelines
-from ._pool import KeyCache, KeyLock, SessionPool, key_files
 from ._report import SECTION_TITLE, TerminalReport, section_text
 from ._settings import options_for
-from ._simclock import MgmtClock
-from ._teardown import check_findings, late_errors_message
 
 #: Importable from here as before the split.
 __all__ = ["LATE_HANDLER_GRACE", "SECTION_TITLE", "options_for", "section_text"]
@@ -34,12 +34,15 @@ if TYPE_CHECKING:
     from pluggy import Result
 
     from ._domain._accounts import Account
+    from ._fake import MgmtServer
+    from ._pool import KeyCache, KeyLock, SessionPool
+    from ._simclock import MgmtClock
 
 _BASE_OPTIONS = pytest.StashKey[Options]()
 #: Whether the test's setup or call phase did not pass (the teardown check then only warns).
 _CALL_FAILED = pytest.StashKey[bool]()
 #: The test's fake, for its report section.
-_FAKE = pytest.StashKey[MgmtServer]()
+_FAKE = pytest.StashKey["MgmtServer"]()
 #: Whether a failed report of the test carries the section already.
 _SECTION_SHOWN = pytest.StashKey[bool]()
 #: Where the signing key is kept across runs: a PEM file, mode 0600, in pytest's cache
@@ -102,6 +105,7 @@ def _key_files(config: pytest.Config) -> tuple[KeyCache, KeyLock] | None:
     cache = getattr(config, "cache", None)
     if cache is None:
         return None
+    from ._pool import key_files
 
     def forget_old_entry() -> None:
         if cache.get(_OLD_KEY_CACHE_ENTRY, None) is not None:
@@ -119,12 +123,14 @@ def _key_cache(config: pytest.Config) -> KeyCache | None:
 
 #: The session's pool, made at collection when a test uses the plugin's fixtures (so its
 #: key is generated in the background from then on), else by the first fixture.
-_POOL = pytest.StashKey[SessionPool]()
+_POOL = pytest.StashKey["SessionPool"]()
 
 
 def _pool_of(config: pytest.Config) -> SessionPool:
     pool = config.stash.get(_POOL, None)
     if pool is None:
+        from ._pool import SessionPool
+
         files = _key_files(config)
         cache, lock = files if files is not None else (None, None)
         pool = SessionPool(cache, key_lock=lock)
@@ -144,6 +150,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def _mgmtauth_pool(pytestconfig: pytest.Config) -> Iterator[SessionPool]:
     """The session's servers, signing key and test CA (made on first use). Internal:
     tests reach all of it through ``mgmt_server``."""
+    from ._teardown import late_errors_message
+
     pool = _pool_of(pytestconfig)
     yield pool
     del pytestconfig.stash[_POOL]
@@ -196,6 +204,8 @@ def pytest_runtest_call(item: pytest.Item) -> None:
 def _clock_mover(item: pytest.Item) -> Callable[[float], bool]:
     """Moves the test's mgmt_clock, if it runs on one (a scheduled expire)."""
 
+    from ._simclock import MgmtClock
+
     def move(seconds: float) -> bool:
         clock = getattr(item, "funcargs", {}).get("mgmt_clock")
         if not isinstance(clock, MgmtClock) or clock._factory is None:
@@ -213,6 +223,9 @@ def mgmt_server(
     _mgmtauth_sweep: _sweep.SweepPoint | None,
 ) -> Iterator[MgmtServer]:
     """The fake management auth service, with fresh state for this test."""
+    from ._fake import MgmtServer
+    from ._teardown import check_findings
+
     problem = None
     try:
         options = options_for(request.node, request.config.stash[_BASE_OPTIONS])
@@ -288,6 +301,8 @@ def mgmt_account(mgmt_server: MgmtServer) -> Account:
 @pytest.fixture
 def mgmt_clock() -> Iterator[MgmtClock]:
     """Frozen simulated time (freezegun) that both the client and the fake see."""
+    from ._simclock import MgmtClock
+
     clock = MgmtClock().start()
     try:
         yield clock

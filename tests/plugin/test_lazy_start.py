@@ -113,3 +113,87 @@ def test_the_counters_see_a_suite_that_uses_the_fixtures(pytester: pytest.Pytest
         ["lazy-check: rsa_generated=1 keys_loaded=1 servers_made=1 server_threads=1"]
     )
     assert pytester.path.joinpath(*KEY_ENTRY).exists()
+
+
+#: Modules a suite that never uses the plugin must not import: the fake, the transport
+#: and its HTTP stack, the token and TLS libraries.
+HEAVY_MODULES = (
+    "werkzeug",
+    "pytest_httpserver",
+    "pytest_mgmtauth._fake",
+    "pytest_mgmtauth._transport._app",
+    "jwt",
+    "cryptography",
+)
+
+MODULES_CONFTEST = """
+import sys
+
+
+def pytest_sessionfinish(session):
+    with open("modules.txt", "w") as f:
+        f.write("\\n".join(sorted(sys.modules)))
+"""
+
+
+def test_suite_that_never_uses_the_plugin_imports_nothing_heavy(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeconftest(MODULES_CONFTEST)
+    pytester.makepyfile(
+        test_plain="""
+        import pytest
+
+        def test_one():
+            assert 1 + 1 == 2
+
+        @pytest.mark.parametrize("n", [1, 2])
+        def test_two(n, tmp_path):
+            assert tmp_path.exists()
+        """
+    )
+    # pytest-httpserver's own pytest plugin imports Werkzeug: off, to see what ours imports.
+    result = pytester.runpytest_subprocess(
+        "-p", "no:hypothesispytest", "-p", "no:pytest_httpserver", "--junitxml=junit.xml"
+    )
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(["mgmtauth: token_ttl=1800s *"])
+    modules = set(pytester.path.joinpath("modules.txt").read_text().splitlines())
+    assert "pytest_mgmtauth.plugin" in modules
+    imported = [
+        name
+        for name in sorted(modules)
+        if any(name == heavy or name.startswith(heavy + ".") for heavy in HEAVY_MODULES)
+    ]
+    assert imported == []
+
+
+def test_the_module_check_sees_a_suite_that_uses_the_plugin(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(MODULES_CONFTEST)
+    pytester.makepyfile(
+        test_uses="""
+        def test_with_server(mgmt_server):
+            assert mgmt_server.url.startswith("http://127.0.0.1:")
+        """
+    )
+    result = pytester.runpytest_subprocess(
+        "-p", "no:hypothesispytest", "-p", "no:pytest_httpserver"
+    )
+    result.assert_outcomes(passed=1)
+    modules = set(pytester.path.joinpath("modules.txt").read_text().splitlines())
+    assert {"werkzeug", "pytest_mgmtauth._fake", "pytest_mgmtauth._transport._app"} <= modules
+
+
+def test_every_public_name_resolves_from_its_module() -> None:
+    import importlib
+
+    import pytest_mgmtauth
+
+    lazy = pytest_mgmtauth._LAZY
+    assert set(lazy) == set(pytest_mgmtauth.__all__) - {"__version__"}
+    for name, module in lazy.items():
+        own = getattr(importlib.import_module(module, "pytest_mgmtauth"), name)
+        assert getattr(pytest_mgmtauth, name) is own
+    assert set(pytest_mgmtauth.__all__) <= set(dir(pytest_mgmtauth))
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        pytest_mgmtauth.Nope  # noqa: B018
