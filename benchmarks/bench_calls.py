@@ -8,8 +8,9 @@
 
 Baseline server: pytest-httpserver's ``HTTPServer(threaded=True)``, its request log
 switched off (the fake logs nothing either); otherwise stock. Client: ``http.client``,
-one new connection per request on both sides (Werkzeug closes every connection): the
-fastest common client, so the fake's own overhead shows most.
+one new connection per request on both sides (stock Werkzeug closes every connection;
+the fake would keep it alive): the fastest common client, so the fake's own overhead
+shows most.
 
     python benchmarks/bench_calls.py [--quick]
 """
