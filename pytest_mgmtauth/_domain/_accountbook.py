@@ -68,6 +68,13 @@ class AccountBook(Timeline):
                 )
             self.accounts[account.username] = account
             self._hold_secrets(account.api_key, account.password)
+            # Its first token, signed ahead on another core (see _presign.py).
+            self._signer.anticipate(
+                account.username,
+                int(self.now()),
+                int(self.options.token_ttl),
+                issuer=self.options.issuer,
+            )
             return account
 
     def _unknown_account(self, username: str) -> str:

@@ -16,6 +16,8 @@ import string
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ._presign import Presigner
+
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric import rsa
 
@@ -69,16 +71,39 @@ class Claims:
 
 
 class TokenSigner:
-    """Issues and verifies this fake's tokens. Thread-safe (immutable after init)."""
+    """Issues and verifies this fake's tokens. Thread-safe (immutable after init, but
+    for the tokens signed ahead of their request: see :mod:`._presign`)."""
 
     def __init__(self, private_key: rsa.RSAPrivateKey, issuer: str = ISSUER) -> None:
         self._private_key = private_key
         self._public_key = private_key.public_key()
         self.issuer = issuer
+        #: Tokens signed ahead, by (subject, issued_at, ttl, issuer).
+        self.presigner: Presigner[tuple[str, Claims]] = Presigner()
 
     def issue(
         self, subject: str, issued_at: int, ttl: int, *, issuer: str | None = None
     ) -> tuple[str, Claims]:
+        """A new token for ``subject``: the one :meth:`anticipate` signed for exactly
+        these arguments if there is one, else one signed now."""
+        iss = self.issuer if issuer is None else issuer
+        anticipated = self.presigner.take((subject, issued_at, ttl, iss))
+        if anticipated is not None:
+            return anticipated
+        return self._sign(subject, issued_at, ttl, iss)
+
+    def anticipate(
+        self, subject: str, issued_at: int, ttl: int, *, issuer: str | None = None
+    ) -> None:
+        """Sign in the background the token a later ``issue()`` with the same arguments
+        returns (a new account's first token): the signature, most of the cost of
+        ``/v2/auth``, is then made while the test goes on."""
+        iss = self.issuer if issuer is None else issuer
+        self.presigner.anticipate(
+            (subject, issued_at, ttl, iss), lambda: self._sign(subject, issued_at, ttl, iss)
+        )
+
+    def _sign(self, subject: str, issued_at: int, ttl: int, issuer: str) -> tuple[str, Claims]:
         claims = Claims(
             sub=subject,
             iat=issued_at,
@@ -88,7 +113,7 @@ class TokenSigner:
         )
         payload: dict[str, Any] = {
             "sub": claims.sub,
-            "iss": self.issuer if issuer is None else issuer,
+            "iss": issuer,
             "iat": claims.iat,
             "nbf": claims.nbf,
             "exp": claims.exp,

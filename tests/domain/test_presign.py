@@ -1,0 +1,184 @@
+"""Tokens signed ahead of their request: the same tokens, only made earlier."""
+
+from __future__ import annotations
+
+import threading
+
+import jwt
+import pytest
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from pytest_mgmtauth._domain._clock import ManualClock
+from pytest_mgmtauth._domain._options import Options
+from pytest_mgmtauth._domain._presign import MAX_CREDIT, MAX_PENDING, PROBE_EVERY, Presigner
+from pytest_mgmtauth._domain._service import AuthService
+from pytest_mgmtauth._domain._tokens import ISSUER, TokenSigner
+
+T0 = 1_800_000_000
+
+
+def _blocked(presigner: Presigner[str]) -> threading.Event:
+    """Occupy the presigner's thread until the returned event is set."""
+    release = threading.Event()
+    started = threading.Event()
+
+    def wait() -> str:
+        started.set()
+        release.wait(10)
+        return "blocker"
+
+    presigner.anticipate("blocker", wait)
+    assert started.wait(10)
+    return release
+
+
+def test_take_returns_what_was_made_in_the_background() -> None:
+    presigner: Presigner[str] = Presigner()
+    presigner.anticipate("k", lambda: threading.current_thread().name)
+    assert presigner.take("k") == "mgmtauth-presign"
+    assert (presigner.hits, presigner.misses) == (1, 0)
+    assert presigner.take("k") is None  # each result is handed out once
+
+
+def test_take_of_a_key_never_anticipated_is_none() -> None:
+    presigner: Presigner[str] = Presigner()
+    presigner.anticipate("k", lambda: "made")
+    assert presigner.take("other") is None
+    assert presigner.take("k") == "made"
+
+
+def test_a_queued_job_is_cancelled_rather_than_waited_for() -> None:
+    presigner: Presigner[str] = Presigner()
+    release = _blocked(presigner)
+    ran: list[str] = []
+
+    def make() -> str:
+        ran.append("k")
+        return "made"
+
+    presigner.anticipate("k", make)
+    # Not started (the thread is busy): the caller makes it itself, now.
+    assert presigner.take("k") is None
+    release.set()
+    assert presigner.take("blocker") == "blocker"
+    assert ran == []
+    assert presigner.misses == 1
+
+
+def test_a_failed_job_leaves_the_work_to_the_caller() -> None:
+    presigner: Presigner[str] = Presigner()
+
+    def fail() -> str:
+        raise RuntimeError("no key")
+
+    presigner.anticipate("k", fail)
+    assert presigner.take("k") is None
+
+
+def _anticipate(presigner: Presigner[int], key: int) -> threading.Event:
+    """Anticipate ``key``; the event is set once its job has run."""
+    ran = threading.Event()
+
+    def make() -> int:
+        ran.set()
+        return key
+
+    presigner.anticipate(key, make)
+    return ran
+
+
+def test_the_oldest_unused_result_is_dropped_as_a_miss() -> None:
+    presigner: Presigner[int] = Presigner()
+    for key in range(MAX_PENDING + 1):
+        assert _anticipate(presigner, key).wait(10)
+    assert (presigner.hits, presigner.misses) == (0, 1)
+    assert presigner.take(0) is None  # dropped
+    assert presigner.take(MAX_PENDING) == MAX_PENDING
+    assert (presigner.hits, presigner.misses) == (1, 1)
+
+
+def test_misses_spend_credit_and_hits_earn_it_back() -> None:
+    presigner: Presigner[int] = Presigner()
+    # Beyond MAX_PENDING, each anticipation drops the oldest unused one: a miss each.
+    for key in range(MAX_PENDING + MAX_CREDIT):
+        assert _anticipate(presigner, key).wait(10)
+    assert presigner.misses == MAX_CREDIT
+    counters = (presigner.hits, presigner.misses)
+    # Out of credit: skipped (nothing pending, so take() neither hits nor cancels)...
+    key = 1000
+    for key in range(1000, 1000 + PROBE_EVERY - 1):
+        _anticipate(presigner, key)
+        assert presigner.take(key) is None
+    assert (presigner.hits, presigner.misses) == counters
+    # ...but for one probe in PROBE_EVERY, whose hit gives credit back.
+    assert _anticipate(presigner, key + 1).wait(10)
+    assert presigner.take(key + 1) == key + 1
+    assert _anticipate(presigner, key + 2).wait(10)
+    assert presigner.take(key + 2) == key + 2
+    assert presigner.hits == counters[0] + 2
+
+
+def test_an_anticipated_token_is_the_token_issue_would_sign(
+    rsa_key_2048: rsa.RSAPrivateKey,
+) -> None:
+    signer = TokenSigner(rsa_key_2048)
+    signer.anticipate("a@example.com", T0, 1800)
+    token, claims = signer.issue("a@example.com", T0, 1800)
+    assert signer.presigner.hits == 1
+    assert signer.verify(token) == claims
+    decoded = jwt.decode(
+        token,
+        rsa_key_2048.public_key(),
+        algorithms=["RS512"],
+        options={"verify_exp": False, "verify_iat": False, "verify_nbf": False},
+    )
+    assert decoded == {
+        "sub": "a@example.com",
+        "iss": ISSUER,
+        "iat": T0,
+        "nbf": T0,
+        "exp": T0 + 1800,
+        "jti": claims.jti,
+    }
+
+
+@pytest.mark.parametrize(
+    ("subject", "issued_at", "ttl", "issuer"),
+    [
+        ("b@example.com", T0, 1800, None),
+        ("a@example.com", T0 + 1, 1800, None),
+        ("a@example.com", T0, 600, None),
+        ("a@example.com", T0, 1800, "https://elsewhere.example"),
+    ],
+)
+def test_a_token_for_other_claims_is_signed_on_demand(
+    rsa_key_2048: rsa.RSAPrivateKey,
+    subject: str,
+    issued_at: int,
+    ttl: int,
+    issuer: str | None,
+) -> None:
+    signer = TokenSigner(rsa_key_2048)
+    signer.anticipate("a@example.com", T0, 1800)
+    token, claims = signer.issue(subject, issued_at, ttl, issuer=issuer)
+    assert signer.presigner.hits == 0
+    assert (claims.sub, claims.iat, claims.exp) == (subject, issued_at, issued_at + ttl)
+    assert signer.verify(token, issuer=issuer) == claims
+
+
+def test_an_account_gets_its_first_token_signed_ahead(
+    rsa_key_2048: rsa.RSAPrivateKey,
+) -> None:
+    signer = TokenSigner(rsa_key_2048)
+    clock = ManualClock(T0)
+    service = AuthService(Options(), signer, clock)
+    account = service.add_account()
+    token, record = service.grant_token(account.username, account.api_key)
+    assert signer.presigner.hits == 1
+    assert record.claims.iat == T0
+    # A second token (a renewal, the clock moved) is signed when asked for.
+    clock.advance(1800)
+    later, renewed = service.grant_token(account.username, account.api_key)
+    assert signer.presigner.hits == 1
+    assert renewed.claims.iat == T0 + 1800
+    assert later != token
