@@ -3,6 +3,7 @@ zero cost): the pieces that replaced slower spellings must still mean the same."
 
 from __future__ import annotations
 
+from pytest_mgmtauth._domain import _options, _tokens
 from pytest_mgmtauth._junit import _NOT_XML
 
 
@@ -24,3 +25,9 @@ def test_the_junit_filter_removes_exactly_what_xml_cannot_hold() -> None:
     codes = sorted({c + d for c in edges for d in (-1, 0, 1) if 0 <= c + d <= 0x10FFFF})
     wrong = [hex(c) for c in codes if bool(_NOT_XML.fullmatch(chr(c))) == _xml_char(c)]
     assert wrong == []
+
+
+def test_the_options_default_issuer_is_the_token_modules() -> None:
+    # _options spells it out rather than import _tokens at startup.
+    assert _options.ISSUER == _tokens.ISSUER
+    assert _options.Options().issuer == _tokens.ISSUER
