@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -19,11 +19,14 @@ import pytest
 # whether or not a test uses the plugin: a suite that never does imports none of the fake,
 # the transport (Werkzeug, pytest-httpserver), the key pool or the findings. The fixtures
 # and hooks import those when a test uses them.
-from . import _settings, _sweep
+from . import _settings
 from ._domain._options import OPTION_NAMES, Options
 from ._junit import JunitTimelines
 from ._report import SECTION_TITLE, TerminalReport, section_text
 from ._settings import options_for
+from ._sweep_plan import FAULT_KINDS, PROP_TEST, SweepConfig, SweepPoint
+from ._sweep_plan import FIXTURE as _SWEEP_FIXTURE
+from ._sweep_plan import MARKER as _SWEEP_MARKER
 
 #: Importable from here as before the split.
 __all__ = ["LATE_HANDLER_GRACE", "SECTION_TITLE", "options_for", "section_text"]
@@ -37,6 +40,7 @@ if TYPE_CHECKING:
     from ._fake import MgmtServer
     from ._pool import KeyCache, KeyLock, SessionPool
     from ._simclock import MgmtClock
+    from ._sweep import SweepReport
 
 _BASE_OPTIONS = pytest.StashKey[Options]()
 #: Whether the test's setup or call phase did not pass (the teardown check then only warns).
@@ -52,7 +56,7 @@ _KEY_CACHE_FILE = "signing-key.pem"
 #: The cache entry of versions up to 0.x (a JSON value, world-readable): emptied when a
 #: key is written to the file.
 _OLD_KEY_CACHE_ENTRY = "mgmtauth/signing-key-pem"
-_SWEEP = pytest.StashKey[_sweep.SweepConfig]()
+_SWEEP = pytest.StashKey[SweepConfig]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -68,7 +72,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "-v does both too",
     )
     _settings.add_options(parser, group)
-    _sweep.add_options(parser, group)
+    _settings.add_sweep_options(parser, group)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -81,18 +85,18 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "mgmtauth_sweep(faults=(...), points=N): run the test once without a fault and "
         "once per fault kind and point (docs/sweeps.md); faults: "
-        f"{', '.join(_sweep.FAULT_KINDS)}",
+        f"{', '.join(FAULT_KINDS)}",
     )
     try:
         options = _settings.read_options(config)
-        config.stash[_SWEEP] = _sweep.read_config(config)
+        config.stash[_SWEEP] = _settings.read_sweep_config(config)
     except (TypeError, ValueError) as exc:
         # A usage error, not an INTERNALERROR traceback: the message says how to fix it.
         raise pytest.UsageError(str(exc)) from None
     config.stash[_BASE_OPTIONS] = options
     config.pluginmanager.register(TerminalReport(config), "mgmtauth-report")
     config.pluginmanager.register(JunitTimelines(config), "mgmtauth-junit-timelines")
-    config.pluginmanager.register(_sweep.SweepReport(), "mgmtauth-sweep")
+    config.pluginmanager.register(_SweepReports(), "mgmtauth-sweep")
 
 
 def pytest_report_header(config: pytest.Config) -> str:
@@ -184,21 +188,60 @@ def mgmt_server_pool(_mgmtauth_pool: SessionPool) -> SessionPool:
     return _mgmtauth_pool
 
 
+class _SweepReports:
+    """The ``mgmtauth sweep`` terminal section: hands the reports of sweep items to
+    :class:`_sweep.SweepReport`, made (and ``_sweep`` imported) at the first of them, so
+    that a run that sweeps nothing never imports it. Reports, not items: the xdist
+    controller sees only the reports its workers send."""
+
+    def __init__(self) -> None:
+        self._report: SweepReport | None = None
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if self._report is None:
+            if not any(name == PROP_TEST for name, _ in report.user_properties):
+                return
+            from ._sweep import SweepReport
+
+            self._report = SweepReport()
+        self._report.pytest_runtest_logreport(report)
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self._report is not None:
+            self._report.pytest_terminal_summary(terminalreporter)
+
+
+def _may_sweep(item: pytest.Item) -> bool:
+    """Whether the item can be a sweep item: only those depend on the sweep's fixture
+    (through mgmt_server). The others never import ``_sweep``."""
+    return _SWEEP_FIXTURE in getattr(item, "fixturenames", ())
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if (
+        _SWEEP_FIXTURE not in metafunc.fixturenames
+        and metafunc.definition.get_closest_marker(_SWEEP_MARKER) is None
+    ):
+        return  # nothing to sweep, nothing to report (a marker here is an error)
+    from . import _sweep
+
     _sweep.expand(metafunc, metafunc.config.stash[_SWEEP])
 
 
 @pytest.fixture
-def _mgmtauth_sweep(request: pytest.FixtureRequest) -> _sweep.SweepPoint | None:
+def _mgmtauth_sweep(request: pytest.FixtureRequest) -> SweepPoint | None:
     """The sweep point of this item (parametrized by the sweep), or None."""
-    point: _sweep.SweepPoint | None = getattr(request, "param", None)
+    point: SweepPoint | None = getattr(request, "param", None)
     return point
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_runtest_call(item: pytest.Item) -> None:
     # Runs only when the test function passed: a sweep point it never reached skips.
-    _sweep.check_reached(item)
+    if _may_sweep(item):
+        from . import _sweep
+
+        _sweep.check_reached(item)
 
 
 def _clock_mover(item: pytest.Item) -> Callable[[float], bool]:
@@ -220,9 +263,10 @@ def _clock_mover(item: pytest.Item) -> Callable[[float], bool]:
 def mgmt_server(
     request: pytest.FixtureRequest,
     _mgmtauth_pool: SessionPool,
-    _mgmtauth_sweep: _sweep.SweepPoint | None,
+    _mgmtauth_sweep: SweepPoint | None,
 ) -> Iterator[MgmtServer]:
     """The fake management auth service, with fresh state for this test."""
+    from . import _sweep
     from ._fake import MgmtServer
     from ._teardown import check_findings
 
@@ -271,7 +315,9 @@ def pytest_runtest_makereport(
     if report.when in ("setup", "call") and not report.passed:
         # Failed, errored, skipped or xfailed (reported as skipped): findings only warn.
         item.stash[_CALL_FAILED] = True
-    if report.when == "call":
+    if report.when == "call" and _may_sweep(item):
+        from . import _sweep
+
         _sweep.after_call(item, report)
     fake = item.stash.get(_FAKE, None)
     if fake is None:

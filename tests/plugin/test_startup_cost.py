@@ -31,3 +31,11 @@ def test_the_options_default_issuer_is_the_token_modules() -> None:
     # _options spells it out rather than import _tokens at startup.
     assert _options.ISSUER == _tokens.ISSUER
     assert _options.Options().issuer == _tokens.ISSUER
+
+
+def test_the_sweeps_fault_kinds_are_the_scheduled_faults_in_order() -> None:
+    # _sweep_plan names them from the vocabulary rather than import the fault table.
+    from pytest_mgmtauth._domain._faults import SCHEDULED_KINDS
+    from pytest_mgmtauth._sweep_plan import FAULT_KINDS
+
+    assert tuple(SCHEDULED_KINDS) == FAULT_KINDS
