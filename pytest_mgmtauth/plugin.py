@@ -15,14 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-# Only what the options, the markers and the report header need, and the hooks that run
-# whether or not a test uses the plugin: a suite that never does imports none of the fake,
-# the transport (Werkzeug, pytest-httpserver), the key pool or the findings. The fixtures
-# and hooks import those when a test uses them.
+# Only what the options, the markers and the report header need: a suite that never uses
+# the plugin imports none of the fake, the transport (Werkzeug, pytest-httpserver), the key
+# pool, the findings, the sweep's glue, the terminal table (without -v or
+# --mgmtauth-report) or the JUnit timelines (without --junitxml). The fixtures and hooks
+# import those when a test uses them.
 from . import _settings
 from ._domain._options import OPTION_NAMES, Options
-from ._junit import JunitTimelines
-from ._report import SECTION_TITLE, TerminalReport, section_text
 from ._settings import options_for
 from ._sweep_plan import FAULT_KINDS, PROP_TEST, SweepConfig, SweepPoint
 from ._sweep_plan import FIXTURE as _SWEEP_FIXTURE
@@ -39,6 +38,7 @@ if TYPE_CHECKING:
     from ._domain._accounts import Account
     from ._fake import MgmtServer
     from ._pool import KeyCache, KeyLock, SessionPool
+    from ._report import SECTION_TITLE, section_text
     from ._simclock import MgmtClock
     from ._sweep import SweepReport
 
@@ -94,9 +94,28 @@ def pytest_configure(config: pytest.Config) -> None:
         # A usage error, not an INTERNALERROR traceback: the message says how to fix it.
         raise pytest.UsageError(str(exc)) from None
     config.stash[_BASE_OPTIONS] = options
-    config.pluginmanager.register(TerminalReport(config), "mgmtauth-report")
-    config.pluginmanager.register(JunitTimelines(config), "mgmtauth-junit-timelines")
+    if _wants_passing_sections(config):
+        # The per-test table is printed with -v or --mgmtauth-report only: without them
+        # its collector (and _report) is not loaded.
+        from ._report import TerminalReport
+
+        config.pluginmanager.register(TerminalReport(config), "mgmtauth-report")
+    if config.getoption("xmlpath", None):
+        # The timelines go into the JUnit XML of --junitxml only.
+        from ._junit import JunitTimelines
+
+        config.pluginmanager.register(JunitTimelines(config), "mgmtauth-junit-timelines")
     config.pluginmanager.register(_SweepReports(), "mgmtauth-sweep")
+
+
+def __getattr__(name: str) -> Any:
+    # SECTION_TITLE and section_text, importable from here as before the split, without
+    # loading _report for a run that does not show the table (PEP 562).
+    if name in ("SECTION_TITLE", "section_text"):
+        from . import _report
+
+        return getattr(_report, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def pytest_report_header(config: pytest.Config) -> str:
@@ -331,6 +350,8 @@ def pytest_runtest_makereport(
         item.stash[_SECTION_SHOWN] = True
     elif not (report.when == "call" and report.passed and _wants_passing_sections(item.config)):
         return
+    from ._report import SECTION_TITLE
+
     try:
         text = fake.report_section()
     except Exception as exc:  # never let the report hide the test's own failure
