@@ -122,6 +122,10 @@ HEAVY_MODULES = (
     "pytest_httpserver",
     "pytest_mgmtauth._fake",
     "pytest_mgmtauth._transport._app",
+    "pytest_mgmtauth._pool",
+    "pytest_mgmtauth._sweep",
+    "pytest_mgmtauth._domain._faults",
+    "pytest_mgmtauth._domain._tokens",
     "jwt",
     "cryptography",
 )
@@ -166,6 +170,81 @@ def test_suite_that_never_uses_the_plugin_imports_nothing_heavy(
         if any(name == heavy or name.startswith(heavy + ".") for heavy in HEAVY_MODULES)
     ]
     assert imported == []
+
+
+#: All of the package a run of pytest imports when it never uses the plugin (no -v, no
+#: --mgmtauth-report, no --junitxml, no sweep): the options, their flags and ini settings,
+#: the sweep's plan (names and defaults for the flags' help). Not the sweep's glue or the
+#: fault table, not the token module, not the terminal table, not the JUnit timelines:
+#: each took milliseconds to compile at every start (issue 14, zero cost).
+STARTUP_MODULES = {
+    "pytest_mgmtauth",
+    "pytest_mgmtauth._domain",
+    "pytest_mgmtauth._domain._limits",
+    "pytest_mgmtauth._domain._options",
+    "pytest_mgmtauth._domain._vocab",
+    "pytest_mgmtauth._settings",
+    "pytest_mgmtauth._sweep_plan",
+    "pytest_mgmtauth.plugin",
+}
+
+
+def test_a_plain_run_imports_only_the_plugins_startup_modules(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(MODULES_CONFTEST)
+    pytester.makepyfile(
+        test_plain="""
+        import pytest
+
+        def test_one():
+            assert 1 + 1 == 2
+
+        @pytest.mark.parametrize("n", [1, 2])
+        def test_two(n):
+            assert n
+        """
+    )
+    result = pytester.runpytest_subprocess(
+        "-p", "no:hypothesispytest", "-p", "no:pytest_httpserver", "-p", "no:randomly"
+    )
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(["mgmtauth: token_ttl=1800s *"])
+    modules = set(pytester.path.joinpath("modules.txt").read_text().splitlines())
+    ours = {name for name in modules if name.split(".")[0] == "pytest_mgmtauth"}
+    assert ours == STARTUP_MODULES
+
+
+def test_the_startup_check_sees_what_a_sweep_and_the_reports_load(
+    pytester: pytest.Pytester,
+) -> None:
+    # The same kind of run, with the sweep flag, -v and --junitxml: the modules held back
+    # are loaded then, so the check above is not passing because they never load.
+    pytester.makeconftest(MODULES_CONFTEST)
+    pytester.makepyfile(
+        test_plain="""
+        def test_one():
+            assert 1 + 1 == 2
+        """
+    )
+    result = pytester.runpytest_subprocess(
+        "-p", "no:hypothesispytest", "-p", "no:randomly", "-v", "--junitxml=junit.xml"
+    )
+    result.assert_outcomes(passed=1)
+    modules = set(pytester.path.joinpath("modules.txt").read_text().splitlines())
+    assert {"pytest_mgmtauth._report", "pytest_mgmtauth._junit"} <= modules
+    assert "pytest_mgmtauth._sweep" not in modules
+    pytester.makepyfile(
+        test_swept="""
+        import pytest
+
+        @pytest.mark.mgmtauth_sweep(faults=("throttle",), points=1)
+        def test_swept(mgmt_server):
+            pass
+        """
+    )
+    result = pytester.runpytest_subprocess("-p", "no:hypothesispytest", "-p", "no:randomly")
+    result.assert_outcomes(passed=2, skipped=1)
+    modules = set(pytester.path.joinpath("modules.txt").read_text().splitlines())
+    assert {"pytest_mgmtauth._sweep", "pytest_mgmtauth._domain._faults"} <= modules
 
 
 def test_the_module_check_sees_a_suite_that_uses_the_plugin(pytester: pytest.Pytester) -> None:
