@@ -9,6 +9,7 @@ the terminal summary) and ``_junit.py`` (the timelines in JUnit XML).
 
 from __future__ import annotations
 
+import re
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -144,9 +145,16 @@ def _key_cache(config: pytest.Config) -> KeyCache | None:
     return files[0] if files is not None else None
 
 
-#: The session's pool, made at collection when a test uses the plugin's fixtures (so its
-#: key is generated in the background from then on), else by the first fixture.
+#: The session's pool, made at collection when a test module or conftest names, or a test
+#: uses, the plugin's fixtures (so its key is generated in the background from then on),
+#: else by the first fixture.
 _POOL = pytest.StashKey["SessionPool"]()
+#: Whether collection has started the signing key: no file is read after that.
+_KEY_STARTED = pytest.StashKey[bool]()
+#: The fixtures that need the signing key, as a module's source names them: mgmt_server
+#: (which also finds the deprecated mgmt_server_pool), mgmt_account and the internal
+#: _mgmtauth_pool. Bytes: a module in another encoding is searched all the same.
+_NAMES_KEY_FIXTURES = re.compile(rb"mgmt_server|mgmt_account|_mgmtauth_pool")
 
 
 def _pool_of(config: pytest.Config) -> SessionPool:
@@ -161,12 +169,63 @@ def _pool_of(config: pytest.Config) -> SessionPool:
     return pool
 
 
+def _start_key_if_named(config: pytest.Config, path: Path) -> None:
+    """Start the signing key in the background if the file at ``path`` names one of the
+    fixtures that need it: a cold run (no cached key) then generates it while pytest
+    imports and collects the rest. One read per file until the key is started; a file
+    that cannot be read is left to pytest."""
+    if config.stash.get(_KEY_STARTED, False):
+        return
+    try:
+        source = path.read_bytes()
+    except OSError:
+        return
+    if _NAMES_KEY_FIXTURES.search(source) is None:
+        return
+    config.stash[_KEY_STARTED] = True
+    _pool_of(config).prepare_signing_key()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pycollect_makemodule(module_path: Path, parent: pytest.Collector) -> None:
+    # Each test module pytest collects, before it is imported (returns None: pytest's own
+    # hook makes the Module). A module deselected later (-k, -m) may have started the
+    # key: it is then cached for every later run (docs/reference.md).
+    _start_key_if_named(parent.config, module_path)
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> None:
+    # A conftest.py, met in its directory before the test modules there are imported
+    # (pytest has imported it already; a fixture of its own may depend on ours). Other
+    # files are not read: test modules come through pytest_pycollect_makemodule.
+    if file_path.name == "conftest.py":
+        _start_key_if_named(parent.config, file_path)
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    # After deselection (-k, -m): a run that uses no fixture of the plugin generates no
-    # key. item.fixturenames is the closure: mgmt_server and mgmt_account need the pool.
+    # The fallback, after deselection (-k, -m): the fixtures may be used without a
+    # module's source naming them (through another plugin, a usefixtures string built at
+    # run time). item.fixturenames is the closure: mgmt_server and mgmt_account need the
+    # pool. A run that uses no fixture of the plugin and names none generates no key.
     if any("_mgmtauth_pool" in getattr(item, "fixturenames", ()) for item in items):
         _pool_of(config).prepare_signing_key()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    # A key that collection started for tests that then did not run (deselected, or the
+    # run stopped early) is still being generated on a cold cache: wait for it to be
+    # written, so that this run's cost buys every later run a cached key (a daemon
+    # thread would die with the process, and the next run would start over).
+    pool = session.config.stash.get(_POOL, None)
+    thread = getattr(pool, "_key_thread", None)  # SessionPool has no public wait yet
+    if thread is not None and thread.is_alive():
+        thread.join(_KEY_WAIT_AT_EXIT)
+
+
+#: Seconds the end of a session waits for a background key (4096 bits: 0.2 to 0.9 s).
+_KEY_WAIT_AT_EXIT = 30.0
 
 
 @pytest.fixture(scope="session")

@@ -132,11 +132,14 @@ HEAVY_MODULES = (
 
 MODULES_CONFTEST = """
 import sys
+import threading
 
 
 def pytest_sessionfinish(session):
     with open("modules.txt", "w") as f:
         f.write("\\n".join(sorted(sys.modules)))
+    with open("threads.txt", "w") as f:
+        f.write("\\n".join(sorted(t.name for t in threading.enumerate())))
 """
 
 
@@ -201,8 +204,12 @@ def test_a_plain_run_imports_only_the_plugins_startup_modules(pytester: pytest.P
         @pytest.mark.parametrize("n", [1, 2])
         def test_two(n):
             assert n
-        """
+        """,
+        # Not test modules: collection never reads them for the fixtures' names (only
+        # test modules and conftest.py can start the key early, docs/reference.md).
+        helper="def use(mgmt_server, mgmt_account):\n    pass\n",
     )
+    pytester.path.joinpath("notes.txt").write_text("mgmt_server mgmt_account _mgmtauth_pool\n")
     result = pytester.runpytest_subprocess(
         "-p", "no:hypothesispytest", "-p", "no:pytest_httpserver", "-p", "no:randomly"
     )
@@ -211,6 +218,10 @@ def test_a_plain_run_imports_only_the_plugins_startup_modules(pytester: pytest.P
     modules = set(pytester.path.joinpath("modules.txt").read_text().splitlines())
     ours = {name for name in modules if name.split(".")[0] == "pytest_mgmtauth"}
     assert ours == STARTUP_MODULES
+    assert not {"jwt", "cryptography"} & {name.split(".")[0] for name in modules}
+    threads = pytester.path.joinpath("threads.txt").read_text().splitlines()
+    assert threads == ["MainThread"]
+    assert not pytester.path.joinpath(*KEY_ENTRY).exists()
 
 
 def test_the_startup_check_sees_what_a_sweep_and_the_reports_load(
