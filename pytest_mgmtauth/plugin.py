@@ -217,10 +217,11 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     # A key that collection started for tests that then did not run (deselected, or the
     # run stopped early) is still being generated on a cold cache: wait for it to be
     # written, so that this run's cost buys every later run a cached key (a daemon
-    # thread would die with the process, and the next run would start over).
+    # thread would die with the process, and the next run would start over). Without a
+    # cache (-p no:cacheprovider) nothing would be kept: no wait.
     pool = session.config.stash.get(_POOL, None)
     thread = getattr(pool, "_key_thread", None)  # SessionPool has no public wait yet
-    if thread is not None and thread.is_alive():
+    if thread is not None and thread.is_alive() and _key_files(session.config) is not None:
         thread.join(_KEY_WAIT_AT_EXIT)
 
 
