@@ -1,7 +1,11 @@
 """The options of the fake as pytest sees them: one ini setting ``mgmtauth_<name>`` and one
 flag ``--mgmtauth-<name>`` per declaration of ``_domain/_options.py``, read into the
 session's base options (defaults, then ini, then flags), and a test's options (the base,
-then its ``mgmtauth`` markers from farthest to closest)."""
+then its ``mgmtauth`` markers from farthest to closest); and the sweep's settings
+(``--mgmtauth-sweep``, ``--mgmtauth-sweep-points`` and their ini settings).
+
+Every run of pytest imports this module (the flags, the report header): it imports the
+option declarations and the sweep's plan (both small and pure), nothing else."""
 
 from __future__ import annotations
 
@@ -15,6 +19,13 @@ from ._domain._options import (
     build_options,
     check_option_names,
     name_source,
+)
+from ._sweep_plan import (
+    DEFAULT_POINTS,
+    FAULT_KINDS,
+    SweepConfig,
+    parse_faults_option,
+    parse_points_option,
 )
 
 if TYPE_CHECKING:
@@ -91,3 +102,49 @@ def options_for(node: pytest.Item, base: Options) -> Options:
         check_option_names(marker.kwargs, where="@pytest.mark.mgmtauth")
         merged.update(marker.kwargs)
     return build_options(base, merged, where="@pytest.mark.mgmtauth")
+
+
+# -- the sweep's settings (docs/sweeps.md) ---------------------------------------------
+
+
+def add_sweep_options(parser: pytest.Parser, group: Any) -> None:
+    group.addoption(
+        "--mgmtauth-sweep",
+        default=None,
+        metavar="FAULTS",
+        help="sweep every test that uses mgmt_server: comma-separated fault kinds "
+        f"({', '.join(FAULT_KINDS)}) or 'all' (overrides the ini; the marker still wins)",
+    )
+    group.addoption(
+        "--mgmtauth-sweep-points",
+        default=None,
+        metavar="N",
+        help=f"points per fault kind of a sweep without its own (default {DEFAULT_POINTS})",
+    )
+    parser.addini(
+        "mgmtauth_sweep",
+        "sweep every test that uses mgmt_server with these fault kinds (comma-separated, or 'all')",
+        type="string",
+        default=None,
+    )
+    parser.addini(
+        "mgmtauth_sweep_points",
+        f"points per fault kind of a sweep (default {DEFAULT_POINTS})",
+        type="string",
+        default=None,
+    )
+
+
+def read_sweep_config(config: pytest.Config) -> SweepConfig:
+    """``--mgmtauth-sweep`` / ``mgmtauth_sweep`` and the points; ValueError if bad."""
+    faults: tuple[str, ...] = ()
+    raw = config.getoption("mgmtauth_sweep") or config.getini("mgmtauth_sweep")
+    if raw:
+        faults = parse_faults_option(str(raw), "--mgmtauth-sweep / mgmtauth_sweep")
+    points = DEFAULT_POINTS
+    raw_points = config.getoption("mgmtauth_sweep_points") or config.getini("mgmtauth_sweep_points")
+    if raw_points:
+        points = parse_points_option(
+            str(raw_points), "--mgmtauth-sweep-points / mgmtauth_sweep_points"
+        )
+    return SweepConfig(faults, points)

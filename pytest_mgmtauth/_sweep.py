@@ -9,9 +9,11 @@ the client did after the fault travel in ``user_properties`` (so the matrix can 
 computed from reports, also on the xdist controller, and JUnit XML gets them).
 
 The points and their settings are ``_sweep_plan.py``'s, the reading of what happened
-after a fault and the matrix ``_sweep_verdict.py``'s (both pure); this module is what
-touches pytest: options, parametrization, the items' stash and reports, the terminal
-section.
+after a fault and the matrix ``_sweep_verdict.py``'s (both pure); the flags and ini
+settings are read by ``_settings.py``. This module is what touches pytest's items:
+parametrization, the items' stash and reports, the terminal section. It is imported only
+by a run that sweeps or uses ``mgmt_server``: ``plugin.py`` asks it nothing for a test
+that neither uses the fixture nor carries the marker.
 """
 
 from __future__ import annotations
@@ -24,14 +26,19 @@ import pytest
 from ._domain._faults import SCHEDULED_KINDS
 from ._sweep_plan import (
     BASELINE,
-    DEFAULT_POINTS,
     FAULT_KINDS,
+    FIXTURE,
+    MARKER,
+    PROP_AFTER,
+    PROP_FAULT,
+    PROP_NOTE,
+    PROP_OUTCOME,
+    PROP_POINT,
+    PROP_TEST,
     SweepConfig,
     SweepPoint,
     check_faults,
     check_points,
-    parse_faults_option,
-    parse_points_option,
     sweep_points,
 )
 
@@ -46,26 +53,12 @@ __all__ = [
     "SweepConfig",
     "SweepPoint",
     "SweepReport",
-    "add_options",
     "after_call",
     "arm",
     "check_reached",
     "disarm",
     "expand",
-    "read_config",
 ]
-
-MARKER = "mgmtauth_sweep"
-#: The fixture the sweep parametrizes (``mgmt_server`` depends on it).
-FIXTURE = "_mgmtauth_sweep"
-
-#: user_properties (JUnit XML <property>) of a sweep item.
-PROP_TEST = "mgmtauth_sweep_test"
-PROP_FAULT = "mgmtauth_sweep_fault"
-PROP_POINT = "mgmtauth_sweep_point"
-PROP_OUTCOME = "mgmtauth_sweep_outcome"
-PROP_AFTER = "mgmtauth_sweep_after"
-PROP_NOTE = "mgmtauth_sweep_note"
 
 #: The item's sweep point and its fake (set when mgmt_server is set up).
 _STATE = pytest.StashKey["_ItemState"]()
@@ -76,52 +69,6 @@ class _ItemState:
     point: SweepPoint
     fake: MgmtServer
     not_reached: str | None = None
-
-
-# -- configuration ---------------------------------------------------------------------
-
-
-def add_options(parser: pytest.Parser, group: Any) -> None:
-    group.addoption(
-        "--mgmtauth-sweep",
-        default=None,
-        metavar="FAULTS",
-        help="sweep every test that uses mgmt_server: comma-separated fault kinds "
-        f"({', '.join(FAULT_KINDS)}) or 'all' (overrides the ini; the marker still wins)",
-    )
-    group.addoption(
-        "--mgmtauth-sweep-points",
-        default=None,
-        metavar="N",
-        help=f"points per fault kind of a sweep without its own (default {DEFAULT_POINTS})",
-    )
-    parser.addini(
-        "mgmtauth_sweep",
-        "sweep every test that uses mgmt_server with these fault kinds (comma-separated, or 'all')",
-        type="string",
-        default=None,
-    )
-    parser.addini(
-        "mgmtauth_sweep_points",
-        f"points per fault kind of a sweep (default {DEFAULT_POINTS})",
-        type="string",
-        default=None,
-    )
-
-
-def read_config(config: pytest.Config) -> SweepConfig:
-    """``--mgmtauth-sweep`` / ``mgmtauth_sweep`` and the points; ValueError if bad."""
-    faults: tuple[str, ...] = ()
-    raw = config.getoption("mgmtauth_sweep") or config.getini("mgmtauth_sweep")
-    if raw:
-        faults = parse_faults_option(str(raw), "--mgmtauth-sweep / mgmtauth_sweep")
-    points = DEFAULT_POINTS
-    raw_points = config.getoption("mgmtauth_sweep_points") or config.getini("mgmtauth_sweep_points")
-    if raw_points:
-        points = parse_points_option(
-            str(raw_points), "--mgmtauth-sweep-points / mgmtauth_sweep_points"
-        )
-    return SweepConfig(faults, points)
 
 
 # -- expansion -------------------------------------------------------------------------

@@ -1,24 +1,42 @@
 """What a sweep runs: its points (the baseline, then a fault kind at the n-th protected
-call or authentication) and the checked settings that choose them.
+call or authentication), the checked settings that choose them, and the names a sweep
+goes by in pytest (marker, fixture, ``user_properties``).
 
-Pure: no pytest. The glue (``_sweep.py``) reads the marker, the flags and the ini
-settings and parametrizes the swept tests with these points.
+Pure: no pytest. The glue (``_settings.py`` for the flags and ini settings, ``_sweep.py``
+for the rest) reads the marker and the settings and parametrizes the swept tests with
+these points. Every run of pytest imports this module (for the flags' help and the
+marker's description), so it imports no more than the fault kinds' names: the table of
+scheduled faults (``_domain/_faults.py``) is read when a point is labelled.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, get_args
 
-from ._domain._faults import SCHEDULED_KINDS
+from ._domain._vocab import ScheduledKind
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-FAULT_KINDS = tuple(SCHEDULED_KINDS)
+#: The kinds of scheduled fault, in the order of ``_faults.SCHEDULED_KINDS`` (a test
+#: checks that the two agree).
+FAULT_KINDS: tuple[str, ...] = get_args(ScheduledKind)
 DEFAULT_POINTS = 5
 MAX_POINTS = 100
 BASELINE = "baseline"
+
+MARKER = "mgmtauth_sweep"
+#: The fixture the sweep parametrizes (``mgmt_server`` depends on it).
+FIXTURE = "_mgmtauth_sweep"
+
+#: user_properties (JUnit XML <property>) of a sweep item.
+PROP_TEST = "mgmtauth_sweep_test"
+PROP_FAULT = "mgmtauth_sweep_fault"
+PROP_POINT = "mgmtauth_sweep_point"
+PROP_OUTCOME = "mgmtauth_sweep_outcome"
+PROP_AFTER = "mgmtauth_sweep_after"
+PROP_NOTE = "mgmtauth_sweep_note"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,6 +51,8 @@ class SweepPoint:
         """``baseline``, ``expire@call3``, ``throttle@auth2``."""
         if self.kind is None:
             return BASELINE
+        from ._domain._faults import SCHEDULED_KINDS
+
         return f"{self.kind}@{SCHEDULED_KINDS[self.kind]}{self.index}"
 
     @property
@@ -51,7 +71,7 @@ def check_faults(faults: object, where: str) -> tuple[str, ...]:
         )
     kinds: list[str] = []
     for kind in faults:
-        if not isinstance(kind, str) or kind not in SCHEDULED_KINDS:
+        if not isinstance(kind, str) or kind not in FAULT_KINDS:
             raise ValueError(
                 f"{where}: unknown fault kind {kind!r}; known: {', '.join(FAULT_KINDS)}"
             )

@@ -9,21 +9,24 @@ the terminal summary) and ``_junit.py`` (the timelines in JUnit XML).
 
 from __future__ import annotations
 
+import re
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-# Only what the options, the markers and the report header need, and the hooks that run
-# whether or not a test uses the plugin: a suite that never does imports none of the fake,
-# the transport (Werkzeug, pytest-httpserver), the key pool or the findings. The fixtures
-# and hooks import those when a test uses them.
-from . import _settings, _sweep
+# Only what the options, the markers and the report header need: a suite that never uses
+# the plugin imports none of the fake, the transport (Werkzeug, pytest-httpserver), the key
+# pool, the findings, the sweep's glue, the terminal table (without -v or
+# --mgmtauth-report) or the JUnit timelines (without --junitxml). The fixtures and hooks
+# import those when a test uses them.
+from . import _settings
 from ._domain._options import OPTION_NAMES, Options
-from ._junit import JunitTimelines
-from ._report import SECTION_TITLE, TerminalReport, section_text
 from ._settings import options_for
+from ._sweep_plan import FAULT_KINDS, PROP_TEST, SweepConfig, SweepPoint
+from ._sweep_plan import FIXTURE as _SWEEP_FIXTURE
+from ._sweep_plan import MARKER as _SWEEP_MARKER
 
 #: Importable from here as before the split.
 __all__ = ["LATE_HANDLER_GRACE", "SECTION_TITLE", "options_for", "section_text"]
@@ -36,7 +39,9 @@ if TYPE_CHECKING:
     from ._domain._accounts import Account
     from ._fake import MgmtServer
     from ._pool import KeyCache, KeyLock, SessionPool
+    from ._report import SECTION_TITLE, section_text
     from ._simclock import MgmtClock
+    from ._sweep import SweepReport
 
 _BASE_OPTIONS = pytest.StashKey[Options]()
 #: Whether the test's setup or call phase did not pass (the teardown check then only warns).
@@ -52,7 +57,7 @@ _KEY_CACHE_FILE = "signing-key.pem"
 #: The cache entry of versions up to 0.x (a JSON value, world-readable): emptied when a
 #: key is written to the file.
 _OLD_KEY_CACHE_ENTRY = "mgmtauth/signing-key-pem"
-_SWEEP = pytest.StashKey[_sweep.SweepConfig]()
+_SWEEP = pytest.StashKey[SweepConfig]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -68,7 +73,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "-v does both too",
     )
     _settings.add_options(parser, group)
-    _sweep.add_options(parser, group)
+    _settings.add_sweep_options(parser, group)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -81,18 +86,37 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "mgmtauth_sweep(faults=(...), points=N): run the test once without a fault and "
         "once per fault kind and point (docs/sweeps.md); faults: "
-        f"{', '.join(_sweep.FAULT_KINDS)}",
+        f"{', '.join(FAULT_KINDS)}",
     )
     try:
         options = _settings.read_options(config)
-        config.stash[_SWEEP] = _sweep.read_config(config)
+        config.stash[_SWEEP] = _settings.read_sweep_config(config)
     except (TypeError, ValueError) as exc:
         # A usage error, not an INTERNALERROR traceback: the message says how to fix it.
         raise pytest.UsageError(str(exc)) from None
     config.stash[_BASE_OPTIONS] = options
-    config.pluginmanager.register(TerminalReport(config), "mgmtauth-report")
-    config.pluginmanager.register(JunitTimelines(config), "mgmtauth-junit-timelines")
-    config.pluginmanager.register(_sweep.SweepReport(), "mgmtauth-sweep")
+    if _wants_passing_sections(config):
+        # The per-test table is printed with -v or --mgmtauth-report only: without them
+        # its collector (and _report) is not loaded.
+        from ._report import TerminalReport
+
+        config.pluginmanager.register(TerminalReport(config), "mgmtauth-report")
+    if config.getoption("xmlpath", None):
+        # The timelines go into the JUnit XML of --junitxml only.
+        from ._junit import JunitTimelines
+
+        config.pluginmanager.register(JunitTimelines(config), "mgmtauth-junit-timelines")
+    config.pluginmanager.register(_SweepReports(), "mgmtauth-sweep")
+
+
+def __getattr__(name: str) -> Any:
+    # SECTION_TITLE and section_text, importable from here as before the split, without
+    # loading _report for a run that does not show the table (PEP 562).
+    if name in ("SECTION_TITLE", "section_text"):
+        from . import _report
+
+        return getattr(_report, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def pytest_report_header(config: pytest.Config) -> str:
@@ -121,9 +145,16 @@ def _key_cache(config: pytest.Config) -> KeyCache | None:
     return files[0] if files is not None else None
 
 
-#: The session's pool, made at collection when a test uses the plugin's fixtures (so its
-#: key is generated in the background from then on), else by the first fixture.
+#: The session's pool, made at collection when a test module or conftest names, or a test
+#: uses, the plugin's fixtures (so its key is generated in the background from then on),
+#: else by the first fixture.
 _POOL = pytest.StashKey["SessionPool"]()
+#: Whether collection has started the signing key: no file is read after that.
+_KEY_STARTED = pytest.StashKey[bool]()
+#: The fixtures that need the signing key, as a module's source names them: mgmt_server
+#: (which also finds the deprecated mgmt_server_pool), mgmt_account and the internal
+#: _mgmtauth_pool. Bytes: a module in another encoding is searched all the same.
+_NAMES_KEY_FIXTURES = re.compile(rb"mgmt_server|mgmt_account|_mgmtauth_pool")
 
 
 def _pool_of(config: pytest.Config) -> SessionPool:
@@ -138,12 +169,64 @@ def _pool_of(config: pytest.Config) -> SessionPool:
     return pool
 
 
+def _start_key_if_named(config: pytest.Config, path: Path) -> None:
+    """Start the signing key in the background if the file at ``path`` names one of the
+    fixtures that need it: a cold run (no cached key) then generates it while pytest
+    imports and collects the rest. One read per file until the key is started; a file
+    that cannot be read is left to pytest."""
+    if config.stash.get(_KEY_STARTED, False):
+        return
+    try:
+        source = path.read_bytes()
+    except OSError:
+        return
+    if _NAMES_KEY_FIXTURES.search(source) is None:
+        return
+    config.stash[_KEY_STARTED] = True
+    _pool_of(config).prepare_signing_key()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pycollect_makemodule(module_path: Path, parent: pytest.Collector) -> None:
+    # Each test module pytest collects, before it is imported (returns None: pytest's own
+    # hook makes the Module). A module deselected later (-k, -m) may have started the
+    # key: it is then cached for every later run (docs/reference.md).
+    _start_key_if_named(parent.config, module_path)
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> None:
+    # A conftest.py, met in its directory before the test modules there are imported
+    # (pytest has imported it already; a fixture of its own may depend on ours). Other
+    # files are not read: test modules come through pytest_pycollect_makemodule.
+    if file_path.name == "conftest.py":
+        _start_key_if_named(parent.config, file_path)
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    # After deselection (-k, -m): a run that uses no fixture of the plugin generates no
-    # key. item.fixturenames is the closure: mgmt_server and mgmt_account need the pool.
+    # The fallback, after deselection (-k, -m): the fixtures may be used without a
+    # module's source naming them (through another plugin, a usefixtures string built at
+    # run time). item.fixturenames is the closure: mgmt_server and mgmt_account need the
+    # pool. A run that uses no fixture of the plugin and names none generates no key.
     if any("_mgmtauth_pool" in getattr(item, "fixturenames", ()) for item in items):
         _pool_of(config).prepare_signing_key()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    # A key that collection started for tests that then did not run (deselected, or the
+    # run stopped early) is still being generated on a cold cache: wait for it to be
+    # written, so that this run's cost buys every later run a cached key (a daemon
+    # thread would die with the process, and the next run would start over). Without a
+    # cache (-p no:cacheprovider) nothing would be kept: no wait.
+    pool = session.config.stash.get(_POOL, None)
+    thread = getattr(pool, "_key_thread", None)  # SessionPool has no public wait yet
+    if thread is not None and thread.is_alive() and _key_files(session.config) is not None:
+        thread.join(_KEY_WAIT_AT_EXIT)
+
+
+#: Seconds the end of a session waits for a background key (4096 bits: 0.2 to 0.9 s).
+_KEY_WAIT_AT_EXIT = 30.0
 
 
 @pytest.fixture(scope="session")
@@ -184,21 +267,60 @@ def mgmt_server_pool(_mgmtauth_pool: SessionPool) -> SessionPool:
     return _mgmtauth_pool
 
 
+class _SweepReports:
+    """The ``mgmtauth sweep`` terminal section: hands the reports of sweep items to
+    :class:`_sweep.SweepReport`, made (and ``_sweep`` imported) at the first of them, so
+    that a run that sweeps nothing never imports it. Reports, not items: the xdist
+    controller sees only the reports its workers send."""
+
+    def __init__(self) -> None:
+        self._report: SweepReport | None = None
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if self._report is None:
+            if not any(name == PROP_TEST for name, _ in report.user_properties):
+                return
+            from ._sweep import SweepReport
+
+            self._report = SweepReport()
+        self._report.pytest_runtest_logreport(report)
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self._report is not None:
+            self._report.pytest_terminal_summary(terminalreporter)
+
+
+def _may_sweep(item: pytest.Item) -> bool:
+    """Whether the item can be a sweep item: only those depend on the sweep's fixture
+    (through mgmt_server). The others never import ``_sweep``."""
+    return _SWEEP_FIXTURE in getattr(item, "fixturenames", ())
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if (
+        _SWEEP_FIXTURE not in metafunc.fixturenames
+        and metafunc.definition.get_closest_marker(_SWEEP_MARKER) is None
+    ):
+        return  # nothing to sweep, nothing to report (a marker here is an error)
+    from . import _sweep
+
     _sweep.expand(metafunc, metafunc.config.stash[_SWEEP])
 
 
 @pytest.fixture
-def _mgmtauth_sweep(request: pytest.FixtureRequest) -> _sweep.SweepPoint | None:
+def _mgmtauth_sweep(request: pytest.FixtureRequest) -> SweepPoint | None:
     """The sweep point of this item (parametrized by the sweep), or None."""
-    point: _sweep.SweepPoint | None = getattr(request, "param", None)
+    point: SweepPoint | None = getattr(request, "param", None)
     return point
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_runtest_call(item: pytest.Item) -> None:
     # Runs only when the test function passed: a sweep point it never reached skips.
-    _sweep.check_reached(item)
+    if _may_sweep(item):
+        from . import _sweep
+
+        _sweep.check_reached(item)
 
 
 def _clock_mover(item: pytest.Item) -> Callable[[float], bool]:
@@ -220,9 +342,10 @@ def _clock_mover(item: pytest.Item) -> Callable[[float], bool]:
 def mgmt_server(
     request: pytest.FixtureRequest,
     _mgmtauth_pool: SessionPool,
-    _mgmtauth_sweep: _sweep.SweepPoint | None,
+    _mgmtauth_sweep: SweepPoint | None,
 ) -> Iterator[MgmtServer]:
     """The fake management auth service, with fresh state for this test."""
+    from . import _sweep
     from ._fake import MgmtServer
     from ._teardown import check_findings
 
@@ -271,7 +394,9 @@ def pytest_runtest_makereport(
     if report.when in ("setup", "call") and not report.passed:
         # Failed, errored, skipped or xfailed (reported as skipped): findings only warn.
         item.stash[_CALL_FAILED] = True
-    if report.when == "call":
+    if report.when == "call" and _may_sweep(item):
+        from . import _sweep
+
         _sweep.after_call(item, report)
     fake = item.stash.get(_FAKE, None)
     if fake is None:
@@ -285,6 +410,8 @@ def pytest_runtest_makereport(
         item.stash[_SECTION_SHOWN] = True
     elif not (report.when == "call" and report.passed and _wants_passing_sections(item.config)):
         return
+    from ._report import SECTION_TITLE
+
     try:
         text = fake.report_section()
     except Exception as exc:  # never let the report hide the test's own failure

@@ -1,5 +1,6 @@
 """Issue 14, cold start: the signing key is generated in the background as soon as
-collection shows a test that uses the plugin, once for all xdist workers."""
+collection shows a test that uses the plugin, once for all xdist workers. (When
+collection meets a module that names the fixtures: tests/plugin/test_early_key.py.)"""
 
 from __future__ import annotations
 
@@ -110,17 +111,30 @@ def test_collection_starts_the_key_when_a_test_uses_the_plugin(pytester: pytest.
 
 def test_a_run_that_uses_no_plugin_fixture_starts_no_key(pytester: pytest.Pytester) -> None:
     pytester.makeconftest(_CONFTEST)
+    # The fixture reaches the test through a plugin module that collection never reads,
+    # so only the fallback at the end of collection could start the key. (A test module
+    # that names mgmt_server starts it as collection meets it, deselected or not: see
+    # tests/plugin/test_early_key.py.)
     pytester.makepyfile(
+        server_plugin="""
+        import pytest
+
+        @pytest.fixture
+        def server(mgmt_server):
+            return mgmt_server
+        """,
         test_plain="""
         def test_one():
             pass
 
-        def test_two(mgmt_server):
+        def test_two(server):
             pass
-        """
+        """,
     )
     # The test that would need it is deselected: no key, no thread.
-    result = pytester.runpytest_subprocess("-s", "-p", "no:randomly", "-k", "test_one")
+    result = pytester.runpytest_subprocess(
+        "-s", "-p", "no:randomly", "-p", "server_plugin", "-k", "test_one"
+    )
     result.assert_outcomes(passed=1, deselected=1)
     result.stdout.fnmatch_lines(["*KEYGEN-STARTED=False*"])
     assert not (pytester.path / ".pytest_cache" / "d" / _KEY_CACHE_DIR / _KEY_CACHE_FILE).exists()

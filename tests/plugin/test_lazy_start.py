@@ -122,17 +122,24 @@ HEAVY_MODULES = (
     "pytest_httpserver",
     "pytest_mgmtauth._fake",
     "pytest_mgmtauth._transport._app",
+    "pytest_mgmtauth._pool",
+    "pytest_mgmtauth._sweep",
+    "pytest_mgmtauth._domain._faults",
+    "pytest_mgmtauth._domain._tokens",
     "jwt",
     "cryptography",
 )
 
 MODULES_CONFTEST = """
 import sys
+import threading
 
 
 def pytest_sessionfinish(session):
     with open("modules.txt", "w") as f:
         f.write("\\n".join(sorted(sys.modules)))
+    with open("threads.txt", "w") as f:
+        f.write("\\n".join(sorted(t.name for t in threading.enumerate())))
 """
 
 
@@ -168,6 +175,89 @@ def test_suite_that_never_uses_the_plugin_imports_nothing_heavy(
     assert imported == []
 
 
+#: All of the package a run of pytest imports when it never uses the plugin (no -v, no
+#: --mgmtauth-report, no --junitxml, no sweep): the options, their flags and ini settings,
+#: the sweep's plan (names and defaults for the flags' help). Not the sweep's glue or the
+#: fault table, not the token module, not the terminal table, not the JUnit timelines:
+#: each took milliseconds to compile at every start (issue 14, zero cost).
+STARTUP_MODULES = {
+    "pytest_mgmtauth",
+    "pytest_mgmtauth._domain",
+    "pytest_mgmtauth._domain._limits",
+    "pytest_mgmtauth._domain._options",
+    "pytest_mgmtauth._domain._vocab",
+    "pytest_mgmtauth._settings",
+    "pytest_mgmtauth._sweep_plan",
+    "pytest_mgmtauth.plugin",
+}
+
+
+def test_a_plain_run_imports_only_the_plugins_startup_modules(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(MODULES_CONFTEST)
+    pytester.makepyfile(
+        test_plain="""
+        import pytest
+
+        def test_one():
+            assert 1 + 1 == 2
+
+        @pytest.mark.parametrize("n", [1, 2])
+        def test_two(n):
+            assert n
+        """,
+        # Not test modules: collection never reads them for the fixtures' names (only
+        # test modules and conftest.py can start the key early, docs/reference.md).
+        helper="def use(mgmt_server, mgmt_account):\n    pass\n",
+    )
+    pytester.path.joinpath("notes.txt").write_text("mgmt_server mgmt_account _mgmtauth_pool\n")
+    result = pytester.runpytest_subprocess(
+        "-p", "no:hypothesispytest", "-p", "no:pytest_httpserver", "-p", "no:randomly"
+    )
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(["mgmtauth: token_ttl=1800s *"])
+    modules = set(pytester.path.joinpath("modules.txt").read_text().splitlines())
+    ours = {name for name in modules if name.split(".")[0] == "pytest_mgmtauth"}
+    assert ours == STARTUP_MODULES
+    assert not {"jwt", "cryptography"} & {name.split(".")[0] for name in modules}
+    threads = pytester.path.joinpath("threads.txt").read_text().splitlines()
+    assert threads == ["MainThread"]
+    assert not pytester.path.joinpath(*KEY_ENTRY).exists()
+
+
+def test_the_startup_check_sees_what_a_sweep_and_the_reports_load(
+    pytester: pytest.Pytester,
+) -> None:
+    # The same kind of run, with the sweep flag, -v and --junitxml: the modules held back
+    # are loaded then, so the check above is not passing because they never load.
+    pytester.makeconftest(MODULES_CONFTEST)
+    pytester.makepyfile(
+        test_plain="""
+        def test_one():
+            assert 1 + 1 == 2
+        """
+    )
+    result = pytester.runpytest_subprocess(
+        "-p", "no:hypothesispytest", "-p", "no:randomly", "-v", "--junitxml=junit.xml"
+    )
+    result.assert_outcomes(passed=1)
+    modules = set(pytester.path.joinpath("modules.txt").read_text().splitlines())
+    assert {"pytest_mgmtauth._report", "pytest_mgmtauth._junit"} <= modules
+    assert "pytest_mgmtauth._sweep" not in modules
+    pytester.makepyfile(
+        test_swept="""
+        import pytest
+
+        @pytest.mark.mgmtauth_sweep(faults=("throttle",), points=1)
+        def test_swept(mgmt_server):
+            pass
+        """
+    )
+    result = pytester.runpytest_subprocess("-p", "no:hypothesispytest", "-p", "no:randomly")
+    result.assert_outcomes(passed=2, skipped=1)
+    modules = set(pytester.path.joinpath("modules.txt").read_text().splitlines())
+    assert {"pytest_mgmtauth._sweep", "pytest_mgmtauth._domain._faults"} <= modules
+
+
 def test_the_module_check_sees_a_suite_that_uses_the_plugin(pytester: pytest.Pytester) -> None:
     pytester.makeconftest(MODULES_CONFTEST)
     pytester.makepyfile(
@@ -184,16 +274,37 @@ def test_the_module_check_sees_a_suite_that_uses_the_plugin(pytester: pytest.Pyt
     assert {"werkzeug", "pytest_mgmtauth._fake", "pytest_mgmtauth._transport._app"} <= modules
 
 
+#: Run in a fresh interpreter: in this one, an in-process pytester run earlier in the
+#: session may have imported a module of the package again (pytester drops what it
+#: imported from sys.modules), leaving the package's cached name and the module's fresh
+#: one two different objects (seen under `pytest tests/plugin -p no:randomly`).
+PUBLIC_NAMES_CHECK = """
+import importlib
+
+import pytest_mgmtauth
+
+lazy = pytest_mgmtauth._LAZY
+assert set(lazy) == set(pytest_mgmtauth.__all__) - {"__version__"}
+for name, module in lazy.items():
+    own = getattr(importlib.import_module(module, "pytest_mgmtauth"), name)
+    assert getattr(pytest_mgmtauth, name) is own, name
+assert set(pytest_mgmtauth.__all__) <= set(dir(pytest_mgmtauth))
+try:
+    pytest_mgmtauth.Nope
+except AttributeError as exc:
+    assert "no attribute 'Nope'" in str(exc), exc
+else:
+    raise AssertionError("pytest_mgmtauth.Nope resolved")
+print("public names ok")
+"""
+
+
 def test_every_public_name_resolves_from_its_module() -> None:
-    import importlib
+    import subprocess
+    import sys
 
-    import pytest_mgmtauth
-
-    lazy = pytest_mgmtauth._LAZY
-    assert set(lazy) == set(pytest_mgmtauth.__all__) - {"__version__"}
-    for name, module in lazy.items():
-        own = getattr(importlib.import_module(module, "pytest_mgmtauth"), name)
-        assert getattr(pytest_mgmtauth, name) is own
-    assert set(pytest_mgmtauth.__all__) <= set(dir(pytest_mgmtauth))
-    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
-        pytest_mgmtauth.Nope  # noqa: B018
+    done = subprocess.run(
+        [sys.executable, "-c", PUBLIC_NAMES_CHECK], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "public names ok"
