@@ -38,7 +38,8 @@ if TYPE_CHECKING:
 
     from ._domain._accounts import Account
     from ._fake import MgmtServer
-    from ._pool import KeyCache, KeyLock, SessionPool
+    from ._keystore import KeyCache, KeyLock, SigningKey
+    from ._pool import SessionPool
     from ._report import SECTION_TITLE, section_text
     from ._simclock import MgmtClock
     from ._sweep import SweepReport
@@ -129,7 +130,7 @@ def _key_files(config: pytest.Config) -> tuple[KeyCache, KeyLock] | None:
     cache = getattr(config, "cache", None)
     if cache is None:
         return None
-    from ._pool import key_files
+    from ._keystore import key_files
 
     def forget_old_entry() -> None:
         if cache.get(_OLD_KEY_CACHE_ENTRY, None) is not None:
@@ -149,6 +150,9 @@ def _key_cache(config: pytest.Config) -> KeyCache | None:
 #: uses, the plugin's fixtures (so its key is generated in the background from then on),
 #: else by the first fixture.
 _POOL = pytest.StashKey["SessionPool"]()
+#: The session's signing key, started at collection (see _start_key_if_named) before the
+#: pool exists: importing the pool loads the transport and the fake (about 70 ms).
+_KEY = pytest.StashKey["SigningKey"]()
 #: Whether collection has started the signing key: no file is read after that.
 _KEY_STARTED = pytest.StashKey[bool]()
 #: The fixtures that need the signing key, as a module's source names them: mgmt_server
@@ -157,14 +161,25 @@ _KEY_STARTED = pytest.StashKey[bool]()
 _NAMES_KEY_FIXTURES = re.compile(rb"mgmt_server|mgmt_account|_mgmtauth_pool")
 
 
+def _key_of(config: pytest.Config) -> SigningKey:
+    """The session's signing key, made (not started) on first call; without the pool,
+    whose import loads the transport and the fake."""
+    key = config.stash.get(_KEY, None)
+    if key is None:
+        from ._keystore import SigningKey
+
+        files = _key_files(config)
+        key = SigningKey(*files) if files is not None else SigningKey()
+        config.stash[_KEY] = key
+    return key
+
+
 def _pool_of(config: pytest.Config) -> SessionPool:
     pool = config.stash.get(_POOL, None)
     if pool is None:
         from ._pool import SessionPool
 
-        files = _key_files(config)
-        cache, lock = files if files is not None else (None, None)
-        pool = SessionPool(cache, key_lock=lock)
+        pool = SessionPool(signing_key=_key_of(config))
         config.stash[_POOL] = pool
     return pool
 
@@ -183,7 +198,7 @@ def _start_key_if_named(config: pytest.Config, path: Path) -> None:
     if _NAMES_KEY_FIXTURES.search(source) is None:
         return
     config.stash[_KEY_STARTED] = True
-    _pool_of(config).prepare_signing_key()
+    _key_of(config).prepare()
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -209,7 +224,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     # run time). item.fixturenames is the closure: mgmt_server and mgmt_account need the
     # pool. A run that uses no fixture of the plugin and names none generates no key.
     if any("_mgmtauth_pool" in getattr(item, "fixturenames", ()) for item in items):
-        _pool_of(config).prepare_signing_key()
+        _key_of(config).prepare()
 
 
 @pytest.hookimpl(trylast=True)
@@ -219,10 +234,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     # written, so that this run's cost buys every later run a cached key (a daemon
     # thread would die with the process, and the next run would start over). Without a
     # cache (-p no:cacheprovider) nothing would be kept: no wait.
-    pool = session.config.stash.get(_POOL, None)
-    thread = getattr(pool, "_key_thread", None)  # SessionPool has no public wait yet
-    if thread is not None and thread.is_alive() and _key_files(session.config) is not None:
-        thread.join(_KEY_WAIT_AT_EXIT)
+    key = session.config.stash.get(_KEY, None)
+    if key is not None and _key_files(session.config) is not None:
+        key.wait(_KEY_WAIT_AT_EXIT)
 
 
 #: Seconds the end of a session waits for a background key (4096 bits: 0.2 to 0.9 s).

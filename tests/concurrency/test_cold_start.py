@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_mgmtauth import _pool
+from pytest_mgmtauth import _keystore
 from pytest_mgmtauth._domain._tokens import generate_private_key_pem
 from pytest_mgmtauth._pool import SessionPool, file_lock
 from pytest_mgmtauth.plugin import _KEY_CACHE_DIR, _KEY_CACHE_FILE
@@ -32,18 +32,18 @@ def generations(monkeypatch: pytest.MonkeyPatch) -> list[str]:
             made.append(threading.current_thread().name)
         return _PEM
 
-    monkeypatch.setattr(_pool, "generate_private_key_pem", generate)
+    monkeypatch.setattr(_keystore, "generate_private_key_pem", generate)
     return made
 
 
-def _file_cache(path: Path) -> _pool.KeyCache:
+def _file_cache(path: Path) -> _keystore.KeyCache:
     def read() -> bytes | None:
         try:
             return path.read_bytes()
         except OSError:
             return None
 
-    return read, lambda pem: _pool.write_private_file(path, pem)
+    return read, lambda pem: _keystore.write_private_file(path, pem)
 
 
 def test_prepare_signing_key_generates_in_a_background_thread(generations: list[str]) -> None:
@@ -62,7 +62,7 @@ def test_an_error_while_preparing_is_raised_where_the_key_is_needed(
     def broken() -> bytes:
         raise RuntimeError("no entropy today")
 
-    monkeypatch.setattr(_pool, "generate_private_key_pem", broken)
+    monkeypatch.setattr(_keystore, "generate_private_key_pem", broken)
     pool = SessionPool()
     pool.prepare_signing_key()
     with pytest.raises(RuntimeError, match="no entropy today"):
@@ -89,9 +89,9 @@ def test_pools_sharing_a_locked_cache_generate_one_key(
 
 _CONFTEST = """
 def pytest_collection_finish(session):
-    from pytest_mgmtauth.plugin import _POOL
-    pool = session.config.stash.get(_POOL, None)
-    started = pool is not None and pool._key_thread is not None
+    from pytest_mgmtauth.plugin import _KEY
+    key = session.config.stash.get(_KEY, None)
+    started = key is not None and key.started
     print(f"KEYGEN-STARTED={started}")
 """
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_mgmtauth import _pool
+from pytest_mgmtauth import _keystore
 from pytest_mgmtauth._domain._tokens import generate_private_key_pem, load_private_key
 from pytest_mgmtauth._pool import SessionPool
 from pytest_mgmtauth.plugin import (
@@ -39,7 +39,7 @@ def small_keys(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
             made.append(pem)
         return pem
 
-    monkeypatch.setattr(_pool, "generate_private_key_pem", generate)
+    monkeypatch.setattr(_keystore, "generate_private_key_pem", generate)
     return made
 
 
@@ -106,7 +106,7 @@ def test_readers_never_see_a_torn_key_while_writers_race(
     assert all(value is None or value in keys for value in seen)
     # What a pool does with whatever it read: a whole key, or a fresh one.
     pool = SessionPool((lambda: b"-----BEGIN PRIVATE KEY-----\nMIIE", write))
-    assert pool._signing_key_pem() != b"-----BEGIN PRIVATE KEY-----\nMIIE"
+    assert pool.signing_key.pem() != b"-----BEGIN PRIVATE KEY-----\nMIIE"
 
 
 def test_under_xdist_each_worker_has_its_own_server_and_state(
@@ -161,7 +161,7 @@ def test_the_cached_key_is_owner_only_from_its_first_byte(
         modes_when_renamed.append(stat.S_IMODE(os.stat(source).st_mode))
         real_replace(source, target)
 
-    monkeypatch.setattr(os, "replace", replace)  # the os that _pool uses
+    monkeypatch.setattr(os, "replace", replace)  # the os that _keystore uses
     old_umask = os.umask(0)
     try:
         SessionPool(cache).signer  # noqa: B018

@@ -3,8 +3,8 @@ meets a test module (or conftest.py) whose source names a fixture that needs it,
 that module is imported; a suite that names none reads each test module once and starts
 nothing (the import and thread checks are in test_lazy_start.py).
 
-Each run is a fresh Python process. The observable is the session's pool in the config's
-stash, with its key thread made, as seen by a test module's body while it is imported:
+Each run is a fresh Python process. The observable is the session's signing key in the
+config's stash, started, as seen by a test module's body while it is imported:
 the end-of-collection fallback cannot have made it yet, so it cannot pass by accident.
 """
 
@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pytest_mgmtauth.plugin import (
+    _KEY,
     _KEY_CACHE_DIR,
     _KEY_CACHE_FILE,
     _KEY_STARTED,
-    _POOL,
     _start_key_if_named,
 )
 
@@ -39,11 +39,10 @@ def pytest_configure(config):
 STARTED_AT_IMPORT = """
 import sys
 
-from pytest_mgmtauth.plugin import _POOL
+from pytest_mgmtauth.plugin import _KEY
 
-_pool = sys.modules["conftest"].CONFIG.stash.get(_POOL, None)
-_thread = getattr(_pool, "_key_thread", None)
-STARTED_AT_IMPORT = _thread is not None and _thread.name == "mgmtauth-keygen"
+_key = sys.modules["conftest"].CONFIG.stash.get(_KEY, None)
+STARTED_AT_IMPORT = _key is not None and _key.started
 """
 
 KEY_ENTRY = (".pytest_cache", "d", _KEY_CACHE_DIR, _KEY_CACHE_FILE)
@@ -67,9 +66,13 @@ def test_plain():
     pytester.mkpydir("b_uses").joinpath("test_uses.py").write_text(
         STARTED_AT_IMPORT
         + """
+# Started without the pool: importing it loads the transport and the fake (~70 ms).
+POOL_LOADED = "pytest_mgmtauth._pool" in sys.modules
+
 
 def test_uses(mgmt_server):
     assert STARTED_AT_IMPORT is True
+    assert POOL_LOADED is False
 """
     )
     result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:hypothesispytest")
@@ -226,9 +229,9 @@ def test_the_reader_ignores_what_it_cannot_read_and_reads_nothing_once_started(
     plain.write_text("def test_plain():\n    pass\n")
     _start_key_if_named(config, plain)
     assert _KEY_STARTED not in config.stash
-    assert _POOL not in config.stash
+    assert _KEY not in config.stash
     config.stash[_KEY_STARTED] = True  # as after a module that named them
     uses = tmp_path / "test_uses.py"
     uses.write_text("def test_uses(mgmt_server):\n    pass\n")
     _start_key_if_named(config, uses)
-    assert _POOL not in config.stash  # not even read
+    assert _KEY not in config.stash  # not even read
