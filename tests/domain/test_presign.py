@@ -8,6 +8,7 @@ import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 
+from pytest_mgmtauth._domain import _presign
 from pytest_mgmtauth._domain._clock import ManualClock
 from pytest_mgmtauth._domain._options import Options
 from pytest_mgmtauth._domain._presign import MAX_CREDIT, MAX_PENDING, PROBE_EVERY, Presigner
@@ -38,6 +39,23 @@ def test_take_returns_what_was_made_in_the_background() -> None:
     assert presigner.take("k") == "mgmtauth-presign"
     assert (presigner.hits, presigner.misses) == (1, 0)
     assert presigner.take("k") is None  # each result is handed out once
+
+
+def test_anticipate_returns_once_an_idle_thread_has_started_the_job(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The handover: without it the job would wait for the GIL while the caller runs
+    # Python, and start only when the caller blocks (see _presign.py).
+    monkeypatch.setattr(_presign, "HANDOVER_WAIT", 10.0)
+    presigner: Presigner[str] = Presigner()
+    release = threading.Event()
+    presigner.anticipate("warm-up", lambda: "thread started")
+    assert presigner.take("warm-up") == "thread started"
+    presigner.anticipate("k", lambda: "made" if release.wait(10) else "timed out")
+    future, _ = presigner._pending["k"]  # internal: what the handover guarantees
+    assert future.running()
+    release.set()
+    assert presigner.take("k") == "made"
 
 
 def test_take_of_a_key_never_anticipated_is_none() -> None:
