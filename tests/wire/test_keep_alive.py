@@ -114,6 +114,22 @@ def test_an_idle_connection_is_closed_at_the_tests_end(pool: SessionPool) -> Non
         assert sock.recv(65536) == b""  # EOF: closed by the server, not held
 
 
+def test_peer_closed_reads_the_fin_without_waiting_for_data() -> None:
+    from pytest_mgmtauth._transport._connections import _peer_closed
+
+    server, client = socket.socketpair()
+    with server, client:
+        # A timeout on the socket (the handler sets one) must not make the check wait.
+        server.settimeout(60)
+        assert _peer_closed(server) is False  # open and quiet
+        client.sendall(b"GET")
+        assert _peer_closed(server) is False  # a request is coming
+        assert server.recv(3) == b"GET"
+        client.close()
+        assert _peer_closed(server) is True
+    assert _peer_closed(server) is False  # closed here: no answer, no exception
+
+
 def test_a_request_whose_headers_did_not_parse_cleanly_closes(pool: SessionPool) -> None:
     # "Bad Name: x" is no header line: the parser stops there, and the Content-Length
     # after it is lost. Kept alive, the body would be read as a second request (found by
