@@ -31,6 +31,16 @@ _BASE64URL = string.ascii_letters + string.digits + "-_"
 _REQUIRED_CLAIMS = ("sub", "iss", "iat", "nbf", "exp", "jti")
 
 
+def _segment(value: dict[str, Any]) -> bytes:
+    """A JSON object as a JWS segment: compact JSON, base64url without padding."""
+    raw = json.dumps(value, separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).rstrip(b"=")
+
+
+#: The header of every token, as PyJWT writes it (keys sorted).
+_HEADER_SEGMENT = _segment({"alg": ALGORITHM, "typ": "JWT"})
+
+
 class TokenProblem(Exception):
     """The token is not one this fake could have issued; ``str()`` says why."""
 
@@ -75,8 +85,13 @@ class TokenSigner:
     for the tokens signed ahead of their request: see :mod:`._presign`)."""
 
     def __init__(self, private_key: rsa.RSAPrivateKey, issuer: str = ISSUER) -> None:
+        from cryptography.hazmat.primitives import hashes
+        from cryptography.hazmat.primitives.asymmetric import padding
+
         self._private_key = private_key
         self._public_key = private_key.public_key()
+        self._padding = padding.PKCS1v15()
+        self._hash = hashes.SHA512()
         self.issuer = issuer
         #: Tokens signed ahead, by (subject, issued_at, ttl, issuer).
         self.presigner: Presigner[tuple[str, Claims]] = Presigner()
@@ -90,20 +105,26 @@ class TokenSigner:
         anticipated = self.presigner.take((subject, issued_at, ttl, iss))
         if anticipated is not None:
             return anticipated
-        return self._sign(subject, issued_at, ttl, iss)
+        unsigned, claims = self._unsigned(subject, issued_at, ttl, iss)
+        return self._signed(unsigned), claims
 
     def anticipate(
         self, subject: str, issued_at: int, ttl: int, *, issuer: str | None = None
     ) -> None:
         """Sign in the background the token a later ``issue()`` with the same arguments
         returns (a new account's first token): the signature, most of the cost of
-        ``/v2/auth``, is then made while the test goes on."""
+        ``/v2/auth``, is then made while the test goes on. The token's text but its
+        signature is made here, so that the thread needs the GIL only to call the
+        signing (which releases it): the caller hands the GIL over until it has."""
         iss = self.issuer if issuer is None else issuer
+        unsigned, claims = self._unsigned(subject, issued_at, ttl, iss)
         self.presigner.anticipate(
-            (subject, issued_at, ttl, iss), lambda: self._sign(subject, issued_at, ttl, iss)
+            (subject, issued_at, ttl, iss), lambda: (self._signed(unsigned), claims)
         )
 
-    def _sign(self, subject: str, issued_at: int, ttl: int, issuer: str) -> tuple[str, Claims]:
+    @staticmethod
+    def _unsigned(subject: str, issued_at: int, ttl: int, issuer: str) -> tuple[bytes, Claims]:
+        """The JWS signing input (``header.payload``, base64url) and the claims."""
         claims = Claims(
             sub=subject,
             iat=issued_at,
@@ -111,7 +132,7 @@ class TokenSigner:
             exp=issued_at + ttl,
             jti=secrets.token_hex(8),
         )
-        payload: dict[str, Any] = {
+        payload = {
             "sub": claims.sub,
             "iss": issuer,
             "iat": claims.iat,
@@ -119,15 +140,15 @@ class TokenSigner:
             "exp": claims.exp,
             "jti": claims.jti,
         }
-        import jwt
+        return _HEADER_SEGMENT + b"." + _segment(payload), claims
 
-        token = jwt.encode(
-            payload,
-            self._private_key,
-            algorithm=ALGORITHM,
-            headers={"typ": "JWT", "alg": ALGORITHM},
-        )
-        return token, claims
+    def _signed(self, unsigned: bytes) -> str:
+        """The compact JWS: ``unsigned`` and its RS512 signature. Written here rather
+        than by ``jwt.encode`` (same bytes: the header's keys sorted, compact JSON, as
+        PyJWT writes them; tests/domain/test_tokens.py compares) so that the signing
+        input can be made before the signature, in another thread."""
+        signature = self._private_key.sign(unsigned, self._padding, self._hash)
+        return (unsigned + b"." + base64.urlsafe_b64encode(signature).rstrip(b"=")).decode()
 
     def verify(self, token: str, *, issuer: str | None = None) -> Claims:
         """The claims of a token this fake signed; raises :class:`TokenProblem`.

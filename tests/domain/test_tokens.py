@@ -12,7 +12,7 @@ import time
 import jwt
 import pytest
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import padding
+from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
 from pytest_mgmtauth._domain._tokens import (
     ISSUER,
@@ -79,6 +79,28 @@ def test_token_verifies_with_pyjwt_and_the_public_key(signer: TokenSigner) -> No
     token, _ = signer.issue("a@example.com", int(time.time()), 1800)
     payload = jwt.decode(token, signer._public_key, algorithms=["RS512"], issuer=ISSUER)
     assert payload["sub"] == "a@example.com"
+
+
+@pytest.mark.parametrize("subject", ["someone@example.com", "s\u00f6meone+x@example.com"])
+def test_tokens_are_byte_for_byte_what_pyjwt_writes(
+    rsa_key_2048: rsa.RSAPrivateKey, subject: str
+) -> None:
+    # The fake writes the JWS itself (to sign it apart from writing it, see _presign.py);
+    # RSASSA-PKCS1-v1_5 is deterministic, so PyJWT's encoding of the same claims must
+    # give the very same string.
+    token, claims = TokenSigner(rsa_key_2048).issue(subject, T0, 1800)
+    payload = {
+        "sub": claims.sub,
+        "iss": ISSUER,
+        "iat": claims.iat,
+        "nbf": claims.nbf,
+        "exp": claims.exp,
+        "jti": claims.jti,
+    }
+    expected = jwt.encode(
+        payload, rsa_key_2048, algorithm="RS512", headers={"typ": "JWT", "alg": "RS512"}
+    )
+    assert token == expected
 
 
 def test_verify_returns_the_claims(signer: TokenSigner) -> None:
