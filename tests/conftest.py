@@ -16,6 +16,14 @@ import pytest
 import requests
 from cryptography.hazmat.primitives.asymmetric import rsa
 
+# The plugin imports these only when a run needs them. Imported here, before any
+# in-process pytester run: pytester restores sys.modules after each run, so a module
+# first imported inside one would be imported anew by the next, with new classes and
+# stash keys that the modules kept across runs do not know.
+import pytest_mgmtauth._junit
+import pytest_mgmtauth._report
+import pytest_mgmtauth._sweep
+import pytest_mgmtauth._sweep_verdict  # noqa: F401
 from pytest_mgmtauth import Account, MgmtServer
 from pytest_mgmtauth._domain._clock import ManualClock
 from pytest_mgmtauth._domain._options import Options

@@ -360,10 +360,18 @@ def test_a_sweep_item_does_not_keep_its_fake_alive_after_its_teardown(
         from pytest_mgmtauth import MgmtServer
 
         ALIVE = []
+        BEFORE = []
+
+        def _fakes():
+            gc.collect()
+            return sum(1 for o in gc.get_objects() if type(o) is MgmtServer)
+
+        def pytest_sessionstart(session):
+            # Fakes of earlier in-process runs of the outer session are not this run's.
+            BEFORE.append(_fakes())
 
         def pytest_runtest_logfinish(nodeid, location):
-            gc.collect()
-            ALIVE.append(sum(1 for o in gc.get_objects() if type(o) is MgmtServer))
+            ALIVE.append(_fakes() - BEFORE[0])
 
         def pytest_sessionfinish(session):
             print("alive after each test:", ALIVE)

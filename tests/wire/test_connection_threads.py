@@ -1,0 +1,92 @@
+"""A connection's thread, done with it, serves the next connection instead of a new
+thread being started for each (issue 14: a client without a Session opens two
+connections per test), and ends after a while without one."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from pytest_mgmtauth._transport import _connections
+from pytest_mgmtauth._transport._connections import _Server
+from pytest_mgmtauth._transport._server import FakeHTTPServer
+
+PROBE = b"GET /nowhere HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+
+
+def _until(condition: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + 10
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not within 10 s of real time")
+        time.sleep(0.005)
+
+
+def _connection_threads() -> set[threading.Thread]:
+    return {t for t in threading.enumerate() if t.name == "mgmtauth-connection"}
+
+
+@pytest.fixture
+def server() -> Iterator[FakeHTTPServer]:
+    # A server of its own: the session's has the other tests' threads.
+    server = FakeHTTPServer()
+    server.start()
+    yield server
+    server.stop()
+
+
+def _one_request(server: FakeHTTPServer) -> bytes:
+    with socket.create_connection((server.host, server.port), timeout=10) as sock:
+        sock.sendall(PROBE)
+        chunks = []
+        while chunk := sock.recv(65536):
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def test_the_next_connection_is_served_by_the_waiting_thread(server: FakeHTTPServer) -> None:
+    inner = server.server
+    assert isinstance(inner, _Server)
+    assert _one_request(server).startswith(b"HTTP/1.1 ")
+    _until(lambda: inner._waiting_workers == 1, "the connection's thread waits for another")
+    before = _connection_threads()
+    for _ in range(3):
+        assert _one_request(server).startswith(b"HTTP/1.1 ")
+        _until(lambda: inner._waiting_workers == 1, "the thread waits again")
+    assert _connection_threads() - before == set()  # no thread started
+
+
+def test_concurrent_connections_each_get_a_thread(server: FakeHTTPServer) -> None:
+    inner = server.server
+    assert isinstance(inner, _Server)
+    # Two connections open at once (neither sends): the second cannot wait for the first.
+    with (
+        socket.create_connection((server.host, server.port), timeout=10) as first,
+        socket.create_connection((server.host, server.port), timeout=10) as second,
+    ):
+        _until(lambda: len(inner._closed) == 2, "both connections served at once")
+        first.sendall(PROBE)
+        second.sendall(PROBE)
+        assert first.recv(65536).startswith(b"HTTP/1.1 ")
+        assert second.recv(65536).startswith(b"HTTP/1.1 ")
+    _until(lambda: inner._waiting_workers == 2, "both threads wait for another connection")
+
+
+def test_a_waiting_thread_ends_after_its_idle_time(
+    server: FakeHTTPServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_connections, "WORKER_IDLE", 0.05)
+    inner = server.server
+    assert isinstance(inner, _Server)
+    before = _connection_threads()
+    assert _one_request(server).startswith(b"HTTP/1.1 ")
+    started = _connection_threads() - before
+    assert len(started) == 1
+    _until(lambda: inner._waiting_workers == 0, "the waiting thread gives up")
+    [thread] = started
+    thread.join(10)
+    assert not thread.is_alive()
