@@ -63,8 +63,11 @@ class AccountBook(Timeline):
             serial = len(self.accounts) + 1
             anticipated = username is None
             if username is None:
+                if serial == 1 and self._first_username is not None:
+                    username = self._first_username  # its token may be signed already
+                else:
+                    username = generate_username(serial)
                 # Its first token is signed from here on, while its secrets are drawn.
-                username = generate_username(serial)
                 self._anticipate_token(username)
             account = make_account(serial, username, api_key, password, permissions, profiles)
             if account.username in self.accounts:

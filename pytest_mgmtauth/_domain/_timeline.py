@@ -36,10 +36,20 @@ class ServiceState:
     """The state of one test's service, guarded by ``_lock``; each part (the classes
     between this and :class:`AuthService`) owns the fields its comment names."""
 
-    def __init__(self, options: Options, signer: TokenSigner, clock: Clock = system_clock) -> None:
+    def __init__(
+        self,
+        options: Options,
+        signer: TokenSigner,
+        clock: Clock = system_clock,
+        *,
+        first_username: str | None = None,
+    ) -> None:
         self.options = options
         self._signer = signer
         self._clock = clock
+        #: The username of the first account added without one, drawn (and its first
+        #: token anticipated) before this service existed (SessionPool.next_username).
+        self._first_username = first_username
         self._lock = threading.RLock()
         self.started_at = clock()
         self.accounts: dict[str, Account] = {}

@@ -356,22 +356,23 @@ def test_a_sweep_item_does_not_keep_its_fake_alive_after_its_teardown(
     pytester.makeconftest(
         """
         import gc
+        import weakref
 
         from pytest_mgmtauth import MgmtServer
 
         ALIVE = []
-        BEFORE = []
+        # Fakes of earlier in-process runs of the outer session are not this run's.
+        BEFORE = weakref.WeakSet()
 
         def _fakes():
             gc.collect()
-            return sum(1 for o in gc.get_objects() if type(o) is MgmtServer)
+            return [o for o in gc.get_objects() if type(o) is MgmtServer]
 
         def pytest_sessionstart(session):
-            # Fakes of earlier in-process runs of the outer session are not this run's.
-            BEFORE.append(_fakes())
+            BEFORE.update(_fakes())
 
         def pytest_runtest_logfinish(nodeid, location):
-            ALIVE.append(_fakes() - BEFORE[0])
+            ALIVE.append(sum(1 for o in _fakes() if o not in BEFORE))
 
         def pytest_sessionfinish(session):
             print("alive after each test:", ALIVE)

@@ -1,0 +1,85 @@
+"""A test's first generated account has its first token signed ahead, from the end of
+the test before it (issue 14): the token /v2/auth answers is the same, only ready."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+import requests
+
+from pytest_mgmtauth import MgmtClock, Options
+from pytest_mgmtauth._domain._clock import ManualClock
+from pytest_mgmtauth._fake import MgmtServer
+from pytest_mgmtauth._pool import SessionPool
+
+
+@pytest.fixture
+def pool(request: pytest.FixtureRequest) -> Iterator[SessionPool]:
+    """A pool of its own (the session's key, a fresh presigner and server): the
+    session's presigner has the credit earlier tests left it."""
+    session_pool: SessionPool = request.getfixturevalue("_mgmtauth_pool")
+    pool = SessionPool(signing_key=session_pool.signing_key)
+    yield pool
+    pool.close()
+
+
+@pytest.fixture
+def frozen() -> Iterator[MgmtClock]:
+    # One clock second for the previous test's end and this test's grant.
+    clock = MgmtClock().start()
+    yield clock
+    clock.stop()
+
+
+def _auth(fake: MgmtServer, username: str, key: str) -> str:
+    answer = requests.post(fake.url + "/v2/auth", data={"username": username, "key": key})
+    assert answer.status_code == 200, answer.text
+    token: str = answer.json()["token"]
+    return token
+
+
+def test_the_next_tests_first_account_gets_the_token_signed_at_this_tests_end(
+    pool: SessionPool, frozen: MgmtClock
+) -> None:
+    MgmtServer(Options(), pool).close()
+    fake = MgmtServer(Options(), pool)
+    try:
+        hits = pool.signer.presigner.hits
+        account = fake.add_account()
+        assert account.username.startswith("user1.")
+        token = _auth(fake, account.username, account.api_key)
+        assert pool.signer.presigner.hits == hits + 1
+        call = requests.get(fake.url + "/nowhere", headers={"Authorization": f"Bearer {token}"})
+        assert call.status_code == 404  # the token authenticated; no such route
+        [record] = fake._service.token_list()
+        assert record.token == token
+        assert record.claims.iat == int(frozen.now().timestamp())
+        # The drawn username is used once: the next account gets a new one.
+        assert fake.add_account().username.startswith("user2.")
+    finally:
+        fake.close()
+
+
+def test_an_account_with_its_own_username_leaves_the_drawn_one_unused(
+    pool: SessionPool, frozen: MgmtClock
+) -> None:
+    MgmtServer(Options(), pool).close()
+    fake = MgmtServer(Options(), pool)
+    try:
+        account = fake.add_account("someone@example.com")
+        _auth(fake, account.username, account.api_key)
+        # The drawn username is only ever the test's first account's: a second account
+        # gets a username of its own (numbered by its place), the draw stays unused.
+        second = fake.add_account()
+        assert second.username.startswith("user2.")
+        assert second.username != fake._service._first_username
+        _auth(fake, second.username, second.api_key)
+    finally:
+        fake.close()
+
+
+def test_a_fake_on_its_own_clock_draws_nothing_ahead(pool: SessionPool) -> None:
+    # The standalone server's clock: the next fake's time is not the process's.
+    MgmtServer(Options(), pool, ManualClock()).close()
+    assert pool.take_next_username() is None
