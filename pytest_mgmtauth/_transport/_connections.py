@@ -124,32 +124,37 @@ class _Server(ThreadedWSGIServer):
         if reuse:
             self._handoff.put((request, client_address, binding))
             return
+        # In a list the thread empties: a Thread keeps its args until its target returns.
         thread = threading.Thread(
             target=self._worker,
-            args=(request, client_address, binding),
+            args=([(request, client_address, binding)],),
             daemon=True,
             name="mgmtauth-connection",
         )
         thread.start()
 
-    def _worker(self, request: Any, client_address: Any, binding: Binding | None) -> None:
+    def _worker(self, first: list[tuple[Any, Any, Binding | None]]) -> None:
         """Serve a connection, then wait a while for the next one to serve: handing a
         connection to a waiting thread costs ~10 us, starting a thread ~60 us (and
         the GIL handoffs of a thread's start), twice per test for a client without a
         Session."""
-        while True:
-            self._serve_connection(request, client_address, binding)
+        # Only `job` names the connection, dropped before the wait: a waiting thread
+        # keeps no test's binding (and service) alive.
+        job: tuple[Any, Any, Binding | None] | None = first.pop()
+        while job is not None:
+            self._serve_connection(*job)
+            job = None
             with self._idle_lock:
                 self._waiting_workers += 1
             try:
-                request, client_address, binding = self._handoff.get(timeout=WORKER_IDLE)
+                job = self._handoff.get(timeout=WORKER_IDLE)
             except queue.Empty:
                 with self._idle_lock:
                     if self._waiting_workers > 0 and self._handoff.empty():
                         self._waiting_workers -= 1
                         return
                 # A connection was handed over as the wait ended: serve it.
-                request, client_address, binding = self._handoff.get()
+                job = self._handoff.get()
 
     def _serve_connection(self, request: Any, client_address: Any, binding: Binding | None) -> None:
         _accepted.binding = binding
@@ -162,6 +167,7 @@ class _Server(ThreadedWSGIServer):
             with self._idle_lock:
                 self._closed.pop(request, None)
             closed.set()
+            del _accepted.binding  # the thread may wait for another connection
 
     def get_request(self) -> tuple[socket.socket, Any]:
         sock, address = self.socket.accept()

@@ -90,3 +90,30 @@ def test_a_waiting_thread_ends_after_its_idle_time(
     [thread] = started
     thread.join(10)
     assert not thread.is_alive()
+
+
+def test_a_waiting_thread_keeps_no_tests_state_alive(request: pytest.FixtureRequest) -> None:
+    import gc
+    import weakref
+
+    from pytest_mgmtauth import Options
+    from pytest_mgmtauth._fake import MgmtServer
+    from pytest_mgmtauth._pool import SessionPool
+
+    pool: SessionPool = request.getfixturevalue("_mgmtauth_pool")
+    fake = MgmtServer(Options(), pool)
+    inner = pool.server(https=False).server
+    assert isinstance(inner, _Server)
+    waiting = inner._waiting_workers
+    service = weakref.ref(fake._service)
+    binding = weakref.ref(fake._binding)
+    with socket.create_connection((fake._http.host, fake._http.port), timeout=10) as sock:
+        sock.sendall(PROBE)
+        while sock.recv(65536):
+            pass
+    _until(lambda: inner._waiting_workers > waiting, "the thread waits for another connection")
+    fake.close()
+    del fake
+    gc.collect()
+    assert service() is None
+    assert binding() is None
