@@ -100,18 +100,20 @@ def test_a_waiting_thread_keeps_no_tests_state_alive(request: pytest.FixtureRequ
     from pytest_mgmtauth._fake import MgmtServer
     from pytest_mgmtauth._pool import SessionPool
 
-    pool: SessionPool = request.getfixturevalue("_mgmtauth_pool")
+    # A pool of its own (the session's key): its server has no other test's threads.
+    session_pool: SessionPool = request.getfixturevalue("_mgmtauth_pool")
+    pool = SessionPool(signing_key=session_pool.signing_key)
+    request.addfinalizer(pool.close)
     fake = MgmtServer(Options(), pool)
     inner = pool.server(https=False).server
     assert isinstance(inner, _Server)
-    waiting = inner._waiting_workers
     service = weakref.ref(fake._service)
     binding = weakref.ref(fake._binding)
     with socket.create_connection((fake._http.host, fake._http.port), timeout=10) as sock:
         sock.sendall(PROBE)
         while sock.recv(65536):
             pass
-    _until(lambda: inner._waiting_workers > waiting, "the thread waits for another connection")
+    _until(lambda: inner._waiting_workers == 1, "the thread waits for another connection")
     fake.close()
     del fake
     gc.collect()
