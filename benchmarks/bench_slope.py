@@ -51,7 +51,7 @@ def _fastest(directory: Path, rounds: list[float], *, cold: bool = False) -> Non
 
 
 def main(quick: bool = False) -> list[Figure]:
-    small, large, rounds = (5, 25, 2) if quick else (100, 500, 5)
+    small, large, rounds = (5, 25, 2) if quick else (100, 700, 5)
     key_pem = generate_private_key_pem()
     with tempfile.TemporaryDirectory(prefix="mgmtauth-slope-") as tmp:
         root = Path(tmp)
