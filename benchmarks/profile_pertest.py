@@ -68,7 +68,7 @@ SERVER_ITEMS: list[Item] = [
         "_RequestHandler.make_environ",
     ),
     ("  the fake's app (FakeApp)", "_transport/_app.py", "FakeApp.__call__"),
-    ("    RS512 signing (4096-bit key)", "jwt/algorithms.py", "RSAAlgorithm.sign"),
+    ("    waiting for a token signed ahead", "_domain/_presign.py", "Presigner.take"),
     ("    form parsing", "_transport/_parsing.py", "read_form"),
     ("    bearer header checks", "_transport/_credentials.py", "bearer_token"),
     ("    event recording", "_domain/_timeline.py", "AuthService._record"),
