@@ -7,7 +7,10 @@ may be drawn now. :class:`Presigner` signs those claims in a background thread w
 test goes on (``cryptography`` releases the GIL while it signs), and ``issue`` takes the
 result when the request's claims turn out to be exactly the anticipated ones. Anything
 else (another second, another TTL, a moved clock) is signed on demand as before: the
-client gets the same token either way, only sooner.
+client gets the same token either way, only sooner. The session pool does the same at
+a test's end for the next test's first generated account, whose username it draws then
+(``SessionPool.anticipate_next_account``), so that the signing runs beside pytest's work
+between the tests rather than beside the next test's client.
 
 Guesses that are never used cost CPU on the other core, which a parallel run (xdist)
 needs: each miss spends credit, each hit earns it back, and without credit only every
