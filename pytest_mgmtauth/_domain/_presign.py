@@ -102,6 +102,11 @@ class Presigner(Generic[T]):
             # beside the server instead of ahead of it. Costs the caller ~0.1 ms.
             started.wait(HANDOVER_WAIT)
 
+    def is_pending(self, key: object) -> bool:
+        """Whether a result for ``key`` is anticipated and not taken yet."""
+        with self._lock:
+            return key in self._pending
+
     def take(self, key: object) -> T | None:
         with self._lock:
             pending = self._pending.pop(key, None)

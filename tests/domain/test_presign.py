@@ -58,6 +58,15 @@ def test_anticipate_returns_once_an_idle_thread_has_started_the_job(
     assert presigner.take("k") == "made"
 
 
+def test_a_key_is_pending_from_its_anticipation_until_it_is_taken() -> None:
+    presigner: Presigner[str] = Presigner()
+    assert not presigner.is_pending("k")
+    presigner.anticipate("k", lambda: "made")
+    assert presigner.is_pending("k")
+    assert presigner.take("k") == "made"
+    assert not presigner.is_pending("k")
+
+
 def test_take_of_a_key_never_anticipated_is_none() -> None:
     presigner: Presigner[str] = Presigner()
     presigner.anticipate("k", lambda: "made")
