@@ -142,9 +142,14 @@ class Run:
 
 def run_pytest(directory: Path, *args: str, env: dict[str, str] | None = None) -> Run:
     """Times of ``python -m pytest`` in ``directory`` (a fresh process, as users run)."""
-    full_env = {**os.environ, **(env or {})}
+    full_env = dict(os.environ)
     # The generated suites are not part of this repository's configuration.
     full_env.pop("PYTEST_ADDOPTS", None)
+    # Python's default: compiled modules are cached, as on a user's machine. A sandbox
+    # may set PYTHONDONTWRITEBYTECODE=1 (this one does), which would have every run
+    # compile, and pytest rewrite, each module again: the plugin's ~40 of them included.
+    full_env.pop("PYTHONDONTWRITEBYTECODE", None)
+    full_env.update(env or {})
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run(

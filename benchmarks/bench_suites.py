@@ -31,7 +31,7 @@ from _bench import Figure, Run, median, print_figures, run_pytest, table
 
 from pytest_mgmtauth._domain._tokens import generate_private_key_pem
 
-PYTEST_INI = "[pytest]\naddopts = -p no:xdist\nfilterwarnings = error\n"
+PYTEST_INI = "[pytest]\naddopts = -p no:xdist -p no:hypothesispytest\nfilterwarnings = error\n"
 
 FAKE_TEST = """
 def test_{i}(mgmt_server, mgmt_account):

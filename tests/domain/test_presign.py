@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import jwt
 import pytest
@@ -56,6 +57,22 @@ def test_anticipate_returns_once_an_idle_thread_has_started_the_job(
     assert future.running()
     release.set()
     assert presigner.take("k") == "made"
+
+
+def test_the_handover_wait_ends_when_the_job_starts_or_at_its_limit() -> None:
+    # Timed sleeps, not Event.wait (see _sleep_until): the caller still returns as soon
+    # as the event is set, and never before its limit otherwise.
+    started = threading.Event()
+    threading.Timer(0.05, started.set).start()
+    begun = time.monotonic()
+    _presign._sleep_until(started, 10.0)
+    assert started.is_set()
+    assert time.monotonic() - begun < 9.0
+    never = threading.Event()
+    begun = time.monotonic()
+    _presign._sleep_until(never, 0.05)
+    assert time.monotonic() - begun >= 0.05
+    assert not never.is_set()
 
 
 def test_a_key_is_pending_from_its_anticipation_until_it_is_taken() -> None:

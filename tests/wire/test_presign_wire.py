@@ -83,3 +83,45 @@ def test_a_fake_on_its_own_clock_draws_nothing_ahead(pool: SessionPool) -> None:
     # The standalone server's clock: the next fake's time is not the process's.
     MgmtServer(Options(), pool, ManualClock()).close()
     assert pool.take_next_username() is None
+
+
+def test_the_fixture_signs_ahead_as_the_test_function_returns_and_close_only_once(
+    pool: SessionPool, frozen: MgmtClock
+) -> None:
+    # mgmt_server calls _sign_ahead_for_next_test before its teardown checks, so that
+    # the signature starts ~0.2 ms sooner; close() then draws nothing more.
+    fake = MgmtServer(Options(), pool)
+    fake._sign_ahead_for_next_test()
+    drawn = pool._next_username
+    assert drawn is not None
+    assert pool.signer.presigner.is_pending(
+        (drawn, int(frozen.now().timestamp()), 1800, fake.options.issuer)
+    )
+    fake.close()
+    assert pool.take_next_username() == drawn
+
+
+def test_the_plugin_fixture_signs_ahead_before_its_teardown_checks(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeconftest(
+        """
+        import pytest
+        from pytest_mgmtauth import _fake
+
+        seen = []
+
+        @pytest.fixture(autouse=True)
+        def watch(monkeypatch):
+            real_sign = _fake.MgmtServer._sign_ahead_for_next_test
+            real_check = _fake.MgmtServer.check
+            monkeypatch.setattr(_fake.MgmtServer, "_sign_ahead_for_next_test",
+                                lambda self: (seen.append("sign ahead"), real_sign(self))[1])
+            monkeypatch.setattr(_fake.MgmtServer, "check",
+                                lambda self: (seen.append("check"), real_check(self))[1])
+            yield
+            assert seen[:2] == ["sign ahead", "check"], seen
+        """
+    )
+    pytester.makepyfile("def test_one(mgmt_server):\n    pass\n")
+    pytester.runpytest_subprocess("-p", "no:randomly").assert_outcomes(passed=1)
