@@ -308,9 +308,9 @@ class MgmtServer(FaultCues):
         # Kept-alive connections idle now are closed, as a server's idle timeout would:
         # the next test's requests come on new connections (clients reconnect).
         self._http.drop_idle_connections()
-        self._sign_ahead_for_next_test()
+        self.sign_ahead_for_next_test()
 
-    def _sign_ahead_for_next_test(self) -> None:
+    def sign_ahead_for_next_test(self) -> None:
         """Have the next test's first generated account drawn and its token signed from
         now on (internal: the fixture calls it as soon as the test function returns, so
         that the signature is done before the next test's client asks; else

@@ -380,7 +380,7 @@ def mgmt_server(
     _sweep.arm(request.node, _mgmtauth_sweep, fake)
     try:
         yield fake
-        fake._sign_ahead_for_next_test()
+        fake.sign_ahead_for_next_test()
         fake.check()
         check_findings(
             request.node,

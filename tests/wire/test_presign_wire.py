@@ -88,10 +88,10 @@ def test_a_fake_on_its_own_clock_draws_nothing_ahead(pool: SessionPool) -> None:
 def test_the_fixture_signs_ahead_as_the_test_function_returns_and_close_only_once(
     pool: SessionPool, frozen: MgmtClock
 ) -> None:
-    # mgmt_server calls _sign_ahead_for_next_test before its teardown checks, so that
+    # mgmt_server calls sign_ahead_for_next_test before its teardown checks, so that
     # the signature starts ~0.2 ms sooner; close() then draws nothing more.
     fake = MgmtServer(Options(), pool)
-    fake._sign_ahead_for_next_test()
+    fake.sign_ahead_for_next_test()
     drawn = pool._next_username
     assert drawn is not None
     assert pool.signer.presigner.is_pending(
@@ -113,9 +113,9 @@ def test_the_plugin_fixture_signs_ahead_before_its_teardown_checks(
 
         @pytest.fixture(autouse=True)
         def watch(monkeypatch):
-            real_sign = _fake.MgmtServer._sign_ahead_for_next_test
+            real_sign = _fake.MgmtServer.sign_ahead_for_next_test
             real_check = _fake.MgmtServer.check
-            monkeypatch.setattr(_fake.MgmtServer, "_sign_ahead_for_next_test",
+            monkeypatch.setattr(_fake.MgmtServer, "sign_ahead_for_next_test",
                                 lambda self: (seen.append("sign ahead"), real_sign(self))[1])
             monkeypatch.setattr(_fake.MgmtServer, "check",
                                 lambda self: (seen.append("check"), real_check(self))[1])
