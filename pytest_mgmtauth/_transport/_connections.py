@@ -76,7 +76,7 @@ class _Server(ThreadedWSGIServer):
         self._handoff: queue.SimpleQueue[tuple[Any, Any, Binding | None]] = queue.SimpleQueue()
         #: shutdown() writes here to wake the accept loop (see serve_forever).
         self._wake_reader, self._wake_writer = socket.socketpair()
-        self._stop_requested = False
+        self._stop = threading.Event()
         self._loop_ended = threading.Event()
 
     def serve_forever(self, poll_interval: float = 0.5) -> None:
@@ -89,21 +89,39 @@ class _Server(ThreadedWSGIServer):
             with selectors.DefaultSelector() as selector:
                 selector.register(self.socket, selectors.EVENT_READ)
                 selector.register(self._wake_reader, selectors.EVENT_READ)
-                while not self._stop_requested:
+                while not self._stop.is_set():
                     ready = selector.select()
-                    if self._stop_requested:
+                    if self._stop.is_set():
                         break
                     if any(key.fileobj is self.socket for key, _ in ready):
-                        self._handle_request_noblock()
+                        self._accept_one()
                     self.service_actions()
         finally:
             self._loop_ended.set()
             self.server_close()
 
+    def _accept_one(self) -> None:
+        # socketserver's _handle_request_noblock, through its public methods.
+        try:
+            request, client_address = self.get_request()
+        except OSError:
+            return
+        if not self.verify_request(request, client_address):
+            self.shutdown_request(request)
+            return
+        try:
+            self.process_request(request, client_address)
+        except Exception:
+            self.handle_error(request, client_address)
+            self.shutdown_request(request)
+        except BaseException:
+            self.shutdown_request(request)
+            raise
+
     def shutdown(self) -> None:
         """Stop the loop of :meth:`serve_forever` and wait for it to end (as
         socketserver's: it must be running, in another thread)."""
-        self._stop_requested = True
+        self._stop.set()
         with contextlib.suppress(OSError):
             self._wake_writer.send(b"\0")
         self._loop_ended.wait()

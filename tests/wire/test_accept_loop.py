@@ -83,5 +83,10 @@ def test_shutdown_after_the_loop_ended_returns(server: FakeHTTPServer) -> None:
     assert isinstance(inner, _Server)
     server.stop()
     done = threading.Event()
-    threading.Thread(target=lambda: (inner.shutdown(), done.set()), daemon=True).start()
+
+    def shut_down_again() -> None:
+        inner.shutdown()
+        done.set()
+
+    threading.Thread(target=shut_down_again, daemon=True).start()
     assert done.wait(10), "a second shutdown() waited for a loop that had ended"
