@@ -101,6 +101,8 @@ def options_for(node: pytest.Item, base: Options) -> Options:
             )
         check_option_names(marker.kwargs, where="@pytest.mark.mgmtauth")
         merged.update(marker.kwargs)
+    if not merged:
+        return base  # frozen: shared, not rebuilt and checked again for every test
     return build_options(base, merged, where="@pytest.mark.mgmtauth")
 
 

@@ -400,3 +400,33 @@ def test_absurd_ini_numbers_are_usage_errors_naming_setting_value_and_range(
     result = pytester.runpytest_inprocess()
     result.stderr.fnmatch_lines([f"ERROR: {message}*"])
     assert result.ret == pytest.ExitCode.USAGE_ERROR
+
+
+def test_a_test_without_a_marker_gets_the_suite_wide_options_unchanged(
+    pytester: pytest.Pytester,
+) -> None:
+    # The suite-wide options are shared (frozen), not rebuilt for every test; a marker's
+    # options are a new object with the marker's values.
+    pytester.makeini("[pytest]\nmgmtauth_token_ttl = 600\n")
+    pytester.makepyfile(
+        """
+        import pytest
+
+        seen = []
+
+        def test_plain(mgmt_server):
+            seen.append(mgmt_server.options)
+
+        def test_plain_again(mgmt_server):
+            seen.append(mgmt_server.options)
+            assert seen[0] is seen[1]
+            assert seen[1].token_ttl == 600
+
+        @pytest.mark.mgmtauth(token_ttl=300)
+        def test_marked(mgmt_server):
+            assert mgmt_server.options is not seen[0]
+            assert mgmt_server.options.token_ttl == 300
+            assert seen[0].token_ttl == 600
+        """
+    )
+    pytester.runpytest("-p", "no:randomly").assert_outcomes(passed=3)
