@@ -385,7 +385,7 @@ def main(quick: bool = False, parts: tuple[str, ...] = PARTS) -> list[Figure]:
             figures.append(bench_suite_200(root, rounds, key_pem))
         if "zero" in parts:
             # Cheap runs and a small difference to see: more rounds.
-            figures.append(bench_zero_cost(root, rounds + 4))
+            figures.append(bench_zero_cost(root, 3 * rounds))
         if "clock" in parts:
             figures.append(bench_clock_suite(root, rounds))
         if "memory" in parts:
