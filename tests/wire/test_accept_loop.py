@@ -10,11 +10,10 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from wire_support import one_request
 
 from pytest_mgmtauth._transport._connections import _Server
 from pytest_mgmtauth._transport._server import FakeHTTPServer
-
-PROBE = b"GET /nowhere HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
 
 
 @pytest.fixture
@@ -27,12 +26,7 @@ def server() -> Iterator[FakeHTTPServer]:
 
 
 def _answer(server: FakeHTTPServer) -> bytes:
-    with socket.create_connection((server.host, server.port), timeout=10) as sock:
-        sock.sendall(PROBE)
-        chunks = []
-        while chunk := sock.recv(65536):
-            chunks.append(chunk)
-    return b"".join(chunks)
+    return one_request(server.host, server.port)
 
 
 def test_an_idle_loop_does_not_wake_up(

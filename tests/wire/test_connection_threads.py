@@ -10,12 +10,11 @@ import time
 from collections.abc import Callable, Iterator
 
 import pytest
+from wire_support import PROBE, one_request
 
 from pytest_mgmtauth._transport import _connections
 from pytest_mgmtauth._transport._connections import _Server
 from pytest_mgmtauth._transport._server import FakeHTTPServer
-
-PROBE = b"GET /nowhere HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
 
 
 def _until(condition: Callable[[], bool], what: str) -> None:
@@ -40,12 +39,7 @@ def server() -> Iterator[FakeHTTPServer]:
 
 
 def _one_request(server: FakeHTTPServer) -> bytes:
-    with socket.create_connection((server.host, server.port), timeout=10) as sock:
-        sock.sendall(PROBE)
-        chunks = []
-        while chunk := sock.recv(65536):
-            chunks.append(chunk)
-    return b"".join(chunks)
+    return one_request(server.host, server.port)
 
 
 def test_the_next_connection_is_served_by_the_waiting_thread(server: FakeHTTPServer) -> None:

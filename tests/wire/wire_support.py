@@ -1,7 +1,8 @@
-"""Checks shared by the wire tests of /v2/auth and /v1/login."""
+"""Checks and helpers shared by the wire tests."""
 
 from __future__ import annotations
 
+import socket
 from email.message import Message
 
 #: "Response headers present on success" of the interface document, for both endpoints.
@@ -33,3 +34,18 @@ def assert_success_headers(headers: Message, content: bytes) -> None:
     assert int(headers["Content-Length"]) == len(content)
     assert headers["Connection"]
     assert set(headers.keys()) - DOCUMENTED_SUCCESS_HEADERS <= {"Content-Type", "Server", "Date"}
+
+
+#: A request on a raw socket that asks the server to close after its answer.
+PROBE = b"GET /nowhere HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+
+
+def one_request(host: str, port: int) -> bytes:
+    """The whole answer to :data:`PROBE` on a new connection, read until the server
+    closes it."""
+    with socket.create_connection((host, port), timeout=10) as sock:
+        sock.sendall(PROBE)
+        chunks = []
+        while chunk := sock.recv(65536):
+            chunks.append(chunk)
+    return b"".join(chunks)
