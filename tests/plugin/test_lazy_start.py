@@ -143,29 +143,40 @@ def pytest_sessionfinish(session):
 """
 
 
+#: Three tests that never use the plugin.
+PLAIN_MODULE = """
+import pytest
+
+def test_one():
+    assert 1 + 1 == 2
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_two(n, tmp_path):
+    assert tmp_path.exists()
+"""
+
+
+def _run_reading_modules(
+    pytester: pytest.Pytester, *args: str
+) -> tuple[pytest.RunResult, set[str]]:
+    """A subprocess run (hypothesis's plugin off: it imports its own world) and the
+    modules it had imported at its end, as MODULES_CONFTEST wrote them."""
+    result = pytester.runpytest_subprocess("-p", "no:hypothesispytest", *args)
+    modules = set(pytester.path.joinpath("modules.txt").read_text().splitlines())
+    return result, modules
+
+
 def test_suite_that_never_uses_the_plugin_imports_nothing_heavy(
     pytester: pytest.Pytester,
 ) -> None:
     pytester.makeconftest(MODULES_CONFTEST)
-    pytester.makepyfile(
-        test_plain="""
-        import pytest
-
-        def test_one():
-            assert 1 + 1 == 2
-
-        @pytest.mark.parametrize("n", [1, 2])
-        def test_two(n, tmp_path):
-            assert tmp_path.exists()
-        """
-    )
+    pytester.makepyfile(test_plain=PLAIN_MODULE)
     # pytest-httpserver's own pytest plugin imports Werkzeug: off, to see what ours imports.
-    result = pytester.runpytest_subprocess(
-        "-p", "no:hypothesispytest", "-p", "no:pytest_httpserver", "--junitxml=junit.xml"
+    result, modules = _run_reading_modules(
+        pytester, "-p", "no:pytest_httpserver", "--junitxml=junit.xml"
     )
     result.assert_outcomes(passed=3)
     result.stdout.fnmatch_lines(["mgmtauth: token_ttl=1800s *"])
-    modules = set(pytester.path.joinpath("modules.txt").read_text().splitlines())
     assert "pytest_mgmtauth.plugin" in modules
     imported = [
         name
@@ -195,27 +206,17 @@ STARTUP_MODULES = {
 def test_a_plain_run_imports_only_the_plugins_startup_modules(pytester: pytest.Pytester) -> None:
     pytester.makeconftest(MODULES_CONFTEST)
     pytester.makepyfile(
-        test_plain="""
-        import pytest
-
-        def test_one():
-            assert 1 + 1 == 2
-
-        @pytest.mark.parametrize("n", [1, 2])
-        def test_two(n):
-            assert n
-        """,
+        test_plain=PLAIN_MODULE,
         # Not test modules: collection never reads them for the fixtures' names (only
         # test modules and conftest.py can start the key early, docs/reference.md).
         helper="def use(mgmt_server, mgmt_account):\n    pass\n",
     )
     pytester.path.joinpath("notes.txt").write_text("mgmt_server mgmt_account _mgmtauth_pool\n")
-    result = pytester.runpytest_subprocess(
-        "-p", "no:hypothesispytest", "-p", "no:pytest_httpserver", "-p", "no:randomly"
+    result, modules = _run_reading_modules(
+        pytester, "-p", "no:pytest_httpserver", "-p", "no:randomly"
     )
     result.assert_outcomes(passed=3)
     result.stdout.fnmatch_lines(["mgmtauth: token_ttl=1800s *"])
-    modules = set(pytester.path.joinpath("modules.txt").read_text().splitlines())
     ours = {name for name in modules if name.split(".")[0] == "pytest_mgmtauth"}
     assert ours == STARTUP_MODULES
     assert not {"jwt", "cryptography"} & {name.split(".")[0] for name in modules}
@@ -236,11 +237,10 @@ def test_the_startup_check_sees_what_a_sweep_and_the_reports_load(
             assert 1 + 1 == 2
         """
     )
-    result = pytester.runpytest_subprocess(
-        "-p", "no:hypothesispytest", "-p", "no:randomly", "-v", "--junitxml=junit.xml"
+    result, modules = _run_reading_modules(
+        pytester, "-p", "no:randomly", "-v", "--junitxml=junit.xml"
     )
     result.assert_outcomes(passed=1)
-    modules = set(pytester.path.joinpath("modules.txt").read_text().splitlines())
     assert {"pytest_mgmtauth._report", "pytest_mgmtauth._junit"} <= modules
     assert "pytest_mgmtauth._sweep" not in modules
     pytester.makepyfile(
@@ -252,9 +252,8 @@ def test_the_startup_check_sees_what_a_sweep_and_the_reports_load(
             pass
         """
     )
-    result = pytester.runpytest_subprocess("-p", "no:hypothesispytest", "-p", "no:randomly")
+    result, modules = _run_reading_modules(pytester, "-p", "no:randomly")
     result.assert_outcomes(passed=2, skipped=1)
-    modules = set(pytester.path.joinpath("modules.txt").read_text().splitlines())
     assert {"pytest_mgmtauth._sweep", "pytest_mgmtauth._domain._faults"} <= modules
 
 
@@ -266,11 +265,8 @@ def test_the_module_check_sees_a_suite_that_uses_the_plugin(pytester: pytest.Pyt
             assert mgmt_server.url.startswith("http://127.0.0.1:")
         """
     )
-    result = pytester.runpytest_subprocess(
-        "-p", "no:hypothesispytest", "-p", "no:pytest_httpserver"
-    )
+    result, modules = _run_reading_modules(pytester, "-p", "no:pytest_httpserver")
     result.assert_outcomes(passed=1)
-    modules = set(pytester.path.joinpath("modules.txt").read_text().splitlines())
     assert {"werkzeug", "pytest_mgmtauth._fake", "pytest_mgmtauth._transport._app"} <= modules
 
 

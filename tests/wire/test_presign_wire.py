@@ -32,6 +32,16 @@ def frozen() -> Iterator[MgmtClock]:
     clock.stop()
 
 
+@pytest.fixture
+def next_fake(pool: SessionPool, frozen: MgmtClock) -> Iterator[MgmtServer]:
+    """The second test's fake: the first one's end drew its first account's username
+    and had its token signed."""
+    MgmtServer(Options(), pool).close()
+    fake = MgmtServer(Options(), pool)
+    yield fake
+    fake.close()
+
+
 def _auth(fake: MgmtServer, username: str, key: str) -> str:
     answer = requests.post(fake.url + "/v2/auth", data={"username": username, "key": key})
     assert answer.status_code == 200, answer.text
@@ -40,43 +50,35 @@ def _auth(fake: MgmtServer, username: str, key: str) -> str:
 
 
 def test_the_next_tests_first_account_gets_the_token_signed_at_this_tests_end(
-    pool: SessionPool, frozen: MgmtClock
+    pool: SessionPool, frozen: MgmtClock, next_fake: MgmtServer
 ) -> None:
-    MgmtServer(Options(), pool).close()
-    fake = MgmtServer(Options(), pool)
-    try:
-        hits = pool.signer.presigner.hits
-        account = fake.add_account()
-        assert account.username.startswith("user1.")
-        token = _auth(fake, account.username, account.api_key)
-        assert pool.signer.presigner.hits == hits + 1
-        call = requests.get(fake.url + "/nowhere", headers={"Authorization": f"Bearer {token}"})
-        assert call.status_code == 404  # the token authenticated; no such route
-        [record] = fake._service.token_list()
-        assert record.token == token
-        assert record.claims.iat == int(frozen.now().timestamp())
-        # The drawn username is used once: the next account gets a new one.
-        assert fake.add_account().username.startswith("user2.")
-    finally:
-        fake.close()
+    fake = next_fake
+    hits = pool.signer.presigner.hits
+    account = fake.add_account()
+    assert account.username.startswith("user1.")
+    token = _auth(fake, account.username, account.api_key)
+    assert pool.signer.presigner.hits == hits + 1
+    call = requests.get(fake.url + "/nowhere", headers={"Authorization": f"Bearer {token}"})
+    assert call.status_code == 404  # the token authenticated; no such route
+    [record] = fake._service.token_list()
+    assert record.token == token
+    assert record.claims.iat == int(frozen.now().timestamp())
+    # The drawn username is used once: the next account gets a new one.
+    assert fake.add_account().username.startswith("user2.")
 
 
 def test_an_account_with_its_own_username_leaves_the_drawn_one_unused(
-    pool: SessionPool, frozen: MgmtClock
+    next_fake: MgmtServer,
 ) -> None:
-    MgmtServer(Options(), pool).close()
-    fake = MgmtServer(Options(), pool)
-    try:
-        account = fake.add_account("someone@example.com")
-        _auth(fake, account.username, account.api_key)
-        # The drawn username is only ever the test's first account's: a second account
-        # gets a username of its own (numbered by its place), the draw stays unused.
-        second = fake.add_account()
-        assert second.username.startswith("user2.")
-        assert second.username != fake._service._first_username
-        _auth(fake, second.username, second.api_key)
-    finally:
-        fake.close()
+    fake = next_fake
+    account = fake.add_account("someone@example.com")
+    _auth(fake, account.username, account.api_key)
+    # The drawn username is only ever the test's first account's: a second account
+    # gets a username of its own (numbered by its place), the draw stays unused.
+    second = fake.add_account()
+    assert second.username.startswith("user2.")
+    assert second.username != fake._service._first_username
+    _auth(fake, second.username, second.api_key)
 
 
 def test_a_fake_on_its_own_clock_draws_nothing_ahead(pool: SessionPool) -> None:
