@@ -96,7 +96,8 @@ def expand(metafunc: pytest.Metafunc, sweep: SweepConfig) -> None:
         if not faults:
             return  # faults=(): this test opts out of a command-line sweep
     swept = sweep_points(faults, points)
-    metafunc.parametrize(FIXTURE, swept, ids=[p.id for p in swept], indirect=True)
+    # Function scope: the fixture is session-scoped for the items nobody sweeps (plugin.py).
+    metafunc.parametrize(FIXTURE, swept, ids=[p.id for p in swept], indirect=True, scope="function")
 
 
 def _marker_args(

@@ -51,6 +51,9 @@ _CALL_FAILED = pytest.StashKey[bool]()
 _FAKE = pytest.StashKey["MgmtServer"]()
 #: Whether a failed report of the test carries the section already.
 _SECTION_SHOWN = pytest.StashKey[bool]()
+#: The item being set up, run or torn down (in the config's stash: a pytester run inside
+#: a test has its own).
+_ITEM = pytest.StashKey[pytest.Item]()
 #: Where the signing key is kept across runs: a PEM file, mode 0600, in pytest's cache
 #: directory (``.pytest_cache/d/mgmtauth/signing-key.pem``).
 _KEY_CACHE_DIR = "mgmtauth"
@@ -321,9 +324,14 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     _sweep.expand(metafunc, metafunc.config.stash[_SWEEP])
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def _mgmtauth_sweep(request: pytest.FixtureRequest) -> SweepPoint | None:
-    """The sweep point of this item (parametrized by the sweep), or None."""
+    """The sweep point of this item (parametrized by the sweep), or None.
+
+    Session-scoped so that an item the sweep does not parametrize (nearly all) finds the
+    None cached instead of running a fixture: a function-scoped fixture, and the
+    ``request`` it asks for, cost each test of a large suite about 50 us (issue 14). A
+    swept item's parametrization sets the function scope (``_sweep.expand``)."""
     point: SweepPoint | None = getattr(request, "param", None)
     return point
 
@@ -352,9 +360,15 @@ def _clock_mover(item: pytest.Item) -> Callable[[float], bool]:
     return move
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    # Before any fixture of the item is set up: mgmt_server finds its item here.
+    item.config.stash[_ITEM] = item
+
+
 @pytest.fixture
 def mgmt_server(
-    request: pytest.FixtureRequest,
+    pytestconfig: pytest.Config,
     _mgmtauth_pool: SessionPool,
     _mgmtauth_sweep: SweepPoint | None,
 ) -> Iterator[MgmtServer]:
@@ -363,9 +377,13 @@ def mgmt_server(
     from ._fake import MgmtServer
     from ._teardown import check_findings
 
+    # The item from the stash rather than from pytest's ``request`` fixture: pytest makes
+    # that one anew for each fixture that asks for it, inspecting a signature each time
+    # (about 35 us of every test's setup; issue 14).
+    item = pytestconfig.stash[_ITEM]
     problem = None
     try:
-        options = options_for(request.node, request.config.stash[_BASE_OPTIONS])
+        options = options_for(item, pytestconfig.stash[_BASE_OPTIONS])
     except (TypeError, ValueError) as exc:
         # The message names the known options and the fix; a traceback through
         # dataclasses would only bury it.
@@ -374,25 +392,25 @@ def mgmt_server(
         # Outside the except block: failing inside it chained the two, and pytest
         # printed the message twice ("During handling of the above exception...").
         pytest.fail(problem, pytrace=False)
-    fake = MgmtServer(options, _mgmtauth_pool, test_id=request.node.nodeid)
-    request.node.stash[_FAKE] = fake
-    fake.use_clock_mover(_clock_mover(request.node))
-    _sweep.arm(request.node, _mgmtauth_sweep, fake)
+    fake = MgmtServer(options, _mgmtauth_pool, test_id=item.nodeid)
+    item.stash[_FAKE] = fake
+    fake.use_clock_mover(_clock_mover(item))
+    _sweep.arm(item, _mgmtauth_sweep, fake)
     try:
         yield fake
         fake.sign_ahead_for_next_test()
         fake.check()
         check_findings(
-            request.node,
+            item,
             fake,
-            call_failed=request.node.stash.get(_CALL_FAILED, False),
-            in_section=request.node.stash.get(_SECTION_SHOWN, False),
+            call_failed=item.stash.get(_CALL_FAILED, False),
+            in_section=item.stash.get(_SECTION_SHOWN, False),
         )
     finally:
         # The figures travel with the teardown report: JUnit XML properties, and the
         # terminal summary (also from xdist workers).
-        request.node.user_properties.extend(fake.summary().as_properties())
-        _sweep.disarm(request.node)
+        item.user_properties.extend(fake.summary().as_properties())
+        _sweep.disarm(item)
         fake.close()
 
 

@@ -71,6 +71,29 @@ def test_each_test_gets_fresh_state(pytester: pytest.Pytester) -> None:
     result.assert_outcomes(passed=2)
 
 
+def test_mgmt_server_belongs_to_the_test_that_asks_for_it_even_after_a_nested_run(
+    pytester: pytest.Pytester,
+) -> None:
+    # mgmt_server finds its test in the run's config (set as each test's setup starts),
+    # not in a global: a pytester run inside a test sets up tests of its own.
+    pytester.makeconftest('pytest_plugins = ["pytester"]')
+    pytester.makepyfile(
+        test_outer="""
+        from pytest_mgmtauth.plugin import _FAKE
+
+        def test_outer(pytester, request):
+            pytester.makepyfile(test_inner="def test_inner():\\n    pass\\n")
+            pytester.runpytest_inprocess("-p", "no:randomly").assert_outcomes(passed=1)
+            fake = request.getfixturevalue("mgmt_server")
+            assert request.node.stash[_FAKE] is fake
+        """
+    )
+    result = pytester.runpytest_inprocess("-p", "no:randomly", "--junitxml=out.xml")
+    result.assert_outcomes(passed=1)
+    # The fake's figures went with the outer test's report.
+    assert 'name="mgmtauth' in (pytester.path / "out.xml").read_text()
+
+
 def test_mgmt_account_is_a_ready_account_with_every_permission(
     pytester: pytest.Pytester,
 ) -> None:

@@ -123,6 +123,55 @@ def test_a_sweep_runs_skips_unreached_points_and_prints_the_matrix_and_verdict(
     assert "test_unswept" not in result.stdout.str().split("mgmtauth sweep")[-1]
 
 
+def test_tests_run_between_swept_items_get_no_fault(pytester: pytest.Pytester) -> None:
+    # The sweep's fixture is session-scoped (cached for the unswept tests) and function-
+    # scoped where the sweep parametrizes it: a point must not outlive its item. A
+    # client that never re-authenticates fails if a revoke reaches it.
+    suite = """
+    import pytest
+    from client import Client
+
+
+    def _two_calls(mgmt_server, mgmt_account, *, retry):
+        mgmt_server.route("GET", "/v2/devices").respond_with_json([1])
+        client = Client(mgmt_server, mgmt_account, retry=retry)
+        assert client.get("/v2/devices") == [1]
+        assert client.get("/v2/devices") == [1]
+
+
+    def test_a_before(mgmt_server, mgmt_account):
+        _two_calls(mgmt_server, mgmt_account, retry=False)
+
+
+    @pytest.mark.mgmtauth_sweep(faults=("revoke",), points=2)
+    def test_b_swept(mgmt_server, mgmt_account):
+        _two_calls(mgmt_server, mgmt_account, retry=True)
+
+
+    def test_c_after(mgmt_server, mgmt_account):
+        _two_calls(mgmt_server, mgmt_account, retry=False)
+
+
+    @pytest.mark.mgmtauth_sweep(faults=("revoke",), points=1)
+    def test_d_swept_again(mgmt_server, mgmt_account):
+        _two_calls(mgmt_server, mgmt_account, retry=False)
+    """
+    _suite(pytester, textwrap.dedent(suite))
+    result = pytester.runpytest_inprocess("-p", "no:randomly", "-v")
+    result.stdout.fnmatch_lines(
+        [
+            "*::test_a_before PASSED*",
+            "*::test_b_swept[[]mgmtauth-baseline[]] PASSED*",
+            "*::test_b_swept[[]mgmtauth-revoke@call1[]] PASSED*",
+            "*::test_b_swept[[]mgmtauth-revoke@call2[]] PASSED*",
+            "*::test_c_after PASSED*",
+            "*::test_d_swept_again[[]mgmtauth-baseline[]] PASSED*",
+            "*::test_d_swept_again[[]mgmtauth-revoke@call1[]] FAILED*",
+        ]
+    )
+    result.assert_outcomes(passed=6, failed=1)
+
+
 def test_a_failing_sweep_item_shows_the_fault_and_what_the_client_did_after_it(
     pytester: pytest.Pytester,
 ) -> None:
