@@ -48,7 +48,7 @@ class ServiceState:
         self._signer = signer
         self._clock = clock
         #: The username of the first account added without one, drawn (and its first
-        #: token anticipated) before this service existed (SessionPool.next_username).
+        #: token anticipated) before this service existed (SessionPool.anticipate_next_account).
         self._first_username = first_username
         self._lock = threading.RLock()
         self.started_at = clock()
