@@ -108,17 +108,29 @@ class SigningKey:
     """The PEM of the session's signing key, made once: read from ``cache``, else
     generated (under ``lock``, so that processes sharing the cache make one) and
     written there. :meth:`prepare` starts that in a background thread; :meth:`pem`
-    waits for it, or does it at once if nothing started it. Thread-safe."""
+    waits for it (and starts it if nothing did). Thread-safe.
+
+    A caller of :meth:`pem` that finds this process generating the key starts a second
+    generation beside the first and takes whichever ends first: the caller has nothing
+    to do but wait, so a core is free, and how long a 4096-bit key takes is luck (the
+    prime search: 0.1 to 1 s). The first key made is the one used and written to the
+    cache. The other generation cannot be stopped: it ends in its daemon thread, or
+    with the process, and its key is dropped."""
 
     def __init__(self, cache: KeyCache | None = None, lock: KeyLock | None = None) -> None:
         self._cache = cache
         self._lock = lock
-        self._guard = threading.Lock()
-        #: The background generation (prepare) and its result: the PEM, or the
-        #: exception it raised (re-raised where the key is needed).
+        #: Guards the fields below; notified when a generation starts and when the
+        #: outcome is known.
+        self._changed = threading.Condition()
         self._thread: threading.Thread | None = None
-        self._result: list[bytes | BaseException] = []
-        self._pem: bytes | None = None
+        self._racer: threading.Thread | None = None
+        self._generating = False
+        #: The first outcome: the PEM, or the exception that made it impossible
+        #: (re-raised where the key is needed).
+        self._outcome: bytes | BaseException | None = None
+        #: Set once the outcome is known and, if it is a key generated here, written.
+        self._kept = threading.Event()
 
     @property
     def started(self) -> bool:
@@ -127,39 +139,78 @@ class SigningKey:
 
     def prepare(self) -> None:
         """Start reading (or generating) the key in a background thread now. Does
-        nothing once started or made."""
-        with self._guard:
-            if self._pem is not None or self._thread is not None:
+        nothing once started."""
+        with self._changed:
+            if self._thread is not None:
                 return
-            self._thread = threading.Thread(
-                target=self._prepare, daemon=True, name="mgmtauth-keygen"
-            )
+            self._thread = threading.Thread(target=self._make, daemon=True, name="mgmtauth-keygen")
             self._thread.start()
 
-    def _prepare(self) -> None:
-        try:
-            self._result.append(self._read_or_make())
-        except BaseException as exc:  # re-raised where the key is needed
-            self._result.append(exc)
-
     def wait(self, timeout: float) -> None:
-        """Wait up to ``timeout`` s for a background key to be made (and kept)."""
-        thread = self._thread
-        if thread is not None:
-            thread.join(timeout)
+        """Wait up to ``timeout`` s for a background key to be made and kept."""
+        if self._thread is not None:
+            self._kept.wait(timeout)
 
     def pem(self) -> bytes:
-        with self._guard:
-            if self._pem is None:
-                if self._thread is not None:
-                    self._thread.join()
-                    result = self._result[0]
-                    if isinstance(result, BaseException):
-                        raise result
-                    self._pem = result
-                else:
-                    self._pem = self._read_or_make()
-            return self._pem
+        self.prepare()
+        with self._changed:
+            while self._outcome is None:
+                if self._generating and self._racer is None:
+                    self._racer = threading.Thread(
+                        target=self._generate, daemon=True, name="mgmtauth-keygen-race"
+                    )
+                    self._racer.start()
+                self._changed.wait()
+            outcome = self._outcome
+        self._kept.wait()  # a key generated here is in the cache once this returns
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
+
+    def _settle(self, outcome: bytes | BaseException) -> bool:
+        """Record ``outcome`` if it is the first; say whether it was."""
+        with self._changed:
+            if self._outcome is not None:
+                return False
+            self._outcome = outcome
+            self._changed.notify_all()
+            return True
+
+    def _make(self) -> None:
+        try:
+            cached = self._cached()
+            if cached is None:
+                with self._lock() if self._lock is not None else contextlib.nullcontext():
+                    # Another process (xdist worker) holding the lock may have made it.
+                    cached = self._cached()
+                    if cached is None:
+                        with self._changed:
+                            self._generating = True
+                            self._changed.notify_all()
+                        self._generate()
+                        return
+            self._settle(cached)
+            self._kept.set()
+        except BaseException as exc:  # re-raised where the key is needed
+            if self._settle(exc):
+                self._kept.set()
+
+    def _generate(self) -> None:
+        """Generate a key; the first made (of this and a racing one) is kept. A racing
+        generation that fails changes nothing: the first one's outcome stands."""
+        racing = threading.current_thread() is self._racer
+        try:
+            pem = generate_private_key_pem()
+        except BaseException:
+            if racing:
+                return
+            raise
+        if self._settle(pem):
+            try:
+                if self._cache is not None:
+                    self._cache[1](pem)
+            finally:
+                self._kept.set()
 
     def _cached(self) -> bytes | None:
         if self._cache is None:
@@ -176,17 +227,3 @@ class SigningKey:
             # atomic): make a new key instead.
             return None
         return cached
-
-    def _read_or_make(self) -> bytes:
-        cached = self._cached()
-        if cached:
-            return cached
-        with self._lock() if self._lock is not None else contextlib.nullcontext():
-            # Another process (xdist worker) holding the lock may have made it meanwhile.
-            cached = self._cached()
-            if cached:
-                return cached
-            pem = generate_private_key_pem()
-            if self._cache is not None:
-                self._cache[1](pem)
-        return pem

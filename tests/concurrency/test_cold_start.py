@@ -5,6 +5,7 @@ collection meets a module that names the fixtures: tests/plugin/test_early_key.p
 from __future__ import annotations
 
 import threading
+import time
 from typing import TYPE_CHECKING
 
 import pytest
@@ -15,6 +16,7 @@ from pytest_mgmtauth._pool import SessionPool, file_lock
 from pytest_mgmtauth.plugin import _KEY_CACHE_DIR, _KEY_CACHE_FILE
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from pathlib import Path
 
 #: One small key for all tests here (the size is beside the point).
@@ -50,6 +52,7 @@ def test_prepare_signing_key_generates_in_a_background_thread(generations: list[
     pool = SessionPool()
     pool.prepare_signing_key()
     pool.prepare_signing_key()  # started once
+    pool.signing_key.wait(10)  # made before it is asked for: no second generation races it
     signer = pool.signer
     token, claims = signer.issue("someone@example.com", 1_800_000_000, 60)
     assert signer.verify(token) == claims
@@ -83,8 +86,121 @@ def test_pools_sharing_a_locked_cache_generate_one_key(
         pool.prepare_signing_key()
     for pool in pools:
         assert pool.signer is not None
-    assert len(generations) == 1
+    # One pool generated under the lock (its own caller may have raced it: see below).
+    assert generations.count("mgmtauth-keygen") == 1
     assert key.read_bytes() == _PEM
+
+
+_OTHER_PEM = generate_private_key_pem(2048)
+
+
+@pytest.fixture
+def first_generation_held(monkeypatch: pytest.MonkeyPatch) -> Iterator[HeldGeneration]:
+    """Key generation made cheap: the background thread's generation (mgmtauth-keygen)
+    makes _PEM but is held until the test releases it; any other (the race) makes
+    _OTHER_PEM at once, or raises if the test says so."""
+    held = HeldGeneration()
+
+    def generate() -> bytes:
+        name = threading.current_thread().name
+        held.generations.append(name)
+        if name == "mgmtauth-keygen":
+            held.entered.set()
+            assert held.release.wait(10), "the test never released the first generation"
+            return _PEM
+        if held.race_error is not None:
+            raise held.race_error
+        return _OTHER_PEM
+
+    monkeypatch.setattr(_keystore, "generate_private_key_pem", generate)
+    yield held
+    held.release.set()  # never leave a thread waiting
+
+
+class HeldGeneration:
+    def __init__(self) -> None:
+        self.generations: list[str] = []
+        self.entered = threading.Event()
+        self.release = threading.Event()
+        self.race_error: BaseException | None = None
+
+
+def _public_n(pem: bytes) -> int:
+    from pytest_mgmtauth._domain._tokens import load_private_key
+
+    return load_private_key(pem).public_key().public_numbers().n
+
+
+def test_a_caller_waiting_for_a_key_being_generated_races_a_second_generation(
+    tmp_path: Path, first_generation_held: HeldGeneration
+) -> None:
+    key = tmp_path / "signing-key.pem"
+    pool = SessionPool(_file_cache(key))
+    pool.prepare_signing_key()
+    assert first_generation_held.entered.wait(10)
+    # The first generation is still going: the caller starts a second one and takes
+    # whichever ends first, here the second. It is the key used and the key cached.
+    signer = pool.signer
+    assert signer._public_key.public_numbers().n == _public_n(_OTHER_PEM)
+    assert key.read_bytes() == _OTHER_PEM
+    assert first_generation_held.generations == ["mgmtauth-keygen", "mgmtauth-keygen-race"]
+    # The first generation ends later: its key is dropped, the cache keeps the winner.
+    first_generation_held.release.set()
+    thread = pool.signing_key._thread
+    assert thread is not None
+    thread.join(10)
+    assert not thread.is_alive()
+    assert key.read_bytes() == _OTHER_PEM
+    assert pool.signing_key.pem() == _OTHER_PEM
+
+
+def test_a_racing_generation_that_fails_leaves_the_first_one_standing(
+    tmp_path: Path, first_generation_held: HeldGeneration
+) -> None:
+    key = tmp_path / "signing-key.pem"
+    first_generation_held.race_error = RuntimeError("the race broke")
+    pool = SessionPool(_file_cache(key))
+    pool.prepare_signing_key()
+    assert first_generation_held.entered.wait(10)
+    signers = []
+    waiter = threading.Thread(target=lambda: signers.append(pool.signer))
+    waiter.start()
+    # The race has failed once it is recorded and the waiter still waits.
+    deadline = time.monotonic() + 10
+    while len(first_generation_held.generations) < 2 and time.monotonic() < deadline:
+        time.sleep(0.001)
+    racer = pool.signing_key._racer
+    assert racer is not None
+    racer.join(10)
+    assert not racer.is_alive()
+    assert not signers  # still waiting for the first generation
+    first_generation_held.release.set()
+    waiter.join(10)
+    assert len(signers) == 1
+    assert signers[0]._public_key.public_numbers().n == _public_n(_PEM)
+    assert key.read_bytes() == _PEM
+
+
+def test_a_caller_waiting_for_another_process_s_key_does_not_race(
+    tmp_path: Path, first_generation_held: HeldGeneration
+) -> None:
+    # Waiting for the lock is not generating: the xdist worker that holds it generates,
+    # and the others read its key (racing would make each worker its own).
+    key = tmp_path / "signing-key.pem"
+    lock_path = tmp_path / "key.lock"
+    pool = SessionPool(_file_cache(key), key_lock=lambda: file_lock(lock_path))
+    signers = []
+    with file_lock(lock_path):  # another process generating
+        pool.prepare_signing_key()
+        waiter = threading.Thread(target=lambda: signers.append(pool.signer))
+        waiter.start()
+        waiter.join(0.2)  # waiting
+        assert not signers
+        _keystore.write_private_file(key, _OTHER_PEM)
+    waiter.join(10)
+    assert len(signers) == 1
+    assert signers[0]._public_key.public_numbers().n == _public_n(_OTHER_PEM)
+    assert first_generation_held.generations == []
 
 
 _CONFTEST = """
