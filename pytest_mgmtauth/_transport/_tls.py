@@ -31,9 +31,10 @@ class TestCA:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         self._cert.configure_cert(context)
         # No TLS 1.3 session tickets (and none in TLS 1.2): Python clients never resume
-        # sessions across connections, and every request is a new connection (Werkzeug
-        # answers Connection: close). Two tickets per handshake cost ~0.7 ms of a ~2 ms
-        # handshake (benchmarks/bench_transport.py).
+        # a session on their next connection, so a ticket is work nobody uses. Each new
+        # connection pays for them (every request with keep_alive=False, a client that
+        # does not pool): two tickets cost ~0.7 ms of a ~2 ms handshake
+        # (benchmarks/bench_transport.py).
         context.num_tickets = 0
         context.options |= ssl.OP_NO_TICKET
         return context
