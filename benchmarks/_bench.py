@@ -32,10 +32,14 @@ class Figure:
     #: "ratio": value/baseline <= target; "max": value <= target; "delta": value-baseline.
     kind: str = "ratio"
     note: str = ""
+    #: The measured ratio when it is not value/baseline (a median of paired ratios).
+    ratio: float | None = None
 
     @property
     def measured(self) -> float:
         if self.kind == "ratio":
+            if self.ratio is not None:
+                return self.ratio
             assert self.baseline
             return self.value / self.baseline
         if self.kind == "delta":

@@ -21,8 +21,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from _bench import Figure, median, print_figures, run_pytest
-from bench_suites import PYTEST_INI, _ratio_note, _rows, _runs, _suite
+from _bench import Figure, print_figures, run_pytest
+from bench_suites import PYTEST_INI, _rows, _runs, _suite, suite_figure
 
 HEADER = """
 import pytest
@@ -99,14 +99,7 @@ def bench_sweep(root: Path, tests: int, rounds: int) -> Figure:
             raise RuntimeError(f"{directory.name}: expected {tests * 10} passed:\n{out[-2000:]}")
     xs, ys = _runs((swept, ()), (by_hand, ()), rounds)
     print(_rows(f"{tests * 10} items: swept vs the same faults scripted by hand", xs, ys))
-    return Figure(
-        "sweep item vs the same fault by hand (CPU)",
-        median([r.cpu for r in xs]),
-        median([r.cpu for r in ys]),
-        "s",
-        1.1,
-        note=_ratio_note(xs, ys, "median CPU times"),
-    )
+    return suite_figure("sweep item vs the same fault by hand (CPU)", xs, ys, "cpu", 1.1)
 
 
 def main(quick: bool = False, tests: int | None = None, rounds: int | None = None) -> list[Figure]:
