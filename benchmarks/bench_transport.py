@@ -4,9 +4,10 @@ A script, not a test: timings never decide whether a test passes. It measures, s
 side in one run, with the two schemes alternating in every round (ABBA order) so that
 machine noise hits both alike, and reports medians:
 
-* the round trip of a protected API call (``GET`` with a bearer token: a new TCP
-  connection, and for HTTPS a TLS handshake, per request, as Werkzeug closes every
-  connection) with http.client, requests and httpx; target: HTTPS within 2.5x of HTTP;
+* the round trip of a protected API call (``GET`` with a bearer token) with
+  http.client, requests and httpx; target: HTTPS within 2.5x of HTTP. The http.client
+  call opens a new connection each time, so its HTTPS side pays a TLS handshake per
+  request; requests and httpx reuse their pooled connection (keep-alive);
 * the same over HTTPS with TLS session tickets switched back on, the server's setting
   before it was tuned: the diagnostic row that shows where the time went;
 * eight clients calling a route whose handler takes 100 ms, all at once; target: all
