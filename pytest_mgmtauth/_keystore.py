@@ -115,7 +115,11 @@ class SigningKey:
     to do but wait, so a core is free, and how long a 4096-bit key takes is luck (the
     prime search: 0.1 to 1 s). The first key made is the one used and written to the
     cache. The other generation cannot be stopped: it ends in its daemon thread, or
-    with the process, and its key is dropped."""
+    with the process, and its key is dropped.
+
+    Each generation runs in a thread of its own, and the thread that took the lock
+    holds it until a key is in the cache, not until the first generation ends: another
+    process waiting for the lock (an xdist worker) reads the key the race won at once."""
 
     def __init__(self, cache: KeyCache | None = None, lock: KeyLock | None = None) -> None:
         self._cache = cache
@@ -124,6 +128,7 @@ class SigningKey:
         #: outcome is known.
         self._changed = threading.Condition()
         self._thread: threading.Thread | None = None
+        self._first: threading.Thread | None = None
         self._racer: threading.Thread | None = None
         self._generating = False
         #: The first outcome: the PEM, or the exception that made it impossible
@@ -146,10 +151,10 @@ class SigningKey:
             self._thread = threading.Thread(target=self._make, daemon=True, name="mgmtauth-keygen")
             self._thread.start()
 
-    def wait(self, timeout: float) -> None:
-        """Wait up to ``timeout`` s for a background key to be made and kept."""
-        if self._thread is not None:
-            self._kept.wait(timeout)
+    def wait(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` s for a background key to be made and kept; say
+        whether it was (False also when nothing was started)."""
+        return self._thread is not None and self._kept.wait(timeout)
 
     def pem(self) -> bytes:
         self.prepare()
@@ -185,9 +190,15 @@ class SigningKey:
                     cached = self._cached()
                     if cached is None:
                         with self._changed:
+                            self._first = threading.Thread(
+                                target=self._generate, daemon=True, name="mgmtauth-keygen-first"
+                            )
+                            self._first.start()
                             self._generating = True
                             self._changed.notify_all()
-                        self._generate()
+                        # The lock is held until a key is in the cache, whichever
+                        # generation made it (see the class's docstring).
+                        self._kept.wait()
                         return
             self._settle(cached)
             self._kept.set()
@@ -196,15 +207,15 @@ class SigningKey:
                 self._kept.set()
 
     def _generate(self) -> None:
-        """Generate a key; the first made (of this and a racing one) is kept. A racing
-        generation that fails changes nothing: the first one's outcome stands."""
-        racing = threading.current_thread() is self._racer
+        """Generate a key; the first made (of the first and a racing generation) is
+        kept. The first generation's failure is the outcome unless a key came before;
+        a racing generation that fails changes nothing."""
         try:
             pem = generate_private_key_pem()
-        except BaseException:
-            if racing:
-                return
-            raise
+        except BaseException as exc:
+            if threading.current_thread() is not self._racer and self._settle(exc):
+                self._kept.set()
+            return
         if self._settle(pem):
             try:
                 if self._cache is not None:

@@ -56,7 +56,7 @@ def test_prepare_signing_key_generates_in_a_background_thread(generations: list[
     signer = pool.signer
     token, claims = signer.issue("someone@example.com", 1_800_000_000, 60)
     assert signer.verify(token) == claims
-    assert generations == ["mgmtauth-keygen"]
+    assert generations == ["mgmtauth-keygen-first"]
 
 
 def test_an_error_while_preparing_is_raised_where_the_key_is_needed(
@@ -87,7 +87,7 @@ def test_pools_sharing_a_locked_cache_generate_one_key(
     for pool in pools:
         assert pool.signer is not None
     # One pool generated under the lock (its own caller may have raced it: see below).
-    assert generations.count("mgmtauth-keygen") == 1
+    assert generations.count("mgmtauth-keygen-first") == 1
     assert key.read_bytes() == _PEM
 
 
@@ -96,7 +96,7 @@ _OTHER_PEM = generate_private_key_pem(2048)
 
 @pytest.fixture
 def first_generation_held(monkeypatch: pytest.MonkeyPatch) -> Iterator[HeldGeneration]:
-    """Key generation made cheap: the background thread's generation (mgmtauth-keygen)
+    """Key generation made cheap: the first generation (mgmtauth-keygen-first)
     makes _PEM but is held until the test releases it; any other (the race) makes
     _OTHER_PEM at once, or raises if the test says so."""
     held = HeldGeneration()
@@ -104,7 +104,7 @@ def first_generation_held(monkeypatch: pytest.MonkeyPatch) -> Iterator[HeldGener
     def generate() -> bytes:
         name = threading.current_thread().name
         held.generations.append(name)
-        if name == "mgmtauth-keygen":
+        if name == "mgmtauth-keygen-first":
             held.entered.set()
             assert held.release.wait(10), "the test never released the first generation"
             return _PEM
@@ -143,10 +143,13 @@ def test_a_caller_waiting_for_a_key_being_generated_races_a_second_generation(
     signer = pool.signer
     assert signer._public_key.public_numbers().n == _public_n(_OTHER_PEM)
     assert key.read_bytes() == _OTHER_PEM
-    assert first_generation_held.generations == ["mgmtauth-keygen", "mgmtauth-keygen-race"]
+    assert first_generation_held.generations == [
+        "mgmtauth-keygen-first",
+        "mgmtauth-keygen-race",
+    ]
     # The first generation ends later: its key is dropped, the cache keeps the winner.
     first_generation_held.release.set()
-    thread = pool.signing_key._thread
+    thread = pool.signing_key._first
     assert thread is not None
     thread.join(10)
     assert not thread.is_alive()
@@ -179,6 +182,29 @@ def test_a_racing_generation_that_fails_leaves_the_first_one_standing(
     assert len(signers) == 1
     assert signers[0]._public_key.public_numbers().n == _public_n(_PEM)
     assert key.read_bytes() == _PEM
+
+
+def test_the_lock_is_released_once_a_key_is_cached_not_when_the_first_generation_ends(
+    tmp_path: Path, first_generation_held: HeldGeneration
+) -> None:
+    # As two xdist workers on a cold cache: the one holding the lock races its first
+    # generation and wins; the other, waiting for the lock, reads that key at once
+    # instead of waiting for the first generation (still running here) to end.
+    key = tmp_path / "signing-key.pem"
+    lock_path = tmp_path / "key.lock"
+    generating = SessionPool(_file_cache(key), key_lock=lambda: file_lock(lock_path))
+    generating.prepare_signing_key()
+    assert first_generation_held.entered.wait(10)
+    waiting = SessionPool(_file_cache(key), key_lock=lambda: file_lock(lock_path))
+    waiting.prepare_signing_key()
+    assert not waiting.signing_key.wait(0.2)  # no key cached yet: it waits for the lock
+    assert generating.signing_key.pem() == _OTHER_PEM  # the race won
+    assert waiting.signing_key.wait(5), "the second pool still waits for the lock"
+    assert waiting.signing_key.pem() == _OTHER_PEM
+    first = generating.signing_key._first
+    assert first is not None
+    assert first.is_alive()  # the first generation still runs
+    assert first_generation_held.generations == ["mgmtauth-keygen-first", "mgmtauth-keygen-race"]
 
 
 def test_a_caller_waiting_for_another_process_s_key_does_not_race(
