@@ -257,10 +257,11 @@ def suite_figure(
 
     Each round runs both suites back to back, so a round's ratio compares runs that met
     the same machine. A ratio of the two sides' medians does not: on this machine the
-    same suite's run swings between two speeds (the filesystem: 0.49 to 0.97 s for the
-    200 tmp_path tests, nothing else changed), and when about half the runs are slow the
-    median of either side lands in either mode: 1.22x one morning, 1.04x an hour later,
-    for the same code. The note gives the ratio of medians too."""
+    same suite's run swings between two speeds (0.49 to 0.97 s for the 200 tmp_path
+    tests, about half of it system time, nothing else changed), and when about half the
+    runs are slow the median of either side lands in either mode: the zero-cost figure
+    read 1.22x, 1.13x, 1.04x and 0.94x as a ratio of medians on one day, for the same
+    code. The note gives the ratio of medians too."""
 
     def of(run: Run) -> float:
         return run.wall if measure == "wall" else run.cpu
