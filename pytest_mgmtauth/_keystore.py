@@ -148,8 +148,12 @@ class SigningKey:
         with self._changed:
             if self._thread is not None:
                 return
-            self._thread = threading.Thread(target=self._make, daemon=True, name="mgmtauth-keygen")
-            self._thread.start()
+            thread = threading.Thread(target=self._make, daemon=True, name="mgmtauth-keygen")
+            try:
+                thread.start()
+            except RuntimeError:  # no thread to be had: pem() makes the key in its caller
+                return
+            self._thread = thread
 
     def wait(self, timeout: float) -> bool:
         """Wait up to ``timeout`` s for a background key to be made and kept; say
@@ -158,13 +162,17 @@ class SigningKey:
 
     def pem(self) -> bytes:
         self.prepare()
+        if self._thread is None:  # no background thread could start
+            self._make()
         with self._changed:
             while self._outcome is None:
                 if self._generating and self._racer is None:
+                    # Named before it starts: _generate tells the racer by identity.
                     self._racer = threading.Thread(
                         target=self._generate, daemon=True, name="mgmtauth-keygen-race"
                     )
-                    self._racer.start()
+                    with contextlib.suppress(RuntimeError):  # no thread to be had: no race
+                        self._racer.start()
                 self._changed.wait()
             outcome = self._outcome
         self._kept.wait()  # a key generated here is in the cache once this returns
@@ -190,12 +198,20 @@ class SigningKey:
                     cached = self._cached()
                     if cached is None:
                         with self._changed:
-                            self._first = threading.Thread(
+                            thread = threading.Thread(
                                 target=self._generate, daemon=True, name="mgmtauth-keygen-first"
                             )
-                            self._first.start()
+                            try:
+                                thread.start()
+                            except RuntimeError:  # no thread to be had: generate here
+                                first = None
+                            else:
+                                first = thread
+                            self._first = first
                             self._generating = True
                             self._changed.notify_all()
+                        if first is None:
+                            self._generate()
                         # The lock is held until a key is in the cache, whichever
                         # generation made it (see the class's docstring).
                         self._kept.wait()

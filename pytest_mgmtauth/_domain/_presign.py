@@ -103,13 +103,20 @@ class Presigner(Generic[T]):
                 oldest = next(iter(self._pending))
                 self._pending.pop(oldest)[0].cancel()
                 self._missed()
+            if self._thread is None:
+                thread = threading.Thread(target=self._work, name=self._name, daemon=True)
+                try:
+                    thread.start()
+                except RuntimeError:
+                    # No thread to be had (the process is at its limit): nothing is made
+                    # ahead, take() answers None and the caller signs; a later call tries
+                    # again. (Kept unstarted, the thread left every take() waiting.)
+                    return
+                self._thread = thread
             future: Future[T] = Future()
             ticket = self._tickets
             self._tickets += 1
             self._pending[key] = (future, ticket)
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._work, name=self._name, daemon=True)
-                self._thread.start()
             next_up = ticket == self._dequeued and not self._working
             started = threading.Event()
             self._jobs.put((future, make, ticket, started))

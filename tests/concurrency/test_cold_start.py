@@ -229,6 +229,73 @@ def test_a_caller_waiting_for_another_process_s_key_does_not_race(
     assert first_generation_held.generations == []
 
 
+@pytest.fixture
+def refused_threads(monkeypatch: pytest.MonkeyPatch) -> set[str]:
+    """Thread names whose start raises as at the process's thread limit."""
+    refused: set[str] = set()
+    start = threading.Thread.start
+
+    def start_unless_refused(thread: threading.Thread) -> None:
+        if thread.name in refused:
+            raise RuntimeError("can't start new thread")
+        start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", start_unless_refused)
+    return refused
+
+
+@pytest.mark.parametrize(
+    ("refused", "generated_in"),
+    [
+        pytest.param({"mgmtauth-keygen"}, "mgmtauth-keygen-first", id="no-background-thread"),
+        pytest.param(
+            {"mgmtauth-keygen", "mgmtauth-keygen-first", "mgmtauth-keygen-race"},
+            "MainThread",
+            id="no-thread-at-all",
+        ),
+    ],
+)
+def test_no_thread_to_be_had_makes_the_key_where_it_is_needed(
+    tmp_path: Path,
+    generations: list[str],
+    refused_threads: set[str],
+    refused: set[str],
+    generated_in: str,
+) -> None:
+    # At the process's thread limit, starting the key at collection must not fail the
+    # run, and the test that needs the key gets it, made in its own thread if need be.
+    refused_threads.update(refused)
+    key = tmp_path / "signing-key.pem"
+    pool = SessionPool(_file_cache(key), key_lock=lambda: file_lock(tmp_path / "key.lock"))
+    pool.prepare_signing_key()
+    assert not pool.signing_key.started
+    signer = pool.signer
+    token, claims = signer.issue("someone@example.com", 1_800_000_000, 60)
+    assert signer.verify(token) == claims
+    assert generations == [generated_in]
+    assert key.read_bytes() == _PEM
+
+
+def test_no_thread_for_the_race_leaves_the_first_generation_to_finish(
+    tmp_path: Path, first_generation_held: HeldGeneration, refused_threads: set[str]
+) -> None:
+    refused_threads.add("mgmtauth-keygen-race")
+    key = tmp_path / "signing-key.pem"
+    pool = SessionPool(_file_cache(key))
+    pool.prepare_signing_key()
+    assert first_generation_held.entered.wait(10)
+    signers = []
+    waiter = threading.Thread(target=lambda: signers.append(pool.signer))
+    waiter.start()
+    waiter.join(0.2)
+    assert not signers  # waiting for the first generation: no race could start
+    first_generation_held.release.set()
+    waiter.join(10)
+    assert len(signers) == 1
+    assert signers[0]._public_key.public_numbers().n == _public_n(_PEM)
+    assert first_generation_held.generations == ["mgmtauth-keygen-first"]
+
+
 _CONFTEST = """
 def pytest_collection_finish(session):
     from pytest_mgmtauth.plugin import _KEY

@@ -131,6 +131,39 @@ def _anticipate(presigner: Presigner[int], key: int) -> threading.Event:
     return ran
 
 
+def _take_within(presigner: Presigner[str], key: str, seconds: float) -> list[str | None]:
+    """take(key) in a thread, so that a take that would wait forever fails the test."""
+    taken: list[str | None] = []
+    thread = threading.Thread(target=lambda: taken.append(presigner.take(key)), daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"take({key!r}) still waits after {seconds} s"
+    return taken
+
+
+def test_no_thread_to_be_had_leaves_the_work_to_the_caller(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A process at its thread limit: Thread.start raises. Nothing is anticipated (the
+    # caller signs), and a later anticipation, once a thread can start, works.
+    start = threading.Thread.start
+    refusing = True
+
+    def start_unless_refused(thread: threading.Thread) -> None:
+        if refusing and thread.name == "mgmtauth-presign":
+            raise RuntimeError("can't start new thread")
+        start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", start_unless_refused)
+    presigner: Presigner[str] = Presigner()
+    presigner.anticipate("k", lambda: "made")
+    assert not presigner.is_pending("k")
+    assert _take_within(presigner, "k", 5) == [None]
+    refusing = False
+    presigner.anticipate("k2", lambda: "made")
+    assert _take_within(presigner, "k2", 5) == ["made"]
+
+
 def test_the_oldest_unused_result_is_dropped_as_a_miss() -> None:
     presigner: Presigner[int] = Presigner()
     for key in range(MAX_PENDING + 1):
