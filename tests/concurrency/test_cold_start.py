@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
 
+    from pytest_mgmtauth._domain._tokens import TokenSigner
+
 #: One small key for all tests here (the size is beside the point).
 _PEM = generate_private_key_pem(2048)
 
@@ -46,6 +48,14 @@ def _file_cache(path: Path) -> _keystore.KeyCache:
             return None
 
     return read, lambda pem: _keystore.write_private_file(path, pem)
+
+
+def _locked_pool(directory: Path) -> SessionPool:
+    """A pool keeping its key in ``directory``, under the lock file there that xdist
+    workers share (flock locks per open file: pools in one process contend as
+    processes do)."""
+    key, lock = directory / "signing-key.pem", directory / "key.lock"
+    return SessionPool(_file_cache(key), key_lock=lambda: file_lock(lock))
 
 
 def test_prepare_signing_key_generates_in_a_background_thread(generations: list[str]) -> None:
@@ -76,12 +86,9 @@ def test_pools_sharing_a_locked_cache_generate_one_key(
     tmp_path: Path, generations: list[str]
 ) -> None:
     # As xdist workers on a cold cache: the first generates under the lock, the others
-    # wait and read its key. flock locks per open file, so threads contend as processes.
+    # wait and read its key.
     key = tmp_path / "signing-key.pem"
-    pools = [
-        SessionPool(_file_cache(key), key_lock=lambda: file_lock(tmp_path / "key.lock"))
-        for _ in range(4)
-    ]
+    pools = [_locked_pool(tmp_path) for _ in range(4)]
     for pool in pools:
         pool.prepare_signing_key()
     for pool in pools:
@@ -125,6 +132,15 @@ class HeldGeneration:
         self.race_error: BaseException | None = None
 
 
+def _ask_for_signer(pool: SessionPool) -> tuple[list[TokenSigner], threading.Thread]:
+    """Ask for the pool's signer in a thread of its own, which waits for the key: the
+    list gets the signer once the thread has it."""
+    signers: list[TokenSigner] = []
+    waiter = threading.Thread(target=lambda: signers.append(pool.signer))
+    waiter.start()
+    return signers, waiter
+
+
 def _public_n(pem: bytes) -> int:
     from pytest_mgmtauth._domain._tokens import load_private_key
 
@@ -165,9 +181,7 @@ def test_a_racing_generation_that_fails_leaves_the_first_one_standing(
     pool = SessionPool(_file_cache(key))
     pool.prepare_signing_key()
     assert first_generation_held.entered.wait(10)
-    signers = []
-    waiter = threading.Thread(target=lambda: signers.append(pool.signer))
-    waiter.start()
+    signers, waiter = _ask_for_signer(pool)
     # The race has failed once it is recorded and the waiter still waits.
     deadline = time.monotonic() + 10
     while len(first_generation_held.generations) < 2 and time.monotonic() < deadline:
@@ -190,12 +204,10 @@ def test_the_lock_is_released_once_a_key_is_cached_not_when_the_first_generation
     # As two xdist workers on a cold cache: the one holding the lock races its first
     # generation and wins; the other, waiting for the lock, reads that key at once
     # instead of waiting for the first generation (still running here) to end.
-    key = tmp_path / "signing-key.pem"
-    lock_path = tmp_path / "key.lock"
-    generating = SessionPool(_file_cache(key), key_lock=lambda: file_lock(lock_path))
+    generating = _locked_pool(tmp_path)
     generating.prepare_signing_key()
     assert first_generation_held.entered.wait(10)
-    waiting = SessionPool(_file_cache(key), key_lock=lambda: file_lock(lock_path))
+    waiting = _locked_pool(tmp_path)
     waiting.prepare_signing_key()
     assert not waiting.signing_key.wait(0.2)  # no key cached yet: it waits for the lock
     assert generating.signing_key.pem() == _OTHER_PEM  # the race won
@@ -213,13 +225,10 @@ def test_a_caller_waiting_for_another_process_s_key_does_not_race(
     # Waiting for the lock is not generating: the xdist worker that holds it generates,
     # and the others read its key (racing would make each worker its own).
     key = tmp_path / "signing-key.pem"
-    lock_path = tmp_path / "key.lock"
-    pool = SessionPool(_file_cache(key), key_lock=lambda: file_lock(lock_path))
-    signers = []
-    with file_lock(lock_path):  # another process generating
+    pool = _locked_pool(tmp_path)
+    with file_lock(tmp_path / "key.lock"):  # another process generating
         pool.prepare_signing_key()
-        waiter = threading.Thread(target=lambda: signers.append(pool.signer))
-        waiter.start()
+        signers, waiter = _ask_for_signer(pool)
         waiter.join(0.2)  # waiting
         assert not signers
         _keystore.write_private_file(key, _OTHER_PEM)
@@ -265,15 +274,14 @@ def test_no_thread_to_be_had_makes_the_key_where_it_is_needed(
     # At the process's thread limit, starting the key at collection must not fail the
     # run, and the test that needs the key gets it, made in its own thread if need be.
     refused_threads.update(refused)
-    key = tmp_path / "signing-key.pem"
-    pool = SessionPool(_file_cache(key), key_lock=lambda: file_lock(tmp_path / "key.lock"))
+    pool = _locked_pool(tmp_path)
     pool.prepare_signing_key()
     assert not pool.signing_key.started
     signer = pool.signer
     token, claims = signer.issue("someone@example.com", 1_800_000_000, 60)
     assert signer.verify(token) == claims
     assert generations == [generated_in]
-    assert key.read_bytes() == _PEM
+    assert (tmp_path / "signing-key.pem").read_bytes() == _PEM
 
 
 def test_no_thread_for_the_race_leaves_the_first_generation_to_finish(
@@ -284,9 +292,7 @@ def test_no_thread_for_the_race_leaves_the_first_generation_to_finish(
     pool = SessionPool(_file_cache(key))
     pool.prepare_signing_key()
     assert first_generation_held.entered.wait(10)
-    signers = []
-    waiter = threading.Thread(target=lambda: signers.append(pool.signer))
-    waiter.start()
+    signers, waiter = _ask_for_signer(pool)
     waiter.join(0.2)
     assert not signers  # waiting for the first generation: no race could start
     first_generation_held.release.set()
