@@ -62,7 +62,7 @@ def test_prepare_signing_key_generates_in_a_background_thread(generations: list[
     pool = SessionPool()
     pool.prepare_signing_key()
     pool.prepare_signing_key()  # started once
-    pool.signing_key.wait(10)  # made before it is asked for: no second generation races it
+    assert pool.signing_key.wait(10)  # made before it is asked for: no second generation races it
     signer = pool.signer
     token, claims = signer.issue("someone@example.com", 1_800_000_000, 60)
     assert signer.verify(token) == claims
