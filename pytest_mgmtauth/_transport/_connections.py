@@ -188,7 +188,22 @@ class _Server(ThreadedWSGIServer):
             daemon=True,
             name="mgmtauth-connection",
         )
-        thread.start()
+        try:
+            thread.start()
+        except RuntimeError as exc:
+            # No thread to serve it (the process is at its thread limit): the client sees
+            # its connection closed (_accept_one), and the test is told why at its end
+            # rather than left with an unexplained reset.
+            if binding is not None:
+                binding.add_error(
+                    RuntimeError(
+                        f"pytest-mgmtauth could not start a thread to serve a connection "
+                        f"({exc}), so it closed the connection unanswered: the process is "
+                        "at its limit of threads"
+                    ),
+                    "pytest-mgmtauth itself",
+                )
+            raise
 
     def _worker(self, first: list[tuple[Any, Any, Binding | None]]) -> None:
         """Serve a connection, then wait a while for the next one to serve: handing a

@@ -10,8 +10,12 @@ import time
 from collections.abc import Callable, Iterator
 
 import pytest
+import requests
 from wire_support import PROBE, one_request
 
+from pytest_mgmtauth._domain._options import Options
+from pytest_mgmtauth._fake import MgmtServer
+from pytest_mgmtauth._pool import SessionPool
 from pytest_mgmtauth._transport import _connections
 from pytest_mgmtauth._transport._connections import _Server
 from pytest_mgmtauth._transport._server import FakeHTTPServer
@@ -113,3 +117,34 @@ def test_a_waiting_thread_keeps_no_tests_state_alive(request: pytest.FixtureRequ
     gc.collect()
     assert service() is None
     assert binding() is None
+
+
+def test_a_connection_no_thread_can_serve_is_closed_and_the_test_told_why(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # At the process's thread limit: the client sees its connection closed, the test
+    # gets the reason at its end (fake.check()), and the server goes on accepting.
+    refusing = True
+    start = threading.Thread.start
+
+    def start_unless_refused(thread: threading.Thread) -> None:
+        if refusing and thread.name == "mgmtauth-connection":
+            raise RuntimeError("can't start new thread")
+        start(thread)
+
+    pool = SessionPool()  # a server of its own, without waiting connection threads
+    try:
+        fake = MgmtServer(Options(), pool)
+        fake.route("GET", "/api/ping").respond_with_json({"ok": True})
+        monkeypatch.setattr(threading.Thread, "start", start_unless_refused)
+        with pytest.raises(requests.ConnectionError):
+            requests.get(f"{fake.url}/api/ping", timeout=10)
+        with pytest.raises(RuntimeError, match="could not start a thread to serve a connection"):
+            fake.check()
+        refusing = False
+        answer = requests.get(f"{fake.url}/api/ping", timeout=10)
+        assert answer.status_code == 401  # served: no token was sent
+        fake.check()  # nothing more
+        fake.close()
+    finally:
+        pool.close()
