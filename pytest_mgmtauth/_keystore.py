@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
+from ._domain._threads import start
 from ._domain._tokens import generate_private_key_pem, load_private_key
 
 if TYPE_CHECKING:
@@ -149,11 +150,8 @@ class SigningKey:
             if self._thread is not None:
                 return
             thread = threading.Thread(target=self._make, daemon=True, name="mgmtauth-keygen")
-            try:
-                thread.start()
-            except RuntimeError:  # no thread to be had: pem() makes the key in its caller
-                return
-            self._thread = thread
+            if start(thread):  # else pem() makes the key in its caller
+                self._thread = thread
 
     def wait(self, timeout: float) -> bool:
         """Wait up to ``timeout`` s for a background key to be made and kept; say
@@ -171,8 +169,7 @@ class SigningKey:
                     self._racer = threading.Thread(
                         target=self._generate, daemon=True, name="mgmtauth-keygen-race"
                     )
-                    with contextlib.suppress(RuntimeError):  # no thread to be had: no race
-                        self._racer.start()
+                    start(self._racer)  # if no thread can be had: no race
                 self._changed.wait()
             outcome = self._outcome
         self._kept.wait()  # a key generated here is in the cache once this returns
@@ -198,19 +195,14 @@ class SigningKey:
                     cached = self._cached()
                     if cached is None:
                         with self._changed:
-                            thread = threading.Thread(
+                            first = threading.Thread(
                                 target=self._generate, daemon=True, name="mgmtauth-keygen-first"
                             )
-                            try:
-                                thread.start()
-                            except RuntimeError:  # no thread to be had: generate here
-                                first = None
-                            else:
-                                first = thread
+                            started = start(first)
                             self._first = first
                             self._generating = True
                             self._changed.notify_all()
-                        if first is None:
+                        if not started:  # no thread to be had: generate here
                             self._generate()
                         # The lock is held until a key is in the cache, whichever
                         # generation made it (see the class's docstring).

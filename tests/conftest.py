@@ -9,6 +9,7 @@ plugin uses, so the wire tests, the pytester runs and a rerun all share one key.
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -121,6 +122,25 @@ def mgmt_pytester(
     cache holds the session's signing key, and its heavy imports are done once."""
     seed_key(pytester)
     return pytester
+
+
+# -- a process at its thread limit ---------------------------------------------------
+
+
+@pytest.fixture
+def refused_threads(monkeypatch: pytest.MonkeyPatch) -> set[str]:
+    """Names of threads whose start raises, as at the process's thread limit; the test
+    adds and removes names as it goes."""
+    refused: set[str] = set()
+    start = threading.Thread.start
+
+    def start_unless_refused(thread: threading.Thread) -> None:
+        if thread.name in refused:
+            raise RuntimeError("can't start new thread")
+        start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", start_unless_refused)
+    return refused
 
 
 # -- domain --------------------------------------------------------------------------

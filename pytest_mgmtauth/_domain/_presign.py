@@ -25,6 +25,8 @@ import threading
 import time
 from typing import TYPE_CHECKING, Generic, TypeVar
 
+from ._threads import start
+
 if TYPE_CHECKING:
     from collections.abc import Callable
     from concurrent.futures import Future
@@ -105,12 +107,10 @@ class Presigner(Generic[T]):
                 self._missed()
             if self._thread is None:
                 thread = threading.Thread(target=self._work, name=self._name, daemon=True)
-                try:
-                    thread.start()
-                except RuntimeError:
-                    # No thread to be had (the process is at its limit): nothing is made
-                    # ahead, take() answers None and the caller signs; a later call tries
-                    # again. (Kept unstarted, the thread left every take() waiting.)
+                if not start(thread):
+                    # Nothing is made ahead: take() answers None and the caller signs; a
+                    # later call tries again. (Kept unstarted, the thread left every
+                    # take() waiting.)
                     return
                 self._thread = thread
             future: Future[T] = Future()

@@ -238,21 +238,6 @@ def test_a_caller_waiting_for_another_process_s_key_does_not_race(
     assert first_generation_held.generations == []
 
 
-@pytest.fixture
-def refused_threads(monkeypatch: pytest.MonkeyPatch) -> set[str]:
-    """Thread names whose start raises as at the process's thread limit."""
-    refused: set[str] = set()
-    start = threading.Thread.start
-
-    def start_unless_refused(thread: threading.Thread) -> None:
-        if thread.name in refused:
-            raise RuntimeError("can't start new thread")
-        start(thread)
-
-    monkeypatch.setattr(threading.Thread, "start", start_unless_refused)
-    return refused
-
-
 @pytest.mark.parametrize(
     ("refused", "generated_in"),
     [

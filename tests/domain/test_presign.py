@@ -141,25 +141,15 @@ def _take_within(presigner: Presigner[str], key: str, seconds: float) -> list[st
     return taken
 
 
-def test_no_thread_to_be_had_leaves_the_work_to_the_caller(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_no_thread_to_be_had_leaves_the_work_to_the_caller(refused_threads: set[str]) -> None:
     # A process at its thread limit: Thread.start raises. Nothing is anticipated (the
     # caller signs), and a later anticipation, once a thread can start, works.
-    start = threading.Thread.start
-    refusing = True
-
-    def start_unless_refused(thread: threading.Thread) -> None:
-        if refusing and thread.name == "mgmtauth-presign":
-            raise RuntimeError("can't start new thread")
-        start(thread)
-
-    monkeypatch.setattr(threading.Thread, "start", start_unless_refused)
+    refused_threads.add("mgmtauth-presign")
     presigner: Presigner[str] = Presigner()
     presigner.anticipate("k", lambda: "made")
     assert not presigner.is_pending("k")
     assert _take_within(presigner, "k", 5) == [None]
-    refusing = False
+    refused_threads.clear()
     presigner.anticipate("k2", lambda: "made")
     assert _take_within(presigner, "k2", 5) == ["made"]
 

@@ -120,28 +120,20 @@ def test_a_waiting_thread_keeps_no_tests_state_alive(request: pytest.FixtureRequ
 
 
 def test_a_connection_no_thread_can_serve_is_closed_and_the_test_told_why(
-    monkeypatch: pytest.MonkeyPatch,
+    refused_threads: set[str],
 ) -> None:
     # At the process's thread limit: the client sees its connection closed, the test
     # gets the reason at its end (fake.check()), and the server goes on accepting.
-    refusing = True
-    start = threading.Thread.start
-
-    def start_unless_refused(thread: threading.Thread) -> None:
-        if refusing and thread.name == "mgmtauth-connection":
-            raise RuntimeError("can't start new thread")
-        start(thread)
-
     pool = SessionPool()  # a server of its own, without waiting connection threads
     try:
         fake = MgmtServer(Options(), pool)
         fake.route("GET", "/api/ping").respond_with_json({"ok": True})
-        monkeypatch.setattr(threading.Thread, "start", start_unless_refused)
+        refused_threads.add("mgmtauth-connection")
         with pytest.raises(requests.ConnectionError):
             requests.get(f"{fake.url}/api/ping", timeout=10)
         with pytest.raises(RuntimeError, match="could not start a thread to serve a connection"):
             fake.check()
-        refusing = False
+        refused_threads.clear()
         answer = requests.get(f"{fake.url}/api/ping", timeout=10)
         assert answer.status_code == 401  # served: no token was sent
         fake.check()  # nothing more
