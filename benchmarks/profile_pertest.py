@@ -55,7 +55,7 @@ MAIN_ITEMS: list[Item] = [
         "pytest_mgmtauth/_fake.py",
         "MgmtServer.sign_ahead_for_next_test",
     ),
-    ("    of which the hand-over's timed sleeps", "_domain/_presign.py", "_sleep_until"),
+    ("    of which the hand-over's timed sleeps", "_domain/_threads.py", "hand_over"),
     ("fixture mgmt_account (account generation)", "pytest_mgmtauth/plugin.py", "mgmt_account"),
 ]
 #: The accept loop's thread, apart: it sleeps in a selector until a connection comes,

@@ -18,8 +18,8 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
-from ._domain._threads import start
-from ._domain._tokens import generate_private_key_pem, load_private_key
+from ._domain._threads import hand_over, start
+from ._domain._tokens import generate_private_key_pem, import_key_modules, load_private_key
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -27,15 +27,20 @@ if TYPE_CHECKING:
 #: Reads / writes the PEM of the signing key across runs (pytest's cache); may be None.
 KeyCache = tuple[Callable[[], bytes | None], Callable[[bytes], None]]
 #: Held while a missing cached key is generated and written: processes sharing the cache
-#: (xdist workers) generate one key, the others wait and read it.
-KeyLock = Callable[[], AbstractContextManager[object]]
+#: (xdist workers) generate one key, the others wait and read it. Called with a function
+#: to call before it waits for another process to let go.
+KeyLock = Callable[[Callable[[], None]], AbstractContextManager[object]]
+#: Seconds :meth:`SigningKey.prepare` hands the GIL to the key's thread for it to read
+#: the cached key or to begin generating one (importing cryptography takes ~20 ms).
+PREPARE_HANDOVER_WAIT = 0.1
 
 
 @contextlib.contextmanager
-def file_lock(path: Path) -> Iterator[None]:
+def file_lock(path: Path, on_wait: Callable[[], None] | None = None) -> Iterator[None]:
     """An exclusive advisory lock on ``path`` (made if missing) between processes; a
     no-op where ``fcntl`` is missing (Windows: workers may then each make a key, and the
-    atomic rename of write_private_file keeps the file whole)."""
+    atomic rename of write_private_file keeps the file whole). ``on_wait`` is called
+    before waiting for another process that holds it."""
     try:
         import fcntl
     except ImportError:  # pragma: no cover - not POSIX
@@ -47,7 +52,12 @@ def file_lock(path: Path) -> Iterator[None]:
         yield
         return
     with handle:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if on_wait is not None:
+                on_wait()
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
         try:
             yield
         finally:
@@ -98,9 +108,9 @@ def key_files(
         if after_write is not None:
             after_write()
 
-    def lock() -> AbstractContextManager[object]:
+    def lock(on_wait: Callable[[], None]) -> AbstractContextManager[object]:
         key = path()
-        return file_lock(key.with_name(f"{key.name}.lock"))
+        return file_lock(key.with_name(f"{key.name}.lock"), on_wait)
 
     return (read, write), lock
 
@@ -137,6 +147,10 @@ class SigningKey:
         self._outcome: bytes | BaseException | None = None
         #: Set once the outcome is known and, if it is a key generated here, written.
         self._kept = threading.Event()
+        #: Set once the background work no longer needs the GIL for a while: a
+        #: generation has begun, another process's is waited for, or the outcome is
+        #: known.
+        self._underway = threading.Event()
 
     @property
     def started(self) -> bool:
@@ -144,14 +158,23 @@ class SigningKey:
         return self._thread is not None
 
     def prepare(self) -> None:
-        """Start reading (or generating) the key in a background thread now. Does
-        nothing once started."""
+        """Start reading (or generating) the key in a background thread now, and hand
+        that thread the GIL until it has read the key or begun generating one (at most
+        :data:`PREPARE_HANDOVER_WAIT`). Does nothing once started.
+
+        Why wait: the thread needs the GIL to import cryptography, read the cache and
+        take the lock, and it gets it only between the caller's 5 ms time slices. Left
+        to compete with collection, a cold run's generation began about 60 ms after
+        this call, 30 ms before the first test asked for the key; handed over, it
+        begins within about 25 ms (``docs/benchmarks.md``)."""
         with self._changed:
             if self._thread is not None:
                 return
             thread = threading.Thread(target=self._make, daemon=True, name="mgmtauth-keygen")
-            if start(thread):  # else pem() makes the key in its caller
-                self._thread = thread
+            if not start(thread):  # pem() makes the key in its caller
+                return
+            self._thread = thread
+        hand_over(self._underway, PREPARE_HANDOVER_WAIT)
 
     def wait(self, timeout: float) -> bool:
         """Wait up to ``timeout`` s for a background key to be made and kept; say
@@ -184,13 +207,16 @@ class SigningKey:
                 return False
             self._outcome = outcome
             self._changed.notify_all()
-            return True
+        self._underway.set()
+        return True
 
     def _make(self) -> None:
         try:
             cached = self._cached()
             if cached is None:
-                with self._lock() if self._lock is not None else contextlib.nullcontext():
+                # Waiting for another process's key needs no GIL: prepare() may go on.
+                lock = self._lock(self._underway.set) if self._lock else contextlib.nullcontext()
+                with lock:
                     # Another process (xdist worker) holding the lock may have made it.
                     cached = self._cached()
                     if cached is None:
@@ -219,6 +245,8 @@ class SigningKey:
         kept. The first generation's failure is the outcome unless a key came before;
         a racing generation that fails changes nothing."""
         try:
+            import_key_modules()
+            self._underway.set()  # the generation itself releases the GIL
             pem = generate_private_key_pem()
         except BaseException as exc:
             if threading.current_thread() is not self._racer and self._settle(exc):

@@ -22,10 +22,9 @@ from __future__ import annotations
 
 import queue
 import threading
-import time
 from typing import TYPE_CHECKING, Generic, TypeVar
 
-from ._threads import start
+from ._threads import hand_over, start
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -40,26 +39,9 @@ MAX_PENDING = 4
 MAX_CREDIT = 8
 #: Seconds a caller hands the GIL to the thread for a job to start (it takes ~0.1 ms).
 HANDOVER_WAIT = 0.01
-#: The sleep between two looks at whether the job has started (the kernel adds its
-#: timer slack, 50 us by default).
-_HANDOVER_POLL = 0.00005
 #: Without credit, one anticipation in this many still runs, to notice a suite that
 #: started using what it anticipates.
 PROBE_EVERY = 32
-
-
-def _sleep_until(event: threading.Event, timeout: float) -> None:
-    """Wait for ``event`` in short timed sleeps rather than ``event.wait()``.
-
-    ``wait()`` has the thread that sets the event wake the caller: Linux then tends to
-    queue the caller on that thread's core, behind the signing it has just started, and
-    the caller waited out the whole signature in about one handover in four (1.8 ms
-    instead of 0.1 ms; teardown's mean 1.0 ms against its median 0.5 ms). A timer wakes
-    the caller on its own core instead.
-    """
-    deadline = time.perf_counter() + timeout
-    while not event.is_set() and time.perf_counter() < deadline:
-        time.sleep(_HANDOVER_POLL)
 
 
 class Presigner(Generic[T]):
@@ -121,11 +103,10 @@ class Presigner(Generic[T]):
             started = threading.Event()
             self._jobs.put((future, make, ticket, started))
         if next_up:
-            # Hand the GIL over until the job has started. Without this the thread waits
-            # for it while the caller runs Python (pytest, the client: up to the 5 ms
-            # switch interval), and signs only once the client blocks on its request,
-            # beside the server instead of ahead of it. Costs the caller ~0.1 ms.
-            _sleep_until(started, HANDOVER_WAIT)
+            # Hand the GIL over until the job has started: else the thread signs only once
+            # the client blocks on its request, beside the server instead of ahead of
+            # it. Costs the caller ~0.1 ms.
+            hand_over(started, HANDOVER_WAIT)
 
     def is_pending(self, key: object) -> bool:
         """Whether a result for ``key`` is anticipated and not taken yet."""

@@ -55,7 +55,7 @@ def _locked_pool(directory: Path) -> SessionPool:
     workers share (flock locks per open file: pools in one process contend as
     processes do)."""
     key, lock = directory / "signing-key.pem", directory / "key.lock"
-    return SessionPool(_file_cache(key), key_lock=lambda: file_lock(lock))
+    return SessionPool(_file_cache(key), key_lock=lambda on_wait: file_lock(lock, on_wait))
 
 
 def test_prepare_signing_key_generates_in_a_background_thread(generations: list[str]) -> None:
@@ -235,6 +235,65 @@ def test_a_caller_waiting_for_another_process_s_key_does_not_race(
     waiter.join(10)
     assert len(signers) == 1
     assert signers[0]._public_key.public_numbers().n == _public_n(_OTHER_PEM)
+    assert first_generation_held.generations == []
+
+
+def test_prepare_returns_once_the_generation_has_begun(
+    monkeypatch: pytest.MonkeyPatch, first_generation_held: HeldGeneration
+) -> None:
+    # The hand-over: left to compete with collection for the GIL, the key's thread
+    # began generating ~60 ms after prepare() on a cold run. A slow cache read stands
+    # for that here: without the hand-over prepare() returns before the generation.
+    monkeypatch.setattr(_keystore, "PREPARE_HANDOVER_WAIT", 10.0)
+
+    def slow_read() -> bytes | None:
+        time.sleep(0.05)
+        return None
+
+    pool = SessionPool((slow_read, lambda pem: None))
+    pool.prepare_signing_key()
+    assert first_generation_held.entered.is_set()
+    first_generation_held.release.set()
+    assert pool.signing_key.wait(10)  # asked for before it was made, a second one would race
+    assert pool.signing_key.pem() == _PEM
+
+
+def test_the_lock_file_tells_only_a_caller_that_must_wait(tmp_path: Path) -> None:
+    waits: list[str] = []
+    with file_lock(tmp_path / "key.lock", lambda: waits.append("free")):
+        pass
+    held = threading.Event()
+    release = threading.Event()
+
+    def other_process() -> None:  # flock locks per open file: as another process would
+        with file_lock(tmp_path / "key.lock"):
+            held.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=other_process)
+    holder.start()
+    assert held.wait(10)
+    threading.Timer(0.05, release.set).start()
+    with file_lock(tmp_path / "key.lock", lambda: waits.append("held")):
+        assert release.is_set()
+    holder.join(10)
+    assert waits == ["held"]
+
+
+def test_prepare_does_not_wait_for_another_process_s_generation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, first_generation_held: HeldGeneration
+) -> None:
+    # An xdist worker whose lock is held by another one has nothing to hand over: its
+    # thread waits for the lock without the GIL, and prepare() returns (were it to wait
+    # out PREPARE_HANDOVER_WAIT, the hand-over would not be marked done here).
+    monkeypatch.setattr(_keystore, "PREPARE_HANDOVER_WAIT", 10.0)
+    pool = _locked_pool(tmp_path)
+    with file_lock(tmp_path / "key.lock"):  # another process generating
+        pool.prepare_signing_key()
+        assert pool.signing_key._underway.is_set()
+        assert not pool.signing_key.wait(0)  # still waiting for the other process
+        _keystore.write_private_file(tmp_path / "signing-key.pem", _OTHER_PEM)
+    assert pool.signing_key.pem() == _OTHER_PEM
     assert first_generation_held.generations == []
 
 

@@ -14,6 +14,7 @@ from pytest_mgmtauth._domain._clock import ManualClock
 from pytest_mgmtauth._domain._options import Options
 from pytest_mgmtauth._domain._presign import MAX_CREDIT, MAX_PENDING, PROBE_EVERY, Presigner
 from pytest_mgmtauth._domain._service import AuthService
+from pytest_mgmtauth._domain._threads import hand_over
 from pytest_mgmtauth._domain._tokens import ISSUER, TokenSigner
 
 T0 = 1_800_000_000
@@ -60,17 +61,17 @@ def test_anticipate_returns_once_an_idle_thread_has_started_the_job(
 
 
 def test_the_handover_wait_ends_when_the_job_starts_or_at_its_limit() -> None:
-    # Timed sleeps, not Event.wait (see _sleep_until): the caller still returns as soon
-    # as the event is set, and never before its limit otherwise.
+    # Timed sleeps, not Event.wait (see _threads.hand_over): the caller still returns as
+    # soon as the event is set, and never before its limit otherwise.
     started = threading.Event()
     threading.Timer(0.05, started.set).start()
     begun = time.monotonic()
-    _presign._sleep_until(started, 10.0)
+    hand_over(started, 10.0)
     assert started.is_set()
     assert time.monotonic() - begun < 9.0
     never = threading.Event()
     begun = time.monotonic()
-    _presign._sleep_until(never, 0.05)
+    hand_over(never, 0.05)
     assert time.monotonic() - begun >= 0.05
     assert not never.is_set()
 
