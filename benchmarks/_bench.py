@@ -10,6 +10,7 @@ import dataclasses
 import os
 import platform
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -142,6 +143,20 @@ class Run:
     wall: float
     cpu: float  # user + system seconds of the child: less disturbed by a busy machine
     proc: subprocess.CompletedProcess[str]
+
+
+def make_cold(directory: Path) -> None:
+    """A fresh checkout of a generated suite: no pytest cache (the plugin's signing key
+    is not there) and no compiled test modules. Installed packages keep their bytecode
+    (pip compiles it at install; see run_pytest)."""
+    shutil.rmtree(directory / ".pytest_cache", ignore_errors=True)
+    shutil.rmtree(directory / "__pycache__", ignore_errors=True)
+
+
+def importable_from(directory: Path) -> dict[str, str]:
+    """The environment a suite needs to load a plugin module kept in ``directory``
+    (``-p name``), before any PYTHONPATH of this process."""
+    return {"PYTHONPATH": os.pathsep.join([str(directory), os.environ.get("PYTHONPATH", "")])}
 
 
 def run_pytest(directory: Path, *args: str, env: dict[str, str] | None = None) -> Run:

@@ -12,7 +12,6 @@ alternately; the fastest of several rounds of each counts.
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -21,7 +20,7 @@ from statistics import median
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from _bench import Figure, print_figures, run_pytest, table  # noqa: E402
+from _bench import Figure, make_cold, print_figures, run_pytest, table  # noqa: E402
 from bench_suites import FAKE_TEST, STOCK_CONFTEST, STOCK_TEST, _suite  # noqa: E402
 
 from pytest_mgmtauth._domain._tokens import generate_private_key_pem  # noqa: E402
@@ -47,11 +46,7 @@ def stock_auth():
 
 def _fastest(directory: Path, rounds: list[float], *, cold: bool = False) -> None:
     if cold:
-        # A fresh checkout: no pytest cache (the plugin's signing key is not there),
-        # and no compiled test modules. Installed packages keep their bytecode (pip
-        # compiles it at install; see run_pytest).
-        shutil.rmtree(directory / ".pytest_cache", ignore_errors=True)
-        shutil.rmtree(directory / "__pycache__", ignore_errors=True)
+        make_cold(directory)
     rounds.append(run_pytest(directory).wall)
 
 

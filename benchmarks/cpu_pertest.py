@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import tempfile
 from pathlib import Path
@@ -24,7 +23,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from _bench import run_pytest, table  # noqa: E402
+from _bench import importable_from, run_pytest, table  # noqa: E402
 from bench_slope import CANNED_CONFTEST  # noqa: E402
 from bench_suites import FAKE_TEST, STOCK_TEST, _suite  # noqa: E402
 
@@ -98,10 +97,7 @@ def main(rounds: int, n: int) -> None:
             "canned": _suite(root, "canned", "import requests\n", STOCK_TEST, n, CANNED_CONFTEST),
         }
         out = root / "cpu.json"
-        env = {
-            "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]),
-            "MGMTAUTH_CPU_OUT": str(out),
-        }
+        env = {**importable_from(root), "MGMTAUTH_CPU_OUT": str(out)}
         for directory in suites.values():  # warm-up: the key in pytest's cache
             run_pytest(directory)
         seen: dict[str, list[dict[str, object]]] = {name: [] for name in suites}

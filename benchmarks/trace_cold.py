@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import shutil
 import sys
 import tempfile
 import time
@@ -27,7 +25,7 @@ from statistics import median
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from _bench import run_pytest, table  # noqa: E402
+from _bench import importable_from, make_cold, run_pytest, table  # noqa: E402
 from bench_slope import CANNED_CONFTEST  # noqa: E402
 from bench_suites import FAKE_TEST, STOCK_TEST, _suite  # noqa: E402
 
@@ -93,11 +91,6 @@ def _write():
 """
 
 
-def _cold(directory: Path) -> None:
-    shutil.rmtree(directory / ".pytest_cache", ignore_errors=True)
-    shutil.rmtree(directory / "__pycache__", ignore_errors=True)
-
-
 def _at(marks: list[tuple[float, str]], prefix: str) -> float | None:
     return next((at for at, what in marks if what.startswith(prefix)), None)
 
@@ -113,12 +106,12 @@ def main(runs: int) -> None:
         for i in range(runs):
             pair = [(plugin, True), (canned, False)]
             for directory, traced in pair if i % 2 == 0 else reversed(pair):
-                _cold(directory)
+                make_cold(directory)
                 if not traced:
                     canned_walls.append(run_pytest(directory).wall)
                     continue
                 env = {
-                    "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]),
+                    **importable_from(root),
                     "MGMTAUTH_TRACE_T0": repr(time.time()),
                     "MGMTAUTH_TRACE_OUT": str(out),
                 }
