@@ -145,6 +145,20 @@ class Run:
     proc: subprocess.CompletedProcess[str]
 
 
+def stock_key_pem(bits: int = 4096) -> bytes:
+    """The stock stubs' signing key: an ordinary RSA key, as a user's own stub would make
+    (the plugin makes its key differently, faster; see ``_domain/_signingkey.py``)."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=bits)
+    return key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+
+
 def make_cold(directory: Path) -> None:
     """A fresh checkout of a generated suite: no pytest cache (the plugin's signing key
     is not there) and no compiled test modules. Installed packages keep their bytecode

@@ -20,10 +20,8 @@ from statistics import median
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from _bench import Figure, make_cold, print_figures, run_pytest, table  # noqa: E402
+from _bench import Figure, make_cold, print_figures, run_pytest, stock_key_pem, table  # noqa: E402
 from bench_suites import FAKE_TEST, STOCK_CONFTEST, STOCK_TEST, _suite  # noqa: E402
-
-from pytest_mgmtauth._domain._tokens import generate_private_key_pem  # noqa: E402
 
 CANNED_CONFTEST = """
 import json
@@ -52,7 +50,7 @@ def _fastest(directory: Path, rounds: list[float], *, cold: bool = False) -> Non
 
 def main(quick: bool = False) -> list[Figure]:
     small, large, rounds = (5, 25, 2) if quick else (100, 700, 5)
-    key_pem = generate_private_key_pem()
+    key_pem = stock_key_pem()
     with tempfile.TemporaryDirectory(prefix="mgmtauth-slope-") as tmp:
         root = Path(tmp)
         suites: dict[tuple[str, int], Path] = {}

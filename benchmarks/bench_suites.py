@@ -27,9 +27,7 @@ import tempfile
 import textwrap
 from pathlib import Path
 
-from _bench import Figure, Run, median, print_figures, run_pytest, table
-
-from pytest_mgmtauth._domain._tokens import generate_private_key_pem
+from _bench import Figure, Run, median, print_figures, run_pytest, stock_key_pem, table
 
 PYTEST_INI = "[pytest]\naddopts = -p no:xdist -p no:hypothesispytest\nfilterwarnings = error\n"
 
@@ -389,7 +387,7 @@ PARTS = ("suite", "zero", "clock", "memory")
 def main(quick: bool = False, parts: tuple[str, ...] = PARTS) -> list[Figure]:
     rounds = 3 if quick else 7
     memory_tests = 1500 if quick else 5000
-    key_pem = generate_private_key_pem()
+    key_pem = stock_key_pem()
     figures: list[Figure] = []
     with tempfile.TemporaryDirectory(prefix="mgmtauth-bench-") as tmp:
         root = Path(tmp)
