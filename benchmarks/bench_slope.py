@@ -102,7 +102,7 @@ def main(quick: bool = False) -> list[Figure]:
         f"canned {min(cold['canned']):.2f} s (fastest of {len(cold['plugin'])}); medians "
         f"{median(cold['plugin']):.2f} s and {median(cold['canned']):.2f} s, "
         f"{(median(cold['plugin']) - median(cold['canned'])) * 1e3:.0f} ms apart (both move: "
-        "the plugin's key generation takes 0.1 to 2 s, the stock server's stop waits up to "
+        "the plugin's key generation takes 30 to 300 ms, the stock server's stop waits up to "
         "0.5 s)\n"
     )
     return [
