@@ -178,3 +178,29 @@ def test_the_cached_key_is_owner_only_from_its_first_byte(
     assert [p.name for p in entry.parent.iterdir()] == [_KEY_CACHE_FILE]  # no temp file
     # The copy an older version left world-readable is emptied.
     assert config.cache.get(_OLD_KEY_CACHE_ENTRY, "gone") is None
+
+
+def test_an_ordinary_key_cached_by_an_earlier_version_is_used_as_it_is(
+    pytester: pytest.Pytester, small_keys: list[bytes]
+) -> None:
+    # Versions before the key of two half-size keys cached an ordinary RSA key: it signs
+    # as well, so it is kept, not replaced by a new one.
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    ordinary = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = ordinary.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+    config = pytester.parseconfigure()
+    cache = _key_cache(config)
+    assert cache is not None
+    cache[1](pem)
+    signer = SessionPool(cache).signer
+    token, claims = signer.issue("someone@example.com", 1_800_000_000, 60)
+    assert signer.verify(token) == claims
+    assert signer._public_key.public_numbers() == ordinary.public_key().public_numbers()
+    assert small_keys == []  # nothing generated
+    assert cache[0]() == pem
