@@ -10,12 +10,11 @@ with needs only coprime factors, each with d reduced modulo its own Carmichael f
 (lambda(n1) = lcm(p1 - 1, q1 - 1)), and the inverse of one factor modulo the other. So
 the public key and every signature are those of an ordinary 4096-bit key (RS512, 512
 signature bytes): no verifier can tell, and signing costs the same (two 2048-bit
-exponentiations). Two things do differ, neither seen on the wire:
-
-- ``cryptography`` refuses the key if asked to check that p and q are prime; the fake
-  loads it without that check (as it loads its cached key anyway: it made it).
-- Multi-prime RSA (RFC 8017) would say the same thing more plainly, but ``cryptography``
-  refuses to load such keys at all.
+exponentiations). What differs is not seen on the wire: a check that p and q are prime
+(``cryptography``'s default loading, ``openssl rsa -check``) refuses the key, so the
+fake loads it without that check (as it loaded its cached key anyway: it made it).
+Multi-prime RSA (RFC 8017) would say the same more plainly, but ``cryptography``
+refuses to load such keys at all.
 
 Before the key is handed out it signs once and the signature is verified with its public
 key; a crypto library that would not sign correctly with it gets an ordinary key.
@@ -38,13 +37,14 @@ MAX_HALF_KEYS = 16
 def make_signing_key(bits: int) -> rsa.RSAPrivateKey:
     """A ``bits``-bit RSA key (``bits`` even, at least 2048) made from two half-size keys;
     an ordinary key if that fails for any reason (it only costs time)."""
-    from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
+    from cryptography.exceptions import InternalError, InvalidSignature, UnsupportedAlgorithm
     from cryptography.hazmat.primitives.asymmetric import rsa
 
     try:
         key = _key_of_two_moduli(bits)
         _check_signs(key)
-    except (ValueError, TypeError, UnsupportedAlgorithm, InvalidSignature):
+    except (ValueError, TypeError, UnsupportedAlgorithm, InvalidSignature, InternalError):
+        # Whatever the library makes of the unusual key, an ordinary one costs only time.
         return rsa.generate_private_key(public_exponent=PUBLIC_EXPONENT, key_size=bits)
     return key
 
