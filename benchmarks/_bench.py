@@ -204,6 +204,58 @@ def run_pytest(directory: Path, *args: str, env: dict[str, str] | None = None) -
     return Run(elapsed, cpu, proc)
 
 
+def _proc_stat_cpu() -> list[int] | None:
+    """The machine's CPU time by kind, in clock ticks (the ``cpu`` line of /proc/stat:
+    user, nice, system, idle, iowait, irq, softirq, steal, ...), or None off Linux."""
+    try:
+        with open("/proc/stat") as stat:
+            fields = stat.readline().split()
+    except OSError:
+        return None
+    if len(fields) < 9 or fields[0] != "cpu":  # steal is the 8th figure (Linux 2.6.11 on)
+        return None
+    return [int(value) for value in fields[1:9]]
+
+
+def _own_cpu() -> float:
+    """CPU seconds of this process and of its children waited for so far."""
+    total = 0.0
+    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
+        usage = resource.getrusage(who)
+        total += usage.ru_utime + usage.ru_stime
+    return total
+
+
+class MachineLoad:
+    """How busy the machine was while a benchmark ran, in cores (CPU seconds per second
+    of wall time): this benchmark (its process and the suites it ran), every other
+    process, and the time the hypervisor gave to other machines (steal). A ratio of
+    wall times holds only while the benchmark has the cores it expects: when other
+    processes take one, a plugin that works on the second core (signing ahead, the
+    server's threads) loses more than a stub that does not. Linux only (/proc/stat)."""
+
+    def __init__(self) -> None:
+        self._ticks = _proc_stat_cpu()
+        self._own = _own_cpu()
+        self._start = time.perf_counter()
+
+    def describe(self) -> str:
+        ticks = _proc_stat_cpu()
+        if self._ticks is None or ticks is None:
+            return "machine load: not known (no /proc/stat)"
+        wall = time.perf_counter() - self._start
+        hz = os.sysconf("SC_CLK_TCK")
+        delta = [after - before for before, after in zip(self._ticks, ticks, strict=True)]
+        busy = (delta[0] + delta[1] + delta[2] + delta[5] + delta[6]) / hz
+        own = _own_cpu() - self._own
+        others = max(0.0, busy - own)
+        return (
+            f"machine load over these {wall:.0f} s, in cores of {os.cpu_count()}: this "
+            f"benchmark {own / wall:.2f}, other processes {others / wall:.2f}, "
+            f"steal {delta[7] / hz / wall:.2f}"
+        )
+
+
 def machine() -> str:
     return (
         f"Python {platform.python_version()} on {platform.system()} {platform.machine()}, "

@@ -20,7 +20,15 @@ from statistics import median
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from _bench import Figure, make_cold, print_figures, run_pytest, stock_key_pem, table  # noqa: E402
+from _bench import (  # noqa: E402
+    Figure,
+    MachineLoad,
+    make_cold,
+    print_figures,
+    run_pytest,
+    stock_key_pem,
+    table,
+)
 from bench_suites import FAKE_TEST, STOCK_CONFTEST, STOCK_TEST, _suite  # noqa: E402
 
 CANNED_CONFTEST = """
@@ -73,12 +81,14 @@ def main(quick: bool = False) -> list[Figure]:
         walls: dict[tuple[str, int], list[float]] = {key: [] for key in suites}
         cold: dict[str, list[float]] = {"plugin": [], "canned": []}
         order = list(suites)
+        load = MachineLoad()
         for i in range(rounds):
             for key in order if i % 2 == 0 else reversed(order):
                 _fastest(suites[key], walls[key])
             pair = [("plugin", cold_plugin), ("canned", cold_canned)]
             for name, directory in pair if i % 2 == 0 else reversed(pair):
                 _fastest(directory, cold[name], cold=True)
+        machine_load = load.describe()
     slope = {
         name: (min(walls[name, large]) - min(walls[name, small])) / (large - small)
         for name in ("plugin", "signing", "canned")
@@ -103,8 +113,9 @@ def main(quick: bool = False) -> list[Figure]:
         f"{median(cold['plugin']):.2f} s and {median(cold['canned']):.2f} s, "
         f"{(median(cold['plugin']) - median(cold['canned'])) * 1e3:.0f} ms apart (both move: "
         "the plugin's key generation takes 30 to 300 ms, the stock server's stop waits up to "
-        "0.5 s)\n"
+        "0.5 s)"
     )
+    print(machine_load + "\n")
     return [
         Figure(
             "each further test vs a stock handler signing RS512-4096 (slope)",
@@ -112,6 +123,7 @@ def main(quick: bool = False) -> list[Figure]:
             slope["signing"],
             "s",
             1.15,
+            note=machine_load,
         ),
         Figure(
             "each further test vs a stock handler answering a canned token (slope)",
@@ -119,6 +131,7 @@ def main(quick: bool = False) -> list[Figure]:
             slope["canned"],
             "s",
             1.35,
+            note=machine_load,
         ),
         Figure(
             "fixed cost on a cold checkout (no pytest cache) beyond the canned suite's",
