@@ -4,7 +4,8 @@ so that fixed costs cancel), and the fixed cost of a cold checkout (no pytest ca
 Three suites, each test authenticating and making one protected call with requests:
 the plugin; a stock pytest-httpserver handler signing a real RS512-4096 JWT (key loaded
 once per session); a stock handler answering a canned token. Small and large suites run
-alternately; the fastest of several rounds of each counts.
+alternately; the fastest of several rounds of each counts. How busy the machine was
+during the rounds (this benchmark, other processes, steal) is printed with the figures.
 
     python benchmarks/bench_slope.py [--quick]
 """
