@@ -66,8 +66,8 @@ class _Duration(Generic[_Read]):
     """A duration field of :class:`Options`: set as seconds or a ``timedelta``, read
     back as seconds.
 
-    A descriptor only for type checkers, which take ``__set__``'s value type as the
-    parameter's and ``__get__``'s return type as the attribute's: so
+    A descriptor for the sake of type checkers, which take ``__set__``'s value type as
+    the parameter's and ``__get__``'s return type as the attribute's: so
     ``Options(token_ttl=timedelta(minutes=5))``, as documented, type-checks, and
     ``options.token_ttl`` is still a ``float``. The value is kept in the instance's
     ``__dict__`` under the field's name, as without the descriptor; ``__post_init__``
@@ -89,7 +89,10 @@ class _Duration(Generic[_Read]):
     def __get__(self, instance: object | None, owner: type | None = None) -> _Read:
         if instance is None:  # the class's attribute: dataclasses reads the default here
             return self._default
-        value: _Read = instance.__dict__[self._name]
+        try:
+            value: _Read = instance.__dict__[self._name]
+        except KeyError:  # not set yet: what hasattr() and getattr(..., default) expect
+            raise AttributeError(self._name) from None
         return value
 
     def __set__(self, instance: object, value: float | timedelta | _Read) -> None:

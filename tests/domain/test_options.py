@@ -73,6 +73,14 @@ def test_timedelta_is_taken_as_seconds() -> None:
     assert vars(options)["token_ttl"] == 300.0  # kept under the field's own name
 
 
+def test_a_duration_not_set_yet_reads_as_a_missing_attribute() -> None:
+    # As a plain field: hasattr() is False and getattr's default is used (copy and pickle
+    # make the object before they restore its fields).
+    unset = object.__new__(Options)
+    assert not hasattr(unset, "token_ttl")
+    assert getattr(unset, "refresh_margin", "none yet") == "none yet"
+
+
 @pytest.mark.parametrize("name", ["token_ttl", "lockout_duration", "session_timeout"])
 def test_durations_must_be_positive(name: str) -> None:
     with pytest.raises(ValueError, match=rf"'{name}' must be > 0 and <= 315360000 .*, got 0"):
