@@ -96,8 +96,10 @@ def expand(metafunc: pytest.Metafunc, sweep: SweepConfig) -> None:
         if not faults:
             return  # faults=(): this test opts out of a command-line sweep
     swept = sweep_points(faults, points)
-    # Function scope: the fixture is session-scoped for the items nobody sweeps (plugin.py).
-    metafunc.parametrize(FIXTURE, swept, ids=[p.id for p in swept], indirect=True, scope="function")
+    # Direct: each item gets its point as the value of FIXTURE, in place of the fixture
+    # (which would need ``request`` for it). Function scope: the fixture is
+    # session-scoped for the items nobody sweeps (plugin.py).
+    metafunc.parametrize(FIXTURE, swept, ids=[p.id for p in swept], scope="function")
 
 
 def _marker_args(

@@ -51,9 +51,10 @@ _CALL_FAILED = pytest.StashKey[bool]()
 _FAKE = pytest.StashKey["MgmtServer"]()
 #: Whether a failed report of the test carries the section already.
 _SECTION_SHOWN = pytest.StashKey[bool]()
-#: The item being set up, run or torn down (in the config's stash: a pytester run inside
-#: a test has its own).
-_ITEM = pytest.StashKey[pytest.Item]()
+#: The items pytest is running, innermost last: a pytester run inside a test runs its own
+#: items within the outer one's. The fixtures find their test (and its config) here
+#: rather than through ``request`` or ``pytestconfig``; see :func:`_running_item`.
+_RUNNING: list[pytest.Item] = []
 #: Where the signing key is kept across runs: a PEM file, mode 0600, in pytest's cache
 #: directory (``.pytest_cache/d/mgmtauth/signing-key.pem``).
 _KEY_CACHE_DIR = "mgmtauth"
@@ -247,11 +248,12 @@ _KEY_WAIT_AT_EXIT = 30.0
 
 
 @pytest.fixture(scope="session")
-def _mgmtauth_pool(pytestconfig: pytest.Config) -> Iterator[SessionPool]:
+def _mgmtauth_pool() -> Iterator[SessionPool]:
     """The session's servers, signing key and test CA (made on first use). Internal:
     tests reach all of it through ``mgmt_server``."""
     from ._teardown import late_errors_message
 
+    pytestconfig = _running_item("_mgmtauth_pool").config
     pool = _pool_of(pytestconfig)
     yield pool
     del pytestconfig.stash[_POOL]
@@ -325,15 +327,15 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 @pytest.fixture(scope="session")
-def _mgmtauth_sweep(request: pytest.FixtureRequest) -> SweepPoint | None:
-    """The sweep point of this item (parametrized by the sweep), or None.
+def _mgmtauth_sweep() -> SweepPoint | None:
+    """None: the item is not swept. A swept item's parametrization gives this name its
+    sweep point directly, in place of this fixture (``_sweep.expand``).
 
     Session-scoped so that an item the sweep does not parametrize (nearly all) finds the
-    None cached instead of running a fixture: a function-scoped fixture, and the
-    ``request`` it asks for, cost each test of a large suite about 50 us (issue 14). A
-    swept item's parametrization sets the function scope (``_sweep.expand``)."""
-    point: SweepPoint | None = getattr(request, "param", None)
-    return point
+    None cached instead of running a fixture: a function-scoped fixture cost each test
+    of a large suite about 50 us (issue 14). Without ``request``, for the reason given
+    at :func:`_running_item`."""
+    return None
 
 
 @pytest.hookimpl(trylast=True)
@@ -360,15 +362,35 @@ def _clock_mover(item: pytest.Item) -> Callable[[float], bool]:
     return move
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtest_setup(item: pytest.Item) -> None:
-    # Before any fixture of the item is set up: mgmt_server finds its item here.
-    item.config.stash[_ITEM] = item
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, None, None]:
+    # Around the item's setup, call and teardown: its fixtures find it here.
+    _RUNNING.append(item)
+    try:
+        yield
+    finally:
+        _RUNNING.pop()
+
+
+def _running_item(fixture: str) -> pytest.Item:
+    """The test whose fixtures pytest is setting up or tearing down.
+
+    The plugin's fixtures ask for neither ``request`` nor ``pytestconfig``: a test whose
+    fixtures depend on ``request``, even through a cached session fixture such as
+    ``pytestconfig``, has pytest make a new ``request`` definition (inspecting a
+    signature) each time one of them is looked up, three times per test here (about 50
+    us of every test's setup; issue 14)."""
+    if not _RUNNING:
+        raise RuntimeError(
+            f"pytest-mgmtauth: the {fixture} fixture was set up outside a test's run "
+            "(pytest_runtest_protocol); request mgmt_server or mgmt_account from a test "
+            "or a function-scoped fixture"
+        )
+    return _RUNNING[-1]
 
 
 @pytest.fixture
 def mgmt_server(
-    pytestconfig: pytest.Config,
     _mgmtauth_pool: SessionPool,
     _mgmtauth_sweep: SweepPoint | None,
 ) -> Iterator[MgmtServer]:
@@ -377,10 +399,8 @@ def mgmt_server(
     from ._fake import MgmtServer
     from ._teardown import check_findings
 
-    # The item from the stash rather than from pytest's ``request`` fixture: pytest makes
-    # that one anew for each fixture that asks for it, inspecting a signature each time
-    # (about 35 us of every test's setup; issue 14).
-    item = pytestconfig.stash[_ITEM]
+    item = _running_item("mgmt_server")
+    pytestconfig = item.config
     problem = None
     try:
         options = options_for(item, pytestconfig.stash[_BASE_OPTIONS])
