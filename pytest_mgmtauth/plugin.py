@@ -381,10 +381,11 @@ def _running_item(fixture: str) -> pytest.Item:
     signature) each time one of them is looked up, three times per test here (about 50
     us of every test's setup; issue 14)."""
     if not _RUNNING:
-        raise RuntimeError(
+        pytest.fail(
             f"pytest-mgmtauth: the {fixture} fixture was set up outside a test's run "
             "(pytest_runtest_protocol); request mgmt_server or mgmt_account from a test "
-            "or a function-scoped fixture"
+            "or a function-scoped fixture",
+            pytrace=False,
         )
     return _RUNNING[-1]
 
