@@ -312,9 +312,10 @@ class MgmtServer(FaultCues):
 
     def sign_ahead_for_next_test(self) -> None:
         """Have the next test's first generated account drawn and its token signed from
-        now on (internal: the fixture calls it as soon as the test function returns, so
-        that the signature is done before the next test's client asks; else
-        :meth:`close`). Once per fake; only on the process's clock."""
+        now on (internal: the plugin calls it as soon as the test function returns, so
+        that the signature is done before the next test's client asks; else the
+        fixture's teardown, else :meth:`close`). Once per fake; only on the process's
+        clock."""
         if self._process_clock and not self._signed_ahead:
             self._signed_ahead = True
             self._pool.anticipate_next_account(

@@ -103,27 +103,55 @@ def test_the_fixture_signs_ahead_as_the_test_function_returns_and_close_only_onc
     assert pool.take_next_username() == drawn
 
 
-def test_the_plugin_fixture_signs_ahead_before_its_teardown_checks(
+def test_the_plugin_signs_ahead_as_the_test_function_returns(
     pytester: pytest.Pytester,
 ) -> None:
+    # Before pytest reports the call and tears down the test's fixtures (the signature
+    # then ends sooner before the next test's client asks); a test on mgmt_clock, whose
+    # clock is still frozen then, signs ahead in mgmt_server's teardown, before its checks.
     pytester.makeconftest(
         """
         import pytest
-        from pytest_mgmtauth import _fake
+        from pytest_mgmtauth import _fake, _pool
 
         seen = []
 
         @pytest.fixture(autouse=True)
         def watch(monkeypatch):
-            real_sign = _fake.MgmtServer.sign_ahead_for_next_test
+            real_sign = _pool.SessionPool.anticipate_next_account
             real_check = _fake.MgmtServer.check
-            monkeypatch.setattr(_fake.MgmtServer, "sign_ahead_for_next_test",
-                                lambda self: (seen.append("sign ahead"), real_sign(self))[1])
+            def sign(self, *args):
+                seen.append("sign ahead")
+                real_sign(self, *args)
+
+            monkeypatch.setattr(_pool.SessionPool, "anticipate_next_account", sign)
             monkeypatch.setattr(_fake.MgmtServer, "check",
                                 lambda self: (seen.append("check"), real_check(self))[1])
+            seen.clear()
+            yield seen
+
+        @pytest.fixture
+        def later(watch):
             yield
-            assert seen[:2] == ["sign ahead", "check"], seen
+            watch.append("later's teardown")
+
+        @pytest.fixture(autouse=True)
+        def expect(request, watch):
+            yield
+            print(request.node.name, watch)
         """
     )
-    pytester.makepyfile("def test_one(mgmt_server):\n    pass\n")
-    pytester.runpytest_subprocess("-p", "no:randomly").assert_outcomes(passed=1)
+    pytester.makepyfile(
+        """
+        def test_plain(mgmt_server, later, watch):
+            watch.append("body")
+
+        def test_on_mgmt_clock(mgmt_server, mgmt_clock, later, watch):
+            watch.append("body")
+        """
+    )
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-s")
+    result.assert_outcomes(passed=2)
+    printed = "\n".join(result.stdout.lines)
+    assert "test_plain ['body', 'sign ahead', \"later's teardown\", 'check']" in printed
+    assert "test_on_mgmt_clock ['body', \"later's teardown\", 'sign ahead', 'check']" in printed
