@@ -370,8 +370,8 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> Generator[None, None, Non
     # and the signature (~1.7 ms) then ends sooner before the next test's client asks
     # (issue 14: /v2/auth waited 64 to 122 us on average for its tail, 38 to 47 us
     # after). A test on mgmt_clock signs ahead at teardown, as before: here its clock
-    # is surely still frozen, and a token anticipated at a simulated second is a miss;
-    # at teardown the clock may have stopped already.
+    # is still frozen, and a token anticipated at a simulated second most likely
+    # misses; at teardown the clock may have stopped already.
     fake = pyfuncitem.stash.get(_FAKE, None)
     if fake is not None and "mgmt_clock" not in pyfuncitem.fixturenames:
         fake.sign_ahead_for_next_test()
