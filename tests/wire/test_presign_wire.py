@@ -136,7 +136,7 @@ def test_the_plugin_signs_ahead_as_the_test_function_returns(
             watch.append("later's teardown")
 
         @pytest.fixture(autouse=True)
-        def expect(request, watch):
+        def show_order(request, watch):  # after mgmt_server's teardown: set up before it
             yield
             print(request.node.name, watch)
         """
