@@ -29,9 +29,9 @@ from _bench import Figure, alternate, median, per_call, print_figures, spread, t
 from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
-from pytest_mgmtauth._domain._options import Options
-from pytest_mgmtauth._fake import MgmtServer
-from pytest_mgmtauth._pool import SessionPool
+from pytest_mgmtauth._fake.server import MgmtServer
+from pytest_mgmtauth._fake.session import SessionPool
+from pytest_mgmtauth._service.options import Options
 
 FORM = {"Content-Type": "application/x-www-form-urlencoded"}
 ITEMS = {"items": [1, 2, 3]}

@@ -18,7 +18,7 @@ from datetime import datetime, timedelta, timezone
 import freezegun
 from _bench import Figure, alternate, median, per_call, print_figures, spread, table
 
-from pytest_mgmtauth._simclock import MgmtClock
+from pytest_mgmtauth._glue.clock import MgmtClock
 
 START = datetime(2030, 1, 1, tzinfo=timezone.utc)
 STEP = timedelta(seconds=30)

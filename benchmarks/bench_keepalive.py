@@ -21,8 +21,8 @@ sys.path.insert(0, str(HERE))
 from _bench import Figure, alternate, median, per_call, print_figures, spread, table  # noqa: E402
 
 from pytest_mgmtauth import Options  # noqa: E402
-from pytest_mgmtauth._fake import MgmtServer  # noqa: E402
-from pytest_mgmtauth._pool import SessionPool  # noqa: E402
+from pytest_mgmtauth._fake.server import MgmtServer  # noqa: E402
+from pytest_mgmtauth._fake.session import SessionPool  # noqa: E402
 
 CALLS = 100
 

@@ -38,10 +38,10 @@ import httpx
 import requests
 from werkzeug import Request, Response
 
-from pytest_mgmtauth._domain._options import Options
-from pytest_mgmtauth._fake import MgmtServer
-from pytest_mgmtauth._pool import SessionPool
-from pytest_mgmtauth._transport._server import FakeHTTPServer
+from pytest_mgmtauth._fake.server import MgmtServer
+from pytest_mgmtauth._fake.session import SessionPool
+from pytest_mgmtauth._http.server import FakeHTTPServer
+from pytest_mgmtauth._service.options import Options
 
 RATIO_TARGET = 2.5
 CONCURRENT_CLIENTS = 8

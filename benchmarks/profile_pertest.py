@@ -41,34 +41,38 @@ MAIN_ITEMS: list[Item] = [
     ("    TCP connect", "urllib3/connection.py", "HTTPConnection.connect"),
     ("    sending the request (sendall)", "builtins", _SENDALL),
     ("    waiting for the answer's head", "http/client.py", "HTTPResponse.begin"),
-    ("  mgmt_server.route(...)", "pytest_mgmtauth/_fake.py", "MgmtServer.route"),
+    ("  mgmt_server.route(...)", "pytest_mgmtauth/_fake/server.py", "MgmtServer.route"),
     ("fixture mgmt_server (setup and teardown)", "pytest_mgmtauth/plugin.py", "mgmt_server"),
-    ("  MgmtServer() (a fresh service)", "pytest_mgmtauth/_fake.py", "MgmtServer.__init__"),
+    ("  MgmtServer() (a fresh service)", "pytest_mgmtauth/_fake/server.py", "MgmtServer.__init__"),
     (
         "  close(): idle connections closed",
-        "_transport/_connections.py",
+        "_http/connections.py",
         "_Server.drop_idle_connections",
     ),
-    ("  teardown check (findings)", "pytest_mgmtauth/_fake.py", "MgmtServer.teardown_findings"),
+    (
+        "  teardown check (findings)",
+        "pytest_mgmtauth/_fake/server.py",
+        "MgmtServer.teardown_findings",
+    ),
     (
         "  next test's token: draw its account, hand the signing over",
-        "pytest_mgmtauth/_fake.py",
+        "pytest_mgmtauth/_fake/server.py",
         "MgmtServer.sign_ahead_for_next_test",
     ),
-    ("    of which the hand-over's timed sleeps", "_domain/_threads.py", "hand_over"),
+    ("    of which the hand-over's timed sleeps", "_service/threads.py", "hand_over"),
     ("fixture mgmt_account (account generation)", "pytest_mgmtauth/plugin.py", "mgmt_account"),
 ]
 #: The accept loop's thread, apart: it sleeps in a selector until a connection comes,
 #: which the connection threads' selector rows must not count.
 ACCEPT_ITEM: Item = (
     "accept loop: accept, hand to a thread",
-    "_transport/_connections.py",
+    "_http/connections.py",
     "_Server._accept_one",
 )
 SERVER_ITEMS: list[Item] = [
     (
         "connection threads, whole life",
-        "_transport/_connections.py",
+        "_http/connections.py",
         "_Server._serve_connection",
     ),
     ("  idle: Werkzeug's wait after each answer", "selectors.py", "EpollSelector.select"),
@@ -76,14 +80,14 @@ SERVER_ITEMS: list[Item] = [
     ("  request line and headers (http.server)", "http/server.py", "_RequestHandler.parse_request"),
     (
         "  WSGI environ (Werkzeug + the fake's)",
-        "_transport/_handler.py",
+        "_http/handler.py",
         "_RequestHandler.make_environ",
     ),
-    ("  the fake's app (FakeApp)", "_transport/_app.py", "FakeApp.__call__"),
-    ("    waiting for a token signed ahead", "_domain/_presign.py", "Presigner.take"),
-    ("    form parsing", "_transport/_parsing.py", "read_form"),
-    ("    bearer header checks", "_transport/_credentials.py", "bearer_token"),
-    ("    event recording", "_domain/_timeline.py", "AuthService._record"),
+    ("  the fake's app (FakeApp)", "_http/app.py", "FakeApp.__call__"),
+    ("    waiting for a token signed ahead", "_service/presign.py", "Presigner.take"),
+    ("    form parsing", "_http/parsing.py", "read_form"),
+    ("    bearer header checks", "_http/credentials.py", "bearer_token"),
+    ("    event recording", "_service/timeline.py", "AuthService._record"),
     ("  writing the answer", "werkzeug/serving.py", "write"),
     ("  shutting the connection down", "socketserver.py", "_Server.shutdown_request"),
 ]

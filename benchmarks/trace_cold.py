@@ -43,7 +43,7 @@ def mark(what):
 
 
 def pytest_configure(config):
-    from pytest_mgmtauth import _keystore
+    from pytest_mgmtauth._fake import key_cache as _keystore
 
     key = _keystore.SigningKey
     prepare, pem, settle = key.prepare, key.pem, key._settle

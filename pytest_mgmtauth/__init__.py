@@ -10,14 +10,11 @@ import warnings
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._assertions import (
-        AuthFindingWarning,
-        ExpiredCredentialWarning,
-        OpenSessionWarning,
-        TokenChurnWarning,
-    )
-    from ._domain._accounts import Account
-    from ._domain._events import (
+    from ._fake.server import MgmtServer
+    from ._glue.clock import MgmtClock
+    from ._http.binding import RouteHandler
+    from ._service.accounts import Account
+    from ._service.events import (
         AccountLocked,
         AccountLockedManually,
         AccountUnlocked,
@@ -39,11 +36,14 @@ if TYPE_CHECKING:
         TokenIssued,
         UnknownRoute,
     )
-    from ._domain._faults import ScheduledFault, ScriptedFault
-    from ._domain._options import Options
-    from ._fake import MgmtServer
-    from ._simclock import MgmtClock
-    from ._transport._binding import RouteHandler
+    from ._service.faults import ScheduledFault, ScriptedFault
+    from ._service.options import Options
+    from ._verdicts.findings import (
+        AuthFindingWarning,
+        ExpiredCredentialWarning,
+        OpenSessionWarning,
+        TokenChurnWarning,
+    )
 
 __version__ = "0.1.0"
 
@@ -86,37 +86,37 @@ __all__ = [
 #: plugin for a suite that never uses it imports none of the fake, the transport
 #: (Werkzeug, pytest-httpserver) or the event classes.
 _LAZY: dict[str, str] = {
-    "Account": "._domain._accounts",
-    "AccountLocked": "._domain._events",
-    "AccountLockedManually": "._domain._events",
-    "AccountUnlocked": "._domain._events",
-    "ApiCall": "._domain._events",
-    "AuthFindingWarning": "._assertions",
-    "AuthRejected": "._domain._events",
-    "BadRequest": "._domain._events",
-    "CredentialExpired": "._domain._events",
-    "CredentialRevoked": "._domain._events",
-    "Event": "._domain._events",
-    "ExpiredCredentialWarning": "._assertions",
-    "FaultInjected": "._domain._events",
-    "LoggedIn": "._domain._events",
-    "LoggedOut": "._domain._events",
-    "LoginRejected": "._domain._events",
-    "LogoutRejected": "._domain._events",
-    "MgmtClock": "._simclock",
-    "MgmtServer": "._fake",
-    "OpenSessionWarning": "._assertions",
-    "Options": "._domain._options",
-    "RouteHandler": "._transport._binding",
-    "ScheduledFault": "._domain._faults",
-    "ScheduledFaultFired": "._domain._events",
-    "ScriptedFault": "._domain._faults",
-    "SecretRotated": "._domain._events",
-    "SessionExpired": "._domain._events",
-    "Throttled": "._domain._events",
-    "TokenChurnWarning": "._assertions",
-    "TokenIssued": "._domain._events",
-    "UnknownRoute": "._domain._events",
+    "Account": "._service.accounts",
+    "AccountLocked": "._service.events",
+    "AccountLockedManually": "._service.events",
+    "AccountUnlocked": "._service.events",
+    "ApiCall": "._service.events",
+    "AuthFindingWarning": "._verdicts.findings",
+    "AuthRejected": "._service.events",
+    "BadRequest": "._service.events",
+    "CredentialExpired": "._service.events",
+    "CredentialRevoked": "._service.events",
+    "Event": "._service.events",
+    "ExpiredCredentialWarning": "._verdicts.findings",
+    "FaultInjected": "._service.events",
+    "LoggedIn": "._service.events",
+    "LoggedOut": "._service.events",
+    "LoginRejected": "._service.events",
+    "LogoutRejected": "._service.events",
+    "MgmtClock": "._glue.clock",
+    "MgmtServer": "._fake.server",
+    "OpenSessionWarning": "._verdicts.findings",
+    "Options": "._service.options",
+    "RouteHandler": "._http.binding",
+    "ScheduledFault": "._service.faults",
+    "ScheduledFaultFired": "._service.events",
+    "ScriptedFault": "._service.faults",
+    "SecretRotated": "._service.events",
+    "SessionExpired": "._service.events",
+    "Throttled": "._service.events",
+    "TokenChurnWarning": "._verdicts.findings",
+    "TokenIssued": "._service.events",
+    "UnknownRoute": "._service.events",
 }
 
 #: Renamed public names: old name -> new name. The old names keep working (the same

@@ -2,9 +2,9 @@
 report header.
 
 Thin on purpose: everything it builds comes from the modules below it; the hooks and
-fixtures stay here, the rest is in ``_settings.py`` (ini settings, flags, markers),
-``_teardown.py`` (the findings check, late errors), ``_report.py`` (the report section,
-the terminal summary) and ``_junit.py`` (the timelines in JUnit XML).
+fixtures stay here, the rest is in ``_glue/settings.py`` (ini settings, flags, markers),
+``_glue/teardown.py`` (the findings check, late errors), ``_glue/report.py`` (the report section,
+the terminal summary) and ``_glue/junit.py`` (the timelines in JUnit XML).
 """
 
 from __future__ import annotations
@@ -21,12 +21,12 @@ import pytest
 # pool, the findings, the sweep's glue, the terminal table (without -v or
 # --mgmtauth-report) or the JUnit timelines (without --junitxml). The fixtures and hooks
 # import those when a test uses them.
-from . import _settings
-from ._domain._options import OPTION_NAMES, Options
-from ._settings import options_for
-from ._sweep_plan import FAULT_KINDS, PROP_TEST, SweepConfig, SweepPoint
-from ._sweep_plan import FIXTURE as _SWEEP_FIXTURE
-from ._sweep_plan import MARKER as _SWEEP_MARKER
+from ._glue import settings as _settings
+from ._glue.settings import options_for
+from ._service.options import OPTION_NAMES, Options
+from ._verdicts.sweep_plan import FAULT_KINDS, PROP_TEST, SweepConfig, SweepPoint
+from ._verdicts.sweep_plan import FIXTURE as _SWEEP_FIXTURE
+from ._verdicts.sweep_plan import MARKER as _SWEEP_MARKER
 
 #: Importable from here as before the split.
 __all__ = ["LATE_HANDLER_GRACE", "SECTION_TITLE", "options_for", "section_text"]
@@ -36,13 +36,13 @@ if TYPE_CHECKING:
 
     from pluggy import Result
 
-    from ._domain._accounts import Account
-    from ._fake import MgmtServer
-    from ._keystore import KeyCache, KeyLock, SigningKey
-    from ._pool import SessionPool
-    from ._report import SECTION_TITLE, section_text
-    from ._simclock import MgmtClock
-    from ._sweep import SweepReport
+    from ._fake.key_cache import KeyCache, KeyLock, SigningKey
+    from ._fake.server import MgmtServer
+    from ._fake.session import SessionPool
+    from ._glue.clock import MgmtClock
+    from ._glue.report import SECTION_TITLE, section_text
+    from ._glue.sweep import SweepReport
+    from ._service.accounts import Account
 
 _BASE_OPTIONS = pytest.StashKey[Options]()
 #: Whether the test's setup or call phase did not pass (the teardown check then only warns).
@@ -67,7 +67,7 @@ _SWEEP = pytest.StashKey[SweepConfig]()
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     """One ini setting ``mgmtauth_<name>`` and one flag ``--mgmtauth-<name>`` per option,
-    made from the declarations in ``_domain/_options.py``."""
+    made from the declarations in ``_service/options.py``."""
     group = parser.getgroup("mgmtauth", "pytest-mgmtauth (fake management auth service)")
     group.addoption(
         "--mgmtauth-report",
@@ -103,12 +103,12 @@ def pytest_configure(config: pytest.Config) -> None:
     if _wants_passing_sections(config):
         # The per-test table is printed with -v or --mgmtauth-report only: without them
         # its collector (and _report) is not loaded.
-        from ._report import TerminalReport
+        from ._glue.report import TerminalReport
 
         config.pluginmanager.register(TerminalReport(config), "mgmtauth-report")
     if config.getoption("xmlpath", None):
         # The timelines go into the JUnit XML of --junitxml only.
-        from ._junit import JunitTimelines
+        from ._glue.junit import JunitTimelines
 
         config.pluginmanager.register(JunitTimelines(config), "mgmtauth-junit-timelines")
     config.pluginmanager.register(_SweepReports(), "mgmtauth-sweep")
@@ -118,7 +118,7 @@ def __getattr__(name: str) -> Any:
     # SECTION_TITLE and section_text, importable from here as before the split, without
     # loading _report for a run that does not show the table (PEP 562).
     if name in ("SECTION_TITLE", "section_text"):
-        from . import _report
+        from ._glue import report as _report
 
         return getattr(_report, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -134,7 +134,7 @@ def _key_files(config: pytest.Config) -> tuple[KeyCache, KeyLock] | None:
     cache = getattr(config, "cache", None)
     if cache is None:
         return None
-    from ._keystore import key_files
+    from ._fake.key_cache import key_files
 
     def forget_old_entry() -> None:
         if cache.get(_OLD_KEY_CACHE_ENTRY, None) is not None:
@@ -170,7 +170,7 @@ def _key_of(config: pytest.Config) -> SigningKey:
     whose import loads the transport and the fake."""
     key = config.stash.get(_KEY, None)
     if key is None:
-        from ._keystore import SigningKey
+        from ._fake.key_cache import SigningKey
 
         files = _key_files(config)
         key = SigningKey(*files) if files is not None else SigningKey()
@@ -181,7 +181,7 @@ def _key_of(config: pytest.Config) -> SigningKey:
 def _pool_of(config: pytest.Config) -> SessionPool:
     pool = config.stash.get(_POOL, None)
     if pool is None:
-        from ._pool import SessionPool
+        from ._fake.session import SessionPool
 
         pool = SessionPool(signing_key=_key_of(config))
         config.stash[_POOL] = pool
@@ -251,7 +251,7 @@ _KEY_WAIT_AT_EXIT = 30.0
 def _mgmtauth_pool() -> Iterator[SessionPool]:
     """The session's servers, signing key and test CA (made on first use). Internal:
     tests reach all of it through ``mgmt_server``."""
-    from ._teardown import late_errors_message
+    from ._glue.teardown import late_errors_message
 
     pytestconfig = _running_item("_mgmtauth_pool").config
     pool = _pool_of(pytestconfig)
@@ -299,7 +299,7 @@ class _SweepReports:
         if self._report is None:
             if not any(name == PROP_TEST for name, _ in report.user_properties):
                 return
-            from ._sweep import SweepReport
+            from ._glue.sweep import SweepReport
 
             self._report = SweepReport()
         self._report.pytest_runtest_logreport(report)
@@ -321,7 +321,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         and metafunc.definition.get_closest_marker(_SWEEP_MARKER) is None
     ):
         return  # nothing to sweep, nothing to report (a marker here is an error)
-    from . import _sweep
+    from ._glue import sweep as _sweep
 
     _sweep.expand(metafunc, metafunc.config.stash[_SWEEP])
 
@@ -342,7 +342,7 @@ def _mgmtauth_sweep() -> SweepPoint | None:
 def pytest_runtest_call(item: pytest.Item) -> None:
     # Runs only when the test function passed: a sweep point it never reached skips.
     if _may_sweep(item):
-        from . import _sweep
+        from ._glue import sweep as _sweep
 
         _sweep.check_reached(item)
 
@@ -350,7 +350,7 @@ def pytest_runtest_call(item: pytest.Item) -> None:
 def _clock_mover(item: pytest.Item) -> Callable[[float], bool]:
     """Moves the test's mgmt_clock, if it runs on one (a scheduled expire)."""
 
-    from ._simclock import MgmtClock
+    from ._glue.clock import MgmtClock
 
     def move(seconds: float) -> bool:
         clock = getattr(item, "funcargs", {}).get("mgmt_clock")
@@ -411,9 +411,9 @@ def mgmt_server(
     _mgmtauth_sweep: SweepPoint | None,
 ) -> Iterator[MgmtServer]:
     """The fake management auth service, with fresh state for this test."""
-    from . import _sweep
-    from ._fake import MgmtServer
-    from ._teardown import check_findings
+    from ._fake.server import MgmtServer
+    from ._glue import sweep as _sweep
+    from ._glue.teardown import check_findings
 
     item = _running_item("mgmt_server")
     pytestconfig = item.config
@@ -464,7 +464,7 @@ def pytest_runtest_makereport(
         # Failed, errored, skipped or xfailed (reported as skipped): findings only warn.
         item.stash[_CALL_FAILED] = True
     if report.when == "call" and _may_sweep(item):
-        from . import _sweep
+        from ._glue import sweep as _sweep
 
         _sweep.after_call(item, report)
     fake = item.stash.get(_FAKE, None)
@@ -479,7 +479,7 @@ def pytest_runtest_makereport(
         item.stash[_SECTION_SHOWN] = True
     elif not (report.when == "call" and report.passed and _wants_passing_sections(item.config)):
         return
-    from ._report import SECTION_TITLE
+    from ._glue.report import SECTION_TITLE
 
     try:
         text = fake.report_section()
@@ -497,7 +497,7 @@ def mgmt_account(mgmt_server: MgmtServer) -> Account:
 @pytest.fixture
 def mgmt_clock() -> Iterator[MgmtClock]:
     """Frozen simulated time (freezegun) that both the client and the fake see."""
-    from ._simclock import MgmtClock
+    from ._glue.clock import MgmtClock
 
     clock = MgmtClock().start()
     try:

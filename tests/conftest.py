@@ -21,15 +21,15 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 # in-process pytester run: pytester restores sys.modules after each run, so a module
 # first imported inside one would be imported anew by the next, with new classes and
 # stash keys that the modules kept across runs do not know.
-import pytest_mgmtauth._junit
-import pytest_mgmtauth._report
-import pytest_mgmtauth._sweep
-import pytest_mgmtauth._sweep_verdict  # noqa: F401
+import pytest_mgmtauth._glue.junit
+import pytest_mgmtauth._glue.report
+import pytest_mgmtauth._glue.sweep
+import pytest_mgmtauth._verdicts.sweep_verdict  # noqa: F401
 from pytest_mgmtauth import Account, MgmtServer
-from pytest_mgmtauth._domain._clock import ManualClock
-from pytest_mgmtauth._domain._options import Options
-from pytest_mgmtauth._domain._service import AuthService
-from pytest_mgmtauth._domain._tokens import (
+from pytest_mgmtauth._service.clock import ManualClock
+from pytest_mgmtauth._service.options import Options
+from pytest_mgmtauth._service.service import AuthService
+from pytest_mgmtauth._service.tokens import (
     TokenSigner,
     generate_private_key_pem,
 )

@@ -1,5 +1,5 @@
 """``mgmtauth-server``: the command line of the standalone server (flags made from the
-option declarations in ``_domain/_options.py``), its banner and ``main()``."""
+option declarations in ``_service/options.py``), its banner and ``main()``."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ import threading
 from typing import TYPE_CHECKING, TextIO
 
 from .. import __version__
-from .._domain._accounts import make_account
-from .._domain._options import OPTION_SPECS, Options, OptionSpec, name_source
-from .._transport._app import CONTROL_PREFIX as PREFIX
+from .._http.app import CONTROL_PREFIX as PREFIX
+from .._service.accounts import make_account
+from .._service.options import OPTION_SPECS, Options, OptionSpec, name_source
 from .server import (
     _STOP_POLL,
     _TEST_ONLY_OPTIONS,

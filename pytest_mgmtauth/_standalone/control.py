@@ -12,21 +12,21 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from werkzeug import Response
 
-from .._domain._clock import to_datetime
-from .._domain._events import iso_time as _iso
-from .._domain._options import _shown, check_advance
-from .._transport._app import CONTROL_PREFIX as PREFIX
-from .._transport._errors import error_response, json_response
-from ._body import Body, ControlError, read_json
-from ._guard import host_allowed, refuse_foreign
-from ._payloads import account_json, event_json, fault_json
+from .._http.app import CONTROL_PREFIX as PREFIX
+from .._http.errors import error_response, json_response
+from .._service.clock import to_datetime
+from .._service.events import iso_time as _iso
+from .._service.options import _shown, check_advance
+from .body import Body, ControlError, read_json
+from .guard import host_allowed, refuse_foreign
+from .payloads import account_json, event_json, fault_json
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
     from werkzeug import Request
 
-    from .._fake import MgmtServer
+    from .._fake.server import MgmtServer
 
 #: Importable from here as before the split (the request reading, the Host guard and the
 #: JSON payloads have modules of their own).

@@ -18,19 +18,19 @@ from typing import TYPE_CHECKING, Any
 
 from cryptography.exceptions import UnsupportedAlgorithm
 
-from .. import _assertions
-from .._domain._clock import ManualClock, OffsetClock
-from .._domain._tokens import load_private_key
-from .._fake import MgmtServer
-from .._pool import KeyCache, SessionPool
-from .._transport._app import CONTROL_PREFIX
+from .._fake.server import MgmtServer
+from .._fake.session import KeyCache, SessionPool
+from .._http.app import CONTROL_PREFIX
+from .._service.clock import ManualClock, OffsetClock
+from .._service.tokens import load_private_key
+from .._verdicts import findings
 from .control import ControlAPI, account_json
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from .._domain._accounts import Account
-    from .._domain._options import Options
+    from .._service.accounts import Account
+    from .._service.options import Options
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
@@ -295,11 +295,11 @@ class StandaloneServer:
             )
             if counted
         ]
-        found = _assertions.findings(scene, kinds=kinds)
+        found = findings.findings(scene, kinds=kinds)
         return {
             "ok": not found,
             "findings": [dataclasses.asdict(f) for f in found],
-            "counts": _assertions.finding_counts(scene),
+            "counts": findings.finding_counts(scene),
             "counted": {
                 "churn": churn,
                 "expired_use": expired_use,

@@ -10,16 +10,16 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_mgmtauth import _keystore
-from pytest_mgmtauth._domain._tokens import generate_private_key_pem
-from pytest_mgmtauth._pool import SessionPool, file_lock
+from pytest_mgmtauth._fake import key_cache as _keystore
+from pytest_mgmtauth._fake.session import SessionPool, file_lock
+from pytest_mgmtauth._service.tokens import generate_private_key_pem
 from pytest_mgmtauth.plugin import _KEY_CACHE_DIR, _KEY_CACHE_FILE
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
 
-    from pytest_mgmtauth._domain._tokens import TokenSigner
+    from pytest_mgmtauth._service.tokens import TokenSigner
 
 #: One small key for all tests here (the size is beside the point).
 _PEM = generate_private_key_pem(2048)
@@ -142,7 +142,7 @@ def _ask_for_signer(pool: SessionPool) -> tuple[list[TokenSigner], threading.Thr
 
 
 def _public_n(pem: bytes) -> int:
-    from pytest_mgmtauth._domain._tokens import load_private_key
+    from pytest_mgmtauth._service.tokens import load_private_key
 
     return load_private_key(pem).public_key().public_numbers().n
 

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_mgmtauth import _keystore
-from pytest_mgmtauth._domain._tokens import generate_private_key_pem, load_private_key
-from pytest_mgmtauth._pool import SessionPool
+from pytest_mgmtauth._fake import key_cache as _keystore
+from pytest_mgmtauth._fake.session import SessionPool
+from pytest_mgmtauth._service.tokens import generate_private_key_pem, load_private_key
 from pytest_mgmtauth.plugin import (
     _KEY_CACHE_DIR,
     _KEY_CACHE_FILE,

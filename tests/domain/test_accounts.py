@@ -9,13 +9,13 @@ from urllib.parse import quote, unquote_plus, unquote_to_bytes
 import pytest
 
 from pytest_mgmtauth import Account
-from pytest_mgmtauth._domain._accounts import (
+from pytest_mgmtauth._service.accounts import (
     fingerprint,
     generate_api_key,
     generate_password,
     make_account,
 )
-from pytest_mgmtauth._domain._service import AuthService
+from pytest_mgmtauth._service.service import AuthService
 
 #: A sample large enough that a character class missing now and then would show.
 KEYS = [generate_api_key() for _ in range(200)]
@@ -170,7 +170,7 @@ def test_snapshots_of_accounts_tokens_and_sessions_are_copies(service: AuthServi
 def test_secrets_are_drawn_in_batches_not_per_character(monkeypatch: pytest.MonkeyPatch) -> None:
     # Issue 14: one system call per character (secrets.choice, SystemRandom.shuffle) was
     # a measurable part of each test's setup.
-    from pytest_mgmtauth._domain import _accounts
+    from pytest_mgmtauth._service import accounts as _accounts
 
     calls: list[int] = []
     real = secrets.token_bytes
@@ -196,7 +196,7 @@ def test_secrets_are_drawn_in_batches_not_per_character(monkeypatch: pytest.Monk
 
 
 def test_batched_draws_cover_the_alphabet_and_nothing_else() -> None:
-    from pytest_mgmtauth._domain._accounts import _choices
+    from pytest_mgmtauth._service.accounts import _choices
 
     drawn = _choices("abc", 3000)
     assert set(drawn) == set("abc")

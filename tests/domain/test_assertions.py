@@ -10,24 +10,21 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_mgmtauth._assertions import (
-    AuthSummary,
-    Scene,
+from pytest_mgmtauth._service.accounts import _KEY_ALPHABET, Account, fingerprint
+from pytest_mgmtauth._service.clock import ManualClock
+from pytest_mgmtauth._service.diagnosis import diagnose_secret
+from pytest_mgmtauth._service.service import AuthService, Refusal
+from pytest_mgmtauth._verdicts.checks import (
     check_auth_count,
     check_logged_out,
     check_no_expired_credential_used,
     check_single_flight,
     check_token_reused,
     churn_message,
-    finding_counts,
-    findings,
-    format_timeline,
-    summarize,
 )
-from pytest_mgmtauth._domain._accounts import _KEY_ALPHABET, Account, fingerprint
-from pytest_mgmtauth._domain._clock import ManualClock
-from pytest_mgmtauth._domain._diagnosis import diagnose_secret
-from pytest_mgmtauth._domain._service import AuthService, Refusal
+from pytest_mgmtauth._verdicts.findings import finding_counts, findings
+from pytest_mgmtauth._verdicts.scene import AuthSummary, Scene, summarize
+from pytest_mgmtauth._verdicts.timeline_text import format_timeline
 
 MakeService = Callable[..., AuthService]
 

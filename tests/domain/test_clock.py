@@ -12,10 +12,10 @@ import freezegun
 import pytest
 
 from pytest_mgmtauth import MgmtClock
-from pytest_mgmtauth._domain._clock import ManualClock, OffsetClock, system_clock, to_datetime
-from pytest_mgmtauth._domain._options import Options
-from pytest_mgmtauth._domain._service import AuthService, Refusal
-from pytest_mgmtauth._domain._tokens import TokenSigner
+from pytest_mgmtauth._service.clock import ManualClock, OffsetClock, system_clock, to_datetime
+from pytest_mgmtauth._service.options import Options
+from pytest_mgmtauth._service.service import AuthService, Refusal
+from pytest_mgmtauth._service.tokens import TokenSigner
 
 MOMENT = datetime(2031, 5, 6, 7, 8, 9, tzinfo=timezone.utc)
 

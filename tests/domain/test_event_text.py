@@ -15,11 +15,11 @@ from pytest_mgmtauth import (
     SessionExpired,
     TokenIssued,
 )
-from pytest_mgmtauth._assertions import Scene
-from pytest_mgmtauth._domain._clock import ManualClock, to_datetime
-from pytest_mgmtauth._domain._events import format_offset, iso_time, timeline_origin
-from pytest_mgmtauth._domain._service import AuthService, Refusal
+from pytest_mgmtauth._service.clock import ManualClock, to_datetime
+from pytest_mgmtauth._service.events import format_offset, iso_time, timeline_origin
+from pytest_mgmtauth._service.service import AuthService, Refusal
 from pytest_mgmtauth._standalone.control import event_json
+from pytest_mgmtauth._verdicts.scene import Scene
 
 MakeService = Callable[..., AuthService]
 

@@ -19,10 +19,10 @@ from pytest_mgmtauth import (
     Throttled,
     TokenIssued,
 )
-from pytest_mgmtauth._domain import _faults
-from pytest_mgmtauth._domain._clock import ManualClock, OffsetClock
-from pytest_mgmtauth._domain._faults import FaultPlan
-from pytest_mgmtauth._domain._service import (
+from pytest_mgmtauth._service import faults as _faults
+from pytest_mgmtauth._service.clock import ManualClock, OffsetClock
+from pytest_mgmtauth._service.faults import FaultPlan
+from pytest_mgmtauth._service.service import (
     AUTH_FAILED,
     LOCKED_OUT,
     THROTTLE_WINDOW,

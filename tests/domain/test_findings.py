@@ -6,21 +6,20 @@ from collections.abc import Callable
 
 import pytest
 
-from pytest_mgmtauth._assertions import (
+from pytest_mgmtauth._service.accounts import Account
+from pytest_mgmtauth._service.clock import ManualClock
+from pytest_mgmtauth._service.diagnosis import diagnose_reauth_after
+from pytest_mgmtauth._service.options import Options
+from pytest_mgmtauth._service.service import AuthService, Refusal
+from pytest_mgmtauth._verdicts.checks import check_token_reused, churn_message
+from pytest_mgmtauth._verdicts.findings import (
     KINDS,
     Finding,
-    Scene,
-    check_token_reused,
-    churn_message,
     default_kinds,
     findings,
     report_section,
 )
-from pytest_mgmtauth._domain._accounts import Account
-from pytest_mgmtauth._domain._clock import ManualClock
-from pytest_mgmtauth._domain._diagnosis import diagnose_reauth_after
-from pytest_mgmtauth._domain._options import Options
-from pytest_mgmtauth._domain._service import AuthService, Refusal
+from pytest_mgmtauth._verdicts.scene import Scene
 
 MakeService = Callable[..., AuthService]
 

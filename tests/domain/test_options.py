@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from pytest_mgmtauth import Options
-from pytest_mgmtauth._domain._options import (
+from pytest_mgmtauth._service.options import (
     OPTION_NAMES,
     OPTION_SPECS,
     build_options,
@@ -267,7 +267,7 @@ def test_an_explicit_refresh_margin_is_kept_and_only_an_explicit_conflict_fails(
 
 
 def test_every_option_is_declared_once_with_a_parser() -> None:
-    from pytest_mgmtauth._domain._options import OPTION_NAMES, OPTION_SPEC
+    from pytest_mgmtauth._service.options import OPTION_NAMES, OPTION_SPEC
 
     assert tuple(OPTION_SPEC) == OPTION_NAMES
     assert OPTION_SPEC["token_ttl"].parse(" 90 ") == 90

@@ -9,13 +9,13 @@ import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from pytest_mgmtauth._domain import _presign
-from pytest_mgmtauth._domain._clock import ManualClock
-from pytest_mgmtauth._domain._options import Options
-from pytest_mgmtauth._domain._presign import MAX_CREDIT, MAX_PENDING, PROBE_EVERY, Presigner
-from pytest_mgmtauth._domain._service import AuthService
-from pytest_mgmtauth._domain._threads import hand_over
-from pytest_mgmtauth._domain._tokens import ISSUER, TokenSigner
+from pytest_mgmtauth._service import presign as _presign
+from pytest_mgmtauth._service.clock import ManualClock
+from pytest_mgmtauth._service.options import Options
+from pytest_mgmtauth._service.presign import MAX_CREDIT, MAX_PENDING, PROBE_EVERY, Presigner
+from pytest_mgmtauth._service.service import AuthService
+from pytest_mgmtauth._service.threads import hand_over
+from pytest_mgmtauth._service.tokens import ISSUER, TokenSigner
 
 T0 = 1_800_000_000
 

@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_mgmtauth._domain._accounts import fingerprint, generate_api_key, generate_password
-from pytest_mgmtauth._domain._clock import ManualClock
-from pytest_mgmtauth._domain._redact import MIN_MASKED_LENGTH, SecretMasker
-from pytest_mgmtauth._domain._service import (
+from pytest_mgmtauth._service.accounts import fingerprint, generate_api_key, generate_password
+from pytest_mgmtauth._service.clock import ManualClock
+from pytest_mgmtauth._service.redact import MIN_MASKED_LENGTH, SecretMasker
+from pytest_mgmtauth._service.service import (
     DIAGNOSIS_BUDGET,
     DIAGNOSIS_WINDOW,
     AuthService,

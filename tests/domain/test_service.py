@@ -19,16 +19,16 @@ from pytest_mgmtauth import (
     TokenIssued,
     UnknownRoute,
 )
-from pytest_mgmtauth._domain._clock import ManualClock, to_datetime
-from pytest_mgmtauth._domain._options import Options
-from pytest_mgmtauth._domain._service import (
+from pytest_mgmtauth._service.clock import ManualClock, to_datetime
+from pytest_mgmtauth._service.options import Options
+from pytest_mgmtauth._service.service import (
     AUTH_FAILED,
     FORBIDDEN,
     LOCKED_OUT,
     AuthService,
     Refusal,
 )
-from pytest_mgmtauth._domain._tokens import TokenSigner
+from pytest_mgmtauth._service.tokens import TokenSigner
 
 MakeService = Callable[..., AuthService]
 

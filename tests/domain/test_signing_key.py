@@ -10,9 +10,9 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
-from pytest_mgmtauth._domain import _signingkey
-from pytest_mgmtauth._domain._signingkey import combine, make_signing_key
-from pytest_mgmtauth._domain._tokens import (
+from pytest_mgmtauth._service import signing_key as _signingkey
+from pytest_mgmtauth._service.signing_key import combine, make_signing_key
+from pytest_mgmtauth._service.tokens import (
     TokenSigner,
     generate_private_key_pem,
     load_private_key,

@@ -14,7 +14,7 @@ import pytest
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
-from pytest_mgmtauth._domain._tokens import (
+from pytest_mgmtauth._service.tokens import (
     ISSUER,
     KEY_BITS,
     TokenProblem,

@@ -33,8 +33,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_mgmtauth import MgmtClock, MgmtServer, Options
-from pytest_mgmtauth._domain._clock import ManualClock, to_datetime
-from pytest_mgmtauth._domain._options import (
+from pytest_mgmtauth._glue.settings import _parse_ini
+from pytest_mgmtauth._service.clock import ManualClock, to_datetime
+from pytest_mgmtauth._service.options import (
     LATEST_TIME,
     MAX_ADVANCE,
     MAX_COUNT,
@@ -42,7 +43,6 @@ from pytest_mgmtauth._domain._options import (
     OPTION_NAMES,
     build_options,
 )
-from pytest_mgmtauth._settings import _parse_ini
 from pytest_mgmtauth._standalone import (
     AccountSpec,
     StandaloneServer,

@@ -27,7 +27,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_mgmtauth import AuthRejected, Options
-from pytest_mgmtauth._domain._accounts import fingerprint as fp
+from pytest_mgmtauth._service.accounts import fingerprint as fp
 from pytest_mgmtauth._standalone import AccountSpec, StandaloneServer
 
 PROFILE = settings.get_profile("mgmtauth-hostile")

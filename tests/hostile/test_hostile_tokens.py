@@ -18,7 +18,7 @@ from cryptography.hazmat.primitives.asymmetric import padding
 from hostile_support import build_request
 
 from pytest_mgmtauth import ApiCall
-from pytest_mgmtauth._domain._tokens import (
+from pytest_mgmtauth._service.tokens import (
     TokenSigner,
     generate_private_key_pem,
     load_private_key,

@@ -67,7 +67,7 @@ def test_plain():
         STARTED_AT_IMPORT
         + """
 # Started without the pool: importing it loads the transport and the fake (~70 ms).
-POOL_LOADED = "pytest_mgmtauth._pool" in sys.modules
+POOL_LOADED = "pytest_mgmtauth._fake.session" in sys.modules
 
 
 def test_uses(mgmt_server):

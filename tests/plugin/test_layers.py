@@ -1,6 +1,6 @@
-"""The layers of docs/architecture.md, checked on the source (issue 11): the domain and
-the pure halves of the sweep import no pytest and no Werkzeug, and nothing imports
-upwards (the domain nothing outside itself, the transport nothing of the glue)."""
+"""The layers of docs/architecture.md, checked on the source: each folder of the package
+imports only the folders below it, and the pure ones (the service, the verdicts) import
+no framework at all."""
 
 from __future__ import annotations
 
@@ -13,12 +13,23 @@ import pytest
 import pytest_mgmtauth
 
 PACKAGE = Path(pytest_mgmtauth.__file__).parent
-DOMAIN = sorted(p.name for p in (PACKAGE / "_domain").glob("*.py"))
-TRANSPORT = sorted(p.name for p in (PACKAGE / "_transport").glob("*.py"))
-#: What the domain may import besides the standard library and itself.
-DOMAIN_LIBRARIES = {"jwt", "cryptography"}
-#: Never below the glue.
-FRAMEWORKS = {"pytest", "_pytest", "werkzeug", "pytest_httpserver"}
+
+#: Each folder, the package's folders it may import, and the third-party packages it may
+#: import besides the standard library. Listed from the bottom up.
+LAYERS: dict[str, tuple[set[str], set[str]]] = {
+    "_service": (set(), {"jwt", "cryptography"}),
+    "_verdicts": ({"_service"}, set()),
+    "_http": ({"_service"}, {"werkzeug", "pytest_httpserver", "trustme"}),
+    "_fake": ({"_service", "_verdicts", "_http"}, {"cryptography"}),
+    "_standalone": (
+        {"_service", "_verdicts", "_http", "_fake", "__init__"},
+        {"werkzeug", "cryptography"},
+    ),
+    "_glue": (
+        {"_service", "_verdicts", "_fake"},
+        {"pytest", "_pytest", "freezegun"},
+    ),
+}
 
 
 def _imports(path: Path) -> list[tuple[int, str]]:
@@ -29,44 +40,53 @@ def _imports(path: Path) -> list[tuple[int, str]]:
         if isinstance(node, ast.Import):
             found.extend((0, alias.name) for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
-            found.append((node.level, node.module or ""))
+            found.append((node.level, node.module or "__init__"))
     return found
 
 
-@pytest.mark.parametrize("module", DOMAIN)
-def test_the_domain_imports_the_standard_library_its_libraries_and_itself(module: str) -> None:
-    wrong = [
-        f"{'.' * level}{name}"
-        for level, name in _imports(PACKAGE / "_domain" / module)
-        if level > 1
-        or (
-            level == 0
-            and name.split(".")[0] not in sys.stdlib_module_names
-            and name.split(".")[0] not in DOMAIN_LIBRARIES
-        )
-    ]
-    assert wrong == []
+def _wrong_imports(folder: str, path: Path, depth: int) -> list[str]:
+    """The imports of a module ``depth`` folders below the package (1: in ``folder``
+    itself, 2: in a subfolder of it) that its layer does not allow."""
+    folders, libraries = LAYERS[folder]
+    wrong = []
+    for level, name in _imports(path):
+        top = name.split(".")[0]
+        if level == 0:
+            allowed = top in sys.stdlib_module_names or top in libraries
+        elif level <= depth:
+            allowed = True  # within the folder
+        elif level == depth + 1:
+            allowed = top in folders
+        else:
+            allowed = False
+        if not allowed:
+            wrong.append(f"{'.' * level}{name}")
+    return wrong
 
 
-@pytest.mark.parametrize("module", TRANSPORT)
-def test_the_transport_imports_the_domain_and_itself_only(module: str) -> None:
-    wrong = [
-        f"{'.' * level}{name}"
-        for level, name in _imports(PACKAGE / "_transport" / module)
-        if (level == 2 and not name.startswith("_domain"))
-        or level > 2
-        or (level == 0 and name.split(".")[0] in {"pytest", "_pytest", "pytest_mgmtauth"})
-    ]
-    assert wrong == []
+MODULES = [
+    (folder, path.relative_to(PACKAGE).as_posix())
+    for folder in LAYERS
+    for path in sorted((PACKAGE / folder).rglob("*.py"))
+]
 
 
-@pytest.mark.parametrize("module", ["_sweep_plan.py", "_sweep_verdict.py"])
-def test_the_pure_halves_of_the_sweep_import_no_framework_and_no_glue(module: str) -> None:
-    wrong = [
-        f"{'.' * level}{name}"
-        for level, name in _imports(PACKAGE / module)
-        if (level == 0 and name.split(".")[0] in FRAMEWORKS | {"pytest_mgmtauth"})
-        or (level == 1 and not name.startswith(("_domain", "_sweep_plan")))
-        or level > 1
-    ]
-    assert wrong == []
+@pytest.mark.parametrize(("folder", "module"), MODULES, ids=[m for _, m in MODULES])
+def test_each_folder_imports_only_the_folders_below_it(folder: str, module: str) -> None:
+    path = PACKAGE / module
+    depth = len(path.relative_to(PACKAGE / folder).parts)
+    assert _wrong_imports(folder, path, depth) == []
+
+
+def test_every_module_of_the_package_is_in_a_layer() -> None:
+    top_level = {p.name for p in PACKAGE.glob("*.py")}
+    folders = {p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert top_level == {"__init__.py", "__main__.py", "plugin.py"}
+    assert folders == set(LAYERS)
+
+
+def test_a_wrong_import_is_caught(tmp_path: Path) -> None:
+    """The check itself can fail: a service module that imports HTTP and pytest."""
+    module = tmp_path / "probe.py"
+    module.write_text("from .._http.app import FakeApp\nimport pytest\nfrom .clock import Clock\n")
+    assert _wrong_imports("_service", module, depth=1) == [".._http.app", "pytest"]

@@ -19,8 +19,8 @@ import threading
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-import pytest_mgmtauth._pool as pool_module
-from pytest_mgmtauth._transport._server import FakeHTTPServer
+import pytest_mgmtauth._fake.session as pool_module
+from pytest_mgmtauth._http.server import FakeHTTPServer
 
 counts = {"rsa_generated": 0, "keys_loaded": 0, "servers_made": 0, "server_threads": 0}
 
@@ -109,7 +109,7 @@ def test_the_counters_see_a_suite_that_uses_the_fixtures(pytester: pytest.Pytest
     result = pytester.runpytest_subprocess("-p", "no:hypothesispytest")
     result.assert_outcomes(passed=3)
     # One key and one server for the session, shared by the tests that use them. The key
-    # is made of at least two half-size keys (_domain/_signingkey.py), and a second
+    # is made of at least two half-size keys (_service/signing_key.py), and a second
     # generation may race the first while the first test waits for it (SigningKey.pem):
     # cryptography makes two keys or more, but one signing key is loaded either way.
     result.stdout.re_match_lines(
@@ -123,12 +123,12 @@ def test_the_counters_see_a_suite_that_uses_the_fixtures(pytester: pytest.Pytest
 HEAVY_MODULES = (
     "werkzeug",
     "pytest_httpserver",
-    "pytest_mgmtauth._fake",
-    "pytest_mgmtauth._transport._app",
-    "pytest_mgmtauth._pool",
-    "pytest_mgmtauth._sweep",
-    "pytest_mgmtauth._domain._faults",
-    "pytest_mgmtauth._domain._tokens",
+    "pytest_mgmtauth._fake.server",
+    "pytest_mgmtauth._http.app",
+    "pytest_mgmtauth._fake.session",
+    "pytest_mgmtauth._glue.sweep",
+    "pytest_mgmtauth._service.faults",
+    "pytest_mgmtauth._service.tokens",
     "jwt",
     "cryptography",
 )
@@ -193,15 +193,17 @@ def test_suite_that_never_uses_the_plugin_imports_nothing_heavy(
 #: --mgmtauth-report, no --junitxml, no sweep): the options, their flags and ini settings,
 #: the sweep's plan (names and defaults for the flags' help). Not the sweep's glue or the
 #: fault table, not the token module, not the terminal table, not the JUnit timelines:
-#: each took milliseconds to compile at every start (issue 14, zero cost).
+#: each would cost every run of pytest its import.
 STARTUP_MODULES = {
     "pytest_mgmtauth",
-    "pytest_mgmtauth._domain",
-    "pytest_mgmtauth._domain._limits",
-    "pytest_mgmtauth._domain._options",
-    "pytest_mgmtauth._domain._vocab",
-    "pytest_mgmtauth._settings",
-    "pytest_mgmtauth._sweep_plan",
+    "pytest_mgmtauth._service",
+    "pytest_mgmtauth._service.limits",
+    "pytest_mgmtauth._service.options",
+    "pytest_mgmtauth._service.types",
+    "pytest_mgmtauth._glue",
+    "pytest_mgmtauth._glue.settings",
+    "pytest_mgmtauth._verdicts",
+    "pytest_mgmtauth._verdicts.sweep_plan",
     "pytest_mgmtauth.plugin",
 }
 
@@ -244,8 +246,8 @@ def test_the_startup_check_sees_what_a_sweep_and_the_reports_load(
         pytester, "-p", "no:randomly", "-v", "--junitxml=junit.xml"
     )
     result.assert_outcomes(passed=1)
-    assert {"pytest_mgmtauth._report", "pytest_mgmtauth._junit"} <= modules
-    assert "pytest_mgmtauth._sweep" not in modules
+    assert {"pytest_mgmtauth._glue.report", "pytest_mgmtauth._glue.junit"} <= modules
+    assert "pytest_mgmtauth._glue.sweep" not in modules
     pytester.makepyfile(
         test_swept="""
         import pytest
@@ -257,7 +259,7 @@ def test_the_startup_check_sees_what_a_sweep_and_the_reports_load(
     )
     result, modules = _run_reading_modules(pytester, "-p", "no:randomly")
     result.assert_outcomes(passed=2, skipped=1)
-    assert {"pytest_mgmtauth._sweep", "pytest_mgmtauth._domain._faults"} <= modules
+    assert {"pytest_mgmtauth._glue.sweep", "pytest_mgmtauth._service.faults"} <= modules
 
 
 def test_the_module_check_sees_a_suite_that_uses_the_plugin(pytester: pytest.Pytester) -> None:
@@ -270,7 +272,7 @@ def test_the_module_check_sees_a_suite_that_uses_the_plugin(pytester: pytest.Pyt
     )
     result, modules = _run_reading_modules(pytester, "-p", "no:pytest_httpserver")
     result.assert_outcomes(passed=1)
-    assert {"werkzeug", "pytest_mgmtauth._fake", "pytest_mgmtauth._transport._app"} <= modules
+    assert {"werkzeug", "pytest_mgmtauth._fake.server", "pytest_mgmtauth._http.app"} <= modules
 
 
 #: Run in a fresh interpreter: in this one, an in-process pytester run earlier in the

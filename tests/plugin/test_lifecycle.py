@@ -1,5 +1,5 @@
 """The glue drives MgmtServer through its lifecycle methods only (issue 11): no private
-attribute of a fake is reached into from plugin.py, _sweep.py or the standalone server."""
+attribute of a fake is reached into from plugin.py, _glue/sweep.py or the standalone server."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from pytest_mgmtauth import MgmtServer
 PACKAGE = Path(pytest_mgmtauth.__file__).parent
 GLUE = [
     "plugin.py",
-    "_teardown.py",
-    "_sweep.py",
+    "_glue/teardown.py",
+    "_glue/sweep.py",
     "_standalone/server.py",
     "_standalone/control.py",
 ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_mgmtauth._domain._options import OPTION_NAMES
+from pytest_mgmtauth._service.options import OPTION_NAMES
 
 
 @pytest.fixture

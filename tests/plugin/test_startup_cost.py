@@ -3,8 +3,9 @@ zero cost): the pieces that replaced slower spellings must still mean the same."
 
 from __future__ import annotations
 
-from pytest_mgmtauth._domain import _options, _tokens
-from pytest_mgmtauth._junit import _NOT_XML
+from pytest_mgmtauth._glue.junit import _NOT_XML
+from pytest_mgmtauth._service import options as _options
+from pytest_mgmtauth._service import tokens as _tokens
 
 
 def _xml_char(code: int) -> bool:
@@ -35,7 +36,7 @@ def test_the_options_default_issuer_is_the_token_modules() -> None:
 
 def test_the_sweeps_fault_kinds_are_the_scheduled_faults_in_order() -> None:
     # _sweep_plan names them from the vocabulary rather than import the fault table.
-    from pytest_mgmtauth._domain._faults import SCHEDULED_KINDS
-    from pytest_mgmtauth._sweep_plan import FAULT_KINDS
+    from pytest_mgmtauth._service.faults import SCHEDULED_KINDS
+    from pytest_mgmtauth._verdicts.sweep_plan import FAULT_KINDS
 
     assert tuple(SCHEDULED_KINDS) == FAULT_KINDS

@@ -191,7 +191,7 @@ def test_fails_on_churn_itself(mgmt_server, mgmt_account):
     )
     # Helper frames are hidden: the traceback ends at the user's line.
     assert "_assertions.py" not in result.stdout.str()
-    assert "_fake.py" not in result.stdout.str()
+    assert "_fake/server.py" not in result.stdout.str()
 
 
 def test_a_test_that_failed_already_gets_the_churn_as_a_warning_not_a_second_error(

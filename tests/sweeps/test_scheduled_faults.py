@@ -15,13 +15,13 @@ from pytest_mgmtauth import (
     ScheduledFault,
     ScheduledFaultFired,
     TokenIssued,
-    _sweep_plan,
-    _sweep_verdict,
 )
-from pytest_mgmtauth._domain import _faults
-from pytest_mgmtauth._domain._clock import ManualClock
-from pytest_mgmtauth._domain._faults import FaultPlan
-from pytest_mgmtauth._domain._service import AUTH_FAILED, AuthService, Refusal
+from pytest_mgmtauth._service import faults as _faults
+from pytest_mgmtauth._service.clock import ManualClock
+from pytest_mgmtauth._service.faults import FaultPlan
+from pytest_mgmtauth._service.service import AUTH_FAILED, AuthService, Refusal
+from pytest_mgmtauth._verdicts import sweep_plan as _sweep_plan
+from pytest_mgmtauth._verdicts import sweep_verdict as _sweep_verdict
 
 MakeService = Callable[..., AuthService]
 

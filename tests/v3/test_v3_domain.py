@@ -10,16 +10,16 @@ from typing import Any
 import pytest
 
 from pytest_mgmtauth import AuthRejected, Options, Throttled, TokenIssued
-from pytest_mgmtauth._domain import _faults
-from pytest_mgmtauth._domain._accounts import (
+from pytest_mgmtauth._service import faults as _faults
+from pytest_mgmtauth._service.accounts import (
     generate_session_id,
     generate_utk,
     make_account,
     parse_profiles,
 )
-from pytest_mgmtauth._domain._clock import ManualClock
-from pytest_mgmtauth._domain._service import AuthService, Refusal
-from pytest_mgmtauth._domain._v3 import auth_path_scope, call_scope
+from pytest_mgmtauth._service.clock import ManualClock
+from pytest_mgmtauth._service.service import AuthService, Refusal
+from pytest_mgmtauth._service.v3 import auth_path_scope, call_scope
 
 
 def _refusal(call: Callable[[], object]) -> Refusal:

@@ -12,8 +12,8 @@ from collections.abc import Iterator
 import pytest
 from wire_support import one_request
 
-from pytest_mgmtauth._transport._connections import _Server
-from pytest_mgmtauth._transport._server import FakeHTTPServer
+from pytest_mgmtauth._http.connections import _Server
+from pytest_mgmtauth._http.server import FakeHTTPServer
 
 
 @pytest.fixture

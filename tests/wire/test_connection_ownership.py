@@ -14,8 +14,8 @@ from urllib.parse import urlsplit
 import pytest
 
 from pytest_mgmtauth import Options, UnknownRoute
-from pytest_mgmtauth._fake import MgmtServer
-from pytest_mgmtauth._pool import SessionPool
+from pytest_mgmtauth._fake.server import MgmtServer
+from pytest_mgmtauth._fake.session import SessionPool
 
 PROBE = b"GET /nowhere HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
 

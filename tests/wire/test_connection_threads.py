@@ -13,12 +13,12 @@ import pytest
 import requests
 from wire_support import PROBE, one_request
 
-from pytest_mgmtauth._domain._options import Options
-from pytest_mgmtauth._fake import MgmtServer
-from pytest_mgmtauth._pool import SessionPool
-from pytest_mgmtauth._transport import _connections
-from pytest_mgmtauth._transport._connections import _Server
-from pytest_mgmtauth._transport._server import FakeHTTPServer
+from pytest_mgmtauth._fake.server import MgmtServer
+from pytest_mgmtauth._fake.session import SessionPool
+from pytest_mgmtauth._http import connections as _connections
+from pytest_mgmtauth._http.connections import _Server
+from pytest_mgmtauth._http.server import FakeHTTPServer
+from pytest_mgmtauth._service.options import Options
 
 
 def _until(condition: Callable[[], bool], what: str) -> None:
@@ -95,8 +95,8 @@ def test_a_waiting_thread_keeps_no_tests_state_alive(request: pytest.FixtureRequ
     import weakref
 
     from pytest_mgmtauth import Options
-    from pytest_mgmtauth._fake import MgmtServer
-    from pytest_mgmtauth._pool import SessionPool
+    from pytest_mgmtauth._fake.server import MgmtServer
+    from pytest_mgmtauth._fake.session import SessionPool
 
     # A pool of its own (the session's key): its server has no other test's threads.
     session_pool: SessionPool = request.getfixturevalue("_mgmtauth_pool")

@@ -13,8 +13,8 @@ import pytest
 import requests
 
 from pytest_mgmtauth import Options
-from pytest_mgmtauth._fake import MgmtServer
-from pytest_mgmtauth._pool import SessionPool
+from pytest_mgmtauth._fake.server import MgmtServer
+from pytest_mgmtauth._fake.session import SessionPool
 
 
 @pytest.fixture
@@ -115,7 +115,7 @@ def test_an_idle_connection_is_closed_at_the_tests_end(pool: SessionPool) -> Non
 
 
 def test_peer_closed_reads_the_fin_without_waiting_for_data() -> None:
-    from pytest_mgmtauth._transport._connections import _peer_closed
+    from pytest_mgmtauth._http.connections import _peer_closed
 
     server, client = socket.socketpair()
     with server, client:

@@ -9,9 +9,9 @@ import pytest
 import requests
 
 from pytest_mgmtauth import MgmtClock, Options
-from pytest_mgmtauth._domain._clock import ManualClock
-from pytest_mgmtauth._fake import MgmtServer
-from pytest_mgmtauth._pool import SessionPool
+from pytest_mgmtauth._fake.server import MgmtServer
+from pytest_mgmtauth._fake.session import SessionPool
+from pytest_mgmtauth._service.clock import ManualClock
 
 
 @pytest.fixture
@@ -112,7 +112,7 @@ def test_the_plugin_signs_ahead_as_the_test_function_returns(
     pytester.makeconftest(
         """
         import pytest
-        from pytest_mgmtauth import _fake, _pool
+        from pytest_mgmtauth._fake import server as _fake, session as _pool
 
         seen = []
 

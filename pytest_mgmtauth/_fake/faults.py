@@ -1,0 +1,182 @@
+"""The faults on cue of ``mgmt_server`` (docs/faults.md): scripted faults of the next auth
+calls, scheduled faults at trigger points, and expiring, revoking, locking and rotating on
+cue. A base of :class:`~._fake.MgmtServer`, which users see as one object."""
+
+from __future__ import annotations
+
+import warnings
+from typing import TYPE_CHECKING
+
+from .._service import faults as _faults
+from .._service.accounts import Account
+
+if TYPE_CHECKING:
+    from .._http.server import FakeHTTPServer
+    from .._service.faults import ScheduledFault, ScriptedFault
+    from .._service.service import AuthService
+
+
+class FaultCues:
+    """``MgmtServer``'s methods that script faults and act on cue; they act on the
+    test's service and its HTTP server, which ``MgmtServer`` sets up."""
+
+    _service: AuthService
+    _http: FakeHTTPServer
+
+    # Scripted faults apply to the next ``count`` calls of /v2/auth (version="v2"), v3
+    # auth (version="v3"), /v1/login (version="v1") or any (None), in the order scripted. They
+    # never change the service's state, and each one that fires is a FaultInjected event.
+
+    def fail_next(
+        self,
+        count: int = 1,
+        *,
+        error: int = 503,
+        version: str | None = None,
+        retry_after: int | None = None,
+    ) -> None:
+        """The next ``count`` auth/login calls answer ``error``: an HTTP status (e.g. 500,
+        502, 503, 504; 429 comes with ``Retry-After``, 1 s unless ``retry_after``) or a
+        service error (1401 wrong credentials, 1402 locked out, both as HTTP 401)."""
+        __tracebackhide__ = True
+        self._service.faults.add(
+            _faults.failure(error, count=count, version=version, retry_after=retry_after)
+        )
+
+    def hang_next(
+        self,
+        count: int = 1,
+        *,
+        seconds: float,
+        clock: str = "real",
+        version: str | None = None,
+    ) -> None:
+        """The next ``count`` auth/login calls are held ``seconds`` before they are
+        answered normally: on the ``"real"`` clock (the client's timeout fires first if
+        it is shorter), or until the ``"simulated"`` clock has moved on ``seconds``
+        (``mgmt_clock.advance`` from another thread). A hang ends when the test does."""
+        __tracebackhide__ = True
+        self._service.faults.add(_faults.hang(seconds, clock=clock, count=count, version=version))
+
+    def drop_connection_next(self, count: int = 1, *, version: str | None = None) -> None:
+        """The next ``count`` auth/login calls get their TCP connection reset (RST)
+        without an answer."""
+        __tracebackhide__ = True
+        self._service.faults.add(_faults.reset(count=count, version=version))
+
+    def reset_next(self, count: int = 1, *, version: str | None = None) -> None:
+        """Deprecated alias of :meth:`drop_connection_next` (a TCP reset, not the fresh
+        state of ``POST /_mgmtauth/reset``)."""
+        __tracebackhide__ = True
+        warnings.warn(
+            "mgmt_server.reset_next() is deprecated: use mgmt_server.drop_connection_next() "
+            "(same arguments); 'reset' is the control API's fresh state",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        self.drop_connection_next(count, version=version)
+
+    def drop_idle_connections(self) -> int:
+        """Close the clients' kept-alive connections that are idle now, as a server's
+        idle timeout would (a FIN, no answer pending): a client must notice and open a
+        new connection for its next request. Returns how many were closed. (Idle
+        connections are also closed when each test ends.)"""
+        return self._http.drop_idle_connections()
+
+    def malformed_next(self, count: int = 1, *, version: str | None = None) -> None:
+        """The next ``count`` auth/login calls get 200 with a JSON body that stops in
+        the middle (no credential is granted)."""
+        __tracebackhide__ = True
+        self._service.faults.add(_faults.malformed(count=count, version=version))
+
+    def schedule_fault(self, kind: str, *, at: str | int) -> ScheduledFault:
+        """Schedule a fault at a trigger point (what a sweep item does; docs/sweeps.md):
+
+        * ``"expire"`` / ``"revoke"`` at ``"call3"``: the credential in use (the latest
+          token or session granted) expires, as if its lifetime had passed (on
+          ``mgmt_clock`` the clock moves on to its end; without it, it ends early on
+          cue), or is revoked, just before protected call 3;
+        * ``"reset"`` at ``"call3"``: the connection of protected call 3 is reset;
+        * ``"throttle"`` / ``"unavailable"`` at ``"auth2"``: authentication call 2
+          (``/v2/auth`` and ``/v1/login`` requests, counted together) answers 429 with
+          ``Retry-After`` / 503.
+
+        Calls are counted from the start of the test; an int ``at`` is the point of the
+        kind's own sort. Returns the scheduled fault (see :attr:`scheduled_faults`)."""
+        __tracebackhide__ = True
+        fault = _faults.scheduled(kind, at)
+        self._service.schedule(fault)
+        return fault
+
+    @property
+    def scheduled_faults(self) -> list[ScheduledFault]:
+        """Scheduled faults whose point has not come (yet)."""
+        return self._service.faults.scheduled()
+
+    @property
+    def protected_calls(self) -> int:
+        """Calls to declared routes so far (the ``callK`` points count these)."""
+        return self._service.faults.protected_calls
+
+    @property
+    def auth_calls(self) -> int:
+        """``/v2/auth`` and ``/v1/login`` requests so far, granted or not (the ``authK``
+        points count these)."""
+        return self._service.faults.auth_calls
+
+    @property
+    def pending_faults(self) -> list[ScriptedFault]:
+        """Scripted faults that have not fired (yet), with the calls each still applies to."""
+        return self._service.faults.pending()
+
+    def clear_faults(self) -> None:
+        """Drop every scripted or scheduled fault that has not fired."""
+        self._service.faults.clear()
+
+    def expire(self, credential: str) -> str:
+        """Make a token or session expire now; ``credential`` is the token (JWT), the
+        JSESSIONID (or utk) or a label from the timeline (``"T1"``, ``"S1"``). Later calls
+        with it get 401 (1401); re-authenticating is not churn. Returns the label."""
+        __tracebackhide__ = True
+        return self._service.expire(credential)
+
+    def revoke(self, credential: str) -> str:
+        """Revoke a token or session now (as :meth:`expire`, recorded as a revocation).
+        Returns the label."""
+        __tracebackhide__ = True
+        return self._service.revoke(credential)
+
+    def lock(self, account: Account | str, *, seconds: float | None = None) -> None:
+        """Lock an account now: ``/v1/login`` answers 1402 until :meth:`unlock`, or for
+        ``seconds`` of simulated time. ``/v2/auth`` is not affected (use
+        ``fail_next(error=1402, version="v2")`` for that)."""
+        __tracebackhide__ = True
+        self._service.lock(_username(account), seconds=seconds)
+
+    def unlock(self, account: Account | str) -> None:
+        """End any lock of the account (on cue or after failed logins) and reset its
+        failed-login count."""
+        __tracebackhide__ = True
+        self._service.unlock(_username(account))
+
+    def rotate_key(self, account: Account | str, new_key: str | None = None) -> Account:
+        """Give the account a new API key (generated unless given) and return the updated
+        ``Account``; the old key gets 1401 from now on. Tokens already issued stay valid
+        (``revoke`` them too to simulate a compromised key)."""
+        __tracebackhide__ = True
+        return self._service.rotate_secret(_username(account), "API key", new_key)
+
+    def rotate_password(self, account: Account | str, new_password: str | None = None) -> Account:
+        """Give the account a new password and return the updated ``Account``; the old
+        password gets 1401 (and counts towards a lockout) from now on. Sessions already
+        started stay valid."""
+        __tracebackhide__ = True
+        return self._service.rotate_secret(_username(account), "password", new_password)
+
+
+def _username(account: Account | str) -> str:
+    if isinstance(account, Account):
+        return account.username
+    if isinstance(account, str):
+        return account
+    raise TypeError(f"expects an Account or a username, got {account!r}")

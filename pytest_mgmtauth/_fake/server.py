@@ -1,0 +1,327 @@
+"""``MgmtServer``: the fake service of one test, as users see it (the ``mgmt_server``
+fixture). It joins the domain state of this test to the session's HTTP server."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from .._http.app import BUILTIN_PATHS, CONTROL_PREFIX, Binding, RouteHandler
+from .._service.clock import system_clock
+from .._service.service import AuthService
+from .._service.v3 import V3_AUTH_PREFIX
+from .._verdicts import checks, findings, timeline_text
+from .._verdicts.scene import AuthSummary, Scene, summarize
+from .faults import FaultCues
+
+if TYPE_CHECKING:
+    import ssl
+    from collections.abc import Callable, Iterable
+
+    from .._service.accounts import Account
+    from .._service.clock import Clock
+    from .._service.events import Event
+    from .._service.options import Options
+    from .session import SessionPool
+
+_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
+
+
+class MgmtServer(FaultCues):
+    """The fake management auth service of one test.
+
+    Internal constructor, may change: use the ``mgmt_server`` fixture.
+    """
+
+    def __init__(
+        self,
+        options: Options,
+        pool: SessionPool,
+        clock: Clock | None = None,
+        *,
+        test_id: str = "",
+    ) -> None:
+        self.options = options
+        self._pool = pool
+        self._http = pool.server(https=options.https)
+        # No clock: the process's time (what mgmt_clock / freezegun move). The
+        # standalone server passes a clock its control API can advance.
+        self._service = AuthService(
+            options,
+            pool.signer,
+            clock or system_clock,
+            first_username=pool.take_next_username() if clock is None else None,
+        )
+        self._process_clock = clock is None
+        self._signed_ahead = False
+        # test_id names the test in errors raised after it ended (see LateErrors).
+        self._binding = Binding(self._service, owner=test_id, late=pool.late_errors)
+        #: Kinds of finding the test checked itself (assert_token_reused: "churn",
+        #: assert_no_expired_token_used: "expired_use", assert_logged_out: "open_session"):
+        #: the teardown check leaves them out.
+        self._checked: set[str] = set()
+        self._http.app.bind(self._binding)
+
+    # -- where ---------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        """The service's base URL: endpoints are ``{url}/v2/auth``, ``{url}/v1/login``..."""
+        return self._http.base_url
+
+    def url_for(self, path: str) -> str:
+        return self.url + ("" if path.startswith("/") else "/") + path
+
+    @property
+    def ca_bundle(self) -> str | None:
+        """Path of the test CA's certificate (PEM) when serving HTTPS, else ``None``."""
+        return self._pool.ca.ca_bundle if self.options.https else None
+
+    def client_ssl_context(self) -> ssl.SSLContext | None:
+        """A new client ``SSLContext`` that trusts the test CA (HTTPS only, else None)."""
+        return self._pool.ca.client_context() if self.options.https else None
+
+    # -- setup ---------------------------------------------------------------------
+
+    def add_account(
+        self,
+        username: str | None = None,
+        *,
+        api_key: str | None = None,
+        password: str | None = None,
+        permissions: Iterable[str] | None = None,
+        profiles: Iterable[str | tuple[str, str]] | None = None,
+    ) -> Account:
+        """Register an account; anything left out is generated (API keys contain
+        characters that must be URL-encoded). ``permissions=None``: every permission.
+        ``profiles``: the v3 ``"account/profile"`` pairs (or ``(account, profile)``
+        tuples; ``"account/*"`` for all of an account's) it may get tokens for;
+        ``None``: any."""
+        return self._service.add_account(
+            username,
+            api_key=api_key,
+            password=password,
+            permissions=permissions,
+            profiles=profiles,
+        )
+
+    @property
+    def accounts(self) -> list[Account]:
+        return self._service.account_list()
+
+    def route(
+        self,
+        method: str,
+        path: str | re.Pattern[str],
+        *,
+        permission: str | None = None,
+        auth: str | None = None,
+    ) -> RouteHandler:
+        """Declare an operation of the management API the client under test calls.
+
+        Every call is authenticated first: paths under ``/v1/`` by the v1 session
+        (JSESSIONID cookie + ``utk`` query parameter), paths under ``/v3/`` by a v3
+        bearer token (for the account and profile the path names), all others by the v2
+        bearer token; ``auth="v1"``/``"v2"``/``"v3"`` overrides. Returns a
+        pytest-httpserver handler: ``.respond_with_json(...)``, ``.respond_with_data(...)``,
+        ``.respond_with_handler(fn)``.
+        """
+        __tracebackhide__ = True
+        if not isinstance(method, str) or method.upper() not in _METHODS:
+            raise ValueError(
+                f"route(): method must be one of {', '.join(_METHODS)}, got {method!r}"
+            )
+        if isinstance(path, str):
+            if not path.startswith("/"):
+                raise ValueError(f"route(): path must start with '/', got {path!r}")
+            if path in BUILTIN_PATHS or path.startswith(V3_AUTH_PREFIX):
+                raise ValueError(
+                    f"route(): {path} is the fake's own endpoint; declare the API's other "
+                    "operations"
+                )
+        elif not isinstance(path, re.Pattern):
+            raise TypeError(f"route(): path must be a str or a compiled regex, got {path!r}")
+        pattern = path if isinstance(path, str) else path.pattern.lstrip("^")
+        if pattern.startswith(CONTROL_PREFIX):
+            # mgmtauth-server answers everything under it itself: the route could never
+            # be reached there, so it is refused everywhere.
+            raise ValueError(
+                f"route(): {CONTROL_PREFIX}/ is reserved for mgmtauth-server's control API; "
+                f"declare the route under another path, got {pattern!r}"
+            )
+        if auth is None:
+            auth = "v1" if pattern.startswith("/v1/") else "v2"
+            if pattern.startswith("/v3/"):
+                auth = "v3"
+        if auth not in ("v1", "v2", "v3"):
+            raise ValueError(f"route(): auth must be 'v1', 'v2', 'v3' or None, got {auth!r}")
+        handler = RouteHandler(method.upper(), path, permission=permission, auth=auth)
+        with self._binding.lock:
+            self._binding.routes.append(handler)
+        return handler
+
+    # -- what happened -------------------------------------------------------------
+
+    @property
+    def events(self) -> list[Event]:
+        """The timeline of this test, oldest first: typed, immutable records."""
+        return self._service.events
+
+    def auth_count(self, *, version: str | None = None, username: str | None = None) -> int:
+        """Successful credential grants: ``/v2/auth`` tokens, v3 tokens and ``/v1/login``
+        sessions (``version`` ``"v2"``, ``"v3"``, ``"v1"``; ``None``: all)."""
+        return self._service.auth_count(version=version, username=username)
+
+    # -- faults on cue: inherited from FaultCues (_fake/faults.py, docs/faults.md) -------
+
+    # -- assertions in auth terms (messages: see _assertions) -----------------------
+
+    # -- for the plugin and mgmtauth-server (internal: not part of the public API) --------
+    # The lifecycle the pytest glue drives: use_clock_mover() at setup, check() and
+    # teardown_findings() after the test, report_section() and summary() for the
+    # reports, close() last. Public names so that the glue calls no private method.
+
+    def scene(self) -> Scene:
+        """What the assertions judge: the events, options and times of this fake."""
+        service = self._service
+        events = service.events
+        # At teardown mgmt_clock may have stopped already (it is torn down first when
+        # requested after mgmt_server): never let "now" fall before what happened.
+        latest = max((e.at.timestamp() for e in events), default=service.started_at)
+        return Scene(
+            events=events,
+            options=self.options,
+            started_at=service.started_at,
+            now=max(service.now(), latest),
+        )
+
+    def _known_username(self, username: str | None) -> None:
+        __tracebackhide__ = True
+        if username is None:
+            return
+        names = [a.username for a in self._service.account_list()]
+        if username not in names:
+            known = ", ".join(repr(u) for u in names) or "none"
+            raise ValueError(
+                self._service.redact(f"no account {username!r} in this test; accounts: {known}")
+            )
+
+    def timeline(self, username: str | None = None) -> str:
+        """This test's timeline (of one account, or all) in simulated time since the
+        test started, with each credential's uses and end; secrets as fingerprints."""
+        self._known_username(username)
+        # Every line: it is where the cut timelines of failure messages send the reader.
+        return timeline_text.format_timeline(self.scene(), username=username, whole=True)
+
+    def assert_credential_reused(self, *, username: str | None = None) -> None:
+        """Fail if an account was granted a new credential while it still held a valid
+        one (churn; see docs/token-reuse.md). Takes over the teardown check."""
+        __tracebackhide__ = True
+        self._known_username(username)
+        self._checked.add("churn")
+        checks.check_token_reused(self.scene(), username=username)
+
+    def assert_auth_count(
+        self, n: int, *, version: str | None = None, username: str | None = None
+    ) -> None:
+        """Exactly ``n`` credential grants (``version`` ``"v1"``/``"v2"``/``"v3"``, one
+        account)."""
+        __tracebackhide__ = True
+        self._known_username(username)
+        checks.check_auth_count(self.scene(), n, version=version, username=username)
+
+    def assert_no_expired_credential_used(self, *, username: str | None = None) -> None:
+        """Fail if the client presented an expired bearer token or an ended v1 session.
+        Takes over the teardown check of expired-credential use."""
+        __tracebackhide__ = True
+        self._known_username(username)
+        self._checked.add("expired_use")
+        checks.check_no_expired_credential_used(self.scene(), username=username)
+
+    #: Alias of :meth:`assert_credential_reused` (it covers v1 sessions and v3 tokens
+    #: too); kept, no warning.
+    assert_token_reused = assert_credential_reused
+    #: Alias of :meth:`assert_no_expired_credential_used`; kept, no warning.
+    assert_no_expired_token_used = assert_no_expired_credential_used
+
+    def assert_logged_out(self, *, username: str | None = None) -> None:
+        """Fail if a v1 session opened in this test was not ended with /v1/logout.
+        Takes over the teardown check of ``require_logout``."""
+        __tracebackhide__ = True
+        self._known_username(username)
+        self._checked.add("open_session")
+        checks.check_logged_out(self.scene(), username=username)
+
+    def assert_single_flight(self, *, username: str | None = None) -> None:
+        """Fail if a grant was requested while another grant to the same account was in
+        flight (a thundering herd of threads or tasks refreshing together)."""
+        __tracebackhide__ = True
+        self._known_username(username)
+        checks.check_single_flight(self.scene(), username=username)
+
+    def teardown_findings(self) -> list[findings.Finding]:
+        """The teardown check: the findings of the kinds the options count, except those
+        the test checked itself with the matching assertion."""
+        kinds = [k for k in findings.default_kinds(self.options) if k not in self._checked]
+        return findings.findings(self.scene(), kinds=kinds) if kinds else []
+
+    def report_section(self) -> str:
+        """The text of the test's ``mgmtauth timeline`` report section."""
+        return findings.report_section(self.scene())
+
+    def summary(self) -> AuthSummary:
+        """The figures of this fake for the terminal summary and JUnit (internal)."""
+        return summarize(self._service.events)
+
+    def use_clock_mover(self, mover: Callable[[float], bool] | None) -> None:
+        """How a scripted hang on the ``mgmt_clock`` moves the clock: ``mover(seconds)``
+        returns whether it did (the plugin's frozen clock); None: it waits in real time."""
+        self._service.advance = mover
+
+    def keep_masking(self, old: MgmtServer) -> None:
+        """Mask the secrets ``old`` handed out too (mgmtauth-server's reset; internal)."""
+        self._service.keep_masking(old._service)
+
+    def whole_timeline(self, username: str | None = None) -> str:
+        """Every line of the timeline, not cut (mgmtauth-server's; internal)."""
+        __tracebackhide__ = True
+        self._known_username(username)
+        return timeline_text.format_timeline(self.scene(), username=username, whole=True)
+
+    def check(self) -> None:
+        """Re-raise in the test what went wrong in the server thread (internal)."""
+        binding = self._binding
+        with binding.lock:
+            errors, binding.errors = binding.errors, []
+        if errors:
+            first = errors[0]
+            if len(errors) > 1 and hasattr(first, "add_note"):  # Python 3.11+
+                first.add_note(
+                    f"pytest-mgmtauth: {len(errors) - 1} more error(s) were raised while "
+                    "answering requests in this test"
+                )
+            raise first
+
+    def close(self) -> None:
+        """Stop answering for this test (internal: the fixture and mgmtauth-server)."""
+        self._http.app.unbind(self._binding)
+        self._binding.close()  # requests held by a scripted hang give up now
+        # Kept-alive connections idle now are closed, as a server's idle timeout would:
+        # the next test's requests come on new connections (clients reconnect).
+        self._http.drop_idle_connections()
+        self.sign_ahead_for_next_test()
+
+    def sign_ahead_for_next_test(self) -> None:
+        """Have the next test's first generated account drawn and its token signed from
+        now on (internal: the plugin calls it as soon as the test function returns, so
+        that the signature is done before the next test's client asks; else the
+        fixture's teardown, else :meth:`close`). Once per fake; only on the process's
+        clock."""
+        if self._process_clock and not self._signed_ahead:
+            self._signed_ahead = True
+            self._pool.anticipate_next_account(
+                int(self.options.token_ttl), self.options.issuer, system_clock()
+            )
+
+    def __repr__(self) -> str:
+        return f"<MgmtServer {self.url} {self.options.describe()}>"

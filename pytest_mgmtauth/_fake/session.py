@@ -1,0 +1,125 @@
+"""What a test session shares: the HTTP(S) servers, the signing key, the test CA.
+
+Each piece is made the first time a test needs it, so a suite that installs the plugin
+but never uses its fixtures starts no server and generates no key. The signing key
+(``_fake/key_cache.py``) may be started earlier, in a background thread: the plugin does so as
+soon as collection meets a module that names its fixtures, so that a cold run (no cached
+key) generates the 4096-bit key while pytest collects and sets up.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from .._http.app import LateErrors
+from .._http.server import FakeHTTPServer
+from .._http.tls import TestCA
+from .._service.accounts import generate_username
+from .._service.tokens import TokenSigner, load_private_key
+from .key_cache import (
+    KeyCache,
+    KeyLock,
+    SigningKey,
+    file_lock,
+    key_files,
+    write_private_file,
+)
+
+#: The key's file helpers moved to _keystore; importable from here as before.
+__all__ = [
+    "KeyCache",
+    "KeyLock",
+    "SessionPool",
+    "SigningKey",
+    "file_lock",
+    "key_files",
+    "write_private_file",
+]
+
+
+class SessionPool:
+    def __init__(
+        self,
+        key_cache: KeyCache | None = None,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        key_lock: KeyLock | None = None,
+        signing_key: SigningKey | None = None,
+    ) -> None:
+        #: The signing key's PEM, maybe already being made (the plugin starts it at
+        #: collection); else made from ``key_cache`` and ``key_lock`` on first use.
+        self.signing_key = signing_key or SigningKey(key_cache, key_lock)
+        # Where the servers listen: any free loopback port under pytest; the standalone
+        # server passes its --host/--port.
+        self._host = host
+        self._port = port
+        self._lock = threading.Lock()
+        self._signer: TokenSigner | None = None
+        self._next_username: str | None = None
+        self._ca: TestCA | None = None
+        self._servers: dict[bool, FakeHTTPServer] = {}
+        #: Errors raised in the server for a test that had already ended.
+        self.late_errors = LateErrors()
+
+    def prepare_signing_key(self) -> None:
+        """Start reading (or generating) the signing key in a background thread now;
+        :attr:`signer` waits for it. Does nothing once started or made."""
+        self.signing_key.prepare()
+
+    def anticipate_next_account(self, ttl: int, issuer: str, now: float) -> None:
+        """Draw the username of the next test's first generated account now and have
+        its first token (at ``now``'s second) signed ahead, at a test's end: the
+        signature then runs beside pytest's work between the tests instead of beside
+        the next test's client. The next :class:`MgmtServer` takes the username
+        (:meth:`take_next_username`); a test that adds no such account leaves a guess
+        unused, which the presigner's credit bounds."""
+        username = generate_username(1)
+        self.signer.anticipate(username, int(now), ttl, issuer=issuer)
+        with self._lock:
+            self._next_username = username
+
+    def take_next_username(self) -> str | None:
+        """The username :meth:`anticipate_next_account` drew, once."""
+        with self._lock:
+            username, self._next_username = self._next_username, None
+        return username
+
+    @property
+    def signer(self) -> TokenSigner:
+        with self._lock:
+            if self._signer is None:
+                self._signer = TokenSigner(load_private_key(self.signing_key.pem()))
+            return self._signer
+
+    @property
+    def ca(self) -> TestCA:
+        with self._lock:
+            if self._ca is None:
+                self._ca = TestCA()
+            return self._ca
+
+    def server(self, *, https: bool) -> FakeHTTPServer:
+        ca = self.ca if https else None
+        with self._lock:
+            server = self._servers.get(https)
+            if server is None:
+                server = FakeHTTPServer(
+                    host=self._host,
+                    port=self._port,
+                    ssl_context=ca.server_context() if ca else None,
+                )
+                self._servers[https] = server
+        server.start()
+        return server
+
+    def close(self) -> None:
+        with self._lock:
+            servers = list(self._servers.values())
+            self._servers.clear()
+            ca, self._ca = self._ca, None
+        for server in servers:
+            if server.is_running():
+                server.stop()
+        if ca is not None:
+            ca.close()

@@ -1,0 +1,106 @@
+"""The simulated clock: freezegun underneath, so the client and the fake see one time."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from .._service.options import LATEST_TIME, check_advance
+
+_EARLIEST = 0.0
+
+
+class MgmtClock:
+    """Frozen time that moves only when told to.
+
+    Internal constructor: use the ``mgmt_clock`` fixture. asyncio keeps real time
+    (``real_asyncio=True``), so ``asyncio.sleep`` and client timeouts still work.
+    """
+
+    def __init__(self, start: datetime | None = None) -> None:
+        if start is None:
+            start = datetime.now(timezone.utc).replace(microsecond=0)
+        import freezegun  # on first use: ~45 ms a suite that never asks should not pay
+
+        self._freezer = freezegun.freeze_time(
+            _as_utc(start),
+            tick=False,
+            real_asyncio=True,
+            # pytest's own timer would otherwise report durations of ~1.8e9 s.
+            ignore=["_pytest.timing"],
+        )
+        self._factory: Any = None
+
+    def start(self) -> MgmtClock:
+        self._factory = self._freezer.start()
+        return self
+
+    def stop(self) -> None:
+        if self._factory is not None:
+            self._freezer.stop()
+            self._factory = None
+
+    def _running(self) -> Any:
+        if self._factory is None:
+            raise RuntimeError("the mgmt_clock is not running (its test has ended)")
+        return self._factory
+
+    def now(self) -> datetime:
+        """The simulated time, an aware UTC datetime."""
+        naive: datetime = self._running()()
+        return datetime(*naive.timetuple()[:6], naive.microsecond, tzinfo=timezone.utc)
+
+    def advance(
+        self,
+        delta: timedelta | None = None,
+        *,
+        seconds: float = 0,
+        minutes: float = 0,
+        hours: float = 0,
+    ) -> datetime:
+        """Move time forward; returns the new time. Tokens expire, sessions time out and
+        lockouts end on this clock."""
+        extra = 0.0
+        if delta is not None:
+            if not isinstance(delta, timedelta):
+                raise TypeError(
+                    f"advance() takes a timedelta or seconds=/minutes=/hours=, got {delta!r}"
+                )
+            if delta < timedelta(0):
+                raise ValueError(
+                    f"advance() moves time forward only (got {delta}); use move_to() to jump back"
+                )
+            extra = delta.total_seconds()
+        factory = self._running()
+        # Checked before the clock moves: finite, >= 0, at most 100 years, and the new
+        # time stays before 3000-01-01 (so tokens and locks can still be dated).
+        back = "; use move_to() to jump back"
+        now = self.now().timestamp()
+        total = check_advance(now, seconds=seconds, minutes=minutes, hours=hours, backwards=back)
+        total = check_advance(now, seconds=total + extra)
+        step = timedelta(seconds=total)
+        factory.tick(step)
+        return self.now()
+
+    def move_to(self, when: datetime) -> datetime:
+        """Jump to an instant (a naive datetime is taken as UTC); returns it."""
+        if not isinstance(when, datetime):
+            raise TypeError(f"move_to() takes a datetime, got {when!r}")
+        when = _as_utc(when)
+        if not _EARLIEST <= when.timestamp() <= LATEST_TIME:
+            raise ValueError(
+                f"move_to() takes a time from 1970-01-01 to 3000-01-01 (UTC), got "
+                f"{when.isoformat()}"
+            )
+        self._running().move_to(when)
+        return self.now()
+
+    def __repr__(self) -> str:
+        state = self.now().isoformat() if self._factory is not None else "stopped"
+        return f"<MgmtClock {state}>"
+
+
+def _as_utc(when: datetime) -> datetime:
+    if when.tzinfo is None:
+        return when.replace(tzinfo=timezone.utc)
+    return when.astimezone(timezone.utc)

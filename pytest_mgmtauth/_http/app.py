@@ -1,0 +1,265 @@
+"""Requests in, domain calls, JSON out: the front door of the fake service.
+
+The HTTP server is shared by a whole test session; each test binds its own state
+(a :class:`~._binding.Binding`: an :class:`~pytest_mgmtauth._service.service.AuthService`
+and its routes) for its duration. A request that arrives while no test is bound gets 503.
+
+:class:`FakeApp` decides which test a request belongs to, passes it to a mounted app, to
+one of the built-in endpoints (``_endpoints.py``, after a scripted fault has had its
+turn: ``_playback.py``) or to a declared route (authenticated here first), and answers
+whatever goes wrong in the fake's JSON error shape.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from werkzeug import Response
+from werkzeug.exceptions import ClientDisconnected, HTTPException
+
+from .._service.service import Refusal
+from .._service.v3 import V3_AUTH_PREFIX, auth_path_scope, wrong_auth_path
+from .binding import Binding, LateErrors, RouteHandler
+from .credentials import bearer_token, session_credentials
+from .endpoints import ARRIVED, BUILTIN, BUILTIN_PATHS, V3_STATUSES, auth_v3
+from .errors import error_response, masked_error, refusal_response
+from .parsing import BadInput, read_body
+from .playback import ConnectionResetOnCue, carry_out, reset_connection, scripted_fault
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from werkzeug import Request
+
+    from .._service.service import Authorization, AuthService
+
+__all__ = [
+    "ACCEPTED_BINDING",
+    "AFTER_ANSWER",
+    "BUILTIN_PATHS",
+    "CONTROL_PREFIX",
+    "FRAMING_PROBLEM",
+    "Binding",
+    "FakeApp",
+    "LateErrors",
+    "RouteHandler",
+]
+
+#: Where mgmtauth-server mounts its control API (reserved: no user route under it).
+CONTROL_PREFIX = "/_mgmtauth"
+
+#: WSGI environ key: the :class:`Binding` current when the request's connection was
+#: accepted (set by the server; absent when the app is driven without it).
+ACCEPTED_BINDING = "mgmtauth.binding"
+#: WSGI environ key: why the request's Host or Content-Length headers make it invalid
+#: (set by the server, see _headers.framing_problem); the answer is a 400.
+FRAMING_PROBLEM = "mgmtauth.framing_problem"
+#: WSGI environ key: a callable the server sets, called once the answer is decided.
+AFTER_ANSWER = "mgmtauth.after_answer"
+
+#: WSGI environ key: set when a route's handler made the answer (not the fake).
+_HANDLER_ANSWERED = "mgmtauth.handler_answered"
+
+
+class FakeApp:
+    def __init__(self) -> None:
+        self._binding: Binding | None = None
+        #: Apps mounted under a path prefix (:meth:`mount`); none under pytest.
+        self._mounts: list[tuple[str, Callable[[Request], Response]]] = []
+
+    def mount(self, prefix: str, app: Callable[[Request], Response]) -> None:
+        """Answer requests whose path starts with ``prefix`` by ``app`` (the standalone
+        server's control API under :data:`CONTROL_PREFIX`), secrets masked as usual."""
+        self._mounts.append((prefix, app))
+
+    def bind(self, binding: Binding) -> None:
+        self._binding = binding
+
+    @property
+    def current(self) -> Binding | None:
+        """The binding requests are answered for now (the server reads it on accept)."""
+        return self._binding
+
+    def unbind(self, binding: Binding) -> None:
+        if self._binding is binding:
+            self._binding = None
+
+    def __call__(self, request: Request) -> Response:
+        # A request belongs to the test during which its connection was accepted (the
+        # server records it), not to whichever test is bound when its headers finally
+        # get parsed: a slow or stalled client must not leak events into the next test.
+        binding = request.environ.get(ACCEPTED_BINDING, self._binding)
+        framing = request.environ.get(FRAMING_PROBLEM)
+        if framing is not None:
+            # Before anything else reads the request: its body's length is unknown.
+            if binding is not None and not binding.closed.is_set():
+                binding.service.record_bad_request(request.method, request.path, 400, framing)
+            return error_response(400, 400, framing)
+        if binding is not None and binding.closed.is_set():
+            return error_response(
+                503,
+                503,
+                "this connection was opened during a test that has ended; its request "
+                "is not counted in any test (open a new connection)",
+            )
+        if binding is None:
+            return error_response(
+                503,
+                503,
+                "no test is using the fake service right now: a request arrived outside "
+                "the test that owns the mgmt_server fixture",
+            )
+        for prefix, app in self._mounts:
+            if request.path.startswith(prefix):
+                return masked_error(app(request), binding.service.redact)
+        response = self._answer(binding, request)
+        if request.environ.get(_HANDLER_ANSWERED):
+            return response  # the user's route handler's answer, as it made it
+        return masked_error(response, binding.service.redact)
+
+    def _answer(self, binding: Binding, request: Request) -> Response:
+        try:
+            return self._dispatch(binding, request)
+        except ConnectionResetOnCue:
+            raise  # Werkzeug drops the connection; see _server._RequestHandler
+        except HTTPException as exc:
+            # Werkzeug's own 4xx (a chunked body over the size limit, a malformed
+            # header): the client's mistake, answered in the fake's JSON shape.
+            status = exc.code or 400
+            reason = exc.description or exc.name
+            if isinstance(exc, ClientDisconnected):
+                reason = (
+                    "the request body could not be read: the client disconnected, or sent "
+                    "a malformed chunked body"
+                )
+            binding.service.record_bad_request(request.method, request.path, status, reason)
+            return error_response(status, status, reason)
+        except BaseException as exc:  # the fake's own bug: never lose it
+            binding.add_error(exc, "pytest-mgmtauth itself")
+            return error_response(
+                500,
+                500,
+                f"pytest-mgmtauth failed internally ({type(exc).__name__}: {exc}); the "
+                "error is re-raised in the test",
+            )
+
+    def _dispatch(self, binding: Binding, request: Request) -> Response:
+        service = binding.service
+        path, method = request.path, request.method
+        endpoint = BUILTIN.get(path)
+        if endpoint is None and path.startswith(V3_AUTH_PREFIX):
+            endpoint = auth_v3
+        if endpoint is not None:
+            # Before anything reads the body: grants issued from here on were made while
+            # this request was in flight (thundering-herd detection).
+            request.environ[ARRIVED] = service.request_arrived()
+        try:
+            if endpoint is not None:
+                if method != "POST":
+                    if endpoint is auth_v3:
+                        # v3's published status codes have no 405: a 404, as for any
+                        # path the service does not serve with that method.
+                        raise BadInput(404, f"v3 auth takes POST, not {method}: POST {path}")
+                    raise BadInput(405, f"{path} takes POST, not {method}")
+                if endpoint is auth_v3 and auth_path_scope(path) is None:
+                    raise BadInput(404, wrong_auth_path(path))
+                fault = scripted_fault(binding, request)
+                if fault is not None:
+                    answer = carry_out(fault, binding, request)
+                    if answer is not None:
+                        return answer
+                return endpoint(service, request)
+            return self._protected(binding, request)
+        except BadInput as exc:
+            status = exc.status
+            if endpoint is auth_v3 and status not in V3_STATUSES:
+                status = 400  # v3's published codes: a 415 or 413 is a 400 there
+            service.record_bad_request(method, path, status, exc.reason)
+            allow = "POST" if status == 405 and endpoint is not None else None
+            return error_response(status, status, exc.reason, allow=allow)
+        except Refusal as refusal:
+            return refusal_response(refusal)
+
+    def _protected(self, binding: Binding, request: Request) -> Response:
+        service = binding.service
+        route = next((r for r in binding.routes if r.matcher.match(request)), None)
+        if route is None:
+            same_path = [r for r in binding.routes if r.matcher.match_uri(request)]
+            status = 405 if same_path else 404
+            service.record_unknown_route(request.method, request.path, status)
+            declared = ", ".join(f"{r.method} {r.path}" for r in binding.routes) or "none"
+            allowed = ", ".join(sorted({r.method for r in same_path})) if same_path else None
+            return error_response(
+                status,
+                status,
+                f"no route declares {request.method} {request.path}; declared routes: "
+                f"{declared}. Declare it with mgmt_server.route({request.method!r}, "
+                f"{request.path!r}).respond_with_json(...)",
+                allow=allowed,
+            )
+        read_body(request)  # enforce the size limit before any handler reads it
+        try:
+            return self._call_route(binding, route, request)
+        finally:
+            # Answered (or refused, or reset): a scheduled expire/revoke due before the
+            # next protected call fires now.
+            service.protected_call_answered()
+
+    def _call_route(self, binding: Binding, route: RouteHandler, request: Request) -> Response:
+        service = binding.service
+        if service.protected_call_arrived() is not None:
+            reset_connection(request)  # a scheduled reset of this call
+        auth = self._authorize(service, route, request)
+        with binding.lock:
+            route.call_count += 1
+        where = f"the handler of {route!r}"
+        try:
+            # Typed as a Response, but a user's handler may return anything.
+            with binding.late.running(binding.owner, where):
+                response: object = route.respond(request)
+        except Exception as exc:
+            binding.add_error(exc, where)
+            service.record_call(auth, request.method, request.path, 500)
+            return error_response(
+                500,
+                500,
+                f"the handler of {route!r} raised {type(exc).__name__}: {exc} "
+                "(re-raised in the test)",
+            )
+        if isinstance(response, str):
+            response = Response(response)
+        if not isinstance(response, Response):
+            # The user's handler is at fault, not the fake: say so, and what to return.
+            error = TypeError(
+                f"the handler of {route!r} returned {type(response).__name__}, not a "
+                "werkzeug Response or str: return Response(...), or use "
+                ".respond_with_json(...) instead of .respond_with_handler(...)"
+            )
+            binding.add_error(error, where)
+            service.record_call(auth, request.method, request.path, 500)
+            return error_response(500, 500, f"{error} (re-raised in the test)")
+        service.record_call(auth, request.method, request.path, response.status_code)
+        request.environ[_HANDLER_ANSWERED] = True
+        return response
+
+    @staticmethod
+    def _authorize(service: AuthService, route: RouteHandler, request: Request) -> Authorization:
+        if route.auth == "v1":
+            session_id, utk, problem = session_credentials(request)
+            return service.authorize_v1(
+                session_id,
+                utk,
+                problem=problem,
+                method=request.method,
+                path=request.path,
+                permission=route.permission,
+            )
+        token, problem = bearer_token(request)
+        authorize = service.authorize_v3 if route.auth == "v3" else service.authorize_v2
+        return authorize(
+            token,
+            problem=problem,
+            method=request.method,
+            path=request.path,
+            permission=route.permission,
+        )

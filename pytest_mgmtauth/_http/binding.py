@@ -1,0 +1,156 @@
+"""What one test binds to the session's HTTP server: its service, the routes it declared
+(:class:`RouteHandler`, what ``mgmt_server.route()`` returns) and the errors raised while
+answering for it; those raised after it ended go to the session's :class:`LateErrors`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from typing import TYPE_CHECKING, Any
+
+from pytest_httpserver import RequestHandler, RequestMatcher
+
+if TYPE_CHECKING:
+    import re
+    from collections.abc import Callable, Iterator, Mapping
+
+    from pytest_httpserver.httpserver import HEADERS_T
+    from werkzeug import Request, Response
+
+    from .._service.service import AuthService
+
+
+class RouteHandler(RequestHandler):
+    """What ``mgmt_server.route()`` returns: a pytest-httpserver handler (so
+    ``respond_with_json``/``_data``/``_handler`` work as there) that the fake
+    authenticates every call to before it answers."""
+
+    def __init__(
+        self, method: str, path: str | re.Pattern[str], *, permission: str | None, auth: str
+    ) -> None:
+        super().__init__(RequestMatcher(path, method=method))
+        self.method = method
+        self.path = path
+        self.permission = permission
+        self.auth = auth
+        #: Calls that passed authentication and reached this handler.
+        self.call_count = 0
+
+    # pytest-httpserver's respond_with_* return None; these return the handler itself,
+    # so that ``things = mgmt_server.route(...).respond_with_json([])`` keeps it at hand
+    # (``things.call_count``). The base class calls them on self, so they stay in step.
+
+    def respond_with_json(  # type: ignore[override]
+        self,
+        response_json: Any,
+        status: int = 200,
+        headers: Mapping[str, str] | None = None,
+        content_type: str = "application/json",
+    ) -> RouteHandler:
+        """Answer with ``response_json`` serialized; returns this handler."""
+        super().respond_with_json(response_json, status, headers, content_type)
+        return self
+
+    def respond_with_data(  # type: ignore[override]
+        self,
+        response_data: str | bytes = "",
+        status: int = 200,
+        headers: HEADERS_T | None = None,
+        mimetype: str | None = None,
+        content_type: str | None = None,
+    ) -> RouteHandler:
+        """Answer with ``response_data`` as it is; returns this handler."""
+        super().respond_with_data(response_data, status, headers, mimetype, content_type)
+        return self
+
+    def respond_with_response(self, response: Response) -> RouteHandler:  # type: ignore[override]
+        """Answer with this werkzeug ``Response``; returns this handler."""
+        super().respond_with_response(response)
+        return self
+
+    def respond_with_handler(  # type: ignore[override]
+        self, func: Callable[[Request], Response]
+    ) -> RouteHandler:
+        """Answer with what ``func(request)`` returns; returns this handler."""
+        super().respond_with_handler(func)
+        return self
+
+    def __repr__(self) -> str:
+        perm = f", permission={self.permission!r}" if self.permission else ""
+        return f"<route {self.method} {self.path} auth={self.auth}{perm}>"
+
+
+class LateErrors:
+    """Errors raised while answering a request of a test that had already ended (its
+    client gave up waiting, its handler went on), kept for the end of the session: no
+    test is left to re-raise them in, and they must not be lost.
+
+    Also counts the route handlers running now, so that the session's end can wait a
+    little for one that is still at work before it reports."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        #: (test id, where, exception), in the order they were raised.
+        self.errors: list[tuple[str, str, BaseException]] = []
+        self._running: dict[tuple[str, str], int] = {}
+
+    def add(self, owner: str, where: str, error: BaseException) -> None:
+        with self._changed:
+            self.errors.append((owner, where, error))
+
+    @contextlib.contextmanager
+    def running(self, owner: str, where: str) -> Iterator[None]:
+        key = (owner, where)
+        with self._changed:
+            self._running[key] = self._running.get(key, 0) + 1
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._running[key] -= 1
+                if not self._running[key]:
+                    del self._running[key]
+                self._changed.notify_all()
+
+    def wait_idle(self, timeout: float) -> list[tuple[str, str]]:
+        """Wait up to ``timeout`` seconds for every running handler to return; the
+        (test id, handler) of those still running then."""
+        with self._changed:
+            self._changed.wait_for(lambda: not self._running, timeout)
+            return sorted(self._running)
+
+
+class Binding:
+    """One test's state, as the HTTP side sees it."""
+
+    def __init__(
+        self, service: AuthService, *, owner: str = "", late: LateErrors | None = None
+    ) -> None:
+        self.service = service
+        #: The test this state belongs to (its node id), named in late errors.
+        self.owner = owner or "the test"
+        self.routes: list[RouteHandler] = []
+        #: Exceptions raised while answering (the fake's own, or a route handler's):
+        #: re-raised in the test at teardown, never lost; those raised after the test
+        #: ended go to ``late`` (reported at the end of the session).
+        self.errors: list[BaseException] = []
+        self.late = late if late is not None else LateErrors()
+        self.lock = threading.Lock()
+        #: Set when the test ends: requests held by a scripted hang give up at once.
+        self.closed = threading.Event()
+
+    def add_error(self, error: BaseException, where: str) -> None:
+        with self.lock:
+            if not self.closed.is_set():
+                self.errors.append(error)
+                return
+        self.late.add(self.owner, where, error)
+
+    def close(self) -> None:
+        with self.lock:
+            self.closed.set()
+            # Raised after the test re-raised its errors, before it ended: late too.
+            leftover, self.errors = self.errors, []
+        for error in leftover:
+            self.late.add(self.owner, "answering a request", error)

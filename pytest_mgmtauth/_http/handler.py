@@ -1,0 +1,280 @@
+"""The request handler of a connection: HTTP/1.1 keep-alive (when the answer leaves the
+connection in a known state), the TLS handshake in the connection's thread, the raw-socket
+answers to a request the fake never sees (plain HTTP at HTTPS, TLS at plain HTTP, a
+malformed request line), the framing checks and the request's masked ``repr``."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import ssl
+from typing import TYPE_CHECKING, Any
+
+from werkzeug import Request
+from werkzeug.serving import WSGIRequestHandler
+
+from .._service.redact import SecretMasker
+from .app import ACCEPTED_BINDING, AFTER_ANSWER, FRAMING_PROBLEM
+from .connections import _accepted, _Server
+from .errors import MAX_BODY_BYTES, error_bytes
+from .headers import framing_problem
+from .streams import _BriefDrain, _CountedInput, _SkipDrain
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+#: Seconds a connection may sit idle mid-request before its thread gives up on it.
+STALL_TIMEOUT = 30.0
+
+
+class _FakeRequest(Request):
+    # One byte over the limit, so that a chunked body (no Content-Length) that is too
+    # large reads as too large (read_body answers 413) instead of silently truncated.
+    max_content_length = MAX_BODY_BYTES + 1
+    max_form_memory_size = MAX_BODY_BYTES
+
+    def __repr__(self) -> str:
+        # Shown in tracebacks (pytest prints a frame's arguments): Werkzeug's repr holds
+        # the whole URL, and with it a utk in the query or a jsessionid in the path.
+        return f"<{type(self).__name__} {_mask_for(self.environ)(_target(self))!r} [{self.method}]>"
+
+
+def _target(request: Request) -> str:
+    try:
+        query = "&".join(f"{k}={v}" for k, v in request.args.items(multi=True))
+    except Exception:  # a repr must not raise
+        query = "<query not shown>"
+    return request.path + (f"?{query}" if query else "")
+
+
+def _mask_for(environ: Any) -> Callable[[str], str]:
+    """The secret masker of the test a connection belongs to (JWTs only without one)."""
+    binding = environ.get(ACCEPTED_BINDING) if environ is not None else None
+    if binding is None:
+        binding = getattr(_accepted, "binding", None)
+    return binding.service.redact if binding is not None else SecretMasker().mask
+
+
+#: The first bytes of a TLS handshake record (content type 22, version 3.x).
+_TLS_RECORD_STARTS = (b"\x16\x03",)
+
+
+class _RequestHandler(WSGIRequestHandler):
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
+    timeout = STALL_TIMEOUT
+    server: _Server
+    #: Requests read from this connection so far.
+    _served = 0
+    #: Whether this request's answer keeps the connection open.
+    _keep = False
+
+    def handle_one_request(self) -> None:
+        self._keep = False
+        if self._served:
+            # A kept-alive connection, idle until the next request's first byte: that
+            # request belongs to the test bound then (see _Server.drop_idle_connections).
+            self.server.mark_idle(self)
+            try:
+                first = self.rfile.peek(1)  # type: ignore[attr-defined]
+            except (OSError, ValueError):  # the idle timeout, a reset, a dropped one
+                first = b""
+            still_open, binding = self.server.mark_busy(self)
+            if not first or not still_open:
+                self.close_connection = True
+                return
+            _accepted.binding = binding
+        self._served += 1
+        super().handle_one_request()
+
+    def run_wsgi(self) -> None:
+        try:
+            super().run_wsgi()
+        finally:
+            if isinstance(self.rfile, _SkipDrain):
+                self.rfile = self.rfile.inner
+
+    def send_header(self, keyword: str, value: str) -> None:
+        # Werkzeug writes "Connection: close" on every answer.
+        if keyword.lower() == "connection" and self._keep:
+            value = "keep-alive"
+        super().send_header(keyword, value)
+
+    def setup(self) -> None:
+        super().setup()
+        if isinstance(self.connection, ssl.SSLSocket):
+            # Deferred from accept() (see _Server.get_request); a failed handshake
+            # closes this connection only.
+            try:
+                self.connection.do_handshake()
+            except ssl.SSLError as exc:
+                self.close_connection = True
+                self.handshake_failed = True
+                if exc.reason == "HTTP_REQUEST":
+                    self._answer_plain_http()
+            except OSError:
+                self.close_connection = True
+                self.handshake_failed = True
+
+    def _answer_plain_http(self) -> None:
+        """A plain-HTTP request reached the HTTPS fake (OpenSSL saw "POST /..." where a
+        TLS handshake belongs): answer a plain HTTP 400 that says so, and record it."""
+        reason = (
+            "this fake serves HTTPS: plain HTTP was sent to it; use an https:// URL (for "
+            "v3, https://{host} with the host of the auth answer) and trust the test CA "
+            "(mgmt_server.ca_bundle)"
+        )
+        body = error_bytes(400, reason)
+        head = (
+            "HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+        ).encode()
+        # Recorded before the answer goes out: a client that reads the answer and then
+        # the timeline finds the event there.
+        binding = getattr(_accepted, "binding", None)
+        if binding is not None and not binding.closed.is_set():
+            binding.service.record_bad_request("-", "-", 400, reason)
+        try:
+            with socket.socket(fileno=os.dup(self.connection.fileno())) as raw:
+                # Read what the client sent (TLS took only its first bytes): closing a
+                # socket with unread data sends a reset, which can swallow the answer.
+                raw.setblocking(False)
+                with contextlib.suppress(BlockingIOError):
+                    for _ in range(64):
+                        if not raw.recv(65536):
+                            break
+                raw.setblocking(True)
+                raw.sendall(head + body)
+                raw.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+
+    def handle(self) -> None:
+        if getattr(self, "handshake_failed", False):
+            return
+        super().handle()
+
+    def make_environ(self) -> dict[str, Any]:
+        environ = super().make_environ()
+        if hasattr(_accepted, "binding"):
+            environ[ACCEPTED_BINDING] = _accepted.binding
+        headers = [(name, value.replace("\r\n", "")) for name, value in self.headers.items()]
+        problem = framing_problem(self.request_version, headers)
+        if problem is not None:
+            environ[FRAMING_PROBLEM] = problem
+        cookies = [value for name, value in headers if name.lower() == "cookie"]
+        if len(cookies) > 1:
+            # RFC 9113 8.2.3 / RFC 6265 5.4: cookie lines join with "; ". Werkzeug joins
+            # repeated headers with ",", which hid a JSESSIONID sent in a second line.
+            environ["HTTP_COOKIE"] = "; ".join(cookies)
+        if not environ.get("wsgi.input_terminated"):
+            environ["wsgi.input"] = _CountedInput(environ["wsgi.input"])
+        environ[AFTER_ANSWER] = self._after_answer
+        return environ
+
+    def _may_keep_alive(self) -> bool:
+        environ = self.environ
+        binding = environ.get(ACCEPTED_BINDING)
+        if binding is None or binding.closed.is_set() or not binding.service.options.keep_alive:
+            return False
+        if self.close_connection or self.request_version != "HTTP/1.1":
+            return False  # the client asked to close (or HTTP/1.0 without keep-alive)
+        if environ.get(FRAMING_PROBLEM) is not None or environ.get("wsgi.input_terminated"):
+            return False
+        if self.headers.defects or self.headers.get_payload():
+            # A line that is no header ("Bad Name: x") ends the parsed headers there: the
+            # lines after it (a Content-Length, say) were read but not understood, so
+            # where this request ends is unknown.
+            return False
+        body = environ.get("wsgi.input")
+        try:
+            length = int(environ.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            return False
+        if not isinstance(body, _CountedInput) or body.count < length:
+            return False  # the body's rest would be read as the next request
+        # Bytes already waiting past this request: a body sent without Content-Length
+        # (which HTTP/1.1 reads as the next request) or pipelining, which clients do not
+        # use. Closing answers this request only; RFC 9112 9.3.2 has clients retry the
+        # rest on a new connection.
+        return not self._bytes_waiting()
+
+    def _bytes_waiting(self) -> bool:
+        previous = self.connection.gettimeout()
+        try:
+            self.connection.settimeout(0)
+            return bool(self.rfile.peek(1))  # type: ignore[attr-defined]
+        except (OSError, ValueError):  # nothing yet (would block), or closed
+            return False
+        finally:
+            with contextlib.suppress(OSError):
+                self.connection.settimeout(previous)
+
+    def _after_answer(self) -> None:
+        """Called once the app has its answer: keep the connection for the next request,
+        or close it after the brief drain (Werkzeug's drain reads through this)."""
+        if self._may_keep_alive():
+            self._keep = True
+            self.rfile = _SkipDrain(self.rfile)
+            # Idle from now on for drop_idle_connections: the client may have its answer
+            # (and its test may end) before this thread reads the next request.
+            self.server.mark_idle(self)
+            return
+        self.close_connection = True
+        if not isinstance(self.rfile, _BriefDrain):
+            self.rfile = _BriefDrain(self.rfile, self.connection)
+
+    def connection_dropped(self, error: BaseException, environ: Any = None) -> None:
+        # Never read another request from a dropped connection (a scripted reset
+        # raises through here; HTTP/1.1 would otherwise wait for a next request).
+        self.close_connection = True
+
+    def date_time_string(self, timestamp: float | None = None) -> str:
+        # The Date header tells the fake's time: mgmt_clock's under pytest, the control
+        # API's (advanced, or frozen) in the standalone server.
+        binding = getattr(_accepted, "binding", None)
+        if timestamp is None and binding is not None:
+            timestamp = binding.service.now()
+        return super().date_time_string(timestamp)
+
+    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+        pass
+
+    def log(self, type: str, message: str, *args: Any) -> None:
+        pass
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        # What http.server answers by itself (a malformed request line or headers, before
+        # the fake sees the request): the fake's JSON shape instead of an HTML page, and
+        # never a 5xx for a client's mistake: 505 for "HTTP/2.0" becomes 400 (found by
+        # the hostile-input suite).
+        if code == 505:
+            code, message = 400, f"{message or 'Unsupported HTTP version'}: send HTTP/1.1"
+        if len(getattr(self, "requestline", "").split()) >= 3:
+            # An unparsable version leaves http.server at HTTP/0.9, which would send
+            # the body without a status line; the client wrote an HTTP/1.x-style line.
+            self.request_version = "HTTP/1.0"
+        short, long = self.responses.get(code, ("Error", ""))
+        # http.server quotes the request line ("Bad request syntax ('GET /?utk=...')").
+        text = _mask_for(None)(f"{message or short}: {explain or long}".rstrip(": "))
+        if getattr(self, "raw_requestline", b"")[:2] in _TLS_RECORD_STARTS:
+            # A TLS ClientHello at the plain-HTTP fake: the client cannot read this
+            # answer, so the diagnosis goes to the timeline too.
+            text = (
+                "a TLS handshake arrived at this plain-HTTP fake: use its http:// URL, or "
+                "serve HTTPS (the https option) for clients that build https://{host}"
+            )
+            self.request_version = "HTTP/1.0"  # a status line, as the event says 400
+            binding = getattr(_accepted, "binding", None)
+            if binding is not None and not binding.closed.is_set():
+                binding.service.record_bad_request("-", "-", 400, text)
+        body = error_bytes(code, text)
+        self.send_response(code, short)
+        self.send_header("Connection", "close")
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+        self.close_connection = True

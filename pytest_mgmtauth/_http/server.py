@@ -1,0 +1,136 @@
+"""The socket: a pytest-httpserver ``HTTPServer`` tuned to serve a whole test session.
+
+Differences from the stock server, each for a measured reason (see the field notes):
+
+* threaded, so concurrent clients and a client that stalls mid-request block nobody:
+  a thread per open connection, which then waits up to 30 s to serve the next one
+  (handing a connection over costs less than starting a thread);
+* our own request handler class, so Werkzeug's per-request log lines (slow, noisy) are
+  off, Nagle's algorithm is off (HTTPS round trips were 14 ms instead of 4 ms), and
+  ``protocol_version`` is set on our class instead of on Werkzeug's shared one;
+* an accept loop that sleeps until a connection comes or ``stop()`` wakes it, so that
+  ``stop()`` returns at once (the stock loop looks for it every 0.5 s);
+* nothing is appended to ``log``: a session-long server would grow without bound;
+* TLS handshakes happen in the request's thread, not in the accepting one, so a
+  client that connects and never speaks TLS blocks nobody;
+* a request whose Host or Content-Length headers are invalid (RFC 9112) is marked for a
+  400, and repeated ``Cookie`` headers are joined with "; " (Werkzeug joins with ",");
+* after the answer, what the client still sends is discarded only briefly (see
+  :class:`_BriefDrain`): Werkzeug's own drain could hold a connection for 30 s;
+* HTTP/1.1 keep-alive, as the real service answers (``Connection: keep-alive``), when
+  the test's ``keep_alive`` option allows it and the answer leaves the connection in a
+  known state (the request's body was read whole, no framing problem, the client did not
+  ask to close); otherwise ``Connection: close`` and the brief drain. Werkzeug always
+  closes. A connection's first request belongs to the test during which it was accepted;
+  each further one to the test bound when its first byte arrived. Connections idle
+  between requests are closed when a test ends (:meth:`_Server.drop_idle_connections`),
+  as a real server's idle timeout would: clients check a pooled connection before reusing
+  it and open a new one.
+
+Here: :class:`FakeHTTPServer`, the server pytest-httpserver's API sees. Below it,
+``_connections.py`` (accepting, TLS wrapping, the connections idle between requests),
+``_handler.py`` (one connection's requests: keep-alive, the TLS handshake, the answers
+written straight to the socket) and ``_streams.py`` (the counted body and the brief
+drain).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Any
+
+from pytest_httpserver import HTTPServer
+
+from .app import AFTER_ANSWER, FakeApp
+from .connections import DROP_WAIT, _Server
+from .handler import STALL_TIMEOUT, _FakeRequest, _RequestHandler
+from .streams import DRAIN_SECONDS, DRAIN_SILENCE
+
+if TYPE_CHECKING:
+    import ssl
+    from collections.abc import Callable
+
+    from werkzeug import Request, Response
+
+#: The socket server is built from the modules beside this one (see
+#: docs/architecture.md); these names stay importable from here.
+__all__ = [
+    "DRAIN_SECONDS",
+    "DRAIN_SILENCE",
+    "DROP_WAIT",
+    "STALL_TIMEOUT",
+    "FakeHTTPServer",
+]
+
+
+def _drain_briefly_after(app: Any) -> Any:
+    """The WSGI app, then the brief drain (see :class:`_BriefDrain`) of its request."""
+
+    def wsgi(environ: dict[str, Any], start_response: Any) -> Any:
+        answer = app(environ, start_response)
+        after = environ.get(AFTER_ANSWER)
+        if after is not None:
+            after()
+        return answer
+
+    return wsgi
+
+
+class FakeHTTPServer(HTTPServer):
+    """One per test session (per xdist worker) and scheme; tests bind their state to
+    :attr:`app` for their duration."""
+
+    def __init__(
+        self, *, host: str = "127.0.0.1", port: int = 0, ssl_context: ssl.SSLContext | None = None
+    ) -> None:
+        super().__init__(host=host, port=port, ssl_context=ssl_context, threaded=True)
+        self.app = FakeApp()
+        self.no_handler_status_code = 404
+        self._start_lock = threading.Lock()
+
+    def mount(self, prefix: str, app: Callable[[Request], Response]) -> None:
+        """Serve ``app`` under ``prefix`` besides the fake (see :meth:`FakeApp.mount`)."""
+        self.app.mount(prefix, app)
+
+    def start(self) -> None:
+        with self._start_lock:
+            if self.is_running():
+                return
+            app = _drain_briefly_after(_FakeRequest.application(self.application))
+            # Plain TCP server; TLS is layered per connection in get_request.
+            server = _Server(self.host, self.port, app, handler=_RequestHandler)
+            server.fake_app = self.app
+            if self.ssl_context is not None:
+                server._tls_context = self.ssl_context
+                server.ssl_context = self.ssl_context  # Werkzeug reports wsgi.url_scheme
+            self.server = server
+            self.port = server.port
+            self.server_thread = threading.Thread(
+                target=self.thread_target, daemon=True, name="mgmtauth-server"
+            )
+            self.server_thread.start()
+
+    def thread_target(self) -> None:
+        assert self.server is not None
+        self.server.serve_forever()
+
+    def application(self, request: Request) -> Response:
+        return self.app(request)
+
+    @property
+    def connections_accepted(self) -> int:
+        """TCP connections this server accepted so far."""
+        server = self.server
+        return server.connections_accepted if isinstance(server, _Server) else 0
+
+    def drop_idle_connections(self) -> int:
+        """Close the kept-alive connections idle between requests now; how many."""
+        server = self.server
+        return server.drop_idle_connections() if isinstance(server, _Server) else 0
+
+    def dispatch(self, request: Request) -> Response:
+        return self.app(request)
+
+    @property
+    def base_url(self) -> str:
+        return self.url_for("/").rstrip("/")

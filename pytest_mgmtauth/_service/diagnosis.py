@@ -1,0 +1,179 @@
+"""Why a secret that arrived differs from the one the account has, in the client's terms.
+
+The usual causes are encoding mistakes the real service punishes with a bare 1401: a
+key sent un-encoded in the form body ('+' becomes a space, '&' cuts the field, '%41'
+decodes to 'A') or encoded twice. Messages use fingerprints, never the secrets.
+
+A fix says what must be on the wire, then the idiom of the client that sent the request
+when the transport could tell it (:class:`ClientKind`, from the User-Agent), or a
+language-neutral one otherwise.
+"""
+
+from __future__ import annotations
+
+import enum
+from urllib.parse import quote, unquote, unquote_plus
+
+from .accounts import fingerprint
+
+
+class ClientKind(enum.Enum):
+    """The HTTP client a request came from, as far as its User-Agent tells."""
+
+    REQUESTS = "python-requests"
+    HTTPX = "python-httpx"
+    AIOHTTP = "aiohttp"
+    URLLIB = "python-urllib"
+    NODE = "node"
+    CURL = "curl"
+    GO = "go"
+    JAVA = "java"
+    OTHER = "other"
+
+
+#: How each client sends a URL-encoded form whose values it encodes itself.
+_FORM_IDIOM = {
+    ClientKind.REQUESTS: "pass the fields as a dict: requests.post(url, data={...})",
+    ClientKind.HTTPX: "pass the fields as a dict: httpx.post(url, data={...})",
+    ClientKind.AIOHTTP: "pass the fields as a dict: session.post(url, data={...})",
+    ClientKind.URLLIB: "build the body with urllib.parse.urlencode({...}).encode()",
+    ClientKind.NODE: "send body: new URLSearchParams({...}) (fetch then sets the Content-Type too)",
+    ClientKind.CURL: "use --data-urlencode 'name=value' for each field instead of -d/--data",
+    ClientKind.GO: "build the body with url.Values{...}.Encode(), or use http.PostForm",
+    ClientKind.JAVA: "encode each value with URLEncoder.encode(value, StandardCharsets.UTF_8) "
+    "when building the body",
+    ClientKind.OTHER: "build the body with your HTTP library's form encoder (Python "
+    "urllib.parse.urlencode or data={...}, JavaScript URLSearchParams, Go url.Values, Java "
+    "URLEncoder, curl --data-urlencode)",
+}
+
+#: Where each client would encode a value a second time.
+_ENCODE_ONCE = {
+    ClientKind.REQUESTS: "requests encodes a dict passed as data=: do not quote the value "
+    "yourself first",
+    ClientKind.HTTPX: "httpx encodes a dict passed as data=: do not quote the value yourself first",
+    ClientKind.AIOHTTP: "aiohttp encodes a dict passed as data=: do not quote the value "
+    "yourself first",
+    ClientKind.URLLIB: "urllib.parse.urlencode encodes the values: do not quote them "
+    "yourself first",
+    ClientKind.NODE: "URLSearchParams encodes the values: do not encodeURIComponent them first",
+    ClientKind.CURL: "--data-urlencode encodes the value: pass it as it is, not pre-encoded",
+    ClientKind.GO: "url.Values.Encode encodes the values: do not url.QueryEscape them first",
+    ClientKind.JAVA: "URLEncoder.encode each value once, not on an already encoded string",
+    ClientKind.OTHER: "a client that passes the fields to a form encoder (a dict in Python, "
+    "URLSearchParams, url.Values, curl --data-urlencode) must not encode the value itself "
+    "first",
+}
+
+
+def form_idiom(client: ClientKind) -> str:
+    """How ``client`` sends a URL-encoded form with its values encoded."""
+    return _FORM_IDIOM[client]
+
+
+def _as_unencoded_form_value(secret: str) -> str:
+    """What a form parser makes of ``secret`` written into a body without encoding."""
+    return unquote_plus(secret.split("&", 1)[0])
+
+
+def _unencoded_damage(field: str, expected: str) -> list[str]:
+    """What writing ``expected`` into a form body without encoding does to it."""
+    head, cut, tail = expected.partition("&")
+    damage = []
+    if "+" in head:
+        damage.append(f"each '+' arrived as a space ({head.count('+')} of them)")
+    if unquote(head.replace("+", " ")) != head.replace("+", " "):
+        damage.append("'%' sequences were decoded (a '%' must travel as %25)")
+    if cut:
+        stray = "stray form fields" if "&" in tail else "a stray form field"
+        seps = " and ".join(f"'{c}'" for c in "=&" if c in tail)
+        split = f" split again at its {seps}" if seps else ""
+        damage.append(
+            f"the field was cut at the first '&' (after {len(head)} characters) and the "
+            f"other {len(tail)} arrived as {stray}{split}"
+        )
+    return damage or ["it was decoded once too often"]
+
+
+def diagnose_secret(
+    field: str, expected: str, received: str, client: ClientKind = ClientKind.OTHER
+) -> str:
+    """One sentence saying how ``received`` relates to ``expected``; '' when equal.
+
+    ``client`` picks the idiom of the fix; the wire format is named for every client.
+    """
+    if received == expected:
+        return ""
+    if received == _as_unencoded_form_value(expected):
+        return (
+            f"the {field} arrived un-encoded: {'; '.join(_unencoded_damage(field, expected))}. "
+            f"URL-encode the {field} in the form body instead of writing it in as it is: on "
+            f"the wire it must be percent-encoded ('+' as %2B, '&' as %26, '=' as %3D, '%' "
+            f"as %25); {_FORM_IDIOM[client]}"
+        )
+    if received == expected.replace("+", " "):
+        # '%' and '&' were encoded (or absent) but '+' was not: a hand-rolled encoder.
+        return (
+            f"each '+' of the {field} arrived as a space: in a form body '+' means space, "
+            f"so it must travel as %2B; percent-encode the whole {field}; "
+            f"{_FORM_IDIOM[client]}"
+        )
+    decoded = received
+    for times in (2, 3):
+        once_more = unquote(decoded)
+        if once_more == decoded:
+            break
+        decoded = once_more
+        if decoded == expected:
+            return (
+                f"the {field} arrived URL-encoded {'twice' if times == 2 else 'three times'} "
+                f"(it still contains '%XX' escapes, e.g. {quote('+', safe='')} for '+'): "
+                f"encode it once; {_ENCODE_ONCE[client]}"
+            )
+    if len(received) * 2 >= len(expected) and expected.startswith(received):
+        # Only from half the secret on: below that, saying "truncated" would tell a
+        # guesser that a short prefix is right, one character at a time (an oracle).
+        return f"the {field} arrived truncated ({len(received)} of {len(expected)} characters)"
+    if received.strip() == expected:
+        return f"the {field} arrived with surrounding whitespace; send it without"
+    return (
+        f"the {field} does not match the account's (received {len(received)} characters, "
+        f"{fingerprint(received)}; expected {len(expected)}, {fingerprint(expected)})"
+    )
+
+
+#: The service's returnCode for a call whose credential was fine but whose account lacks
+#: the route's permission.
+_FORBIDDEN = 1469
+
+
+def diagnose_reauth_after(return_code: int | None) -> str | None:
+    """Why authenticating again after a call answered ``return_code`` cannot help, or
+    ``None`` when it can (a 1401 says the credential is no good: renewing is right)."""
+    if return_code != _FORBIDDEN:
+        return None
+    return (
+        "1469 is a missing permission; logging in again cannot help: the service accepted "
+        "the credential and refused the operation, and a new credential of the same account "
+        "has the same permissions"
+    )
+
+
+def fix_after_forbidden() -> str:
+    """The fix for a client that re-authenticates after a 1469."""
+    return (
+        "treat 401 with returnCode 1469 as final for that operation (report it, or give the "
+        "account the permission: add_account(permissions=[...])) instead of authenticating "
+        "again; keep the credential for the account's other calls"
+    )
+
+
+def paused_diagnosis(field: str, budget: int, window: float) -> str:
+    """The plain refusal once an account's diagnoses are used up (see DIAGNOSIS_BUDGET):
+    says nothing about how the secret that arrived relates to the account's."""
+    return (
+        f"the {field} does not match the account's; diagnoses of this account's {field} "
+        f"are paused after {budget} failures within {window:g} s of simulated time, so "
+        "that they cannot be used to guess it: the first failures' messages say what is "
+        "wrong"
+    )

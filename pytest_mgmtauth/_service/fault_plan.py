@@ -1,0 +1,229 @@
+"""The fault plan in the service: scheduled faults at their trigger points, scripted
+faults of auth calls, and credentials ended on cue."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .accounts import (
+    fingerprint,
+)
+from .churn import GrantOrdering
+from .clock import to_datetime
+from .events import (
+    CredentialExpired,
+    CredentialRevoked,
+    FaultInjected,
+    ScheduledFaultFired,
+)
+from .faults import FiredFault, ScheduledFault, scheduled_failure
+from .records import SessionRecord, TokenRecord
+
+if TYPE_CHECKING:
+    from .types import EndOnCue, Version
+
+
+class FaultDesk(GrantOrdering):
+    # -- scheduled faults (trigger points; mgmt_server.schedule_fault, sweeps) --------
+
+    def schedule(self, fault: ScheduledFault) -> None:
+        """Schedule ``fault`` at its point; calls already made count."""
+        with self._lock:
+            self.faults.schedule(fault)
+
+    def _granted(self) -> None:
+        # Before protected call 1 is right after the first grant (if no call came yet).
+        if self.faults.protected_calls == 0:
+            self._fire_before_call(1)
+
+    def protected_call_arrived(self) -> ScheduledFault | None:
+        """Count a protected call that matched a route; the scheduled fault the transport
+        must carry out on it (``reset``), already recorded, else ``None``."""
+        with self._lock:
+            fault = self.faults.protected_call()
+            # An expire/revoke not fired yet (before call 1 without any grant) fires now.
+            self._fire_before_call(self.faults.protected_calls)
+            if fault is not None:
+                self._record_scheduled(fault, "the connection was reset, no answer")
+            return fault
+
+    def protected_call_answered(self) -> None:
+        """A protected call was answered: what is due before the next one fires now,
+        while the client reads the answer (so a client that renews before its token
+        expires sees the new time before it sends the next call)."""
+        with self._lock:
+            self._fire_before_call(self.faults.protected_calls + 1)
+
+    def _fire_before_call(self, index: int) -> None:
+        for fault in self.faults.before_call(index):
+            self._end_in_use(fault)
+
+    def _record_scheduled(self, fault: ScheduledFault, detail: str) -> None:
+        self._record(
+            ScheduledFaultFired(
+                at=to_datetime(self.now()),
+                username=None,
+                fault=fault.kind,
+                point=fault.point,
+                detail=detail,
+            )
+        )
+
+    def _end_in_use(self, fault: ScheduledFault) -> None:
+        now = self.now()
+        self._expire_sessions(now)
+        rec = self._in_use(now)
+        if rec is None:
+            self._record_scheduled(fault, "no credential was in use, nothing ended")
+            return
+        kind = "token" if isinstance(rec, TokenRecord) else "session"
+        if isinstance(rec, TokenRecord):
+            end = float(rec.claims.exp)
+        else:
+            end = rec.last_used + self.options.session_timeout
+        if (
+            fault.kind == "expire"
+            and end > now
+            and self.advance is not None
+            and self.advance(end - now)
+        ):
+            # As if its lifetime had passed: the clock moves on to its end, so a client
+            # that watches the clock can renew in time.
+            self._expire_sessions(self.now())
+            detail = f"the clock moved on {end - now:.0f} s to the end of {kind} {rec.label}"
+        else:
+            if fault.kind == "expire":
+                self._end_on_cue(rec.label, "expired", CredentialExpired)
+                detail = (
+                    f"{kind} {rec.label} expired on cue (the clock cannot move: the test "
+                    "does not run on mgmt_clock)"
+                )
+            else:
+                self._end_on_cue(rec.label, "revoked", CredentialRevoked)
+                detail = f"{kind} {rec.label} revoked on cue"
+        self._record(
+            ScheduledFaultFired(
+                at=to_datetime(self.now()),
+                username=rec.username,
+                fault=fault.kind,
+                point=fault.point,
+                detail=detail,
+            )
+        )
+
+    # -- faults on cue (mgmt_server.fail_next, expire, lock, rotate_key...) ---------
+
+    def auth_call_arrived(self) -> ScheduledFault | None:
+        """Count an authentication call (``/v2/auth``, ``/v1/login``); the scheduled fault
+        it triggers, if any (pass it to :meth:`take_fault`)."""
+        return self.faults.auth_call()
+
+    def take_fault(
+        self,
+        version: str,
+        method: str,
+        path: str,
+        username: str | None,
+        scheduled: ScheduledFault | None = None,
+    ) -> FiredFault | None:
+        """The scripted fault this ``/v2/auth`` or ``/v1/login`` call gets, recorded in
+        the timeline; ``None`` when the call is answered normally. A ``scheduled`` fault
+        (from :meth:`auth_call_arrived`) comes first."""
+        with self._lock:
+            if scheduled is not None:
+                answer = scheduled_failure(scheduled)
+                if answer is not None:
+                    self._record(
+                        ScheduledFaultFired(
+                            at=to_datetime(self.now()),
+                            username=username if username in self.accounts else None,
+                            fault=scheduled.kind,
+                            point=scheduled.point,
+                            detail=f"{method} {path} answered {answer.describe()}",
+                        )
+                    )
+                    return FiredFault(answer, 1)
+            fired = self.faults.take(version)
+            if fired is not None:
+                self._record(
+                    FaultInjected(
+                        at=to_datetime(self.now()),
+                        username=username if username in self.accounts else None,
+                        method=method,
+                        path=path,
+                        fault=fired.fault.kind,
+                        detail=fired.fault.describe(),
+                        ordinal=fired.ordinal,
+                        count=fired.fault.count,
+                    )
+                )
+            return fired
+
+    def find_credential(self, credential: str) -> TokenRecord | SessionRecord:
+        """A token or session of this test by its value (the JWT, the JSESSIONID) or its
+        label (``T1``, ``S1``); ValueError naming the known labels if none matches."""
+        with self._lock:
+            if not isinstance(credential, str) or not credential:
+                raise TypeError(
+                    "expects a token (the JWT), a JSESSIONID or a label like 'T1' / 'S1', "
+                    f"got {credential!r}"
+                )
+            for rec in self.tokens.values():
+                if credential in (rec.token, rec.label):
+                    return rec
+            for srec in self.sessions.values():
+                if credential in (srec.session_id, srec.label, srec.utk):
+                    return srec
+            labels = [r.label for r in self.tokens.values()]
+            labels += [r.label for r in self.sessions.values()]
+            shown = credential if len(credential) <= 4 else fingerprint(credential)
+            raise ValueError(
+                f"no token or session of this test is {shown}; known: "
+                f"{', '.join(labels) or 'none (nothing was granted yet)'}"
+            )
+
+    def expire(self, credential: str) -> str:
+        """End a token or session now, as if its lifetime had run out; returns its label.
+        Later calls with it get 401 (1401); re-authenticating is not churn."""
+        return self._end_on_cue(credential, "expired", CredentialExpired)
+
+    def revoke(self, credential: str) -> str:
+        """Revoke a token or session now; returns its label. Later calls with it get 401
+        (1401); re-authenticating is not churn."""
+        return self._end_on_cue(credential, "revoked", CredentialRevoked)
+
+    def _end_on_cue(
+        self,
+        credential: str,
+        how: EndOnCue,
+        event: type[CredentialExpired] | type[CredentialRevoked],
+    ) -> str:
+        if not isinstance(credential, str):
+            raise TypeError(
+                f"{how[:-1]}() takes a token or JSESSIONID (a str), got {type(credential).__name__}"
+            )
+        with self._lock:
+            now = self.now()
+            self._expire_sessions(now)
+            rec = self.find_credential(credential)
+            if isinstance(rec, TokenRecord):
+                # Tokens keep expiry and revocation apart: the refusal says which.
+                if how == "expired" and rec.expired_at is None:
+                    rec.expired_at = now
+                elif how == "revoked" and rec.revoked_at is None:
+                    rec.revoked_at = now
+                version: Version = rec.version
+            else:
+                if rec.ended_at is None:
+                    rec.ended_at = now
+                    rec.end_reason = how
+                version = "v1"
+            self._record(
+                event(
+                    at=to_datetime(now),
+                    username=rec.username,
+                    credential=rec.label,
+                    version=version,
+                )
+            )
+            return rec.label

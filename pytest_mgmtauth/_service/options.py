@@ -1,0 +1,421 @@
+"""The options of the fake service: one frozen, keyword-only object.
+
+The marker's kwargs are this class's kwargs, so a typo is an error that names the known
+options (see :func:`build_options`). Durations are seconds; a ``timedelta`` is accepted too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from datetime import timedelta
+
+from .limits import (
+    LATEST_TIME,
+    MAX_ADVANCE,
+    MAX_COUNT,
+    MAX_DURATION,
+    _describe_range,
+    _shown,
+    check_advance,
+    check_count,
+    check_seconds,
+)
+
+#: The real service's issuer (its published example token), the default of
+#: ``Options.issuer``. The same text as ``_tokens.ISSUER`` (a test checks it): not
+#: imported from there, so that reading the options (which every run of pytest does,
+#: for the report header) does not load the token module too.
+ISSUER = "https://api.tealiumiq.com"
+
+#: Importable from here as before the limits had a module of their own.
+__all__ = [
+    "ISSUER",
+    "LATEST_TIME",
+    "MAX_ADVANCE",
+    "MAX_COUNT",
+    "MAX_DURATION",
+    "OPTION_NAMES",
+    "OPTION_SPEC",
+    "OPTION_SPECS",
+    "OptionSpec",
+    "Options",
+    "Seconds",
+    "_shown",
+    "build_options",
+    "check_advance",
+    "check_count",
+    "check_option_names",
+    "check_seconds",
+    "derived_refresh_margin",
+    "name_source",
+]
+
+Seconds = float
+
+#: What a duration option reads back as: seconds (``float``), or ``float | None`` for
+#: ``refresh_margin``, whose ``None`` means "derive it".
+_Read = TypeVar("_Read", bound="float | None")
+
+
+class _Duration(Generic[_Read]):
+    """A duration field of :class:`Options`: set as seconds or a ``timedelta``, read
+    back as seconds.
+
+    A descriptor for the sake of type checkers, which take ``__set__``'s value type as
+    the parameter's and ``__get__``'s return type as the attribute's: so
+    ``Options(token_ttl=timedelta(minutes=5))``, as documented, type-checks, and
+    ``options.token_ttl`` is still a ``float``. The value is kept in the instance's
+    ``__dict__`` under the field's name, as without the descriptor; ``__post_init__``
+    checks it and converts it to seconds, as it does every other field."""
+
+    def __init__(self, default: _Read) -> None:
+        self._default = default
+        self._name = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = name
+
+    @overload
+    def __get__(self, instance: None, owner: type) -> _Read: ...
+
+    @overload
+    def __get__(self, instance: object, owner: type | None = None) -> _Read: ...
+
+    def __get__(self, instance: object | None, owner: type | None = None) -> _Read:
+        if instance is None:  # the class's attribute: dataclasses reads the default here
+            return self._default
+        try:
+            value: _Read = instance.__dict__[self._name]
+        except KeyError:  # not set yet: what hasattr() and getattr(..., default) expect
+            raise AttributeError(self._name) from None
+        return value
+
+    def __set__(self, instance: object, value: float | timedelta | _Read) -> None:
+        instance.__dict__[self._name] = value
+
+
+def derived_refresh_margin(token_ttl: float) -> float:
+    """The refresh margin when none is set: a tenth of ``token_ttl`` in whole seconds,
+    at most 60 s (the default token_ttl of 1800 s gets the default 60 s)."""
+    return float(min(60, int(token_ttl) // 10))
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Options:
+    """How the fake behaves. Every "not shown" of the interface document that users
+    could need another answer to is one of these."""
+
+    #: Bearer token validity (the interface document: 30 minutes).
+    token_ttl: _Duration[float] = _Duration(1800.0)
+    #: Re-authenticating this close to a credential's expiry counts as reuse, not churn.
+    #: ``None`` (not set): derived from ``token_ttl`` by :func:`derived_refresh_margin`
+    #: (60 s for the default token_ttl); read it back as a number.
+    refresh_margin: _Duration[float | None] = _Duration(None)
+    #: Failed v1 logins in a row that lock the account (not shown; our choice: 5).
+    lockout_threshold: int = 5
+    #: How long error 1402 lasts, from the failure that started the lockout.
+    lockout_duration: _Duration[float] = _Duration(600.0)
+    #: Idle time after which a v1 session ends by itself (not shown; our choice: 30 min).
+    session_timeout: _Duration[float] = _Duration(1800.0)
+    #: Premature grants one account may get within 60 s before /v2/auth answers 429;
+    #: ``None`` switches throttling off.
+    throttle: int | None = 5
+    #: Fail the test at teardown on token churn instead of warning.
+    strict: bool = False
+    #: Serve over HTTPS with a per-session test CA.
+    https: bool = False
+    #: Count a v1 session not ended with /v1/logout as a finding at teardown (the
+    #: interface document makes logout optional, so this is off by default).
+    require_logout: bool = False
+    #: The tokens' ``iss`` claim (the real service's by default).
+    issuer: str = ISSUER
+    #: What a v3 token is bound to: ``"profile"`` (its account and profile, the fake's
+    #: default) or ``"account"`` (any profile of its account).
+    v3_scope: str = "profile"
+    #: HTTP/1.1 keep-alive, as the real service answers (``Connection: keep-alive``);
+    #: ``False`` answers ``Connection: close`` and closes every connection after its answer.
+    keep_alive: bool = True
+    #: Whether ``refresh_margin`` was derived from ``token_ttl`` (not set explicitly):
+    #: :func:`build_options` derives it again when only ``token_ttl`` changes.
+    refresh_margin_derived: bool = dataclasses.field(
+        default=False, init=False, repr=False, compare=False
+    )
+
+    def __post_init__(self) -> None:
+        for name in ("token_ttl", "lockout_duration", "session_timeout"):
+            object.__setattr__(self, name, check_seconds(name, getattr(self, name)))
+        if not float(self.token_ttl).is_integer():
+            # The token's exp claim is whole seconds (iat + token_ttl); a fraction would
+            # be cut off silently and the token would expire earlier than asked.
+            raise ValueError(
+                f"mgmtauth option 'token_ttl' must be whole seconds (the JWT's exp claim "
+                f"is in seconds), got {self.token_ttl:g}"
+            )
+        if self.refresh_margin is None:
+            margin = derived_refresh_margin(self.token_ttl)
+            object.__setattr__(self, "refresh_margin_derived", True)
+        else:
+            margin = check_seconds("refresh_margin", self.refresh_margin, allow_zero=True)
+        object.__setattr__(self, "refresh_margin", margin)
+        if margin >= self.token_ttl:
+            raise ValueError(
+                f"mgmtauth option 'refresh_margin' ({margin:g} s) must be shorter than "
+                f"'token_ttl' ({self.token_ttl:g} s); leave refresh_margin out to get "
+                f"{derived_refresh_margin(self.token_ttl):g} s (a tenth of token_ttl, "
+                "at most 60 s)"
+            )
+        if not isinstance(self.issuer, str) or not self.issuer:
+            raise TypeError(
+                f"mgmtauth option 'issuer' must be a non-empty str, got {_shown(self.issuer)}"
+            )
+        if self.v3_scope not in ("profile", "account"):
+            raise ValueError(
+                "mgmtauth option 'v3_scope' must be 'profile' (a v3 token is good for its "
+                "account and profile only) or 'account' (for any profile of its account), "
+                f"got {_shown(self.v3_scope)}"
+            )
+        check_count("lockout_threshold", self.lockout_threshold)
+        if self.throttle is not None:
+            hint = " (premature grants per 60 s), or None to switch throttling off"
+            check_count("throttle", self.throttle, hint=hint)
+        for name in ("strict", "https", "require_logout", "keep_alive"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(
+                    f"mgmtauth option {name!r} must be True or False, "
+                    f"got {_shown(getattr(self, name))}"
+                )
+
+    @property
+    def margin(self) -> float:
+        """``refresh_margin`` in seconds (after construction it is never ``None``)."""
+        assert self.refresh_margin is not None
+        return self.refresh_margin
+
+    def describe(self) -> str:
+        """One line that reproduces these options (report header, failure messages)."""
+        parts = [
+            f"token_ttl={self.token_ttl:g}s",
+            f"refresh_margin={self.refresh_margin:g}s",
+            f"lockout={self.lockout_threshold}/{self.lockout_duration:g}s",
+            f"session_timeout={self.session_timeout:g}s",
+            f"throttle={self.throttle}",
+            f"strict={self.strict}",
+            f"https={self.https}",
+            f"require_logout={self.require_logout}",
+        ]
+        # Shown when changed only: the header line users know stays as it was.
+        if self.issuer != ISSUER:
+            parts.append(f"issuer={self.issuer}")
+        if self.v3_scope != "profile":
+            parts.append(f"v3_scope={self.v3_scope}")
+        if not self.keep_alive:
+            parts.append("keep_alive=False")
+        return " ".join(parts)
+
+
+OPTION_NAMES: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(Options) if f.init)
+
+
+def check_option_names(names: object, *, where: str) -> None:
+    """Raise a TypeError naming the known options for any unknown name in ``names``."""
+    unknown = [n for n in names if n not in OPTION_NAMES]  # type: ignore[attr-defined]
+    if not unknown:
+        return
+    hints = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, OPTION_NAMES, n=1)
+        hints.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    raise TypeError(
+        f"{where}: unknown option {', '.join(hints)}; known options: {', '.join(OPTION_NAMES)}"
+    )
+
+
+def build_options(base: Options, overrides: dict[str, Any], *, where: str) -> Options:
+    """``base`` with ``overrides`` applied; unknown names fail with the list of known ones."""
+    check_option_names(overrides, where=where)
+    overrides = dict(overrides)
+    if base.refresh_margin_derived and "refresh_margin" not in overrides:
+        overrides["refresh_margin"] = None  # derived again from the new token_ttl
+    return dataclasses.replace(base, **overrides)
+
+
+# -- declarations: the one option surface ----------------------------------------------
+# Each option is declared once here (name, kind, help, text parser); the marker, the ini
+# settings, the ``--mgmtauth-<name>`` flags and the ``mgmtauth-server`` flags are made
+# from these. Ranges are checked by :class:`Options` (one check for every source).
+
+
+def _shown_text(text: str) -> str:
+    """A typed value in a message: whole if short, else its start and length."""
+    return repr(text) if len(text) <= 40 else f"{text[:20]!r}... ({len(text)} characters)"
+
+
+@dataclasses.dataclass(frozen=True)
+class OptionSpec:
+    """One option's declaration. ``kind`` is ``"seconds"``, ``"count"``, ``"bool"``,
+    ``"text"`` or ``"choice"``; ``none_words`` are the texts that mean ``None``."""
+
+    name: str
+    kind: str
+    help: str
+    metavar: str = ""
+    none_words: tuple[str, ...] = ()
+    choices: tuple[str, ...] = ()
+    #: What a text that does not parse should have been (defaults by kind).
+    expected: str = ""
+    #: Meaningful inside pytest only (not a ``mgmtauth-server`` flag).
+    test_only: bool = False
+    #: The help of the flag of a ``"bool"`` option that is on by default (the flag
+    #: switches it off: ``--no-<name>``); ``help`` stays the ini setting's.
+    off_help: str = ""
+
+    @property
+    def default(self) -> object:
+        return _FIELDS[self.name].default
+
+    @property
+    def flag(self) -> str:
+        """The ``mgmtauth-server`` flag; pytest's is ``--mgmtauth-`` + the same. A flag
+        switches a ``"bool"`` option away from its default: ``--no-<name>`` for one that
+        is on by default (``--no-keep-alive``), ``--<name>`` otherwise."""
+        negated = self.kind == "bool" and self.default is True
+        return ("--no-" if negated else "--") + self.name.replace("_", "-")
+
+    @property
+    def flag_help(self) -> str:
+        """The help of :attr:`flag` (``off_help`` for a ``--no-<name>`` flag)."""
+        return self.off_help if self.flag.startswith("--no-") and self.off_help else self.help
+
+    @property
+    def allowed(self) -> str:
+        """The range of the option in words (for help texts)."""
+        if self.kind == "seconds":
+            return _describe_range(0, MAX_DURATION, self.name == "refresh_margin", "seconds")
+        if self.kind == "count":
+            return f">= 1 and <= {MAX_COUNT}" + (" or none" if self.none_words else "")
+        if self.kind == "choice":
+            return " or ".join(self.choices)
+        return ""
+
+    def parse(self, text: str) -> object:
+        """The value a command line or ini text means; ValueError saying what was
+        expected (the caller adds where it came from). Ranges: :class:`Options`."""
+        word = text.strip().lower()
+        if self.none_words and word in self.none_words:
+            return None
+        if self.kind == "bool":
+            if word in ("1", "true", "yes", "on"):
+                return True
+            if word in ("0", "false", "no", "off"):
+                return False
+        elif self.kind == "text":
+            return text.strip()
+        elif self.kind == "choice":
+            if word in self.choices:
+                return word
+        else:
+            # One sign at most: "--0" must be the parse error below, not int()'s.
+            digits = word[1:] if word[:1] in ("+", "-") else word
+            if digits.isascii() and digits.isdigit():
+                # A whole number stays exact (10**400 is not inf: Options names the
+                # range); past int()'s 4300 digits, say so without echoing it all.
+                if len(digits) > 4000:
+                    raise ValueError("a number far too large")
+                return int(word)
+            if self.kind == "seconds":
+                try:
+                    return float(word)
+                except ValueError:
+                    pass
+        raise ValueError(self.expected or _EXPECTED[self.kind])
+
+
+_EXPECTED = {
+    "seconds": "expected a number of seconds",
+    "count": "expected a whole number",
+    "bool": "expected true or false",
+    "choice": "expected one of the choices",
+    "text": "expected text",
+}
+_FIELDS = {f.name: f for f in dataclasses.fields(Options)}
+
+OPTION_SPECS: tuple[OptionSpec, ...] = (
+    OptionSpec("token_ttl", "seconds", "bearer token validity in seconds (default 1800)"),
+    OptionSpec(
+        "refresh_margin",
+        "seconds",
+        "re-auth this many seconds before expiry counts as reuse (default: a tenth of "
+        "token_ttl, at most 60)",
+    ),
+    OptionSpec(
+        "lockout_threshold",
+        "count",
+        "failed v1 logins in a row that lock an account (default 5)",
+        metavar="N",
+    ),
+    OptionSpec("lockout_duration", "seconds", "seconds a lockout (error 1402) lasts (default 600)"),
+    OptionSpec(
+        "session_timeout", "seconds", "idle seconds after which a v1 session ends (default 1800)"
+    ),
+    OptionSpec(
+        "throttle",
+        "count",
+        "premature grants per account per 60 s before 429; 'none' turns it off (default 5)",
+        metavar="N|none",
+        none_words=("none", "off", ""),
+        expected="expected a number of premature grants per 60 s, or 'none'",
+    ),
+    OptionSpec(
+        "strict",
+        "bool",
+        "fail tests on token churn and expired-credential use (and open v1 sessions with "
+        "require_logout) instead of warning (default false)",
+        test_only=True,
+    ),
+    OptionSpec(
+        "https", "bool", "serve the fake over HTTPS with a per-session test CA (default false)"
+    ),
+    OptionSpec(
+        "require_logout",
+        "bool",
+        "count v1 sessions not ended with /v1/logout as a finding (default false)",
+        test_only=True,
+    ),
+    OptionSpec(
+        "issuer",
+        "text",
+        f"the tokens' iss claim (default {ISSUER}, the real service's)",
+        metavar="ISS",
+    ),
+    OptionSpec(
+        "v3_scope",
+        "choice",
+        "a v3 token is good for its 'profile' (default) or any profile of its 'account'",
+        metavar="profile|account",
+        choices=("profile", "account"),
+        expected="expected 'profile' or 'account'",
+    ),
+    OptionSpec(
+        "keep_alive",
+        "bool",
+        "HTTP/1.1 keep-alive, as the real service answers (default true); false answers "
+        "Connection: close and closes every connection after its answer",
+        off_help="answer Connection: close and close every connection after its answer "
+        "(default: HTTP/1.1 keep-alive, as the real service)",
+    ),
+)
+OPTION_SPEC: dict[str, OptionSpec] = {spec.name: spec for spec in OPTION_SPECS}
+assert tuple(OPTION_SPEC) == OPTION_NAMES, "declare every option of Options, in order"
+
+
+def name_source(message: str, label: Callable[[str], str]) -> str:
+    """``message`` with ``mgmtauth option 'name'`` replaced by ``label(name)`` (the ini
+    setting or flag the value came from)."""
+    for name in OPTION_NAMES:
+        message = message.replace(f"mgmtauth option {name!r}", label(name))
+    return message

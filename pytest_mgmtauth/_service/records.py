@@ -1,0 +1,127 @@
+"""What the service answers and keeps: refusals and their codes, token and session
+records, authorizations."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Any
+
+from .accounts import (
+    fingerprint,
+)
+
+if TYPE_CHECKING:
+    from .tokens import Claims
+    from .types import BearerVersion, EndReason, Version
+
+    pass
+
+
+AUTH_FAILED = 1401
+LOCKED_OUT = 1402
+FORBIDDEN = 1469
+
+#: The service's fixed texts; the fake appends its diagnosis after a colon.
+SERVICE_MESSAGES = {
+    AUTH_FAILED: "Authentication failed",
+    LOCKED_OUT: "Too many unsuccessful login attempts; try again in {minutes} minutes",
+    FORBIDDEN: "User is authenticated but the request is denied for lack of proper permissions",
+}
+
+#: Throttling counts premature grants within this window of simulated time.
+THROTTLE_WINDOW = 60.0
+
+#: A wrong API key or password is diagnosed (compared with the account's, see
+#: _diagnosis.py) for at most this many failures per account and secret within
+#: DIAGNOSIS_WINDOW seconds of simulated time; later failures get a plain 1401, so that
+#: the diagnoses cannot be used as an oracle to recover the secret.
+DIAGNOSIS_BUDGET = 5
+DIAGNOSIS_WINDOW = 60.0
+
+
+class Refusal(Exception):
+    """The service says no. The transport renders it as ``status`` with a JSON body."""
+
+    def __init__(
+        self,
+        status: int,
+        return_code: int,
+        reason: str,
+        *,
+        message: str | None = None,
+        retry_after: int | None = None,
+    ) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.return_code = return_code
+        self.reason = reason
+        base = message if message is not None else SERVICE_MESSAGES.get(return_code, "")
+        self.message = f"{base}: {reason}" if base else reason
+        self.retry_after = retry_after
+
+
+@dataclasses.dataclass
+class TokenRecord:
+    label: str
+    token: str = dataclasses.field(repr=False)
+    claims: Claims
+    username: str
+    uses: int = 0
+    revoked_at: float | None = None
+    #: When ``mgmt_server.expire`` ended it ahead of its ``exp``.
+    expired_at: float | None = None
+    #: Order of grants in this test (tokens and sessions share it): a 1401 refusal
+    #: releases the credentials granted before it, see AuthService._held_tokens.
+    serial: int = 0
+    #: Tick at which it was issued, to tell which requests were in flight meanwhile.
+    issued_tick: int = 0
+    #: "v2", or "v3" with the account and profile of its auth path.
+    version: BearerVersion = "v2"
+    account: str | None = None
+    profile: str | None = None
+    #: The fake's time of issue (``claims.iat`` is it truncated to the second).
+    issued_at: float = 0.0
+
+    @property
+    def fingerprint(self) -> str:
+        return fingerprint(self.token)
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        # Hypothesis and IPython print dataclasses field by field, repr=False ones too.
+        printer.text(repr(self))
+
+    @property
+    def scope(self) -> str:
+        """``account/profile`` of a v3 token, ``""`` for v2."""
+        return f"{self.account}/{self.profile}" if self.version == "v3" else ""
+
+
+@dataclasses.dataclass
+class SessionRecord:
+    label: str
+    session_id: str = dataclasses.field(repr=False)
+    utk: str = dataclasses.field(repr=False)
+    username: str
+    started_at: float
+    last_used: float
+    uses: int = 0
+    ended_at: float | None = None
+    end_reason: EndReason | None = None
+    serial: int = 0
+    issued_tick: int = 0
+
+    @property
+    def fingerprint(self) -> str:
+        return fingerprint(self.session_id)
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(repr(self))
+
+
+@dataclasses.dataclass(frozen=True)
+class Authorization:
+    """Who a protected call authenticated as, and with which credential."""
+
+    username: str
+    version: Version
+    credential: str

@@ -1,0 +1,365 @@
+"""v2 bearer tokens: RS512 JWTs signed with one RSA key per test session.
+
+Key objects are loaded once and reused: handing PyJWT a PEM re-validates the RSA key on
+every call (tens of milliseconds), a key object does not.
+
+PyJWT and cryptography are imported on first use, not with the plugin: a suite that
+installs the plugin but never uses it should not pay ~70 ms per run for them.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import secrets
+import string
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .presign import Presigner
+from .signing_key import make_signing_key
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+ALGORITHM = "RS512"
+#: 4096-bit keys make tokens about as long as the real service's (over 800 characters);
+#: some old clients refuse shorter ones.
+KEY_BITS = 4096
+#: The real service's issuer (its published example token); ``Options.issuer`` changes it.
+ISSUER = "https://api.tealiumiq.com"
+_BASE64URL = string.ascii_letters + string.digits + "-_"
+_REQUIRED_CLAIMS = ("sub", "iss", "iat", "nbf", "exp", "jti")
+
+
+def _segment(value: dict[str, Any]) -> bytes:
+    """A JSON object as a JWS segment: compact JSON, base64url without padding."""
+    raw = json.dumps(value, separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).rstrip(b"=")
+
+
+#: The header of every token, as PyJWT writes it (keys sorted).
+_HEADER_SEGMENT = _segment({"alg": ALGORITHM, "typ": "JWT"})
+
+
+class TokenProblem(Exception):
+    """The token is not one this fake could have issued; ``str()`` says why."""
+
+
+def import_key_modules() -> None:
+    """Import what generating and loading a key need (``cryptography``'s RSA,
+    serialization and signing modules, about 20 ms on a cold start), so that a thread can
+    do it before it says its generation has begun."""
+    from cryptography import exceptions  # noqa: F401
+    from cryptography.hazmat.primitives import hashes, serialization  # noqa: F401
+    from cryptography.hazmat.primitives.asymmetric import padding, rsa  # noqa: F401
+
+
+def generate_private_key_pem(bits: int = KEY_BITS) -> bytes:
+    """A new signing key (see :mod:`._signingkey`: made from two half-size keys, about
+    four times faster than one ordinary key) as unencrypted PKCS#8 PEM."""
+    from cryptography.hazmat.primitives import serialization
+
+    key = make_signing_key(bits)
+    return key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+
+
+def load_private_key(pem: bytes) -> rsa.RSAPrivateKey:
+    # The PEM comes from generate_private_key_pem (ours), so the RSA consistency check
+    # adds nothing but time (about 0.2 s for 4096 bits), and it would refuse our keys:
+    # their CRT factors are not primes (see ._signingkey).
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = serialization.load_pem_private_key(
+        pem, password=None, unsafe_skip_rsa_key_validation=True
+    )
+    if not isinstance(key, rsa.RSAPrivateKey):
+        raise ValueError("the cached signing key is not an RSA key")
+    return key
+
+
+@dataclass(frozen=True)
+class Claims:
+    sub: str
+    iat: int
+    nbf: int
+    exp: int
+    jti: str
+
+
+class TokenSigner:
+    """Issues and verifies this fake's tokens. Thread-safe (immutable after init, but
+    for the tokens signed ahead of their request: see :mod:`._presign`)."""
+
+    def __init__(self, private_key: rsa.RSAPrivateKey, issuer: str = ISSUER) -> None:
+        from cryptography.hazmat.primitives import hashes
+        from cryptography.hazmat.primitives.asymmetric import padding
+
+        self._private_key = private_key
+        self._public_key = private_key.public_key()
+        self._padding = padding.PKCS1v15()
+        self._hash = hashes.SHA512()
+        self.issuer = issuer
+        #: Tokens signed ahead, by (subject, issued_at, ttl, issuer).
+        self.presigner: Presigner[tuple[str, Claims]] = Presigner()
+
+    def issue(
+        self, subject: str, issued_at: int, ttl: int, *, issuer: str | None = None
+    ) -> tuple[str, Claims]:
+        """A new token for ``subject``: the one :meth:`anticipate` signed for exactly
+        these arguments if there is one, else one signed now."""
+        iss = self.issuer if issuer is None else issuer
+        anticipated = self.presigner.take((subject, issued_at, ttl, iss))
+        if anticipated is not None:
+            return anticipated
+        unsigned, claims = self._unsigned(subject, issued_at, ttl, iss)
+        return self._signed(unsigned), claims
+
+    def anticipate(
+        self, subject: str, issued_at: int, ttl: int, *, issuer: str | None = None
+    ) -> None:
+        """Sign in the background the token a later ``issue()`` with the same arguments
+        returns (a new account's first token): the signature, most of the cost of
+        ``/v2/auth``, is then made while the test goes on. The token's text but its
+        signature is made here, so that the thread needs the GIL only to call the
+        signing (which releases it): the caller hands the GIL over until it has."""
+        iss = self.issuer if issuer is None else issuer
+        key = (subject, issued_at, ttl, iss)
+        if self.presigner.is_pending(key):
+            # Anticipated already (the pool drew this username at the last test's end):
+            # do not draw a jti and write a signing input only to drop them.
+            return
+        unsigned, claims = self._unsigned(subject, issued_at, ttl, iss)
+        self.presigner.anticipate(key, lambda: (self._signed(unsigned), claims))
+
+    @staticmethod
+    def _unsigned(subject: str, issued_at: int, ttl: int, issuer: str) -> tuple[bytes, Claims]:
+        """The JWS signing input (``header.payload``, base64url) and the claims."""
+        claims = Claims(
+            sub=subject,
+            iat=issued_at,
+            nbf=issued_at,
+            exp=issued_at + ttl,
+            jti=secrets.token_hex(8),
+        )
+        payload = {
+            "sub": claims.sub,
+            "iss": issuer,
+            "iat": claims.iat,
+            "nbf": claims.nbf,
+            "exp": claims.exp,
+            "jti": claims.jti,
+        }
+        return _HEADER_SEGMENT + b"." + _segment(payload), claims
+
+    def _signed(self, unsigned: bytes) -> str:
+        """The compact JWS: ``unsigned`` and its RS512 signature. Written here rather
+        than by ``jwt.encode`` (same bytes: the header's keys sorted, compact JSON, as
+        PyJWT writes them; tests/domain/test_tokens.py compares) so that the signing
+        input can be made before the signature, in another thread."""
+        signature = self._private_key.sign(unsigned, self._padding, self._hash)
+        return (unsigned + b"." + base64.urlsafe_b64encode(signature).rstrip(b"=")).decode()
+
+    def verify(self, token: str, *, issuer: str | None = None) -> Claims:
+        """The claims of a token this fake signed; raises :class:`TokenProblem`.
+
+        Every way a token can fail is a :class:`TokenProblem` whose text says what is
+        wrong with the token, never another exception: PyJWT raises
+        ``InvalidTokenError`` subclasses (and a header or payload of the wrong JSON
+        types can raise anything) for input a hostile client chooses. The reason
+        never repeats a value from the token: it may carry a secret.
+
+        Time claims are checked by the caller against the fake's clock, so that the
+        reason can say "expired 40 s ago" instead of PyJWT's generic message.
+        """
+        import jwt
+
+        if token.count(".") != 2:
+            raise TokenProblem(
+                f"the bearer value is not a JWT (a JWT has 3 dot-separated parts, this has "
+                f"{token.count('.') + 1}); send the 'token' field of /v2/auth's answer as it is"
+            )
+        header = _unverified_header(token)
+        _check_header(header)
+        try:
+            payload = jwt.decode(
+                token,
+                self._public_key,
+                algorithms=[ALGORITHM],
+                options={
+                    "verify_exp": False,
+                    "verify_nbf": False,
+                    "verify_iat": False,
+                    "verify_aud": False,
+                    "verify_iss": False,
+                    "verify_sub": False,
+                    "verify_jti": False,
+                    "require": list(_REQUIRED_CLAIMS),
+                },
+            )
+        except jwt.InvalidSignatureError:
+            raise TokenProblem(
+                "the token's signature does not verify with this fake's key: it was "
+                "tampered with or issued by another server"
+            ) from None
+        except jwt.MissingRequiredClaimError as exc:
+            claim = exc.claim if exc.claim in _REQUIRED_CLAIMS else "a required"
+            raise TokenProblem(
+                f"the token lacks the {claim!r} claim (or it is null): this fake never issued it"
+            ) from None
+        except Exception as exc:  # hostile input: every failure is a refusal
+            raise TokenProblem(
+                f"the token does not decode ({_library_says(exc)}); it is damaged or forged: "
+                "send the 'token' field of /v2/auth's answer unchanged"
+            ) from None
+        if not isinstance(payload, dict):  # PyJWT checks this; a refusal if it ever does not
+            raise TokenProblem(
+                "the token's payload is not a JSON object: this fake never issued it"
+            )
+        expected = self.issuer if issuer is None else issuer
+        if payload.get("iss") != expected:
+            got = payload.get("iss")
+            # The real service's issuer is named (a token of another fake's configuration);
+            # any other value by its shape only: a reason never repeats a long value.
+            shown = repr(got) if got == ISSUER else _shown(got)
+            raise TokenProblem(f"the token's issuer is {shown}, not {expected!r}")
+        return Claims(
+            sub=_string_claim(payload, "sub"),
+            iat=_time_claim(payload, "iat"),
+            nbf=_time_claim(payload, "nbf"),
+            exp=_time_claim(payload, "exp"),
+            jti=_string_claim(payload, "jti"),
+        )
+
+
+#: The largest time claim accepted: 9999-12-31T23:59:59Z, the last second a datetime
+#: holds (a larger exp would overflow wherever the claim is shown as a time).
+MAX_TIME_CLAIM = 253_402_300_799
+#: PyJWT's messages that never repeat a value from the token (shown in the reason).
+_SAFE_LIBRARY_MESSAGES = (
+    "Invalid payload string",
+    "Invalid header string",
+    "Invalid header padding",
+    "Invalid payload padding",
+    "Invalid crypto padding",
+    "Not enough segments",
+    "Algorithm not specified",
+    "The specified alg value is not allowed",
+    "Algorithm not supported",
+)
+
+
+def _library_says(exc: BaseException) -> str:
+    """PyJWT's reason if it cannot carry a value from the token, else the error's type."""
+    text = str(exc)
+    if text.startswith(_SAFE_LIBRARY_MESSAGES) and len(text) <= 160:
+        return text
+    return f"{type(exc).__name__} from the JWT library"
+
+
+def _shown(value: object) -> str:
+    """A header or claim value as a reason may show it: short plain strings and numbers
+    as they are, anything else by its JSON type (a long string may be a secret)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        if len(value) <= 16 and value.isascii() and value.isprintable():
+            return repr(value)
+        return f"a {len(value)}-character string"
+    if isinstance(value, int):
+        return str(value) if abs(value) < 10**20 else "a huge number"
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, list):
+        return f"a list of {len(value)}"
+    if isinstance(value, dict):
+        return f"an object of {len(value)} member(s)"
+    return type(value).__name__
+
+
+def _unverified_header(token: str) -> dict[str, Any]:
+    """The token's header, read here (not by PyJWT, which refuses a bad 'kid' or 'crit'
+    with an exception that does not say which), so that _check_header can name it."""
+    segment = token.split(".", 1)[0]
+    try:
+        if not segment or segment.strip(_BASE64URL):
+            raise ValueError("not base64url")
+        header = json.loads(base64.urlsafe_b64decode(segment + "=" * (-len(segment) % 4)))
+    except (ValueError, RecursionError):  # binascii.Error and JSON errors are ValueErrors
+        raise TokenProblem(
+            "the bearer value is not a well-formed JWT (it is truncated or altered); "
+            "send the 'token' field of /v2/auth's answer unchanged"
+        ) from None
+    if not isinstance(header, dict):
+        raise TokenProblem(
+            f"the token's header is {_shown(header)}, not a JSON object: this fake never issued it"
+        )
+    return header
+
+
+def _check_header(header: dict[str, Any]) -> None:
+    """Refuse a header this fake never writes, saying which member is wrong."""
+    alg = header.get("alg")
+    if alg != ALGORITHM:
+        raise TokenProblem(
+            f"the token's algorithm is {_shown(alg)}, not {ALGORITHM!r}: this fake never issued it"
+        )
+    if "crit" in header:
+        raise TokenProblem(
+            f"the token's header has 'crit' ({_shown(header['crit'])}): this fake issues no "
+            "critical header extensions and refuses tokens that need one (RFC 7515 4.1.11)"
+        )
+    if "kid" in header and not isinstance(header["kid"], str):
+        raise TokenProblem(
+            f"the token's header has a 'kid' that is {_shown(header['kid'])}, not a string: "
+            "this fake never issued it"
+        )
+    if "b64" in header:
+        raise TokenProblem(
+            "the token's header has 'b64' (an unencoded payload, RFC 7797): this fake never "
+            "issued it"
+        )
+
+
+def _string_claim(payload: dict[str, Any], name: str) -> str:
+    value = payload[name]
+    if not isinstance(value, str):
+        raise TokenProblem(
+            f"the token's {name!r} claim is {_shown(value)}, not a string: this fake never "
+            "issued it"
+        )
+    return value
+
+
+def _time_claim(payload: dict[str, Any], name: str) -> int:
+    value = payload[name]
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TokenProblem(
+            f"the token's {name!r} claim is {_shown(value)}, not whole seconds since 1970: "
+            "this fake never issued it"
+        )
+    if not 0 <= value <= MAX_TIME_CLAIM:
+        raise TokenProblem(
+            f"the token's {name!r} claim is {_shown(value)}, outside 0..{MAX_TIME_CLAIM} "
+            "(the years 1970 to 9999): this fake never issued it"
+        )
+    return value
+
+
+def unverified_subject(token: str) -> str | None:
+    """The ``sub`` claim without verification, to attribute a refused token to an account."""
+    import jwt
+
+    try:
+        payload = jwt.decode(token, options={"verify_signature": False})
+    except Exception:  # hostile input: an unreadable token has no subject
+        return None
+    sub = payload.get("sub") if isinstance(payload, dict) else None
+    return sub if isinstance(sub, str) else None

@@ -1,0 +1,51 @@
+"""What the control API answers with: events, accounts and scripted faults as JSON
+objects."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from .._service.events import iso_time as _iso
+
+if TYPE_CHECKING:
+    from .._service.accounts import Account
+    from .._service.events import Event
+    from .._service.faults import ScriptedFault
+
+
+def event_json(event: Event) -> dict[str, Any]:
+    """An event as a JSON object: ``type``, ``description``, then its fields."""
+    data: dict[str, Any] = {"type": type(event).__name__}
+    fields: dict[str, Any] = {}
+    for field in dataclasses.fields(event):
+        value = getattr(event, field.name)
+        if isinstance(value, datetime):
+            value = _iso(value)
+        elif isinstance(value, tuple):
+            value = list(value)
+        fields[field.name] = value
+    data["description"] = event.describe(_iso)
+    data.update(fields)
+    return data
+
+
+def account_json(account: Account) -> dict[str, Any]:
+    # A local test tool: the control API hands out the generated credentials on purpose.
+    return {
+        "username": account.username,
+        "api_key": account.api_key,
+        "password": account.password,
+        "permissions": None if account.permissions is None else sorted(account.permissions),
+        "profiles": None
+        if account.profiles is None
+        else [f"{a}/{p}" for a, p in sorted(account.profiles)],
+    }
+
+
+def fault_json(fault: ScriptedFault) -> dict[str, Any]:
+    data = {k: v for k, v in dataclasses.asdict(fault).items() if v is not None}
+    data["description"] = fault.describe()
+    data["endpoints"] = fault.endpoints
+    return data

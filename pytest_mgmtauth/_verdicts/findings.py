@@ -1,0 +1,229 @@
+"""Verdicts: the findings the teardown check, the report section and the control
+API's /check give, and the warnings they are raised as."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING
+
+from .._service.events import (
+    ApiCall,
+    LoggedIn,
+    TokenIssued,
+    grants,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Collection
+
+    from .._service.options import Options
+
+#: Lines of a timeline shown before and after the line it is about; the rest is elided.
+from .checks import (
+    _open_sessions,
+    churn_message,
+    expired_use_message,
+    open_session_message,
+)
+from .scene import (
+    Scene,
+    _is_rejection,
+    premature_grants,
+    summarize,
+)
+from .timeline_text import (
+    _describe,
+    _lines,
+    format_timeline,
+)
+
+# -- verdicts: what the teardown check and the report section say ---------------------
+
+#: The kinds of finding, in the order they are reported.
+KINDS: tuple[str, ...] = ("churn", "expired_use", "open_session")
+
+#: How each kind is named in the report section.
+_KIND_TITLES = {
+    "churn": "churn",
+    "expired_use": "expired-credential use",
+    "open_session": "open v1 sessions",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Finding:
+    """One mistake the service punishes, for one account: ``kind`` is ``"churn"``,
+    ``"expired_use"`` or ``"open_session"``; ``message`` is what the matching assertion
+    (``assert_token_reused``, ``assert_no_expired_token_used``, ``assert_logged_out``)
+    says for that account: the diagnosis, the timeline and the fix."""
+
+    kind: str
+    username: str | None
+    message: str
+
+    @property
+    def headline(self) -> str:
+        """The message's first paragraph: what went wrong, without the timeline."""
+        return self.message.split("\n\n", 1)[0]
+
+    @property
+    def fix(self) -> str:
+        """The message's last paragraph when it is the fix, else ''."""
+        last = self.message.rsplit("\n\n", 1)[-1]
+        return last if last.startswith("Fix:") else ""
+
+
+_MESSAGES = {
+    "churn": churn_message,
+    "expired_use": expired_use_message,
+    "open_session": open_session_message,
+}
+
+
+def _accounts_of(scene: Scene, kind: str) -> list[str]:
+    """The accounts that may have a finding of ``kind``, in order of first appearance."""
+    if kind == "churn":
+        found = [g.username for g in premature_grants(scene.events)]
+    elif kind == "expired_use":
+        found = [
+            e.username for e in scene.events if isinstance(e, ApiCall) and e.credential_expired
+        ]
+    else:
+        found = [g.username for g in grants(scene.events, version="v1")]
+    return list(dict.fromkeys(u for u in found if u is not None))
+
+
+def default_kinds(options: Options) -> tuple[str, ...]:
+    """The kinds the teardown check counts: churn and expired-credential use always,
+    open v1 sessions with ``require_logout``."""
+    return KINDS if options.require_logout else KINDS[:2]
+
+
+def findings(scene: Scene, *, kinds: Collection[str] | None = None) -> list[Finding]:
+    """The verdicts of one timeline: one :class:`Finding` per kind and account, in the
+    order of :data:`KINDS`. ``kinds`` selects which count (default: :func:`default_kinds`
+    of the scene's options)."""
+    wanted = default_kinds(scene.options) if kinds is None else tuple(kinds)
+    unknown = [k for k in wanted if k not in KINDS]
+    if unknown:
+        raise ValueError(f"unknown finding kind(s) {unknown!r}; known: {', '.join(KINDS)}")
+    found = []
+    for kind in KINDS:
+        if kind not in wanted:
+            continue
+        for username in _accounts_of(scene, kind):
+            message = _MESSAGES[kind](scene, username=username)
+            if message is not None:
+                found.append(Finding(kind, username, message))
+    return found
+
+
+def finding_counts(scene: Scene) -> dict[str, int]:
+    """How many of each thing :func:`findings` looks at, whether it counts or not:
+    premature grants (``churn``), calls with an expired credential, sessions not logged
+    out, and the figures of :func:`summarize` (for ``GET /_mgmtauth/check``)."""
+    summary = summarize(scene.events)
+    return {
+        **{f.name: getattr(summary, f.name) for f in dataclasses.fields(summary)},
+        "expired_use": sum(
+            1 for e in scene.events if isinstance(e, ApiCall) and e.credential_expired
+        ),
+        "open_session": len(_open_sessions(scene)),
+    }
+
+
+#: A timeline of up to this many lines is shown whole in the report section.
+_SECTION_LINES = 80
+#: Rejections listed under an elided timeline.
+_SECTION_REJECTIONS = 10
+
+
+def report_section(scene: Scene, *, counted: Collection[str] | None = None) -> str:
+    """The text of a test's ``mgmtauth timeline`` report section: the timeline of every
+    account (grants, calls with their credential, rejections with their diagnosis), the
+    credentials, and the verdicts of every kind, saying which the teardown check counts
+    (``counted``, default :func:`default_kinds`)."""
+    counts = default_kinds(scene.options) if counted is None else tuple(counted)
+    everything = findings(scene, kinds=KINDS)
+    lines = _lines(scene, None)
+    whole = len(lines) <= _SECTION_LINES
+    first_issue = next(
+        (
+            e
+            for e in scene.events
+            if (isinstance(e, (TokenIssued, LoggedIn)) and e.while_valid) or _is_rejection(e)
+        ),
+        None,
+    )
+    parts = [format_timeline(scene, focus=first_issue, whole=whole)]
+    if not whole:
+        rejected = [e for e in scene.events if _is_rejection(e)]
+        if rejected:
+            parts.append(f"Rejections ({len(rejected)}):")
+            parts += [
+                f"  {scene.offset(e.at.timestamp())}  {_describe(e, scene)}"
+                for e in rejected[:_SECTION_REJECTIONS]
+            ]
+            if len(rejected) > _SECTION_REJECTIONS:
+                parts.append(f"  ... {len(rejected) - _SECTION_REJECTIONS} more")
+    parts.append("Verdicts:")
+    for kind in KINDS:
+        title = _KIND_TITLES[kind]
+        mine = [f for f in everything if f.kind == kind]
+        if not mine:
+            parts.append(f"  {title}: none")
+            continue
+        note = "" if kind in counts else " (not checked: require_logout is off)"
+        for finding in mine:
+            headline = finding.headline.removeprefix("pytest-mgmtauth: ")
+            parts.append(f"  {title}{note}: {headline}")
+            if finding.fix and kind in counts:
+                parts.append(f"    {finding.fix}")
+    return "\n".join(parts)
+
+
+class AuthFindingWarning(UserWarning):
+    """Base of the teardown check's warnings: filter this one to treat them all alike."""
+
+    __module__ = "pytest_mgmtauth"
+
+
+class TokenChurnWarning(AuthFindingWarning):
+    """A test's client was granted new credentials while it still held valid ones.
+
+    Emitted at the end of a test that uses ``mgmt_server`` (unless it called
+    ``assert_token_reused`` itself); the message carries the account's timeline. With
+    ``strict`` the test fails instead.
+    """
+
+    # Shown in tracebacks and used in filterwarnings as its public name.
+    __module__ = "pytest_mgmtauth"
+
+
+class ExpiredCredentialWarning(AuthFindingWarning):
+    """A test's client sent a call with a bearer token that had expired or a v1 session
+    that had ended (logout, idle timeout), and the service refused it.
+
+    Emitted at the end of a test that uses ``mgmt_server`` (unless it called
+    ``assert_no_expired_token_used`` itself); with ``strict`` the test fails instead.
+    """
+
+    __module__ = "pytest_mgmtauth"
+
+
+class OpenSessionWarning(AuthFindingWarning):
+    """A v1 session opened in the test was not ended with ``/v1/logout``.
+
+    Only with ``require_logout``, at the end of a test that uses ``mgmt_server`` (unless it
+    called ``assert_logged_out`` itself); with ``strict`` the test fails instead.
+    """
+
+    __module__ = "pytest_mgmtauth"
+
+
+#: The warning class of each kind of finding.
+WARNINGS: dict[str, type[AuthFindingWarning]] = {
+    "churn": TokenChurnWarning,
+    "expired_use": ExpiredCredentialWarning,
+    "open_session": OpenSessionWarning,
+}

@@ -1,0 +1,180 @@
+"""What a sweep found: what the client did after its fault (:func:`analyse`, read from
+the timeline) and, per swept test, the matrix of outcomes with a one-line verdict
+(:func:`format_matrix`, built from the items' report properties, so it works on the
+xdist controller too).
+
+Pure: no pytest. The glue (``_glue/sweep.py``) feeds these from the items and their reports.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING
+
+from .._service.events import (
+    ApiCall,
+    AuthRejected,
+    Event,
+    LoggedIn,
+    LoginRejected,
+    ScheduledFaultFired,
+    Throttled,
+    TokenIssued,
+)
+from .._service.faults import DEFAULT_RETRY_AFTER, SCHEDULED_KINDS
+from .sweep_plan import BASELINE, FAULT_KINDS
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+
+@dataclasses.dataclass(frozen=True)
+class After:
+    """What followed a fault: a one-line ``summary`` (empty: nothing worth saying) and
+    the events after it."""
+
+    summary: str
+    fired: ScheduledFaultFired | None
+    events: tuple[Event, ...]
+
+
+_AUTH_EVENTS = (TokenIssued, AuthRejected, LoggedIn, LoginRejected, Throttled)
+
+
+def analyse(kind: str, events: Sequence[Event], *, failed: bool) -> After:
+    """Read the timeline after the fault of ``kind`` fired."""
+    index = next((i for i, e in enumerate(events) if isinstance(e, ScheduledFaultFired)), None)
+    if index is None:
+        return After("", None, ())
+    fired = events[index]
+    assert isinstance(fired, ScheduledFaultFired)
+    rest = tuple(events[index + 1 :])
+    grants = [e for e in rest if isinstance(e, (TokenIssued, LoggedIn))]
+    auths = [e for e in rest if isinstance(e, _AUTH_EVENTS)]
+    refused = [e for e in rest if isinstance(e, ApiCall) and e.return_code == 1401]
+    summary = ""
+    if kind in ("expire", "revoke"):
+        if refused:
+            first = refused[0]
+            regained = [g for g in grants if g.at >= first.at]
+            if not regained:
+                summary = "the client never re-authenticates after a 401 with 1401"
+            elif kind == "expire":
+                summary = (
+                    f"lost a call: it sent {first.method} {first.path} with the expired "
+                    "credential and re-authenticated only after the 401 (renew before "
+                    "the credential expires)"
+                )
+        elif failed:
+            summary = "the test failed after the fault, without a refused call (see its failure)"
+    elif kind in ("throttle", "unavailable"):
+        status = "429" if kind == "throttle" else "503"
+        if not auths:
+            summary = f"the client never retried authentication after a {status}"
+        elif kind == "throttle":
+            waited = (auths[0].at - fired.at).total_seconds()
+            if waited < DEFAULT_RETRY_AFTER:
+                summary = (
+                    f"the client retried authentication {waited:g} s after a 429 with "
+                    f"Retry-After {DEFAULT_RETRY_AFTER} s: honour Retry-After"
+                )
+        if failed and not summary:
+            summary = f"the test failed after the {status} (see its failure)"
+    elif kind == "reset":
+        if not any(isinstance(e, ApiCall) for e in rest):
+            summary = "the client never retried after the connection was reset"
+        elif failed:
+            summary = "the test failed after the connection reset (see its failure)"
+    if kind == "expire" and failed and "the clock cannot move" in fired.detail:
+        # No client could have seen this expiry coming: say how to make it fair.
+        summary = (summary + "; " if summary else "") + (
+            "the credential ended early on cue because the test does not run on "
+            "mgmt_clock: request mgmt_clock, so the clock moves to the credential's end "
+            "and a client that renews in time survives"
+        )
+    return After(summary, fired, rest)
+
+
+@dataclasses.dataclass
+class Cell:
+    """One point of one swept test in the matrix: its outcome, and what the client did
+    after the fault (``after``: the failure's cause, ``note``: worth saying on a pass)."""
+
+    outcome: str = "passed"
+    after: str = ""
+    note: str = ""
+
+
+_SYMBOL = {
+    "passed": "ok",
+    "failed": "FAIL",
+    "not reached": "-",
+    "skipped": "skip",
+}
+
+
+def _symbol(cell: Cell) -> str:
+    text = _SYMBOL.get(cell.outcome, cell.outcome)
+    if cell.outcome == "passed" and cell.note:
+        text += "*"
+    return text
+
+
+def format_matrix(test: str, cells: dict[str, Cell]) -> list[str]:
+    """One swept test: rows = fault kinds, columns = points, then a one-line verdict."""
+    rows: dict[str, dict[int, Cell]] = {}
+    for label, cell in cells.items():
+        if label == BASELINE:
+            continue
+        kind, _, point = label.partition("@")
+        rows.setdefault(kind, {})[int(point[len(SCHEDULED_KINDS[kind]) :])] = cell
+    width = max([len(k) + 5 for k in rows] + [len(BASELINE)])
+    columns = max((max(r) for r in rows.values()), default=0)
+    lines = [test]
+    lines.append(f"  {'':<{width}}" + "".join(f"{index:>6}" for index in range(1, columns + 1)))
+    base = cells.get(BASELINE)
+    if base is not None:
+        lines.append(f"  {BASELINE:<{width}}{_symbol(base):>6}")
+    for kind in (k for k in FAULT_KINDS if k in rows):
+        row = rows[kind]
+        title = f"{kind} {SCHEDULED_KINDS[kind]}"
+        lines.append(
+            f"  {title:<{width}}"
+            + "".join(f"{_symbol(row[i]) if i in row else '':>6}" for i in range(1, columns + 1))
+        )
+    lines.append("  (ok: passed, FAIL: failed, -: point not reached, *: passed with a note)")
+    lines.append(f"  verdict: {verdict(base, rows)}")
+    return lines
+
+
+def verdict(base: Cell | None, rows: dict[str, dict[int, Cell]]) -> str:
+    """``survives expire at 8/8 points; revoke fails from call 1: ...``."""
+    parts = []
+    if base is not None and base.outcome == "failed":
+        parts.append("the baseline (no fault) fails: fix it first, the sweep says little")
+    for kind in (k for k in FAULT_KINDS if k in rows):
+        row = rows[kind]
+        on = SCHEDULED_KINDS[kind]
+        reached = {i: c for i, c in row.items() if c.outcome in ("passed", "failed")}
+        failed = sorted(i for i, c in reached.items() if c.outcome == "failed")
+        if not reached:
+            parts.append(f"{kind} not reached at any point")
+            continue
+        if not failed:
+            text = f"survives {kind} at {len(reached)}/{len(reached)} points"
+            noted = sorted(i for i, c in reached.items() if c.note)
+            if noted:
+                text += f", but at {on} {_points(noted)} {row[noted[0]].note}"
+            parts.append(text)
+            continue
+        later = [i for i in reached if i >= failed[0]]
+        where = (
+            f"from {on} {failed[0]}" if len(failed) == len(later) else f"at {on} {_points(failed)}"
+        )
+        why = row[failed[0]].after or "see the failures"
+        parts.append(f"{kind} fails {where} ({len(failed)}/{len(reached)} points): {why}")
+    return "; ".join(parts) if parts else "nothing was swept"
+
+
+def _points(indexes: Sequence[int]) -> str:
+    return ", ".join(str(i) for i in indexes)

@@ -1,0 +1,234 @@
+"""The timeline a failure message shows: one line per event (rendered by the
+event itself), repeats folded, the credentials table, long timelines cut around the
+line they are about."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING
+
+from .._service.events import (
+    ApiCall,
+    CredentialExpired,
+    CredentialRevoked,
+    Event,
+    Grant,
+    LoggedIn,
+    LoggedOut,
+    SessionExpired,
+    TokenIssued,
+    grants,
+)
+from .._service.records import AUTH_FAILED
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+
+#: Lines of a timeline shown before and after the line it is about; the rest is elided.
+from .scene import (
+    Scene,
+    _label,
+)
+
+_CONTEXT_BEFORE = 12
+_CONTEXT_AFTER = 8
+_HEAD = 4
+
+# -- the timeline --------------------------------------------------------------------
+
+
+def _duration(seconds: float) -> str:
+    seconds = max(0, round(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+
+
+def _labels(labels: Sequence[str], limit: int = 4) -> str:
+    """``T1, T2, T3`` or, for a long churn, ``T1, T2, T3, T4 and 196 more``."""
+    if len(labels) <= limit + 1:
+        return ", ".join(labels)
+    return f"{', '.join(labels[:limit])} and {len(labels) - limit} more"
+
+
+def _times(n: int) -> str:
+    return f"{n} time" if n == 1 else f"{n} times"
+
+
+def _describe(event: Event, scene: Scene) -> str:
+    """One timeline line for an event, without its time."""
+    return event.line(scene.when)
+
+
+@dataclasses.dataclass
+class _Line:
+    at: float
+    text: str
+    marks: list[str] = dataclasses.field(default_factory=list)
+    repeat: int = 1
+    until: float | None = None
+
+
+def _annotate(grant: Grant, scene: Scene) -> list[str]:
+    marks = []
+    if grant.while_valid:
+        held = _labels(grant.while_valid)
+        expiries = scene.expiries
+        known = [h for h in grant.while_valid if h in expiries]
+        left = ""
+        if known:
+            soonest = min(known, key=lambda h: expiries[h])
+            more = _duration(expiries[soonest] - grant.at.timestamp())
+            left = f" ({soonest} for another {more})" if len(known) > 1 else f" for another {more}"
+        marks.append(f"PREMATURE: {held} still valid{left}")
+    if grant.concurrent_with:
+        marks.append(
+            f"CONCURRENT: requested before {_labels(grant.concurrent_with)} was issued "
+            "(thundering herd)"
+        )
+    return marks
+
+
+def _involves(event: Event, username: str | None) -> bool:
+    return username is None or event.username in (username, None)
+
+
+def _lines(scene: Scene, username: str | None) -> list[_Line]:
+    events = [e for e in scene.events if _involves(e, username)]
+    lines: list[_Line] = []
+    for e in events:
+        marks = _annotate(e, scene) if isinstance(e, (TokenIssued, LoggedIn)) else []
+        lines.append(_Line(e.at.timestamp(), _describe(e, scene), marks))
+    # Expiry is not an event (nothing happens on the wire); show it where it falls.
+    used_after: dict[str, int] = {}
+    for e in events:
+        if isinstance(e, TokenIssued) and e.expires_at.timestamp() <= scene.now:
+            used_after[e.token] = scene.uses.get(e.token, 0)
+            lines.append(
+                _Line(
+                    e.expires_at.timestamp(),
+                    f"{e.token} expired (used {_times(used_after[e.token])})",
+                )
+            )
+    lines.sort(key=lambda line: line.at)
+    # A client in a loop makes the same call many times: one line with a count.
+    merged: list[_Line] = []
+    for line in lines:
+        last = merged[-1] if merged else None
+        if last is not None and not line.marks and not last.marks and last.text == line.text:
+            last.repeat += 1
+            last.until = line.at
+        else:
+            merged.append(line)
+    return merged
+
+
+def _render(line: _Line, scene: Scene) -> str:
+    text = f"  {scene.offset(line.at)}  {line.text}"
+    if line.repeat > 1:
+        until = f", until {scene.offset(line.until)}" if line.until not in (None, line.at) else ""
+        text += f"  (x{line.repeat}{until})"
+    for mark in line.marks:
+        text += f"\n            <-- {mark}"
+    return text
+
+
+def _credentials_table(scene: Scene, username: str | None) -> list[str]:
+    """Each credential of the account: issued, used N times, how it ended."""
+    rows = []
+    # What ended each credential, first occurrence of each kind, with its time.
+    ends: dict[str, dict[str, float]] = {}
+    for e in scene.events:
+        at = e.at.timestamp()
+        if isinstance(e, LoggedOut):
+            ends.setdefault(e.session, {}).setdefault("logged out", at)
+        elif isinstance(e, SessionExpired):
+            ends.setdefault(e.session, {}).setdefault("timed out", at)
+        elif isinstance(e, ApiCall) and e.credential and e.return_code == AUTH_FAILED:
+            ends.setdefault(e.credential, {}).setdefault("first refused", at)
+        elif isinstance(e, CredentialExpired):
+            ends.setdefault(e.credential, {}).setdefault("expired on cue", at)
+        elif isinstance(e, CredentialRevoked):
+            ends.setdefault(e.credential, {}).setdefault("revoked", at)
+    for g in grants(scene.events, username=username):
+        label = _label(g)
+        marks = dict(ends.get(label, {}))
+        if isinstance(g, TokenIssued) and g.expires_at.timestamp() <= scene.now:
+            marks["expired"] = g.expires_at.timestamp()
+        if marks:
+            state = ", ".join(
+                f"{what} {scene.offset(at)}"
+                for what, at in sorted(marks.items(), key=lambda m: m[1])
+            )
+        else:
+            state = "still valid" if isinstance(g, TokenIssued) else "still active"
+        flags = "".join(
+            f"  [{flag}]"
+            for flag, on in (("premature", g.while_valid), ("concurrent", g.concurrent_with))
+            if on
+        )
+        owner = f" {g.username}" if username is None else ""
+        rows.append(
+            f"  {label:<4} {g.fingerprint}{owner}  issued {scene.offset(g.at.timestamp())}, "
+            f"used {_times(scene.uses.get(label, 0))}, {state}{flags}"
+        )
+    return rows
+
+
+def format_timeline(
+    scene: Scene,
+    *,
+    username: str | None = None,
+    focus: Event | None = None,
+    whole: bool = False,
+) -> str:
+    """The timeline of one account (or of all), around ``focus`` when it is long (every
+    line when ``whole``)."""
+    lines = _lines(scene, username)
+    who = f"account {username!r}" if username else "all accounts"
+    header = f"Timeline of {who} (simulated time since the test started):"
+    if not lines:
+        return f"{header}\n  (nothing happened)"
+    index = 0
+    if focus is not None:
+        focus_text = _describe(focus, scene)
+        index = next(
+            (i for i, line in enumerate(lines) if line.text == focus_text and line.marks),
+            next((i for i, line in enumerate(lines) if line.text == focus_text), 0),
+        )
+    start = 0 if whole else max(0, index - _CONTEXT_BEFORE)
+    end = (
+        len(lines)
+        if whole
+        else min(len(lines), max(index + _CONTEXT_AFTER + 1, start + _CONTEXT_BEFORE + 9))
+    )
+    shown = [_render(line, scene) for line in lines[start:end]]
+    if start > _HEAD:
+        skipped = start - _HEAD
+        shown = [
+            *(_render(line, scene) for line in lines[:_HEAD]),
+            f"  ... {skipped} more line(s) ...",
+            *shown,
+        ]
+    elif start:
+        shown = [*(_render(line, scene) for line in lines[:start]), *shown]
+    if end < len(lines):
+        shown.append(
+            f"  ... {len(lines) - end} more line(s): {scene.whole_timeline} shows them all"
+        )
+    table = _credentials_table(scene, username)
+    parts = [header, *shown]
+    if table:
+        parts += ["Credentials:", *table]
+    return "\n".join(parts)
+
+
+def _preceding_call(scene: Scene, grant: Grant) -> ApiCall | None:
+    index = next(i for i, e in enumerate(scene.events) if e is grant)
+    for e in reversed(scene.events[:index]):
+        if isinstance(e, ApiCall) and e.username == grant.username:
+            return e
+    return None
