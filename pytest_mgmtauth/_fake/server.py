@@ -6,10 +6,15 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from .._http.app import BUILTIN_PATHS, CONTROL_PREFIX, Binding, RouteHandler
+from .._http.app import CONTROL_PREFIX, Binding, RouteHandler
 from .._service.clock import system_clock
+from .._service.flows.registry import (
+    builtin_paths,
+    check_version,
+    endpoint_families,
+    route_flow,
+)
 from .._service.service import AuthService
-from .._service.v3 import V3_AUTH_PREFIX
 from .._verdicts import checks, findings, timeline_text
 from .._verdicts.scene import AuthSummary, Scene, summarize
 from .faults import FaultCues
@@ -134,7 +139,7 @@ class MgmtServer(FaultCues):
         if isinstance(path, str):
             if not path.startswith("/"):
                 raise ValueError(f"route(): path must start with '/', got {path!r}")
-            if path in BUILTIN_PATHS or path.startswith(V3_AUTH_PREFIX):
+            if path in builtin_paths() or path.startswith(endpoint_families()):
                 raise ValueError(
                     f"route(): {path} is the fake's own endpoint; declare the API's other "
                     "operations"
@@ -150,11 +155,8 @@ class MgmtServer(FaultCues):
                 f"declare the route under another path, got {pattern!r}"
             )
         if auth is None:
-            auth = "v1" if pattern.startswith("/v1/") else "v2"
-            if pattern.startswith("/v3/"):
-                auth = "v3"
-        if auth not in ("v1", "v2", "v3"):
-            raise ValueError(f"route(): auth must be 'v1', 'v2', 'v3' or None, got {auth!r}")
+            auth = route_flow(pattern)
+        check_version(auth, what="route(): auth", none="by the path")
         handler = RouteHandler(method.upper(), path, permission=permission, auth=auth)
         with self._binding.lock:
             self._binding.routes.append(handler)

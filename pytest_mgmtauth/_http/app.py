@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING
 from werkzeug import Response
 from werkzeug.exceptions import ClientDisconnected, HTTPException
 
+from .._service.flows.registry import endpoint_family, endpoint_for, flow_class
 from .._service.service import Refusal
-from .._service.v3 import V3_AUTH_PREFIX, auth_path_scope, wrong_auth_path
 from .binding import Binding, LateErrors, RouteHandler
-from .credentials import bearer_token, session_credentials
-from .endpoints import ARRIVED, BUILTIN, BUILTIN_PATHS, V3_STATUSES, auth_v3
+from .credentials import READERS
+from .endpoints import ARRIVED, answer
 from .errors import error_response, masked_error, refusal_response
 from .parsing import BadInput, read_body
 from .playback import ConnectionResetOnCue, carry_out, reset_connection, scripted_fault
@@ -36,7 +36,6 @@ if TYPE_CHECKING:
 __all__ = [
     "ACCEPTED_BINDING",
     "AFTER_ANSWER",
-    "BUILTIN_PATHS",
     "CONTROL_PREFIX",
     "FRAMING_PROBLEM",
     "Binding",
@@ -146,36 +145,43 @@ class FakeApp:
     def _dispatch(self, binding: Binding, request: Request) -> Response:
         service = binding.service
         path, method = request.path, request.method
-        endpoint = BUILTIN.get(path)
-        if endpoint is None and path.startswith(V3_AUTH_PREFIX):
-            endpoint = auth_v3
+        found = endpoint_for(path)
+        family = endpoint_family(path) if found is None else None
+        endpoint = found[1] if found else family[1] if family else None
         if endpoint is not None:
             # Before anything reads the body: grants issued from here on were made while
             # this request was in flight (thundering-herd detection).
             request.environ[ARRIVED] = service.request_arrived()
         try:
-            if endpoint is not None:
-                if method != "POST":
-                    if endpoint is auth_v3:
-                        # v3's published status codes have no 405: a 404, as for any
-                        # path the service does not serve with that method.
-                        raise BadInput(404, f"v3 auth takes POST, not {method}: POST {path}")
-                    raise BadInput(405, f"{path} takes POST, not {method}")
-                if endpoint is auth_v3 and auth_path_scope(path) is None:
-                    raise BadInput(404, wrong_auth_path(path))
-                fault = scripted_fault(binding, request)
+            if endpoint is None:
+                return self._protected(binding, request)
+            flow = found[0] if found else family[0] if family else None
+            assert flow is not None
+            if method != endpoint.method:
+                if endpoint.wrong_method_status == 404:
+                    # No 405 among the endpoint's published statuses: a 404, as for any
+                    # path the service does not serve with that method.
+                    raise BadInput(
+                        404,
+                        f"{flow.title} takes {endpoint.method}, not {method}: "
+                        f"{endpoint.method} {path}",
+                    )
+                raise BadInput(405, f"{path} takes {endpoint.method}, not {method}")
+            if found is None:
+                raise BadInput(404, flow.wrong_path(path))
+            if endpoint.fault_point:
+                fault = scripted_fault(binding, request, flow, endpoint)
                 if fault is not None:
-                    answer = carry_out(fault, binding, request)
-                    if answer is not None:
-                        return answer
-                return endpoint(service, request)
-            return self._protected(binding, request)
+                    fault_answer = carry_out(fault, binding, request, flow)
+                    if fault_answer is not None:
+                        return fault_answer
+            return answer(service, flow, endpoint, found[2], request)
         except BadInput as exc:
             status = exc.status
-            if endpoint is auth_v3 and status not in V3_STATUSES:
-                status = 400  # v3's published codes: a 415 or 413 is a 400 there
+            if endpoint is not None and endpoint.statuses and status not in endpoint.statuses:
+                status = 400  # not among the endpoint's published statuses (v3: 413, 415)
             service.record_bad_request(method, path, status, exc.reason)
-            allow = "POST" if status == 405 and endpoint is not None else None
+            allow = endpoint.method if status == 405 and endpoint is not None else None
             return error_response(status, status, exc.reason, allow=allow)
         except Refusal as refusal:
             return refusal_response(refusal)
@@ -244,21 +250,10 @@ class FakeApp:
 
     @staticmethod
     def _authorize(service: AuthService, route: RouteHandler, request: Request) -> Authorization:
-        if route.auth == "v1":
-            session_id, utk, problem = session_credentials(request)
-            return service.authorize_v1(
-                session_id,
-                utk,
-                problem=problem,
-                method=request.method,
-                path=request.path,
-                permission=route.permission,
-            )
-        token, problem = bearer_token(request)
-        authorize = service.authorize_v3 if route.auth == "v3" else service.authorize_v2
-        return authorize(
-            token,
-            problem=problem,
+        presented = READERS[flow_class(route.auth).presents](request)
+        return service.authorize(
+            route.auth,
+            presented,
             method=request.method,
             path=request.path,
             permission=route.permission,

@@ -8,10 +8,13 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from .._service.flows.base import Presented
 from .headers import HTTP_WHITESPACE, odd_char
 from .parsing import FORM_TYPE
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from werkzeug import Request
 
 
@@ -156,3 +159,17 @@ def _misplaced_utk(request: Request) -> str | None:
     if request.mimetype == FORM_TYPE and b"utk=" in request.get_data(cache=True):
         return "in the form body"
     return None
+
+
+def _bearer(request: Request) -> Presented:
+    token, problem = bearer_token(request)
+    return Presented(token=token, problem=problem)
+
+
+def _session(request: Request) -> Presented:
+    session_id, utk, problem = session_credentials(request)
+    return Presented(session_id=session_id, utk=utk, problem=problem)
+
+
+#: How a protected call presents its credential, by a flow's ``presents``.
+READERS: dict[str, Callable[[Request], Presented]] = {"bearer": _bearer, "session": _session}

@@ -1,36 +1,24 @@
-"""The fake's own endpoints: ``/v2/auth``, ``/v3/auth/accounts/{account}/profiles/{profile}``,
-``/v1/login`` and ``/v1/logout``. Each reads its form, calls the service and answers as
-the interface document shows (the JSON, the cookies, the success headers); the service's
-refusals and bad input are answered by the caller (``FakeApp``).
+"""The flows' own endpoints (``/v2/auth``, ``/v3/auth/...``, ``/v1/login``,
+``/v1/logout``: whatever the registry lists), served from their declarations: read the
+form the endpoint names, hand it to the flow, and answer as the interface document shows
+(the JSON, the cookies, the success headers). The service's refusals and bad input are
+answered by the caller (``FakeApp``).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .._service.v3 import auth_path_scope
+from .._service.flows.base import Incoming
 from .errors import json_response
 from .parsing import client_kind, read_body, read_form
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from werkzeug import Request, Response
 
+    from .._service.flows.base import Endpoint, Flow
     from .._service.service import AuthService
 
-AUTH_PATH = "/v2/auth"
-LOGIN_PATH = "/v1/login"
-LOGOUT_PATH = "/v1/logout"
-BUILTIN_PATHS = (AUTH_PATH, LOGIN_PATH, LOGOUT_PATH)
-#: The status codes v3 auth's public documentation lists (and 5xx).
-V3_STATUSES = (200, 400, 401, 404, 429)
-
-#: Cookie attributes of the interface document; the path is the real service's.
-COOKIE_PATH = "/urest_service"
-REMEMBER_ME = (
-    f"rememberMe=deleteMe; Path={COOKIE_PATH}; Max-Age=0; Expires=Sat, 01-Jan-2000 00:00:00 GMT"
-)
 #: Success headers of /v2/auth and /v1/login, as the interface document lists them.
 SUCCESS_HEADERS: tuple[tuple[str, str], ...] = (
     ("Cache-Control", "no-cache,no-store,must-revalidate"),
@@ -51,31 +39,32 @@ def arrival(service: AuthService, request: Request) -> int:
     return tick if isinstance(tick, int) else service.request_arrived()
 
 
-def _auth(service: AuthService, request: Request) -> Response:
+def answer(
+    service: AuthService,
+    flow: type[Flow],
+    endpoint: Endpoint,
+    params: dict[str, str],
+    request: Request,
+) -> Response:
+    """Serve a flow's endpoint: its form in, its answer out."""
     arrived = arrival(service, request)
-    form = read_form(request, AUTH_PATH, ("username", "key"))
-    token, _ = service.grant_token(
-        form["username"], form["key"], arrived=arrived, client=client_kind(request)
-    )
-    return json_response(200, {"token": token}, (*SUCCESS_HEADERS, ("Set-Cookie", REMEMBER_ME)))
-
-
-def auth_v3(service: AuthService, request: Request) -> Response:
-    """``POST /v3/auth/accounts/{account}/profiles/{profile}``: a token for that pair
-    and the host to send its calls to (the fake's own ``host:port``)."""
-    arrived = arrival(service, request)
-    scope = auth_path_scope(request.path)
-    assert scope is not None  # checked by FakeApp._dispatch
-    form = read_form(request, request.path, ("username", "key"))
-    token, _ = service.grant_token_v3(
-        form["username"],
-        form["key"],
-        scope[0],
-        scope[1],
+    if endpoint.form:
+        form = read_form(request, request.path, endpoint.form)
+    else:
+        read_body(request)  # the size limit holds here too
+        form = {}
+    incoming = Incoming(
+        path=request.path,
+        form=form,
+        params=params,
+        cookies=dict(request.cookies),
         arrived=arrived,
         client=client_kind(request),
+        host=fake_host(request),
     )
-    return json_response(200, {"token": token, "host": fake_host(request)}, SUCCESS_HEADERS)
+    result = service.flow(flow.name).answer(endpoint.operation, incoming)
+    cookies = tuple(("Set-Cookie", cookie) for cookie in result.cookies)
+    return json_response(200, result.body, (*cookies, *SUCCESS_HEADERS))
 
 
 def fake_host(request: Request) -> str:
@@ -89,42 +78,3 @@ def fake_host(request: Request) -> str:
     if ":" in name:
         name = f"[{name}]"  # an IPv6 address
     return f"{name}:{environ.get('SERVER_PORT', '80')}"
-
-
-def _login(service: AuthService, request: Request) -> Response:
-    arrived = arrival(service, request)
-    form = read_form(request, LOGIN_PATH, ("username", "password"))
-    session = service.login(
-        form["username"], form["password"], arrived=arrived, client=client_kind(request)
-    )
-    # JSESSIONID first and on its own header line: working clients of the real service
-    # match '^JSESSIONID=([^;]*);' over the Set-Cookie lines.
-    cookie = f"JSESSIONID={session.session_id}; Path={COOKIE_PATH}; Secure; HttpOnly"
-    return json_response(
-        200,
-        {"utk": session.utk},
-        (("Set-Cookie", cookie), ("Set-Cookie", REMEMBER_ME), *SUCCESS_HEADERS),
-    )
-
-
-def _logout(service: AuthService, request: Request) -> Response:
-    read_body(request)
-    session_id = request.cookies.get("JSESSIONID")
-    problem = (
-        None
-        if session_id
-        else (
-            "no JSESSIONID cookie was sent to /v1/logout: send 'Cookie: JSESSIONID=<id>' "
-            "with the id from /v1/login's Set-Cookie (a cookie jar will not, because of "
-            f"Path={COOKIE_PATH})"
-        )
-    )
-    service.logout(session_id, problem=problem)
-    return json_response(200, {}, SUCCESS_HEADERS)
-
-
-BUILTIN: dict[str, Callable[[AuthService, Request], Response]] = {
-    AUTH_PATH: _auth,
-    LOGIN_PATH: _login,
-    LOGOUT_PATH: _logout,
-}

@@ -13,8 +13,6 @@ from typing import TYPE_CHECKING
 from werkzeug import Response
 
 from .._service.service import SERVICE_MESSAGES, Refusal
-from .._service.v3 import V3_AUTH_PREFIX
-from .endpoints import AUTH_PATH, LOGIN_PATH
 from .errors import refusal_response
 from .parsing import BadInput, read_form
 
@@ -22,16 +20,8 @@ if TYPE_CHECKING:
     from werkzeug import Request
 
     from .._service.faults import ScriptedFault
+    from .._service.flows.base import Endpoint, Flow
     from .binding import Binding
-
-_FAULT_VERSIONS = {AUTH_PATH: "v2", LOGIN_PATH: "v1"}
-
-
-def _fault_version(path: str) -> str | None:
-    if path.startswith(V3_AUTH_PREFIX):
-        return "v3"
-    return _FAULT_VERSIONS.get(path)
-
 
 #: How often a hang on the simulated clock looks at the clock, in real seconds.
 _SIMULATED_HANG_POLL = 0.01
@@ -42,30 +32,32 @@ class ConnectionResetOnCue(ConnectionAbortedError):
     socket was set to close with a TCP reset (SO_LINGER 0)."""
 
 
-def scripted_fault(binding: Binding, request: Request) -> ScriptedFault | None:
-    version = _fault_version(request.path)
-    if version is None:
-        return None
+def scripted_fault(
+    binding: Binding, request: Request, flow: type[Flow], endpoint: Endpoint
+) -> ScriptedFault | None:
+    """The fault this call of a flow's endpoint gets (already recorded), or ``None``."""
+    version = flow.name
     service = binding.service
     due = service.auth_call_arrived()  # counted for scheduled faults (auth2...)
     if due is None and not service.faults.any_for(version):
         return None  # the common case: no form parsing for the fault's attribution
     fired = service.take_fault(
-        version, request.method, request.path, _username_of(request), scheduled=due
+        version, request.method, request.path, _username_of(request, endpoint), scheduled=due
     )
     return fired.fault if fired is not None else None
 
 
-def _username_of(request: Request) -> str | None:
+def _username_of(request: Request, endpoint: Endpoint) -> str | None:
     """The form's username, to attribute a fault in the timeline; None if unreadable."""
-    fields = ("username", "password") if request.path == LOGIN_PATH else ("username", "key")
     try:
-        return read_form(request, request.path, fields)["username"]
+        return read_form(request, request.path, endpoint.form).get("username")
     except BadInput:
         return None
 
 
-def carry_out(fault: ScriptedFault, binding: Binding, request: Request) -> Response | None:
+def carry_out(
+    fault: ScriptedFault, binding: Binding, request: Request, flow: type[Flow]
+) -> Response | None:
     """The answer a scripted fault gives, or None to go on answering normally (after a
     hang). A reset raises :class:`ConnectionResetOnCue`."""
     if fault.kind == "fail":
@@ -95,7 +87,7 @@ def carry_out(fault: ScriptedFault, binding: Binding, request: Request) -> Respo
     if fault.kind == "reset":
         reset_connection(request)
     # "malformed": a 200 whose JSON stops in the middle, as if cut off on the way.
-    field = "utk" if request.path == LOGIN_PATH else "token"
+    field = "utk" if flow.credential == "session" else "token"
     body = f'{{"{field}": "eyJ0eXAiOiJKV1QiLCJhbGciOiJSUzUxMiJ9.eyJzdWIiOi'
     return Response(body, status=200, content_type="application/json")
 

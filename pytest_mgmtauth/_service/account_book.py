@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 from collections import deque
 from typing import TYPE_CHECKING
 
@@ -18,9 +19,8 @@ from .accounts import (
 )
 from .clock import to_datetime
 from .diagnosis import ClientKind, diagnose_secret, paused_diagnosis
-from .events import (
-    SecretRotated,
-)
+from .events import AccountLockedManually, AccountUnlocked, SecretRotated
+from .options import check_seconds
 from .records import DIAGNOSIS_BUDGET, DIAGNOSIS_WINDOW
 from .timeline import Timeline
 
@@ -101,6 +101,35 @@ class AccountBook(Timeline):
                 "or use the mgmt_account fixture"
             )
         return self.redact(f"no account {username!r} exists{hint}")
+
+    def lock(self, username: str, *, seconds: float | None = None) -> None:
+        """Lock the account now: logins answer 1402 until :meth:`unlock`, or for
+        ``seconds`` of simulated time. Bearer grants are not affected (the service's
+        lockout is a login rule)."""
+        with self._lock:
+            self._known_account(username)
+            if seconds is not None:
+                seconds = check_seconds("seconds", seconds, what="lock()")
+            now = self.now()
+            end = math.inf if seconds is None else now + seconds
+            # Everything that can fail is done before the state changes.
+            event = AccountLockedManually(
+                at=to_datetime(now),
+                username=username,
+                until=None if seconds is None else to_datetime(end),
+            )
+            self._manual_locks[username] = (now, end)
+            self._record(event)
+
+    def unlock(self, username: str) -> None:
+        """End any lock of the account (on cue or after failed logins) and forget its
+        failed logins."""
+        with self._lock:
+            self._known_account(username)
+            self._manual_locks.pop(username, None)
+            self._lockouts.pop(username, None)
+            self._failed_logins[username] = 0
+            self._record(AccountUnlocked(at=to_datetime(self.now()), username=username))
 
     def _known_account(self, username: str) -> Account:
         account = self.accounts.get(username)

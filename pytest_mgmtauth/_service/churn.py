@@ -18,14 +18,12 @@ from .records import AUTH_FAILED, FORBIDDEN, SessionRecord, TokenRecord
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from .types import BearerVersion, Version
-
 
 @dataclasses.dataclass(frozen=True)
 class Call:
     """A protected call being authorized: what its refusal records."""
 
-    version: Version
+    version: str
     method: str
     path: str
     now: float
@@ -50,7 +48,7 @@ class GrantOrdering(AccountBook):
         self,
         username: str,
         now: float,
-        version: BearerVersion = "v2",
+        version: str,
         account: str | None = None,
         profile: str | None = None,
     ) -> list[TokenRecord]:
@@ -76,9 +74,9 @@ class GrantOrdering(AccountBook):
             and now < rec.claims.exp - margin
         ]
 
-    def _held_sessions(self, username: str, now: float) -> list[SessionRecord]:
+    def _held_sessions(self, username: str, now: float, version: str) -> list[SessionRecord]:
         """Sessions the account still holds: active, not refused, not near idle timeout."""
-        refused = self._last_refusal.get((username, "v1"), 0)
+        refused = self._last_refusal.get((username, version), 0)
         margin = self.options.margin
         timeout = self.options.session_timeout
         return [

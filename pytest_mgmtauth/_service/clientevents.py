@@ -44,15 +44,15 @@ class TokenIssued(Event):
     @property
     def scope(self) -> str:
         """``account/profile`` of a v3 token, ``""`` for v2."""
-        return f"{self.account}/{self.profile}" if self.version == "v3" else ""
+        return f"{self.account}/{self.profile}" if self.account is not None else ""
 
     def describe(self, when: TimeFormat = iso_time) -> str:
         exp = when(self.expires_at)
         text = f"token {self.token} ({self.fingerprint}) issued, valid to {exp}"
-        if self.version == "v3":
+        if self.scope:
             text = (
-                f"v3 token {self.token} ({self.fingerprint}) for {self.scope} issued, "
-                f"valid to {exp}"
+                f"{self.version} token {self.token} ({self.fingerprint}) for {self.scope} "
+                f"issued, valid to {exp}"
             )
         if self.while_valid:
             text += f"  <-- premature: {', '.join(self.while_valid)} still valid"
@@ -61,7 +61,7 @@ class TokenIssued(Event):
         return text
 
     def _timeline_text(self, when: TimeFormat) -> str:
-        source = f"v3 auth for {self.scope}" if self.version == "v3" else "/v2/auth"
+        source = flow_title(self.version) + (f" for {self.scope}" if self.scope else "")
         return (
             f"{self.token} issued by {source} ({self.fingerprint}), valid until "
             f"{when(self.expires_at)}"
@@ -79,12 +79,9 @@ class AuthRejected(Event):
     profile: str | None = None
 
     def describe(self, when: TimeFormat = iso_time) -> str:
-        if self.version == "v3":
-            return (
-                f"/v3/auth for {self.account}/{self.profile} rejected ({self.return_code}): "
-                f"{self.reason}"
-            )
-        return f"/v2/auth rejected ({self.return_code}): {self.reason}"
+        scope = f" for {self.account}/{self.profile}" if self.account is not None else ""
+        path = flow_title(self.version, path=True)
+        return f"{path}{scope} rejected ({self.return_code}): {self.reason}"
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -96,6 +93,8 @@ class LoggedIn(Event):
     while_valid: tuple[str, ...] = ()
     #: As :attr:`TokenIssued.concurrent_with`, for sessions.
     concurrent_with: tuple[str, ...] = ()
+    #: The flow that started it.
+    version: str = "v1"
 
     @property
     def premature(self) -> bool:
@@ -240,12 +239,30 @@ class LogoutRejected(Event):
         return f"/v1/logout rejected: {self.reason}"
 
 
+def flow_title(version: str, *, path: bool = False) -> str:
+    """How texts name the authentication endpoint of the flow ``version`` (or its path)."""
+    from .flows.registry import FLOWS  # the flows import the events: read it when used
+
+    flow = FLOWS.get(version)
+    if flow is None:
+        return version
+    return flow.path_title if path else flow.title
+
+
+def flow_credential(version: str) -> str:
+    """What the flow ``version`` grants: ``"token"`` or ``"session"``."""
+    from .flows.registry import FLOWS
+
+    flow = FLOWS.get(version)
+    return flow.credential if flow is not None else "credential"
+
+
 #: A successful credential grant.
 Grant: TypeAlias = "TokenIssued | LoggedIn"
 
 
 def grant_version(grant: Grant) -> str:
-    return grant.version if isinstance(grant, TokenIssued) else "v1"
+    return grant.version
 
 
 def grants(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, ClassVar
 
+from .clientevents import flow_credential
 from .eventbase import Event, TimeFormat, iso_time
 
 if TYPE_CHECKING:
@@ -49,7 +50,7 @@ class _CredentialEndedOnCue(Event):
     _ended: ClassVar[str]
 
     def describe(self, when: TimeFormat = iso_time) -> str:
-        kind = "session" if self.version == "v1" else "token"
+        kind = flow_credential(self.version)
         return f"{kind} {self.credential} {self._ended} on cue"
 
 

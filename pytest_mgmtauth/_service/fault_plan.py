@@ -20,7 +20,7 @@ from .faults import FiredFault, ScheduledFault, scheduled_failure
 from .records import SessionRecord, TokenRecord
 
 if TYPE_CHECKING:
-    from .types import EndOnCue, Version
+    from .types import EndOnCue
 
 
 class FaultDesk(GrantOrdering):
@@ -212,12 +212,11 @@ class FaultDesk(GrantOrdering):
                     rec.expired_at = now
                 elif how == "revoked" and rec.revoked_at is None:
                     rec.revoked_at = now
-                version: Version = rec.version
             else:
                 if rec.ended_at is None:
                     rec.ended_at = now
                     rec.end_reason = how
-                version = "v1"
+            version = rec.version
             self._record(
                 event(
                     at=to_datetime(now),

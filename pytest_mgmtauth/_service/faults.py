@@ -1,8 +1,8 @@
 """Scripted faults: what the next auth or login calls get instead of a normal answer.
 
 Pure data and bookkeeping; the transport carries a fault out (it owns the socket). A
-fault is scripted for the next ``count`` calls of ``/v2/auth`` (``version="v2"``),
-v3 auth (``version="v3"``), ``/v1/login`` (``version="v1"``) or any (``version=None``).
+fault is scripted for the next ``count`` authentication calls of one flow (``version``,
+a flow's name) or of any (``version=None``).
 Faults fire in the order they were scripted; a call takes the first pending fault that
 applies to it.
 
@@ -35,13 +35,6 @@ FAULT_KINDS = ("fail", "hang", "reset", "malformed")
 HANG_CLOCKS = ("real", "simulated")
 #: Retry-After of a scripted 429 when none is given, in seconds.
 DEFAULT_RETRY_AFTER = 1
-
-_VERSIONS = (None, "v1", "v2", "v3")
-_ENDPOINTS = {
-    "v2": "/v2/auth",
-    "v1": "/v1/login",
-    "v3": "/v3/auth/accounts/{account}/profiles/{profile}",
-}
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -84,7 +77,11 @@ class ScriptedFault:
 
     @property
     def endpoints(self) -> str:
-        return _ENDPOINTS[self.version] if self.version else "/v2/auth, v3 auth or /v1/login"
+        from .flows.registry import FLOWS, flow_class  # the flows import this module
+
+        if self.version:
+            return flow_class(self.version).auth_endpoint()
+        return " or ".join(flow.auth_endpoint() for flow in FLOWS.values())
 
 
 def _check_count(count: object) -> int:
@@ -92,12 +89,9 @@ def _check_count(count: object) -> int:
 
 
 def _check_version(version: object) -> str | None:
-    if version not in _VERSIONS:
-        raise ValueError(
-            "version must be 'v2' (/v2/auth), 'v3' (v3 auth), 'v1' (/v1/login) or None (any), "
-            f"got {_shown(version)}"
-        )
-    return version
+    from .flows.registry import check_version
+
+    return check_version(version, what="version", none="any")
 
 
 def failure(

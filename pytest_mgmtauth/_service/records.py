@@ -12,9 +12,7 @@ from .accounts import (
 
 if TYPE_CHECKING:
     from .tokens import Claims
-    from .types import BearerVersion, EndReason, Version
-
-    pass
+    from .types import EndReason
 
 
 AUTH_FAILED = 1401
@@ -75,8 +73,8 @@ class TokenRecord:
     serial: int = 0
     #: Tick at which it was issued, to tell which requests were in flight meanwhile.
     issued_tick: int = 0
-    #: "v2", or "v3" with the account and profile of its auth path.
-    version: BearerVersion = "v2"
+    #: The flow that granted it (with the account and profile of its auth path, if any).
+    version: str = ""
     account: str | None = None
     profile: str | None = None
     #: The fake's time of issue (``claims.iat`` is it truncated to the second).
@@ -92,8 +90,8 @@ class TokenRecord:
 
     @property
     def scope(self) -> str:
-        """``account/profile`` of a v3 token, ``""`` for v2."""
-        return f"{self.account}/{self.profile}" if self.version == "v3" else ""
+        """``account/profile`` of a token bound to a profile, else ``""``."""
+        return f"{self.account}/{self.profile}" if self.account is not None else ""
 
 
 @dataclasses.dataclass
@@ -109,6 +107,8 @@ class SessionRecord:
     end_reason: EndReason | None = None
     serial: int = 0
     issued_tick: int = 0
+    #: The flow that granted it.
+    version: str = ""
 
     @property
     def fingerprint(self) -> str:
@@ -123,5 +123,5 @@ class Authorization:
     """Who a protected call authenticated as, and with which credential."""
 
     username: str
-    version: Version
+    version: str
     credential: str

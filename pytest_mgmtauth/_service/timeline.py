@@ -14,7 +14,6 @@ from .events import (
     Event,
     UnknownRoute,
     format_offset,
-    grants,
     timeline_origin,
 )
 from .faults import FaultPlan
@@ -197,13 +196,6 @@ class Timeline(ServiceState):
                     status=status,
                 )
             )
-
-    # -- queries -------------------------------------------------------------------
-
-    def auth_count(self, *, version: str | None = None, username: str | None = None) -> int:
-        if version not in (None, "v1", "v2", "v3"):
-            raise ValueError(f"version must be 'v1', 'v2', 'v3' or None, got {version!r}")
-        return len(grants(self.events, version=version, username=username))
 
     def _offset(self, timestamp: float) -> str:
         """``HH:MM:SS`` from the same origin as the assertions' timelines."""

@@ -4,14 +4,9 @@ from __future__ import annotations
 
 from typing import Literal, TypeAlias
 
-#: An auth flow: v1 sessions (``/v1/login``), v2 and v3 bearer tokens; also what a
-#: route declares with ``auth=``.
-Version: TypeAlias = Literal["v1", "v2", "v3"]
-#: The flows that grant a bearer token.
-BearerVersion: TypeAlias = Literal["v2", "v3"]
-#: The secret an account authenticates with: v2/v3 take its API key, v1 its password.
+#: The secret an account authenticates with (each flow says which).
 SecretKind: TypeAlias = Literal["API key", "password"]
-#: Why a v1 session ended: ``/v1/logout``, idle timeout, or on cue.
+#: Why a session ended: ``/v1/logout``, idle timeout, or on cue.
 EndReason: TypeAlias = Literal["logout", "timeout", "revoked", "expired"]
 #: How a credential is ended on cue (``mgmt_server.expire`` / ``revoke``).
 EndOnCue: TypeAlias = Literal["expired", "revoked"]

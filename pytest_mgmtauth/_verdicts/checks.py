@@ -16,6 +16,7 @@ from .._service.events import (
     SessionExpired,
     grants,
 )
+from .._service.flows.registry import DEFAULT_FLOW, FLOWS, check_version, flow_class
 
 if TYPE_CHECKING:
     from .._service.options import Options
@@ -39,26 +40,7 @@ from .timeline_text import (
 
 
 def _fix_churn(options: Options, versions: set[str], herd: bool) -> str:
-    fixes = []
-    if "v2" in versions:
-        fixes.append(
-            "keep the token from /v2/auth and send it with every call; authenticate again "
-            f"only within refresh_margin ({options.refresh_margin:g} s) of its expiry (the "
-            f"JWT's exp claim, {options.token_ttl:g} s after issue) or after a call was "
-            "answered 401 with returnCode 1401"
-        )
-    if "v3" in versions:
-        fixes.append(
-            "keep one v3 token per account and profile (from POST /v3/auth/accounts/"
-            "{account}/profiles/{profile}) and send it with every call for that profile; "
-            f"authenticate again only within refresh_margin ({options.refresh_margin:g} s) "
-            "of its expiry or after a 401 with returnCode 1401"
-        )
-    if "v1" in versions:
-        fixes.append(
-            "keep the JSESSIONID and utk of one /v1/login for every v1 call; log in again "
-            "only after /v1/logout, or after a call was answered 401 with returnCode 1401"
-        )
+    fixes = [flow.fix_churn(options) for name, flow in FLOWS.items() if name in versions]
     fixes.append(
         "threads and clients that use one account should share one credential (churn is "
         "counted per account, whichever client asked)"
@@ -159,19 +141,13 @@ def check_auth_count(
     scene: Scene, expected: int, *, version: str | None = None, username: str | None = None
 ) -> None:
     __tracebackhide__ = True
-    if version not in (None, "v1", "v2", "v3"):
-        raise ValueError(f"version must be 'v1', 'v2', 'v3' or None, got {version!r}")
+    check_version(version, what="version", none="every flow")
     if isinstance(expected, bool) or not isinstance(expected, int) or expected < 0:
         raise TypeError(f"assert_auth_count(n): n must be an int >= 0, got {expected!r}")
     found = grants(scene.events, version=version, username=username)
     if len(found) == expected:
         return
-    what = {
-        None: "credential grants",
-        "v2": "/v2/auth tokens",
-        "v3": "v3 tokens",
-        "v1": "/v1/login sessions",
-    }[version]
+    what = flow_class(version).grants_phrase if version else "credential grants"
     scope = f" for account {username!r}" if username else ""
     listed = ", ".join(f"{_label(g)} at {scene.offset(g.at.timestamp())}" for g in found[:10])
     if len(found) > 10:
@@ -186,7 +162,7 @@ def check_auth_count(
     elif not found:
         hint = (
             "\n\nNo credential was granted: did the client reach "
-            f"{ {'v1': '/v1/login', 'v3': 'v3 auth'}.get(version or '', '/v2/auth') } at all? "
+            f"{flow_class(version or DEFAULT_FLOW).title} at all? "
             "Rejections are in the timeline above."
         )
     raise AssertionError(
@@ -223,18 +199,11 @@ def expired_use_message(scene: Scene, *, username: str | None = None) -> str | N
     first = stale[0]
     account = first.username
     versions = {e.version for e in stale}
-    fixes = []
-    if versions & {"v2", "v3"}:
-        fixes.append(
-            "refresh proactively: before a call, authenticate again when the token is "
-            f"within refresh_margin ({scene.options.refresh_margin:g} s) of its exp claim, "
-            "instead of sending it until the service answers 401"
+    fixes = list(
+        dict.fromkeys(
+            flow.fix_expired(scene.options) for name, flow in FLOWS.items() if name in versions
         )
-    if "v1" in versions:
-        fixes.append(
-            "after /v1/logout or an idle timeout the session is gone: log in again before "
-            "the next call instead of presenting the old JSESSIONID"
-        )
+    )
     return (
         f"pytest-mgmtauth: the client presented an expired credential {_times(len(stale))}; "
         f"first: {first.method} {first.path} with {first.credential} at "
@@ -261,11 +230,12 @@ def _open_sessions(scene: Scene, username: str | None = None) -> list[LoggedIn]:
     logged_out |= {
         e.credential
         for e in scene.events
-        if isinstance(e, (CredentialExpired, CredentialRevoked)) and e.version == "v1"
+        if isinstance(e, (CredentialExpired, CredentialRevoked))
+        and flow_class(e.version).credential == "session"
     }
     return [
         g
-        for g in grants(scene.events, version="v1", username=username)
+        for g in grants(scene.events, username=username)
         if isinstance(g, LoggedIn) and g.session not in logged_out
     ]
 

@@ -89,7 +89,7 @@ def _accounts_of(scene: Scene, kind: str) -> list[str]:
             e.username for e in scene.events if isinstance(e, ApiCall) and e.credential_expired
         ]
     else:
-        found = [g.username for g in grants(scene.events, version="v1")]
+        found = [g.username for g in grants(scene.events) if isinstance(g, LoggedIn)]
     return list(dict.fromkeys(u for u in found if u is not None))
 
 

@@ -15,6 +15,8 @@ from pytest_mgmtauth._service.accounts import (
     generate_password,
     make_account,
 )
+from pytest_mgmtauth._service.flows.v1 import V1Flow
+from pytest_mgmtauth._service.flows.v2 import V2Flow
 from pytest_mgmtauth._service.service import AuthService
 
 #: A sample large enough that a character class missing now and then would show.
@@ -150,8 +152,8 @@ def test_accounts_are_registered_by_username(service: AuthService) -> None:
 
 def test_snapshots_of_accounts_tokens_and_sessions_are_copies(service: AuthService) -> None:
     account = service.add_account("alice@example.com")
-    service.grant_token(account.username, account.api_key)
-    service.login(account.username, account.password)
+    service.flow(V2Flow).grant(account.username, account.api_key)
+    service.flow(V1Flow).login(account.username, account.password)
     accounts, tokens, sessions = (
         service.account_list(),
         service.token_list(),
@@ -161,7 +163,7 @@ def test_snapshots_of_accounts_tokens_and_sessions_are_copies(service: AuthServi
     assert [t.label for t in tokens] == ["T1"]
     assert [s.label for s in sessions] == ["S1"]
     service.add_account("bob@example.com")
-    service.grant_token(account.username, account.api_key)
+    service.flow(V2Flow).grant(account.username, account.api_key)
     assert [a.username for a in accounts] == ["alice@example.com"]  # taken under the lock, not live
     assert len(tokens) == 1
     assert [a.username for a in service.account_list()] == ["alice@example.com", "bob@example.com"]

@@ -13,6 +13,9 @@ from hypothesis import strategies as st
 from pytest_mgmtauth._service.accounts import _KEY_ALPHABET, Account, fingerprint
 from pytest_mgmtauth._service.clock import ManualClock
 from pytest_mgmtauth._service.diagnosis import diagnose_secret
+from pytest_mgmtauth._service.flows.base import Presented
+from pytest_mgmtauth._service.flows.v1 import V1Flow
+from pytest_mgmtauth._service.flows.v2 import V2Flow
 from pytest_mgmtauth._service.service import AuthService, Refusal
 from pytest_mgmtauth._verdicts.checks import (
     check_auth_count,
@@ -39,15 +42,19 @@ def scene(service: AuthService) -> Scene:
 
 
 def grant(service: AuthService, account: Account, *, arrived: int | None = None) -> str:
-    token, _ = service.grant_token(account.username, account.api_key, arrived=arrived)
+    token, _ = service.flow(V2Flow).grant(account.username, account.api_key, arrived=arrived)
     return token
 
 
 def call(service: AuthService, token: str | None, *, problem: str | None = None) -> int:
     """A protected v2 call; the status the client gets (200 or the refusal's)."""
     try:
-        auth = service.authorize_v2(
-            token, problem=problem, method="GET", path="/api/things", permission=None
+        auth = service.authorize(
+            "v2",
+            Presented(token=token, problem=problem),
+            method="GET",
+            path="/api/things",
+            permission=None,
         )
     except Refusal as refusal:
         return refusal.return_code
@@ -140,7 +147,9 @@ def test_a_1469_does_not_refuse_the_credential(service: AuthService) -> None:
     account = service.add_account(permissions=[])
     token = grant(service, account)
     with pytest.raises(Refusal) as excinfo:
-        service.authorize_v2(token, problem=None, method="GET", path="/x", permission="admin")
+        service.authorize(
+            "v2", Presented(token=token, problem=None), method="GET", path="/x", permission="admin"
+        )
     assert excinfo.value.return_code == 1469
     grant(service, account)
     assert "First premature grant: T2" in churn_error(service)
@@ -162,11 +171,11 @@ def test_v1_login_while_a_session_is_active_is_churn_and_after_logout_is_not(
     service: AuthService,
 ) -> None:
     account = service.add_account()
-    first = service.login(account.username, account.password)
-    service.logout(first.session_id)
-    service.login(account.username, account.password)
+    first = service.flow(V1Flow).login(account.username, account.password)
+    service.flow(V1Flow).logout(first.session_id)
+    service.flow(V1Flow).login(account.username, account.password)
     check_token_reused(scene(service))
-    service.login(account.username, account.password)
+    service.flow(V1Flow).login(account.username, account.password)
     message = churn_error(service)
     assert "First premature grant: S3" in message
     assert "while S2 was still valid" in message
@@ -220,11 +229,11 @@ def test_proactive_refresh_passes_and_reactive_refresh_fails_expired_use(
 ) -> None:
     proactive = make_service()
     account = proactive.add_account()
-    token, record = proactive.grant_token(account.username, account.api_key)
+    token, record = proactive.flow(V2Flow).grant(account.username, account.api_key)
     for _ in range(12):
         clock.advance(290)
         if clock.now >= record.claims.exp - 60:  # one minute before expiry
-            token, record = proactive.grant_token(account.username, account.api_key)
+            token, record = proactive.flow(V2Flow).grant(account.username, account.api_key)
         assert call(proactive, token) == 200
     assert proactive.auth_count() == 3  # at 0, 1740 and 3480 s
     check_token_reused(scene(proactive))
@@ -249,11 +258,15 @@ def test_proactive_refresh_passes_and_reactive_refresh_fails_expired_use(
 
 def test_ended_session_presented_fails_expired_use(service: AuthService) -> None:
     account = service.add_account()
-    record = service.login(account.username, account.password)
-    service.logout(record.session_id)
+    record = service.flow(V1Flow).login(account.username, account.password)
+    service.flow(V1Flow).logout(record.session_id)
     with pytest.raises(Refusal):
-        service.authorize_v1(
-            record.session_id, record.utk, problem=None, method="GET", path="/v1/x", permission=None
+        service.authorize(
+            "v1",
+            Presented(session_id=record.session_id, utk=record.utk, problem=None),
+            method="GET",
+            path="/v1/x",
+            permission=None,
         )
     with pytest.raises(AssertionError, match="log in again before the next call"):
         check_no_expired_credential_used(scene(service))
@@ -263,10 +276,10 @@ def test_logged_out_fails_for_a_session_left_open_and_names_it(
     service: AuthService, clock: ManualClock
 ) -> None:
     account = service.add_account()
-    closed = service.login(account.username, account.password)
-    service.logout(closed.session_id)
+    closed = service.flow(V1Flow).login(account.username, account.password)
+    service.flow(V1Flow).logout(closed.session_id)
     check_logged_out(scene(service))
-    service.login(account.username, account.password)
+    service.flow(V1Flow).login(account.username, account.password)
     clock.advance(1800)
     with pytest.raises(AssertionError) as excinfo:
         check_logged_out(scene(service))
@@ -279,7 +292,7 @@ def test_logged_out_fails_for_a_session_left_open_and_names_it(
 def test_auth_count_is_exact_and_shows_the_timeline(service: AuthService) -> None:
     account = service.add_account()
     grant(service, account)
-    service.login(account.username, account.password)
+    service.flow(V1Flow).login(account.username, account.password)
     check_auth_count(scene(service), 2)
     check_auth_count(scene(service), 1, version="v2")
     check_auth_count(scene(service), 1, version="v1", username=account.username)
@@ -331,7 +344,13 @@ def test_long_timelines_are_cut_around_the_first_premature_grant(
     token = grant(service, account)
     for i in range(40):  # distinct calls, nothing to collapse
         service.record_call(
-            service.authorize_v2(token, problem=None, method="GET", path=f"/p{i}", permission=None),
+            service.authorize(
+                "v2",
+                Presented(token=token, problem=None),
+                method="GET",
+                path=f"/p{i}",
+                permission=None,
+            ),
             "GET",
             f"/p{i}",
             200,
@@ -340,7 +359,13 @@ def test_long_timelines_are_cut_around_the_first_premature_grant(
     grant(service, account)
     for i in range(40):
         service.record_call(
-            service.authorize_v2(token, problem=None, method="GET", path=f"/q{i}", permission=None),
+            service.authorize(
+                "v2",
+                Presented(token=token, problem=None),
+                method="GET",
+                path=f"/q{i}",
+                permission=None,
+            ),
             "GET",
             f"/q{i}",
             200,
@@ -360,7 +385,7 @@ def test_summary_counts_grants_calls_rejections_churn_and_herds(service: AuthSer
     call(service, token)
     call(service, None)
     with pytest.raises(Refusal):
-        service.grant_token(account.username, "wrong")
+        service.flow(V2Flow).grant(account.username, "wrong")
     assert summarize(service.events) == AuthSummary(
         grants=2, api_calls=2, rejections=2, churn=1, concurrent=1
     )
@@ -399,7 +424,7 @@ def test_any_key_encoded_twice_is_diagnosed_as_such(key: str) -> None:
 
 def test_a_session_the_test_revoked_need_not_be_logged_out(service: AuthService) -> None:
     account = service.add_account()
-    record = service.login(account.username, account.password)
+    record = service.flow(V1Flow).login(account.username, account.password)
     service.revoke(record.session_id)
     check_logged_out(scene(service))
     text = format_timeline(scene(service))
@@ -411,7 +436,7 @@ def test_v1_logins_in_flight_together_are_a_herd_too(service: AuthService) -> No
     account = service.add_account()
     arrivals = [service.request_arrived(), service.request_arrived()]
     for arrived in arrivals:
-        service.login(account.username, account.password, arrived=arrived)
+        service.flow(V1Flow).login(account.username, account.password, arrived=arrived)
     with pytest.raises(AssertionError, match=r"first: S2 at 00:00:00, requested before S1"):
         check_single_flight(scene(service))
     message = churn_error(service)
@@ -444,7 +469,7 @@ def test_finding_counts_count_every_kind_whether_it_is_a_finding_or_not(
     token = grant(service, stale)
     clock.advance(1800)
     assert call(service, token) == 1401  # sent after expiry
-    service.login(stale.username, stale.password)  # never logged out
+    service.flow(V1Flow).login(stale.username, stale.password)  # never logged out
     counts = finding_counts(scene(service))
     assert (counts["churn"], counts["expired_use"], counts["open_session"]) == (2, 1, 1)
     assert (counts["grants"], counts["api_calls"], counts["rejections"]) == (5, 4, 1)

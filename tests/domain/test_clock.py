@@ -13,6 +13,8 @@ import pytest
 
 from pytest_mgmtauth import MgmtClock
 from pytest_mgmtauth._service.clock import ManualClock, OffsetClock, system_clock, to_datetime
+from pytest_mgmtauth._service.flows.base import Presented
+from pytest_mgmtauth._service.flows.v2 import V2Flow
 from pytest_mgmtauth._service.options import Options
 from pytest_mgmtauth._service.service import AuthService, Refusal
 from pytest_mgmtauth._service.tokens import TokenSigner
@@ -46,11 +48,13 @@ def test_service_on_the_system_clock_follows_a_frozen_clock(signer: TokenSigner)
     with freezegun.freeze_time(MOMENT) as frozen:
         service = AuthService(Options(token_ttl=120), signer)
         account = service.add_account()
-        token, record = service.grant_token(account.username, account.api_key)
+        token, record = service.flow(V2Flow).grant(account.username, account.api_key)
         assert record.claims.iat == int(MOMENT.timestamp())
         frozen.tick(timedelta(seconds=120))
         with pytest.raises(Refusal, match="token T1 expired 0 s ago"):
-            service.authorize_v2(token, problem=None, method="GET", path="/p", permission=None)
+            service.authorize(
+                "v2", Presented(token=token, problem=None), method="GET", path="/p", permission=None
+            )
 
 
 # -- MgmtClock -----------------------------------------------------------------------

@@ -17,6 +17,9 @@ from pytest_mgmtauth import (
 )
 from pytest_mgmtauth._service.clock import ManualClock, to_datetime
 from pytest_mgmtauth._service.events import format_offset, iso_time, timeline_origin
+from pytest_mgmtauth._service.flows.base import Presented
+from pytest_mgmtauth._service.flows.v1 import V1Flow
+from pytest_mgmtauth._service.flows.v2 import V2Flow
 from pytest_mgmtauth._service.service import AuthService, Refusal
 from pytest_mgmtauth._standalone.control import event_json
 from pytest_mgmtauth._verdicts.scene import Scene
@@ -64,7 +67,7 @@ def test_the_time_origin_is_one_function_for_service_and_assertions(
 ) -> None:
     account = service.add_account()
     clock.advance(0.5)
-    service.grant_token(account.username, account.api_key)
+    service.flow(V2Flow).grant(account.username, account.api_key)
     scene = Scene(service.events, service.options, service.started_at, service.now())
     assert scene.origin == timeline_origin(service.events, service.started_at)
     assert format_offset(-1) == "-00:00:01"
@@ -73,7 +76,7 @@ def test_the_time_origin_is_one_function_for_service_and_assertions(
 def test_reading_events_writes_nothing(make_service: MakeService, clock: ManualClock) -> None:
     service = make_service(session_timeout=60)
     account = service.add_account()
-    session = service.login(account.username, account.password)
+    session = service.flow(V1Flow).login(account.username, account.password)
     clock.advance(3600)
     recorded = len(service._events)
     first = service.events
@@ -84,8 +87,12 @@ def test_reading_events_writes_nothing(make_service: MakeService, clock: ManualC
     assert session.ended_at is None
     # The next write records it, at the moment it happened; reads see no difference.
     with pytest.raises(Refusal):
-        service.authorize_v1(
-            session.session_id, session.utk, problem=None, method="GET", path="/x", permission=None
+        service.authorize(
+            "v1",
+            Presented(session_id=session.session_id, utk=session.utk, problem=None),
+            method="GET",
+            path="/x",
+            permission=None,
         )
     assert session.end_reason == "timeout"
     expired = [e for e in service.events if isinstance(e, SessionExpired)]

@@ -22,6 +22,9 @@ from pytest_mgmtauth import (
 from pytest_mgmtauth._service import faults as _faults
 from pytest_mgmtauth._service.clock import ManualClock, OffsetClock
 from pytest_mgmtauth._service.faults import FaultPlan
+from pytest_mgmtauth._service.flows.base import Presented
+from pytest_mgmtauth._service.flows.v1 import V1Flow
+from pytest_mgmtauth._service.flows.v2 import V2Flow
 from pytest_mgmtauth._service.service import (
     AUTH_FAILED,
     LOCKED_OUT,
@@ -40,14 +43,22 @@ def _refusal(call: Callable[[], object]) -> Refusal:
 
 
 def _call_v2(service: AuthService, token: str) -> str:
-    return service.authorize_v2(
-        token, problem=None, method="GET", path="/api/things", permission=None
+    return service.authorize(
+        "v2",
+        Presented(token=token, problem=None),
+        method="GET",
+        path="/api/things",
+        permission=None,
     ).credential
 
 
 def _call_v1(service: AuthService, session_id: str, utk: str) -> str:
-    return service.authorize_v1(
-        session_id, utk, problem=None, method="GET", path="/v1/things", permission=None
+    return service.authorize(
+        "v1",
+        Presented(session_id=session_id, utk=utk, problem=None),
+        method="GET",
+        path="/v1/things",
+        permission=None,
     ).credential
 
 
@@ -60,9 +71,9 @@ def test_a_client_that_asks_for_a_token_on_every_call_is_throttled_after_the_lim
     service = make_service(throttle=3)
     account = service.add_account()
     for _ in range(4):  # one honest grant, then three premature ones
-        service.grant_token(account.username, account.api_key)
+        service.flow(V2Flow).grant(account.username, account.api_key)
         clock.advance(1)
-    refusal = _refusal(lambda: service.grant_token(account.username, account.api_key))
+    refusal = _refusal(lambda: service.flow(V2Flow).grant(account.username, account.api_key))
     assert (refusal.status, refusal.return_code) == (429, 429)
     # The oldest premature grant (at t=1) leaves the 60 s window at t=61; now is t=4.
     assert refusal.retry_after == 57
@@ -79,14 +90,14 @@ def test_waiting_retry_after_lifts_the_throttle_and_attempts_meanwhile_do_not_ex
     service = make_service(throttle=2)
     account = service.add_account()
     for _ in range(3):
-        service.grant_token(account.username, account.api_key)
-    first = _refusal(lambda: service.grant_token(account.username, account.api_key))
+        service.flow(V2Flow).grant(account.username, account.api_key)
+    first = _refusal(lambda: service.flow(V2Flow).grant(account.username, account.api_key))
     assert first.retry_after == THROTTLE_WINDOW
     clock.advance(30)
-    second = _refusal(lambda: service.grant_token(account.username, account.api_key))
+    second = _refusal(lambda: service.flow(V2Flow).grant(account.username, account.api_key))
     assert second.retry_after == 30  # counting down, not extended by the attempt
     clock.advance(30)
-    _, record = service.grant_token(account.username, account.api_key)
+    _, record = service.flow(V2Flow).grant(account.username, account.api_key)
     assert record.label == "T4"
 
 
@@ -95,11 +106,11 @@ def test_a_client_that_reuses_its_token_and_refreshes_near_expiry_is_never_throt
 ) -> None:
     service = make_service(throttle=1, token_ttl=600, refresh_margin=60)
     account = service.add_account()
-    token, record = service.grant_token(account.username, account.api_key)
+    token, record = service.flow(V2Flow).grant(account.username, account.api_key)
     for _ in range(200):  # 200 calls over 10 simulated hours, refreshing 30 s before expiry
         clock.advance(180)
         if clock() >= record.claims.exp - 30:
-            token, record = service.grant_token(account.username, account.api_key)
+            token, record = service.flow(V2Flow).grant(account.username, account.api_key)
         _call_v2(service, token)
     assert len(service.tokens) > 10  # it did refresh, many times
     assert not [e for e in service.events if isinstance(e, Throttled)]
@@ -110,7 +121,7 @@ def test_throttle_none_switches_it_off(make_service: MakeService) -> None:
     service = make_service(throttle=None)
     account = service.add_account()
     for _ in range(50):
-        service.grant_token(account.username, account.api_key)
+        service.flow(V2Flow).grant(account.username, account.api_key)
     assert len(service.tokens) == 50
 
 
@@ -118,18 +129,18 @@ def test_the_throttle_answers_before_the_key_is_checked(make_service: MakeServic
     # Like a rate limiter in front of the service: a wrong key while throttled gets 429.
     service = make_service(throttle=1)
     account = service.add_account()
-    service.grant_token(account.username, account.api_key)
-    service.grant_token(account.username, account.api_key)
-    assert _refusal(lambda: service.grant_token(account.username, "wrong")).status == 429
+    service.flow(V2Flow).grant(account.username, account.api_key)
+    service.flow(V2Flow).grant(account.username, account.api_key)
+    assert _refusal(lambda: service.flow(V2Flow).grant(account.username, "wrong")).status == 429
 
 
 def test_throttling_counts_per_account(make_service: MakeService) -> None:
     service = make_service(throttle=1)
     churner, neighbour = service.add_account(), service.add_account()
-    service.grant_token(churner.username, churner.api_key)
-    service.grant_token(churner.username, churner.api_key)
-    _refusal(lambda: service.grant_token(churner.username, churner.api_key))
-    _, record = service.grant_token(neighbour.username, neighbour.api_key)
+    service.flow(V2Flow).grant(churner.username, churner.api_key)
+    service.flow(V2Flow).grant(churner.username, churner.api_key)
+    _refusal(lambda: service.flow(V2Flow).grant(churner.username, churner.api_key))
+    _, record = service.flow(V2Flow).grant(neighbour.username, neighbour.api_key)
     assert record.username == neighbour.username
 
 
@@ -229,14 +240,14 @@ def test_expire_ends_a_token_early_and_reauth_afterwards_is_no_churn(
     service: AuthService, clock: ManualClock
 ) -> None:
     account = service.add_account()
-    token, _ = service.grant_token(account.username, account.api_key)
+    token, _ = service.flow(V2Flow).grant(account.username, account.api_key)
     _call_v2(service, token)
     assert service.expire(token) == "T1"
     clock.advance(5)
     refusal = _refusal(lambda: _call_v2(service, token))
     assert refusal.return_code == AUTH_FAILED
     assert "token T1 expired 5 s ago (ended early on cue)" in refusal.message
-    service.grant_token(account.username, account.api_key)
+    service.flow(V2Flow).grant(account.username, account.api_key)
     issued = [e for e in service.events if isinstance(e, TokenIssued)]
     assert issued[-1].while_valid == ()
     # The client could not have seen it coming: no use of an expired token.
@@ -249,8 +260,8 @@ def test_revoke_by_label_refuses_the_token_and_the_session(
     service: AuthService,
 ) -> None:
     account = service.add_account()
-    token, _ = service.grant_token(account.username, account.api_key)
-    session = service.login(account.username, account.password)
+    token, _ = service.flow(V2Flow).grant(account.username, account.api_key)
+    session = service.flow(V1Flow).login(account.username, account.password)
     assert service.revoke("T1") == "T1"
     assert service.revoke(session.session_id) == "S1"
     assert "token T1 was revoked 0 s ago" in _refusal(lambda: _call_v2(service, token)).message
@@ -264,7 +275,7 @@ def test_revoke_by_label_refuses_the_token_and_the_session(
 
 def test_expire_a_session_by_its_utk(service: AuthService) -> None:
     account = service.add_account()
-    session = service.login(account.username, account.password)
+    session = service.flow(V1Flow).login(account.username, account.password)
     service.expire(session.utk)
     refusal = _refusal(lambda: _call_v1(service, session.session_id, session.utk))
     assert "session S1 expired (ended early on cue)" in refusal.message
@@ -274,7 +285,7 @@ def test_expiring_an_unknown_credential_names_the_known_ones_without_the_secret(
     service: AuthService,
 ) -> None:
     account = service.add_account()
-    service.grant_token(account.username, account.api_key)
+    service.flow(V2Flow).grant(account.username, account.api_key)
     with pytest.raises(ValueError, match=r"known: T1$") as excinfo:
         service.expire("eyJhbGciOiJub25lIn0.e30.")
     assert "eyJhbGciOiJub25lIn0" not in str(excinfo.value)
@@ -286,12 +297,12 @@ def test_expiring_an_unknown_credential_names_the_known_ones_without_the_secret(
 def test_lock_answers_1402_until_unlock(service: AuthService) -> None:
     account = service.add_account()
     service.lock(account.username)
-    refusal = _refusal(lambda: service.login(account.username, account.password))
+    refusal = _refusal(lambda: service.flow(V1Flow).login(account.username, account.password))
     assert (refusal.status, refusal.return_code) == (401, LOCKED_OUT)
     assert "account locked on cue since 00:00:00, until unlocked" in refusal.message
-    service.grant_token(account.username, account.api_key)  # v2 is not affected
+    service.flow(V2Flow).grant(account.username, account.api_key)  # v2 is not affected
     service.unlock(account.username)
-    assert service.login(account.username, account.password).label == "S1"
+    assert service.flow(V1Flow).login(account.username, account.password).label == "S1"
     kinds = [type(e) for e in service.events if e.username == account.username]
     assert kinds[:3] == [AccountLockedManually, LoginRejected, TokenIssued]
     assert AccountUnlocked in kinds
@@ -301,9 +312,9 @@ def test_lock_for_seconds_ends_on_the_clock(service: AuthService, clock: ManualC
     account = service.add_account()
     service.lock(account.username, seconds=120)
     clock.advance(119)
-    _refusal(lambda: service.login(account.username, account.password))
+    _refusal(lambda: service.flow(V1Flow).login(account.username, account.password))
     clock.advance(1)
-    assert service.login(account.username, account.password).label == "S1"
+    assert service.flow(V1Flow).login(account.username, account.password).label == "S1"
 
 
 def test_unlock_ends_an_automatic_lockout_and_forgets_failures(
@@ -312,13 +323,15 @@ def test_unlock_ends_an_automatic_lockout_and_forgets_failures(
     service = make_service(lockout_threshold=2)
     account = service.add_account()
     for _ in range(2):
-        _refusal(lambda: service.login(account.username, "wrong"))
-    assert _refusal(lambda: service.login(account.username, account.password)).return_code == (
-        LOCKED_OUT
-    )
+        _refusal(lambda: service.flow(V1Flow).login(account.username, "wrong"))
+    assert _refusal(
+        lambda: service.flow(V1Flow).login(account.username, account.password)
+    ).return_code == (LOCKED_OUT)
     service.unlock(account.username)
-    _refusal(lambda: service.login(account.username, "wrong"))  # one failure, not a lockout
-    assert service.login(account.username, account.password).label == "S1"
+    _refusal(
+        lambda: service.flow(V1Flow).login(account.username, "wrong")
+    )  # one failure, not a lockout
+    assert service.flow(V1Flow).login(account.username, account.password).label == "S1"
 
 
 def test_lock_names_an_unknown_account(service: AuthService) -> None:
@@ -334,19 +347,19 @@ def test_rotate_key_makes_the_old_key_a_diagnosed_1401_and_keeps_issued_tokens(
     service: AuthService, clock: ManualClock
 ) -> None:
     account = service.add_account()
-    token, _ = service.grant_token(account.username, account.api_key)
+    token, _ = service.flow(V2Flow).grant(account.username, account.api_key)
     clock.advance(90)
     rotated = service.rotate_secret(account.username, "API key")
     assert rotated.api_key != account.api_key
     assert rotated.password == account.password
-    refusal = _refusal(lambda: service.grant_token(account.username, account.api_key))
+    refusal = _refusal(lambda: service.flow(V2Flow).grant(account.username, account.api_key))
     assert refusal.return_code == AUTH_FAILED
     assert "old API key" in refusal.message
     assert "replaced at 00:01:30 by rotation" in refusal.message
     assert account.api_key not in refusal.message
     assert _call_v2(service, token) == "T1"
     clock.advance(1800)
-    service.grant_token(account.username, rotated.api_key)
+    service.flow(V2Flow).grant(account.username, rotated.api_key)
     (event,) = [e for e in service.events if isinstance(e, SecretRotated)]
     assert event.secret == "API key"
     assert account.api_key not in event.describe()
@@ -360,11 +373,13 @@ def test_rotate_password_old_one_counts_towards_lockout(make_service: MakeServic
     for _ in range(2):
         assert (
             "old password"
-            in _refusal(lambda: service.login(account.username, account.password)).message
+            in _refusal(
+                lambda: service.flow(V1Flow).login(account.username, account.password)
+            ).message
         )
-    assert _refusal(lambda: service.login(account.username, rotated.password)).return_code == (
-        LOCKED_OUT
-    )
+    assert _refusal(
+        lambda: service.flow(V1Flow).login(account.username, rotated.password)
+    ).return_code == (LOCKED_OUT)
 
 
 def test_rotating_to_the_same_secret_is_refused(service: AuthService) -> None:

@@ -9,6 +9,9 @@ import pytest
 from pytest_mgmtauth._service.accounts import Account
 from pytest_mgmtauth._service.clock import ManualClock
 from pytest_mgmtauth._service.diagnosis import diagnose_reauth_after
+from pytest_mgmtauth._service.flows.base import Presented
+from pytest_mgmtauth._service.flows.v1 import V1Flow
+from pytest_mgmtauth._service.flows.v2 import V2Flow
 from pytest_mgmtauth._service.options import Options
 from pytest_mgmtauth._service.service import AuthService, Refusal
 from pytest_mgmtauth._verdicts.checks import check_token_reused, churn_message
@@ -34,14 +37,18 @@ def scene(service: AuthService) -> Scene:
 
 
 def grant(service: AuthService, account: Account) -> str:
-    token, _ = service.grant_token(account.username, account.api_key)
+    token, _ = service.flow(V2Flow).grant(account.username, account.api_key)
     return token
 
 
 def call(service: AuthService, token: str, *, permission: str | None = None) -> int:
     try:
-        auth = service.authorize_v2(
-            token, problem=None, method="GET", path="/api/things", permission=permission
+        auth = service.authorize(
+            "v2",
+            Presented(token=token, problem=None),
+            method="GET",
+            path="/api/things",
+            permission=permission,
         )
     except Refusal as refusal:
         return refusal.return_code
@@ -84,7 +91,7 @@ def test_expired_use_is_a_finding_by_default_and_open_sessions_only_with_require
         clock.advance(1900)
         assert call(service, token) == 1401
         grant(service, account)  # after a 1401: reuse, not churn
-        service.login(account.username, account.password)  # never logged out
+        service.flow(V1Flow).login(account.username, account.password)  # never logged out
         kinds = [f.kind for f in findings(scene(service))]
         assert kinds == (["expired_use", "open_session"] if require_logout else ["expired_use"])
         assert default_kinds(service.options) == (KINDS if require_logout else KINDS[:2])
@@ -142,7 +149,7 @@ def test_report_section_has_the_timeline_rejections_and_every_verdict(
     token = grant(service, account)
     clock.advance(1900)
     assert call(service, token) == 1401
-    service.login(account.username, account.password)
+    service.flow(V1Flow).login(account.username, account.password)
     text = report_section(scene(service))
     lines = text.splitlines()
     assert lines[0] == "Timeline of all accounts (simulated time since the test started):"

@@ -11,6 +11,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from pytest_mgmtauth._service import presign as _presign
 from pytest_mgmtauth._service.clock import ManualClock
+from pytest_mgmtauth._service.flows.v2 import V2Flow
 from pytest_mgmtauth._service.options import Options
 from pytest_mgmtauth._service.presign import MAX_CREDIT, MAX_PENDING, PROBE_EVERY, Presigner
 from pytest_mgmtauth._service.service import AuthService
@@ -241,12 +242,12 @@ def test_an_account_gets_its_first_token_signed_ahead(
     clock = ManualClock(T0)
     service = AuthService(Options(), signer, clock)
     account = service.add_account()
-    token, record = service.grant_token(account.username, account.api_key)
+    token, record = service.flow(V2Flow).grant(account.username, account.api_key)
     assert signer.presigner.hits == 1
     assert record.claims.iat == T0
     # A second token (a renewal, the clock moved) is signed when asked for.
     clock.advance(1800)
-    later, renewed = service.grant_token(account.username, account.api_key)
+    later, renewed = service.flow(V2Flow).grant(account.username, account.api_key)
     assert signer.presigner.hits == 1
     assert renewed.claims.iat == T0 + 1800
     assert later != token
@@ -261,7 +262,7 @@ def test_a_service_given_a_first_username_uses_it_for_its_first_generated_accoun
     service = AuthService(Options(), signer, ManualClock(T0), first_username=drawn)
     account = service.add_account()
     assert account.username == drawn
-    service.grant_token(account.username, account.api_key)
+    service.flow(V2Flow).grant(account.username, account.api_key)
     assert signer.presigner.hits == 1
     assert service.add_account().username.startswith("user2.")
 

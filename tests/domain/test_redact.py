@@ -13,6 +13,8 @@ from hypothesis import strategies as st
 
 from pytest_mgmtauth._service.accounts import fingerprint, generate_api_key, generate_password
 from pytest_mgmtauth._service.clock import ManualClock
+from pytest_mgmtauth._service.flows.v1 import V1Flow
+from pytest_mgmtauth._service.flows.v2 import V2Flow
 from pytest_mgmtauth._service.redact import MIN_MASKED_LENGTH, SecretMasker
 from pytest_mgmtauth._service.service import (
     DIAGNOSIS_BUDGET,
@@ -117,7 +119,7 @@ def _all_text(service: AuthService) -> str:
 
 def test_swapped_v2_fields_echo_no_key(service: AuthService) -> None:
     account = service.add_account()
-    refusal = _refusal_of(lambda: service.grant_token(account.api_key, account.username))
+    refusal = _refusal_of(lambda: service.flow(V2Flow).grant(account.api_key, account.username))
     assert account.api_key not in refusal.message
     assert fingerprint(account.api_key) in refusal.message
     assert account.api_key not in _all_text(service)
@@ -125,7 +127,7 @@ def test_swapped_v2_fields_echo_no_key(service: AuthService) -> None:
 
 def test_password_sent_as_username_is_not_echoed(service: AuthService) -> None:
     account = service.add_account()
-    refusal = _refusal_of(lambda: service.login(account.password, account.password))
+    refusal = _refusal_of(lambda: service.flow(V1Flow).login(account.password, account.password))
     assert account.password not in refusal.message
     assert account.password not in _all_text(service)
 
@@ -134,7 +136,7 @@ def test_secrets_of_sessions_and_rotated_keys_are_masked_in_events(
     service: AuthService, signer: object
 ) -> None:
     account = service.add_account()
-    session = service.login(account.username, account.password)
+    session = service.flow(V1Flow).login(account.username, account.password)
     old_key = account.api_key
     service.rotate_secret(account.username, "API key")
     for secret in (session.session_id, session.utk, old_key):
@@ -162,10 +164,12 @@ def test_a_short_prefix_of_the_key_is_not_diagnosed_as_truncated(service: AuthSe
     account = service.add_account()
     for length in (1, 10, len(account.api_key) // 2 - 1):
         with pytest.raises(Refusal) as caught:
-            service.grant_token(account.username, account.api_key[:length])
+            service.flow(V2Flow).grant(account.username, account.api_key[:length])
         assert "truncated" not in caught.value.reason
     half = len(account.api_key) // 2
-    refusal = _refusal_of(lambda: service.grant_token(account.username, account.api_key[:half]))
+    refusal = _refusal_of(
+        lambda: service.flow(V2Flow).grant(account.username, account.api_key[:half])
+    )
     assert f"truncated ({half} of {len(account.api_key)} characters)" in refusal.reason
 
 
@@ -179,8 +183,8 @@ def test_diagnoses_pause_after_the_budget_and_resume_a_window_later(
 
     def attempt(value: str) -> str:
         if secret == "API key":
-            return _refusal_of(lambda: service.grant_token(account.username, value)).reason
-        return _refusal_of(lambda: service.login(account.username, value)).reason
+            return _refusal_of(lambda: service.flow(V2Flow).grant(account.username, value)).reason
+        return _refusal_of(lambda: service.flow(V1Flow).login(account.username, value)).reason
 
     cut = real[: len(real) - 1]
     for _ in range(DIAGNOSIS_BUDGET):
@@ -196,8 +200,8 @@ def test_diagnoses_pause_after_the_budget_and_resume_a_window_later(
 def test_the_diagnosis_budget_is_per_account(service: AuthService) -> None:
     first, second = service.add_account(), service.add_account()
     for _ in range(DIAGNOSIS_BUDGET + 1):
-        _refusal_of(lambda: service.grant_token(first.username, "wrong-key-123"))
-    refusal = _refusal_of(lambda: service.grant_token(second.username, second.api_key[:-1]))
+        _refusal_of(lambda: service.flow(V2Flow).grant(first.username, "wrong-key-123"))
+    refusal = _refusal_of(lambda: service.flow(V2Flow).grant(second.username, second.api_key[:-1]))
     assert "truncated" in refusal.reason
 
 
@@ -206,8 +210,8 @@ def test_hypothesis_reports_of_credential_records_show_no_secret(service: AuthSe
     from hypothesis.vendor.pretty import pretty
 
     account = service.add_account()
-    token, token_record = service.grant_token(account.username, account.api_key)
-    session = service.login(account.username, account.password)
+    token, token_record = service.flow(V2Flow).grant(account.username, account.api_key)
+    session = service.flow(V1Flow).login(account.username, account.password)
     shown = pretty(token_record) + pretty(session)
     for secret in (token, session.session_id, session.utk):
         assert secret not in shown

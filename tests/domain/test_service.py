@@ -20,6 +20,9 @@ from pytest_mgmtauth import (
     UnknownRoute,
 )
 from pytest_mgmtauth._service.clock import ManualClock, to_datetime
+from pytest_mgmtauth._service.flows.base import Presented
+from pytest_mgmtauth._service.flows.v1 import V1Flow
+from pytest_mgmtauth._service.flows.v2 import V2Flow
 from pytest_mgmtauth._service.options import Options
 from pytest_mgmtauth._service.service import (
     AUTH_FAILED,
@@ -34,8 +37,12 @@ MakeService = Callable[..., AuthService]
 
 
 def _call_v2(service: AuthService, token: str | None, permission: str | None = None) -> str:
-    auth = service.authorize_v2(
-        token, problem=None, method="GET", path="/api/things", permission=permission
+    auth = service.authorize(
+        "v2",
+        Presented(token=token, problem=None),
+        method="GET",
+        path="/api/things",
+        permission=permission,
     )
     return auth.credential
 
@@ -43,8 +50,12 @@ def _call_v2(service: AuthService, token: str | None, permission: str | None = N
 def _call_v1(
     service: AuthService, session_id: str | None, utk: str | None, permission: str | None = None
 ) -> str:
-    auth = service.authorize_v1(
-        session_id, utk, problem=None, method="GET", path="/v1/things", permission=permission
+    auth = service.authorize(
+        "v1",
+        Presented(session_id=session_id, utk=utk, problem=None),
+        method="GET",
+        path="/v1/things",
+        permission=permission,
     )
     return auth.credential
 
@@ -63,7 +74,7 @@ def test_grant_token_issues_a_token_valid_for_token_ttl(
 ) -> None:
     service = make_service(token_ttl=300)
     account = service.add_account()
-    token, record = service.grant_token(account.username, account.api_key)
+    token, record = service.flow(V2Flow).grant(account.username, account.api_key)
     assert record.label == "T1"
     assert record.claims.sub == account.username
     assert record.claims.iat == int(clock.now)
@@ -79,7 +90,7 @@ def test_grant_token_issues_a_token_valid_for_token_ttl(
 
 def test_wrong_key_is_1401_with_the_diagnosis(service: AuthService) -> None:
     account = service.add_account(api_key="abc+def")
-    refusal = _refusal(lambda: service.grant_token(account.username, "abc def"))
+    refusal = _refusal(lambda: service.flow(V2Flow).grant(account.username, "abc def"))
     assert (refusal.status, refusal.return_code) == (401, AUTH_FAILED)
     assert refusal.message.startswith("Authentication failed: the API key arrived un-encoded")
     [event] = service.events
@@ -90,7 +101,7 @@ def test_wrong_key_is_1401_with_the_diagnosis(service: AuthService) -> None:
 
 def test_unknown_username_suggests_the_closest_account(service: AuthService) -> None:
     service.add_account("alice@example.com")
-    refusal = _refusal(lambda: service.grant_token("alise@example.com", "k"))
+    refusal = _refusal(lambda: service.flow(V2Flow).grant("alise@example.com", "k"))
     assert refusal.return_code == AUTH_FAILED
     assert "no account 'alise@example.com' exists; did you mean 'alice@example.com'?" in (
         refusal.reason
@@ -101,7 +112,7 @@ def test_unknown_username_suggests_the_closest_account(service: AuthService) -> 
 
 
 def test_unknown_username_without_accounts_says_how_to_add_one(service: AuthService) -> None:
-    refusal = _refusal(lambda: service.grant_token("x@example.com", "k"))
+    refusal = _refusal(lambda: service.flow(V2Flow).grant("x@example.com", "k"))
     assert "this test has no accounts: add one with mgmt_server.add_account()" in refusal.reason
 
 
@@ -132,8 +143,12 @@ def test_transport_problem_is_refused_before_the_token_is_looked_at(
     service: AuthService,
 ) -> None:
     refusal = _refusal(
-        lambda: service.authorize_v2(
-            "x.y.z", problem="the header is odd", method="GET", path="/p", permission=None
+        lambda: service.authorize(
+            "v2",
+            Presented(token="x.y.z", problem="the header is odd"),
+            method="GET",
+            path="/p",
+            permission=None,
         )
     )
     assert refusal.reason == "the header is odd"
@@ -144,7 +159,7 @@ def test_transport_problem_is_refused_before_the_token_is_looked_at(
 
 def test_login_gives_a_session_that_authenticates_with_its_utk(service: AuthService) -> None:
     account = service.add_account()
-    session = service.login(account.username, account.password)
+    session = service.flow(V1Flow).login(account.username, account.password)
     assert session.label == "S1"
     assert len(session.session_id) >= 16
     assert session.utk
@@ -156,7 +171,7 @@ def test_session_ends_after_idle_timeout_and_use_keeps_it_alive(
 ) -> None:
     service = make_service(session_timeout=600)
     account = service.add_account()
-    session = service.login(account.username, account.password)
+    session = service.flow(V1Flow).login(account.username, account.password)
     clock.advance(599)
     _call_v1(service, session.session_id, session.utk)  # resets the idle time
     clock.advance(599)
@@ -176,7 +191,7 @@ def test_session_expiry_is_recorded_even_if_nobody_calls(
 ) -> None:
     service = make_service(session_timeout=60)
     account = service.add_account()
-    service.login(account.username, account.password)
+    service.flow(V1Flow).login(account.username, account.password)
     start = clock.now
     clock.advance(3600)
     expired = [e for e in service.events if isinstance(e, SessionExpired)]
@@ -186,13 +201,13 @@ def test_session_expiry_is_recorded_even_if_nobody_calls(
 
 def test_logout_ends_the_session(service: AuthService, clock: ManualClock) -> None:
     account = service.add_account()
-    session = service.login(account.username, account.password)
+    session = service.flow(V1Flow).login(account.username, account.password)
     clock.advance(5)
-    service.logout(session.session_id)
+    service.flow(V1Flow).logout(session.session_id)
     clock.advance(10)
     refusal = _refusal(lambda: _call_v1(service, session.session_id, session.utk))
     assert "session S1 ended by /v1/logout 10 s ago" in refusal.reason
-    refusal = _refusal(lambda: service.logout(session.session_id))
+    refusal = _refusal(lambda: service.flow(V1Flow).logout(session.session_id))
     assert "session S1 had ended already (logout)" in refusal.reason
     kinds = [type(e) for e in service.events]
     assert kinds == [LoggedIn, LoggedOut, ApiCall, LogoutRejected]
@@ -203,23 +218,23 @@ def test_logout_after_the_idle_timeout_says_the_session_had_ended(
 ) -> None:
     service = make_service(session_timeout=60)
     account = service.add_account()
-    session = service.login(account.username, account.password)
+    session = service.flow(V1Flow).login(account.username, account.password)
     clock.advance(60)
-    refusal = _refusal(lambda: service.logout(session.session_id))
+    refusal = _refusal(lambda: service.flow(V1Flow).logout(session.session_id))
     assert "session S1 had ended already (timeout)" in refusal.reason
     assert [type(e) for e in service.events] == [LoggedIn, SessionExpired, LogoutRejected]
 
 
 def test_logout_of_an_unknown_session_is_refused(service: AuthService) -> None:
-    refusal = _refusal(lambda: service.logout("NOPE"))
+    refusal = _refusal(lambda: service.flow(V1Flow).logout("NOPE"))
     assert refusal.return_code == AUTH_FAILED
     assert "names no session of this test" in refusal.reason
 
 
 def test_utk_of_another_session_is_refused_and_named(service: AuthService) -> None:
     account = service.add_account()
-    first = service.login(account.username, account.password)
-    second = service.login(account.username, account.password)
+    first = service.flow(V1Flow).login(account.username, account.password)
+    second = service.flow(V1Flow).login(account.username, account.password)
     refusal = _refusal(lambda: _call_v1(service, first.session_id, second.utk))
     assert "the utk does not belong to session S1 (it is the utk of session S2)" in (refusal.reason)
     refusal = _refusal(lambda: _call_v1(service, first.session_id, "made-up"))
@@ -239,7 +254,7 @@ def test_unknown_or_missing_session_is_refused(service: AuthService) -> None:
 
 
 def _fail_login(service: AuthService, username: str) -> Refusal:
-    return _refusal(lambda: service.login(username, "wrong-password"))
+    return _refusal(lambda: service.flow(V1Flow).login(username, "wrong-password"))
 
 
 def test_lockout_after_threshold_failures_lasts_lockout_duration(
@@ -251,18 +266,18 @@ def test_lockout_after_threshold_failures_lasts_lockout_duration(
         assert _fail_login(service, account.username).return_code == AUTH_FAILED
     locked_at = clock.now
     # Even the right password is refused while locked.
-    refusal = _refusal(lambda: service.login(account.username, account.password))
+    refusal = _refusal(lambda: service.flow(V1Flow).login(account.username, account.password))
     assert (refusal.status, refusal.return_code) == (401, LOCKED_OUT)
     assert refusal.message.startswith(
         "Too many unsuccessful login attempts; try again in 10 minutes"
     )
     assert "wait 600 s" in refusal.reason
     clock.advance(599)
-    assert _refusal(lambda: service.login(account.username, account.password)).return_code == (
-        LOCKED_OUT
-    )
+    assert _refusal(
+        lambda: service.flow(V1Flow).login(account.username, account.password)
+    ).return_code == (LOCKED_OUT)
     clock.advance(1)
-    session = service.login(account.username, account.password)
+    session = service.flow(V1Flow).login(account.username, account.password)
     assert session.label == "S1"
     [locked] = [e for e in service.events if isinstance(e, AccountLocked)]
     assert locked.failures == 3
@@ -281,7 +296,7 @@ def test_attempts_during_lockout_do_not_extend_it(
         clock.advance(19)
         assert _fail_login(service, account.username).return_code == LOCKED_OUT
     clock.advance(5)  # 100 s after the lockout started
-    assert service.login(account.username, account.password).label == "S1"
+    assert service.flow(V1Flow).login(account.username, account.password).label == "S1"
     assert len([e for e in service.events if isinstance(e, AccountLocked)]) == 1
 
 
@@ -304,10 +319,10 @@ def test_a_success_resets_the_failure_count(make_service: MakeService) -> None:
     account = service.add_account()
     for _ in range(2):
         _fail_login(service, account.username)
-    service.login(account.username, account.password)
+    service.flow(V1Flow).login(account.username, account.password)
     for _ in range(2):
         assert _fail_login(service, account.username).return_code == AUTH_FAILED
-    assert service.login(account.username, account.password).label == "S2"
+    assert service.flow(V1Flow).login(account.username, account.password).label == "S2"
 
 
 def test_lockout_message_rounds_minutes_of_the_duration(make_service: MakeService) -> None:
@@ -324,7 +339,7 @@ def test_lockout_is_per_account(make_service: MakeService) -> None:
     other = service.add_account()
     _fail_login(service, locked.username)
     assert _fail_login(service, locked.username).return_code == LOCKED_OUT
-    assert service.login(other.username, other.password).label == "S1"
+    assert service.flow(V1Flow).login(other.username, other.password).label == "S1"
 
 
 # -- permissions ---------------------------------------------------------------------
@@ -332,8 +347,8 @@ def test_lockout_is_per_account(make_service: MakeService) -> None:
 
 def test_missing_permission_is_1469_on_both_versions(service: AuthService) -> None:
     reader = service.add_account(permissions=["tags:read"])
-    token, _ = service.grant_token(reader.username, reader.api_key)
-    session = service.login(reader.username, reader.password)
+    token, _ = service.flow(V2Flow).grant(reader.username, reader.api_key)
+    session = service.flow(V1Flow).login(reader.username, reader.password)
     assert _call_v2(service, token, "tags:read") == "T1"
     refusal = _refusal(lambda: _call_v2(service, token, "tags:write"))
     assert (refusal.status, refusal.return_code) == (401, FORBIDDEN)
@@ -347,7 +362,7 @@ def test_missing_permission_is_1469_on_both_versions(service: AuthService) -> No
 
 def test_account_without_permissions_may_call_unprotected_routes(service: AuthService) -> None:
     nobody = service.add_account(permissions=[])
-    token, _ = service.grant_token(nobody.username, nobody.api_key)
+    token, _ = service.flow(V2Flow).grant(nobody.username, nobody.api_key)
     assert _call_v2(service, token, None) == "T1"
     assert _refusal(lambda: _call_v2(service, token, "x")).return_code == FORBIDDEN
 
@@ -362,10 +377,10 @@ def test_events_record_simulated_time_and_account(
     alice = service.add_account("alice@example.com")
     bob = service.add_account("bob@example.com")
     t0 = clock.now
-    token, _ = service.grant_token(alice.username, alice.api_key)
+    token, _ = service.flow(V2Flow).grant(alice.username, alice.api_key)
     clock.advance(10)
-    auth = service.authorize_v2(
-        token, problem=None, method="POST", path="/api/tags", permission=None
+    auth = service.authorize(
+        "v2", Presented(token=token, problem=None), method="POST", path="/api/tags", permission=None
     )
     service.record_call(auth, "POST", "/api/tags", 201)
     clock.advance(10)
@@ -409,7 +424,7 @@ def test_events_record_simulated_time_and_account(
 
 def test_events_are_a_copy(service: AuthService) -> None:
     account = service.add_account()
-    service.grant_token(account.username, account.api_key)
+    service.flow(V2Flow).grant(account.username, account.api_key)
     service.events.clear()
     assert len(service.events) == 1
 
@@ -419,7 +434,7 @@ def test_expired_credentials_are_marked_on_the_call(
 ) -> None:
     service = make_service(token_ttl=120)
     account = service.add_account()
-    token, _ = service.grant_token(account.username, account.api_key)
+    token, _ = service.flow(V2Flow).grant(account.username, account.api_key)
     clock.advance(121)
     _refusal(lambda: _call_v2(service, token))
     [call] = [e for e in service.events if isinstance(e, ApiCall)]
@@ -432,10 +447,10 @@ def test_expired_credentials_are_marked_on_the_call(
 def test_auth_count_counts_grants_by_version_and_account(service: AuthService) -> None:
     alice = service.add_account()
     bob = service.add_account()
-    service.grant_token(alice.username, alice.api_key)
-    service.grant_token(alice.username, alice.api_key)
-    service.login(bob.username, bob.password)
-    _refusal(lambda: service.grant_token(bob.username, "wrong"))
+    service.flow(V2Flow).grant(alice.username, alice.api_key)
+    service.flow(V2Flow).grant(alice.username, alice.api_key)
+    service.flow(V1Flow).login(bob.username, bob.password)
+    _refusal(lambda: service.flow(V2Flow).grant(bob.username, "wrong"))
     _fail_login(service, alice.username)
     assert service.auth_count() == 3
     assert service.auth_count(version="v2") == 2
@@ -443,7 +458,11 @@ def test_auth_count_counts_grants_by_version_and_account(service: AuthService) -
     assert service.auth_count(username=alice.username) == 2
     assert service.auth_count(version="v1", username=alice.username) == 0
     assert service.auth_count(version="v2", username=bob.username) == 0
-    with pytest.raises(ValueError, match="version must be 'v1', 'v2', 'v3' or None, got 'v4'"):
+    with pytest.raises(
+        ValueError,
+        match=r"version must be 'v2' \(/v2/auth\), 'v3' \(v3 auth\), 'v1' \(/v1/login\) "
+        r"or None \(every flow\), got 'v4'",
+    ):
         service.auth_count(version="v4")
 
 
@@ -452,10 +471,10 @@ def test_a_new_token_while_one_is_valid_is_marked_premature(
 ) -> None:
     service = make_service(token_ttl=600, refresh_margin=60, throttle=None)
     account = service.add_account()
-    service.grant_token(account.username, account.api_key)
+    service.flow(V2Flow).grant(account.username, account.api_key)
     clock.advance(100)
-    service.grant_token(account.username, account.api_key)  # T1 still valid: churn
+    service.flow(V2Flow).grant(account.username, account.api_key)  # T1 still valid: churn
     clock.advance(550)  # T2 is 50 s from expiry: within the margin
-    service.grant_token(account.username, account.api_key)
+    service.flow(V2Flow).grant(account.username, account.api_key)
     issued = [e for e in service.events if isinstance(e, TokenIssued)]
     assert [e.while_valid for e in issued] == [(), ("T1",), ()]

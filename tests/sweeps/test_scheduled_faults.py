@@ -19,6 +19,9 @@ from pytest_mgmtauth import (
 from pytest_mgmtauth._service import faults as _faults
 from pytest_mgmtauth._service.clock import ManualClock
 from pytest_mgmtauth._service.faults import FaultPlan
+from pytest_mgmtauth._service.flows.base import Presented
+from pytest_mgmtauth._service.flows.v1 import V1Flow
+from pytest_mgmtauth._service.flows.v2 import V2Flow
 from pytest_mgmtauth._service.service import AUTH_FAILED, AuthService, Refusal
 from pytest_mgmtauth._verdicts import sweep_plan as _sweep_plan
 from pytest_mgmtauth._verdicts import sweep_verdict as _sweep_verdict
@@ -30,8 +33,12 @@ def _call(service: AuthService, token: str) -> str:
     """A protected v2 call as the transport makes it: counted, authorized, answered."""
     service.protected_call_arrived()
     try:
-        return service.authorize_v2(
-            token, problem=None, method="GET", path="/v2/things", permission=None
+        return service.authorize(
+            "v2",
+            Presented(token=token, problem=None),
+            method="GET",
+            path="/v2/things",
+            permission=None,
         ).credential
     finally:
         service.protected_call_answered()
@@ -39,7 +46,7 @@ def _call(service: AuthService, token: str) -> str:
 
 def _grant(service: AuthService, username: str, key: str) -> str:
     service.auth_call_arrived()
-    return service.grant_token(username, key)[0]
+    return service.flow(V2Flow).grant(username, key)[0]
 
 
 # -- the trigger point -----------------------------------------------------------------
@@ -286,15 +293,14 @@ def test_expire_of_a_v1_session_moves_the_clock_past_its_idle_timeout(
     account = service.add_account()
     service.schedule(_faults.scheduled("expire", "call2"))
     service.auth_call_arrived()
-    session = service.login(account.username, account.password)
+    session = service.flow(V1Flow).login(account.username, account.password)
 
     def call() -> str:
         service.protected_call_arrived()
         try:
-            return service.authorize_v1(
-                session.session_id,
-                session.utk,
-                problem=None,
+            return service.authorize(
+                "v1",
+                Presented(session_id=session.session_id, utk=session.utk, problem=None),
                 method="GET",
                 path="/v1/things",
                 permission=None,

@@ -18,8 +18,12 @@ from pytest_mgmtauth._service.accounts import (
     parse_profiles,
 )
 from pytest_mgmtauth._service.clock import ManualClock
+from pytest_mgmtauth._service.flows.base import Presented
+from pytest_mgmtauth._service.flows.registry import endpoint_for
+from pytest_mgmtauth._service.flows.v1 import V1Flow
+from pytest_mgmtauth._service.flows.v2 import V2Flow
+from pytest_mgmtauth._service.flows.v3 import V3Flow, call_scope
 from pytest_mgmtauth._service.service import AuthService, Refusal
-from pytest_mgmtauth._service.v3 import auth_path_scope, call_scope
 
 
 def _refusal(call: Callable[[], object]) -> Refusal:
@@ -29,12 +33,14 @@ def _refusal(call: Callable[[], object]) -> Refusal:
 
 
 def _call(service: AuthService, token: str, path: str) -> Any:
-    return service.authorize_v3(token, problem=None, method="GET", path=path, permission=None)
+    return service.authorize(
+        "v3", Presented(token=token, problem=None), method="GET", path=path, permission=None
+    )
 
 
 def test_a_v3_token_is_bound_to_its_account_and_profile(service: AuthService) -> None:
     alice = service.add_account()
-    token, record = service.grant_token_v3(alice.username, alice.api_key, "acme", "main")
+    token, record = service.flow(V3Flow).grant(alice.username, alice.api_key, "acme", "main")
     assert (record.version, record.account, record.profile) == ("v3", "acme", "main")
     [issued] = [e for e in service.events if isinstance(e, TokenIssued)]
     assert (issued.version, issued.account, issued.profile) == ("v3", "acme", "main")
@@ -48,7 +54,7 @@ def test_a_call_for_another_profile_or_account_is_refused_naming_both(
     service: AuthService,
 ) -> None:
     alice = service.add_account()
-    token, _ = service.grant_token_v3(alice.username, alice.api_key, "acme", "main")
+    token, _ = service.flow(V3Flow).grant(alice.username, alice.api_key, "acme", "main")
     other_profile = _refusal(lambda: _call(service, token, "/v3/x/accounts/acme/profiles/dev"))
     assert other_profile.status == 401
     assert other_profile.return_code == 1401
@@ -66,7 +72,7 @@ def test_v3_scope_account_accepts_any_profile_of_the_account(
 ) -> None:
     service = make_service(v3_scope="account")
     alice = service.add_account()
-    token, _ = service.grant_token_v3(alice.username, alice.api_key, "acme", "main")
+    token, _ = service.flow(V3Flow).grant(alice.username, alice.api_key, "acme", "main")
     assert _call(service, token, "/v3/x/accounts/acme/profiles/dev").credential == "T1"
     refused = _refusal(lambda: _call(service, token, "/v3/x/accounts/umbrella/profiles/main"))
     assert "umbrella" in refused.reason
@@ -74,13 +80,15 @@ def test_v3_scope_account_accepts_any_profile_of_the_account(
 
 def test_v2_token_on_a_v3_route_and_the_reverse_are_refused(service: AuthService) -> None:
     alice = service.add_account()
-    v2, _ = service.grant_token(alice.username, alice.api_key)
-    v3, _ = service.grant_token_v3(alice.username, alice.api_key, "acme", "main")
+    v2, _ = service.flow(V2Flow).grant(alice.username, alice.api_key)
+    v3, _ = service.flow(V3Flow).grant(alice.username, alice.api_key, "acme", "main")
     refused = _refusal(lambda: _call(service, v2, "/v3/x/accounts/acme/profiles/main"))
     assert "T1 is a v2 token" in refused.reason
     assert "/v3/auth/accounts/" in refused.reason
     reverse = _refusal(
-        lambda: service.authorize_v2(v3, problem=None, method="GET", path="/api/x", permission=None)
+        lambda: service.authorize(
+            "v2", Presented(token=v3, problem=None), method="GET", path="/api/x", permission=None
+        )
     )
     assert "T2 is a v3 token (for acme/main)" in reverse.reason
     assert "/v2/auth" in reverse.reason
@@ -89,12 +97,12 @@ def test_v2_token_on_a_v3_route_and_the_reverse_are_refused(service: AuthService
 def test_churn_is_counted_per_account_and_profile(service: AuthService) -> None:
     alice = service.add_account()
     for profile in ("main", "dev", "qa"):
-        service.grant_token_v3(alice.username, alice.api_key, "acme", profile)
+        service.flow(V3Flow).grant(alice.username, alice.api_key, "acme", profile)
     # A v2 token alongside is no churn either: another credential kind.
-    service.grant_token(alice.username, alice.api_key)
+    service.flow(V2Flow).grant(alice.username, alice.api_key)
     issued = [e for e in service.events if isinstance(e, TokenIssued)]
     assert [e.premature for e in issued] == [False, False, False, False]
-    service.grant_token_v3(alice.username, alice.api_key, "acme", "dev")
+    service.flow(V3Flow).grant(alice.username, alice.api_key, "acme", "dev")
     last = [e for e in service.events if isinstance(e, TokenIssued)][-1]
     assert last.while_valid == ("T2",)
     assert service.auth_count(version="v3") == 4
@@ -108,9 +116,9 @@ def test_v3_premature_grants_are_throttled_with_retry_after(
     service = make_service(throttle=2)
     alice = service.add_account()
     for _ in range(3):
-        service.grant_token_v3(alice.username, alice.api_key, "acme", "main")
+        service.flow(V3Flow).grant(alice.username, alice.api_key, "acme", "main")
     refused = _refusal(
-        lambda: service.grant_token_v3(alice.username, alice.api_key, "acme", "main")
+        lambda: service.flow(V3Flow).grant(alice.username, alice.api_key, "acme", "main")
     )
     assert refused.status == 429
     assert refused.retry_after is not None
@@ -118,16 +126,18 @@ def test_v3_premature_grants_are_throttled_with_retry_after(
     assert throttled.version == "v3"
     assert throttled.describe().startswith("/v3/auth throttled (429")
     # v2 has its own window: not throttled by v3's churn.
-    service.grant_token(alice.username, alice.api_key)
+    service.flow(V2Flow).grant(alice.username, alice.api_key)
 
 
 def test_profiles_restrict_which_pairs_an_account_may_get_tokens_for(
     service: AuthService,
 ) -> None:
     alice = service.add_account(profiles=["acme/main", ("acme", "dev"), "umbrella/*"])
-    service.grant_token_v3(alice.username, alice.api_key, "acme", "dev")
-    service.grant_token_v3(alice.username, alice.api_key, "umbrella", "anything")
-    refused = _refusal(lambda: service.grant_token_v3(alice.username, alice.api_key, "acme", "qa"))
+    service.flow(V3Flow).grant(alice.username, alice.api_key, "acme", "dev")
+    service.flow(V3Flow).grant(alice.username, alice.api_key, "umbrella", "anything")
+    refused = _refusal(
+        lambda: service.flow(V3Flow).grant(alice.username, alice.api_key, "acme", "qa")
+    )
     assert refused.status == 401
     assert refused.return_code == 1401
     assert "acme/qa" in refused.reason
@@ -140,10 +150,10 @@ def test_profiles_restrict_which_pairs_an_account_may_get_tokens_for(
 
 def test_wrong_key_and_unknown_user_get_1401_with_a_diagnosis(service: AuthService) -> None:
     alice = service.add_account()
-    wrong = _refusal(lambda: service.grant_token_v3(alice.username, "nope", "acme", "main"))
+    wrong = _refusal(lambda: service.flow(V3Flow).grant(alice.username, "nope", "acme", "main"))
     assert wrong.status == 401
     assert "API key" in wrong.reason
-    unknown = _refusal(lambda: service.grant_token_v3("bob@example.com", "k", "acme", "main"))
+    unknown = _refusal(lambda: service.flow(V3Flow).grant("bob@example.com", "k", "acme", "main"))
     assert unknown.status == 401
     assert "no account 'bob@example.com'" in unknown.reason
 
@@ -171,9 +181,16 @@ def test_profiles_parse_strings_and_tuples() -> None:
 
 
 def test_v3_paths_name_their_scope() -> None:
-    assert auth_path_scope("/v3/auth/accounts/acme/profiles/main") == ("acme", "main")
-    assert auth_path_scope("/v3/auth/accounts/acme/profiles/") is None
-    assert auth_path_scope("/v3/auth/accounts/acme") is None
+    found = endpoint_for("/v3/auth/accounts/acme/profiles/main")
+    assert found is not None
+    flow, endpoint, params = found
+    assert (flow, endpoint.operation, params) == (
+        V3Flow,
+        "grant",
+        {"account": "acme", "profile": "main"},
+    )
+    assert endpoint_for("/v3/auth/accounts/acme/profiles/") is None
+    assert endpoint_for("/v3/auth/accounts/acme") is None
     assert call_scope("/v3/customers/accounts/acme/profiles/main/x") == ("acme", "main")
     assert call_scope("/v3/customers/accounts/acme") == ("acme", None)
     assert call_scope("/v3/status") == (None, None)
@@ -185,7 +202,7 @@ def test_expiry_message_states_the_real_lifetime_of_a_token_issued_mid_second(
     clock = ManualClock(1_800_000_000.75)
     service = AuthService(Options(), signer, clock)
     alice = service.add_account()
-    token, record = service.grant_token_v3(alice.username, alice.api_key, "acme", "main")
+    token, record = service.flow(V3Flow).grant(alice.username, alice.api_key, "acme", "main")
     assert record.claims.exp - record.claims.iat == 1800
     clock.now = record.claims.exp + 5.0
     refused = _refusal(lambda: _call(service, token, "/v3/x/accounts/acme/profiles/main"))
@@ -198,11 +215,11 @@ def test_expiry_message_of_a_token_issued_on_a_whole_second_says_token_ttl(
     service: AuthService, clock: ManualClock
 ) -> None:
     alice = service.add_account()
-    token, record = service.grant_token(alice.username, alice.api_key)
+    token, record = service.flow(V2Flow).grant(alice.username, alice.api_key)
     clock.now = record.claims.exp + 1
     refused = _refusal(
-        lambda: service.authorize_v2(
-            token, problem=None, method="GET", path="/api/x", permission=None
+        lambda: service.authorize(
+            "v2", Presented(token=token, problem=None), method="GET", path="/api/x", permission=None
         )
     )
     assert "(valid 1800 s from issue)" in refused.reason
@@ -210,19 +227,19 @@ def test_expiry_message_of_a_token_issued_on_a_whole_second_says_token_ttl(
 
 def test_expire_and_revoke_on_cue_apply_to_v3_tokens(service: AuthService) -> None:
     alice = service.add_account()
-    token, _ = service.grant_token_v3(alice.username, alice.api_key, "acme", "main")
+    token, _ = service.flow(V3Flow).grant(alice.username, alice.api_key, "acme", "main")
     assert service.expire("T1") == "T1"
     refused = _refusal(lambda: _call(service, token, "/v3/x/accounts/acme/profiles/main"))
     assert "ended early on cue" in refused.reason
     # Re-authenticating after an expiry on cue is no churn.
-    service.grant_token_v3(alice.username, alice.api_key, "acme", "main")
+    service.flow(V3Flow).grant(alice.username, alice.api_key, "acme", "main")
     assert not [e for e in service.events if isinstance(e, TokenIssued)][-1].premature
     assert any(e.describe() == "token T1 expired on cue" for e in service.events)
 
 
 def test_v1_identifiers_have_the_published_shapes(service: AuthService) -> None:
     alice = service.add_account()
-    session = service.login(alice.username, alice.password)
+    session = service.flow(V1Flow).login(alice.username, alice.password)
     assert re.fullmatch(r"-?[0-9]+", session.session_id)
     assert re.fullmatch(r"[A-Z0-9]{21}", session.utk)
     ids = {generate_session_id() for _ in range(200)}
@@ -240,18 +257,20 @@ def test_tokens_carry_the_real_issuer_unless_configured(
 
     default = make_service()
     alice = default.add_account()
-    token, _ = default.grant_token(alice.username, alice.api_key)
+    token, _ = default.flow(V2Flow).grant(alice.username, alice.api_key)
     claims = jwt.decode(token, options={"verify_signature": False})
     assert claims["iss"] == "https://api.tealiumiq.com"
     custom = make_service(issuer="https://issuer.example")
     bob = custom.add_account()
-    token2, _ = custom.grant_token(bob.username, bob.api_key)
+    token2, _ = custom.flow(V2Flow).grant(bob.username, bob.api_key)
     assert jwt.decode(token2, options={"verify_signature": False})["iss"] == (
         "https://issuer.example"
     )
     # A token of the other issuer is refused, naming both.
     refused = _refusal(
-        lambda: custom.authorize_v2(token, problem=None, method="GET", path="/x", permission=None)
+        lambda: custom.authorize(
+            "v2", Presented(token=token, problem=None), method="GET", path="/x", permission=None
+        )
     )
     assert "https://api.tealiumiq.com" in refused.reason
     assert "https://issuer.example" in refused.reason

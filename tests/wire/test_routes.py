@@ -184,7 +184,12 @@ def test_route_permission_is_checked_after_authentication(
         (("GET", "x"), {}, ValueError, "path must start with '/'"),
         (("POST", "/v2/auth"), {}, ValueError, "/v2/auth is the fake's own endpoint"),
         (("GET", 5), {}, TypeError, "path must be a str or a compiled regex"),
-        (("GET", "/x"), {"auth": "v4"}, ValueError, "auth must be 'v1', 'v2', 'v3' or None"),
+        (
+            ("GET", "/x"),
+            {"auth": "v4"},
+            ValueError,
+            "auth must be 'v2' (/v2/auth), 'v3' (v3 auth), 'v1' (/v1/login) or None (by the path)",
+        ),
     ],
 )
 def test_route_arguments_are_checked(

@@ -1,0 +1,1 @@
+"""The auth flows of the service, one module each, listed in ``registry.py``."""

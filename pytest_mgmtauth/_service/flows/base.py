@@ -1,0 +1,442 @@
+"""What an auth flow is: its endpoints as data, what a request brings it and what it
+answers (no HTTP types: the transport translates), and the bearer-token logic v2 and v3
+share. Each flow is a class in its own module, listed in ``registry.py``."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from collections import deque
+from typing import TYPE_CHECKING, ClassVar, NoReturn
+
+from ..accounts import format_scopes
+from ..clock import to_datetime
+from ..diagnosis import ClientKind
+from ..events import AuthRejected, Throttled, TokenIssued
+from ..records import AUTH_FAILED, THROTTLE_WINDOW, Authorization, TokenRecord
+from ..tokens import TokenProblem, unverified_subject
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from ..churn import Call
+    from ..options import Options
+    from ..service import AuthService
+    from ..types import SecretKind
+
+#: The path of the cookies the real service sets (the interface document).
+COOKIE_PATH = "/urest_service"
+#: The cookie the real service clears on every successful authentication.
+REMEMBER_ME = (
+    f"rememberMe=deleteMe; Path={COOKIE_PATH}; Max-Age=0; Expires=Sat, 01-Jan-2000 00:00:00 GMT"
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Endpoint:
+    """One endpoint of a flow, as data: the transport serves it from this."""
+
+    #: The flow's method that answers it: ``answer_<operation>``.
+    operation: str
+    #: An exact path, or a template whose ``{name}`` segments become parameters.
+    path: str
+    #: The form fields it reads (each required).
+    form: tuple[str, ...] = ()
+    method: str = "POST"
+    #: The statuses the real endpoint is documented to answer; any other 4xx the fake
+    #: would send is answered as 400 there. ``None``: no such list.
+    statuses: tuple[int, ...] | None = None
+    #: Scripted and scheduled faults of auth calls apply to it.
+    fault_point: bool = True
+
+    @property
+    def exact(self) -> bool:
+        return "{" not in self.path
+
+    @property
+    def family(self) -> str | None:
+        """The prefix a templated path's requests share (``/v3/auth/``)."""
+        return None if self.exact else self.path[: self.path.index("{")].rsplit("/", 2)[0] + "/"
+
+    @property
+    def wrong_method_status(self) -> int:
+        """405, or 404 where the documented statuses have no 405."""
+        return 405 if self.statuses is None or 405 in self.statuses else 404
+
+    def match(self, path: str) -> dict[str, str] | None:
+        if self.exact:
+            return {} if path == self.path else None
+        found = _template(self.path).match(path)
+        return None if found is None else found.groupdict()
+
+
+def _template(path: str) -> re.Pattern[str]:
+    pattern = re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>[^/]+)", re.escape(path))
+    return re.compile(f"^{pattern}/?$")
+
+
+@dataclasses.dataclass(frozen=True)
+class Incoming:
+    """What a request to a flow's endpoint brings, read by the transport."""
+
+    path: str
+    form: Mapping[str, str]
+    params: Mapping[str, str]
+    cookies: Mapping[str, str]
+    #: The tick at which it arrived (:meth:`AuthService.request_arrived`).
+    arrived: int | None = None
+    client: ClientKind = ClientKind.OTHER
+    #: Where the fake can be reached, as ``host:port`` (v3's ``host``).
+    host: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class Answer:
+    """A flow endpoint's success: the JSON body and the cookies it sets."""
+
+    body: dict[str, object]
+    #: ``Set-Cookie`` values, in order.
+    cookies: tuple[str, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class Presented:
+    """The credentials a protected call presented, and why they are malformed, if so."""
+
+    token: str | None = None
+    session_id: str | None = None
+    utk: str | None = None
+    problem: str | None = None
+
+
+class Flow:
+    """One auth flow. The class attributes declare it; an instance serves one test's
+    :class:`AuthService` (whose lock and state it uses)."""
+
+    #: What routes, faults and counts call it (``auth="v2"``).
+    name: ClassVar[str]
+    #: How messages name its authentication endpoint.
+    title: ClassVar[str]
+    #: How a refusal of its authentication names the endpoint's path.
+    path_title: ClassVar[str]
+    #: The secret an account authenticates with.
+    secret: ClassVar[SecretKind]
+    #: What it grants: ``"token"`` or ``"session"``.
+    credential: ClassVar[str]
+    #: How a protected call presents the credential (the transport's reader).
+    presents: ClassVar[str]
+    #: Routes under this path prefix belong to it unless declared otherwise.
+    route_prefix: ClassVar[str | None] = None
+    #: What ``auth_count`` messages say it counts.
+    grants_phrase: ClassVar[str]
+    endpoints: ClassVar[tuple[Endpoint, ...]]
+
+    def __init__(self, service: AuthService) -> None:
+        self.service = service
+
+    @classmethod
+    def fix_churn(cls, options: Options) -> str:
+        """How a client of this flow avoids churn (a check's fix)."""
+        raise NotImplementedError
+
+    @classmethod
+    def fix_expired(cls, options: Options) -> str:
+        """How a client of this flow avoids using an expired credential."""
+        raise NotImplementedError
+
+    @classmethod
+    def auth_endpoint(cls) -> str:
+        """The path of its authentication endpoint (the first it lists)."""
+        return cls.endpoints[0].path
+
+    def answer(self, operation: str, incoming: Incoming) -> Answer:
+        """Serve one of :attr:`endpoints` (its ``operation``)."""
+        method = getattr(self, f"answer_{operation}")
+        answer: Answer = method(incoming)
+        return answer
+
+    def authorize(self, presented: Presented, call: Call, permission: str | None) -> Authorization:
+        """Authenticate a protected call; :class:`Refusal` if not."""
+        raise NotImplementedError
+
+    @classmethod
+    def wrong_path(cls, path: str) -> str:
+        """Why ``path`` under a templated endpoint's family is none of its endpoints."""
+        shapes = " or ".join(f"{e.method} {e.path}" for e in cls.endpoints if not e.exact)
+        return f"{path} is not a {cls.title} endpoint: use {shapes}"
+
+
+class BearerFlow(Flow):
+    """What v2 and v3 share: a JWT granted for an API key, presented as a bearer token."""
+
+    secret = "API key"
+    credential = "token"
+    presents = "bearer"
+
+    @classmethod
+    def origin(cls, record: TokenRecord) -> str:
+        """Where a token of this flow came from, for a refusal naming it."""
+        return f"from {cls.title}"
+
+    @classmethod
+    def fix_churn(cls, options: Options) -> str:
+        return (
+            f"keep the token from {cls.title} and send it with every call; authenticate again "
+            f"only within refresh_margin ({options.refresh_margin:g} s) of its expiry (the "
+            f"JWT's exp claim, {options.token_ttl:g} s after issue) or after a call was "
+            "answered 401 with returnCode 1401"
+        )
+
+    @classmethod
+    def fix_expired(cls, options: Options) -> str:
+        return (
+            "refresh proactively: before a call, authenticate again when the token is "
+            f"within refresh_margin ({options.refresh_margin:g} s) of its exp claim, "
+            "instead of sending it until the service answers 401"
+        )
+
+    def check_scope(self, call: Call, record: TokenRecord) -> None:
+        """Refuse a token of this flow used where it does not belong (v3: another
+        account or profile); nothing by default."""
+
+    def check_throttle(self, username: str, now: float) -> None:
+        service = self.service
+        limit = service.options.throttle
+        if limit is None:
+            return
+        window = service._premature.get((username, self.name))
+        if not window:
+            return
+        while window and window[0] <= now - THROTTLE_WINDOW:
+            window.popleft()
+        if len(window) >= limit:
+            retry_after = max(1, math.ceil(window[0] + THROTTLE_WINDOW - now))
+            service._refuse(
+                Throttled(
+                    at=to_datetime(now),
+                    username=username,
+                    retry_after=retry_after,
+                    premature_grants=len(window),
+                    version=self.name,
+                ),
+                429,
+                f"{len(window)} new tokens within {THROTTLE_WINDOW:g} s while the account "
+                f"held a valid one; reuse the token until it is about to expire",
+                message="Too many authentication requests",
+                retry_after=retry_after,
+                status=429,
+            )
+
+    def grant_bearer(
+        self,
+        username: str,
+        key: str,
+        *,
+        arrived: int | None,
+        client: ClientKind,
+        account: str | None = None,
+        profile: str | None = None,
+    ) -> tuple[str, TokenRecord]:
+        service = self.service
+        with service._lock:
+            now = service.now()
+            found = service.accounts.get(username)
+
+            def reject(who: str | None, reason: str) -> NoReturn:
+                service._refuse(
+                    AuthRejected(
+                        at=to_datetime(now),
+                        username=who,
+                        return_code=AUTH_FAILED,
+                        reason=reason,
+                        version=self.name,
+                        account=account,
+                        profile=profile,
+                    ),
+                    AUTH_FAILED,
+                    reason,
+                )
+
+            if found is None:
+                reject(None, service._unknown_account(username))
+            self.check_throttle(username, now)
+            problem = service._secret_problem(username, self.secret, found.api_key, key, client)
+            if problem:
+                reject(username, problem)
+            if (
+                account is not None
+                and profile is not None
+                and not found.may_use_profile(account, profile)
+            ):
+                reject(
+                    username,
+                    f"account {username!r} may not get {self.name} tokens for "
+                    f"{account}/{profile}; it may for: "
+                    f"{format_scopes(found.profiles)} (add_account(profiles=...))",
+                )
+            held = service._held_tokens(username, now, self.name, account, profile)
+            concurrent = service._concurrent(
+                (
+                    r
+                    for r in service.tokens.values()
+                    if (r.version, r.account, r.profile) == (self.name, account, profile)
+                ),
+                username,
+                arrived,
+            )
+            token, claims = service._signer.issue(
+                username, int(now), int(service.options.token_ttl), issuer=service.options.issuer
+            )
+            serial, tick = service._next_grant()
+            record = TokenRecord(
+                label=f"T{len(service.tokens) + 1}",
+                token=token,
+                claims=claims,
+                username=username,
+                serial=serial,
+                issued_tick=tick,
+                version=self.name,
+                account=account,
+                profile=profile,
+                issued_at=now,
+            )
+            service.tokens[claims.jti] = record
+            service._by_token[token] = record
+            if held:
+                service._premature.setdefault((username, self.name), deque()).append(now)
+            service._record(
+                TokenIssued(
+                    at=to_datetime(now),
+                    username=username,
+                    token=record.label,
+                    fingerprint=record.fingerprint,
+                    expires_at=to_datetime(claims.exp),
+                    while_valid=tuple(r.label for r in held),
+                    concurrent_with=concurrent,
+                    version=self.name,
+                    account=account,
+                    profile=profile,
+                )
+            )
+            service._granted()
+            return token, record
+
+    def authorize(self, presented: Presented, call: Call, permission: str | None) -> Authorization:
+        """Authenticate a protected call by its bearer token. With a ``problem`` (a
+        malformed Authorization header), ``token`` may be the token found in it anyway:
+        it attributes the refusal to its account."""
+        service = self.service
+        token, problem = presented.token, presented.problem
+        with service._lock:
+            if token is None or problem:
+                owner, label = self._attribute_token(token) if token else (None, None)
+                service._refuse_call(call, owner, label, problem or "no bearer token")
+            assert token is not None
+            record = service._by_token.get(token)
+            if record is not None:
+                claims = record.claims  # issued in this test, exactly this string
+            else:
+                try:
+                    claims = service._signer.verify(token, issuer=service.options.issuer)
+                except TokenProblem as exc:
+                    sub = unverified_subject(token)
+                    service._refuse_call(
+                        call, sub if sub in service.accounts else None, None, str(exc)
+                    )
+                record = service.tokens.get(claims.jti)
+            if record is None or record.token != token:
+                service._refuse_call(
+                    call,
+                    claims.sub if claims.sub in service.accounts else None,
+                    None,
+                    "the token was signed by this fake but not issued in this test (each "
+                    f"test starts with no tokens): authenticate with {self.title} in this test",
+                )
+            if record.version != self.name:
+                service._refuse_call(
+                    call, record.username, record.label, self.wrong_flow_reason(record)
+                )
+            self.check_scope(call, record)
+            self._check_live(call, record)
+            service._check_permission(call, record.username, record.label, permission)
+            record.uses += 1
+            return Authorization(record.username, self.name, record.label)
+
+    @staticmethod
+    def origin_of(record: TokenRecord) -> str:
+        """Where any flow's token came from (its own flow says)."""
+        from .registry import flow_class  # the registry imports every flow module
+
+        other = flow_class(record.version)
+        assert issubclass(other, BearerFlow)
+        return other.origin(record)
+
+    def wrong_flow_reason(self, record: TokenRecord) -> str:
+        return (
+            f"token {record.label} is a {record.version} token ({self.origin_of(record)}): "
+            f"this route takes a {self.name} token from POST {self.title} (declare the "
+            f"route with auth={record.version!r} if it is a {record.version} operation)"
+        )
+
+    def _check_live(self, call: Call, record: TokenRecord) -> None:
+        """Refuse a revoked, expired or not yet valid token."""
+        service = self.service
+        now, claims = call.now, record.claims
+        if record.revoked_at is not None:
+            service._refuse_call(
+                call,
+                record.username,
+                record.label,
+                f"token {record.label} was revoked {now - record.revoked_at:.0f} s ago: "
+                "authenticate again",
+            )
+        if record.expired_at is not None and now >= record.expired_at:
+            # Ended early on cue: the client could not have seen it coming, so this
+            # is no use of an expired token (expired=False) but a 401 to recover from.
+            service._refuse_call(
+                call,
+                record.username,
+                record.label,
+                f"token {record.label} expired {now - record.expired_at:.0f} s ago (ended "
+                f"early on cue): authenticate again on a 401",
+            )
+        if now >= claims.exp:
+            service._refuse_call(
+                call,
+                record.username,
+                record.label,
+                f"token {record.label} expired {now - claims.exp:.0f} s ago "
+                f"({_lifetime(record)}): authenticate again before it expires, or on a 401",
+                expired=True,
+            )
+        if now < claims.nbf:
+            service._refuse_call(
+                call,
+                record.username,
+                record.label,
+                f"token {record.label} is not valid before its nbf",
+            )
+
+    def _attribute_token(self, token: str) -> tuple[str | None, str | None]:
+        """The account and label of a token presented in a malformed header."""
+        service = self.service
+        record = service._by_token.get(token)
+        if record is not None:
+            return record.username, record.label
+        sub = unverified_subject(token)
+        return (sub if sub in service.accounts else None), None
+
+
+def _lifetime(record: TokenRecord) -> str:
+    """How long the token was valid: ``exp`` minus the moment it was issued, which is
+    less than ``token_ttl`` when it was issued at a fractional second (``iat`` is that
+    moment truncated to the second)."""
+    claims = record.claims
+    lived = claims.exp - record.issued_at
+    if record.issued_at == 0.0 or lived == claims.exp - claims.iat:
+        return f"valid {claims.exp - claims.iat} s from issue"
+    return (
+        f"valid {lived:.3f} s from issue: exp is iat + {claims.exp - claims.iat} s and iat "
+        "is the moment of issue truncated to the second"
+    )

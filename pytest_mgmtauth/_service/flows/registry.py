@@ -1,0 +1,86 @@
+"""The one list of auth flows. Everything that differs between flows (the HTTP routes of
+their endpoints, ``route(auth=...)``, the versions faults and counts accept, the words
+of checks and timelines) is read from here; a new flow is a module in this folder and
+one entry below."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal, TypeAlias
+
+from .v1 import V1Flow
+from .v2 import V2Flow
+from .v3 import V3Flow
+
+if TYPE_CHECKING:
+    from .base import Endpoint, Flow
+
+#: An auth flow's name: what ``route(auth=...)``, ``auth_count(version=...)`` and the
+#: faults' ``version=`` take.
+Version: TypeAlias = Literal["v1", "v2", "v3"]
+
+#: Every flow, in the order messages list them.
+FLOWS: dict[str, type[Flow]] = {flow.name: flow for flow in (V2Flow, V3Flow, V1Flow)}
+#: The flow of a declared route whose path falls under no flow's ``route_prefix``.
+DEFAULT_FLOW = V2Flow.name
+
+
+def flow_class(name: str) -> type[Flow]:
+    return FLOWS[name]
+
+
+def check_version(value: object, *, what: str, none: str | None = None) -> str | None:
+    """``value`` if it names a flow (or is ``None`` when ``none`` says what that means);
+    else a ValueError listing the flows."""
+    if value is None and none is not None:
+        return None
+    if isinstance(value, str) and value in FLOWS:
+        return value
+    names = ", ".join(f"{name!r} ({flow.title})" for name, flow in FLOWS.items())
+    either = f" or None ({none})" if none is not None else ""
+    raise ValueError(f"{what} must be {names}{either}, got {value!r}")
+
+
+def route_flow(pattern: str) -> str:
+    """The flow a route declared without ``auth=`` belongs to, by its path."""
+    for name, flow in FLOWS.items():
+        if flow.route_prefix is not None and pattern.startswith(flow.route_prefix):
+            return name
+    return DEFAULT_FLOW
+
+
+def endpoint_for(path: str) -> tuple[type[Flow], Endpoint, dict[str, str]] | None:
+    """The flow endpoint ``path`` is, with the parameters its template names; ``None``
+    for a path no flow serves (a declared route, or unknown)."""
+    for flow in FLOWS.values():
+        for endpoint in flow.endpoints:
+            params = endpoint.match(path)
+            if params is not None:
+                return flow, endpoint, params
+    return None
+
+
+def endpoint_family(path: str) -> tuple[type[Flow], Endpoint] | None:
+    """The flow endpoint whose path family ``path`` falls under (``/v3/auth/...``
+    malformed), for a diagnosis; ``None`` if none."""
+    for flow in FLOWS.values():
+        for endpoint in flow.endpoints:
+            if endpoint.family is not None and path.startswith(endpoint.family):
+                return flow, endpoint
+    return None
+
+
+def builtin_paths() -> tuple[str, ...]:
+    """The exact paths of the flows' endpoints (routes may not be declared on them)."""
+    return tuple(
+        endpoint.path for flow in FLOWS.values() for endpoint in flow.endpoints if endpoint.exact
+    )
+
+
+def endpoint_families() -> tuple[str, ...]:
+    """The path prefixes templated endpoints live under (reserved like builtin paths)."""
+    return tuple(
+        endpoint.family
+        for flow in FLOWS.values()
+        for endpoint in flow.endpoints
+        if endpoint.family is not None
+    )

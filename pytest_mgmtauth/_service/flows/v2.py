@@ -1,0 +1,42 @@
+"""v2: ``POST /v2/auth`` with username and API key -> a 30-minute RS512 JWT, sent as
+``Authorization: Bearer <token>``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..diagnosis import ClientKind
+from .base import REMEMBER_ME, Answer, BearerFlow, Endpoint, Incoming
+
+if TYPE_CHECKING:
+    from ..records import TokenRecord
+
+
+class V2Flow(BearerFlow):
+    name = "v2"
+    title = "/v2/auth"
+    path_title = "/v2/auth"
+    grants_phrase = "/v2/auth tokens"
+    endpoints = (Endpoint("grant", "/v2/auth", form=("username", "key")),)
+
+    def grant(
+        self,
+        username: str,
+        key: str,
+        *,
+        arrived: int | None = None,
+        client: ClientKind = ClientKind.OTHER,
+    ) -> tuple[str, TokenRecord]:
+        """A new bearer token, or :class:`Refusal`. ``arrived`` is the
+        :meth:`request_arrived` tick of the request (without it the grant cannot be part
+        of a thundering herd); ``client`` picks the idiom of a wrong key's fix."""
+        return self.grant_bearer(username, key, arrived=arrived, client=client)
+
+    def answer_grant(self, incoming: Incoming) -> Answer:
+        token, _ = self.grant(
+            incoming.form["username"],
+            incoming.form["key"],
+            arrived=incoming.arrived,
+            client=incoming.client,
+        )
+        return Answer({"token": token}, cookies=(REMEMBER_ME,))

@@ -1,0 +1,129 @@
+"""v3: ``POST /v3/auth/accounts/{account}/profiles/{profile}`` with username and API key
+-> a token bound to that account and profile, and the ``host`` to send its calls to.
+
+The calls a token is good for carry the same ``/accounts/{account}/profiles/{profile}``
+segments in their paths (``/v3/customers/accounts/acme/profiles/main/...``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from ..diagnosis import ClientKind
+from .base import Answer, BearerFlow, Endpoint, Incoming
+
+if TYPE_CHECKING:
+    from ..churn import Call
+    from ..options import Options
+    from ..records import TokenRecord
+
+AUTH_TEMPLATE = "/v3/auth/accounts/{account}/profiles/{profile}"
+#: The status codes v3 auth's public documentation lists (and 5xx).
+STATUSES = (200, 400, 401, 404, 429)
+_SCOPE = re.compile(r"/accounts/(?P<account>[^/]+)(?:/profiles/(?P<profile>[^/]+))?")
+
+
+def call_scope(path: str) -> tuple[str | None, str | None]:
+    """The account and profile a v3 call's path names (``None`` where it names none)."""
+    match = _SCOPE.search(path)
+    if match is None:
+        return None, None
+    return match["account"], match["profile"]
+
+
+def auth_path(account: str, profile: str) -> str:
+    return AUTH_TEMPLATE.format(account=account, profile=profile)
+
+
+class V3Flow(BearerFlow):
+    name = "v3"
+    title = "v3 auth"
+    path_title = "/v3/auth"
+    grants_phrase = "v3 tokens"
+    route_prefix = "/v3/"
+    endpoints = (Endpoint("grant", AUTH_TEMPLATE, form=("username", "key"), statuses=STATUSES),)
+
+    @classmethod
+    def origin(cls, record: TokenRecord) -> str:
+        return f"for {record.scope}"
+
+    @classmethod
+    def fix_churn(cls, options: Options) -> str:
+        return (
+            "keep one v3 token per account and profile (from POST /v3/auth/accounts/"
+            "{account}/profiles/{profile}) and send it with every call for that profile; "
+            f"authenticate again only within refresh_margin ({options.refresh_margin:g} s) "
+            "of its expiry or after a 401 with returnCode 1401"
+        )
+
+    @classmethod
+    def wrong_path(cls, path: str) -> str:
+        return (
+            f"{path} is not a v3 auth endpoint: v3 authenticates at POST "
+            f"{AUTH_TEMPLATE} (both names non-empty, no further segments)"
+        )
+
+    def grant(
+        self,
+        username: str,
+        key: str,
+        account: str,
+        profile: str,
+        *,
+        arrived: int | None = None,
+        client: ClientKind = ClientKind.OTHER,
+    ) -> tuple[str, TokenRecord]:
+        """A bearer token bound to ``account`` and ``profile``, or :class:`Refusal`. Same
+        rules as v2 (lifetime, reuse, throttling), churn counted per account and profile."""
+        return self.grant_bearer(
+            username, key, arrived=arrived, client=client, account=account, profile=profile
+        )
+
+    def answer_grant(self, incoming: Incoming) -> Answer:
+        token, _ = self.grant(
+            incoming.form["username"],
+            incoming.form["key"],
+            incoming.params["account"],
+            incoming.params["profile"],
+            arrived=incoming.arrived,
+            client=incoming.client,
+        )
+        return Answer({"token": token, "host": incoming.host})
+
+    def wrong_flow_reason(self, record: TokenRecord) -> str:
+        return (
+            f"token {record.label} is a {record.version} token ({self.origin_of(record)}): "
+            f"v3 routes take a token from POST {AUTH_TEMPLATE}"
+        )
+
+    def check_scope(self, call: Call, record: TokenRecord) -> None:
+        """Refuse a token used for another account or profile than its own (naming
+        both); only the account counts with the ``v3_scope="account"`` option."""
+        account, profile = call_scope(call.path)
+        wrong = ""
+        if account is not None and account != record.account:
+            wrong = f"account {account!r}"
+        elif (
+            self.service.options.v3_scope == "profile"
+            and profile is not None
+            and profile != record.profile
+        ):
+            wrong = f"profile {account}/{profile}"
+        if not wrong:
+            return
+        assert account is not None
+        want = f"{account}/{profile or '{profile}'}"
+        relax = (
+            " (or set the option v3_scope='account' to accept any profile of the account)"
+            if account == record.account
+            else ""
+        )
+        self.service._refuse_call(
+            call,
+            record.username,
+            record.label,
+            f"token {record.label} is for {record.scope}, but this call is for {wrong}: "
+            f"authenticate at POST /v3/auth/accounts/{want.replace('/', '/profiles/', 1)} "
+            f"and send that token with {want}'s calls{relax}",
+        )
