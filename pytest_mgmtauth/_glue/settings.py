@@ -47,7 +47,7 @@ def add_options(parser: pytest.Parser, group: Any) -> None:
         parser.addini(f"mgmtauth_{spec.name}", spec.help, type="string", default=None)
 
 
-def _shown(raw: str) -> str:
+def shown(raw: str) -> str:
     return repr(raw) if len(raw) <= 40 else f"{raw[:20]!r}... ({len(raw)} characters)"
 
 
@@ -56,7 +56,7 @@ def _parse_ini(name: str, raw: str) -> Any:
     try:
         return OPTION_SPEC[name].parse(raw)
     except ValueError as exc:
-        raise ValueError(f"mgmtauth_{name} = {_shown(raw)}: {exc}") from None
+        raise ValueError(f"mgmtauth_{name} = {shown(raw)}: {exc}") from None
 
 
 def read_options(config: pytest.Config) -> Options:
@@ -79,7 +79,7 @@ def read_options(config: pytest.Config) -> Options:
         try:
             overrides[spec.name] = spec.parse(str(given))
         except ValueError as exc:
-            raise ValueError(f"{flag} {_shown(str(given))}: {exc}") from None
+            raise ValueError(f"{flag} {shown(str(given))}: {exc}") from None
         labels[spec.name] = flag
     try:
         return build_options(Options(), overrides, where="mgmtauth ini settings")

@@ -2,71 +2,433 @@
 
 Every event has ``at`` (the simulated time, an aware UTC datetime) and ``username``
 (``None`` when the request named no known account). Credentials are named by their
-per-test label (``T1``, ``T2`` for bearer tokens, ``S1`` for v1 sessions) and a short
-fingerprint; secrets never appear whole.
-
-The package imports every event class and helper from here; they are defined by
-family: the base class and the time formats in ``_eventbase.py``, what clients' requests
-bring about in ``_clientevents.py``, what the test brings about on cue in
-``_cueevents.py``.
+per-test label (``T1``, ``T2`` for bearer tokens, ``S1`` for sessions) and a short
+fingerprint; secrets never appear whole. :class:`Event`'s ``describe(when)`` and
+``line(when)`` are the one event-to-text path. Two families follow: what clients'
+requests bring about, and what the test brings about on cue.
 """
 
 from __future__ import annotations
 
-from .clientevents import (
-    AccountLocked,
-    ApiCall,
-    AuthRejected,
-    BadRequest,
-    Grant,
-    LoggedIn,
-    LoggedOut,
-    LoginRejected,
-    LogoutRejected,
-    SessionExpired,
-    Throttled,
-    TokenIssued,
-    UnknownRoute,
-    grant_version,
-    grants,
-)
-from .cueevents import (
-    AccountLockedManually,
-    AccountUnlocked,
-    CredentialExpired,
-    CredentialRevoked,
-    FaultInjected,
-    ScheduledFaultFired,
-    SecretRotated,
-)
-from .eventbase import Event, TimeFormat, format_offset, iso_time, timeline_origin
+import dataclasses
+import math
+from typing import TYPE_CHECKING, ClassVar, TypeAlias
 
-__all__ = [
-    "AccountLocked",
-    "AccountLockedManually",
-    "AccountUnlocked",
-    "ApiCall",
-    "AuthRejected",
-    "BadRequest",
-    "CredentialExpired",
-    "CredentialRevoked",
-    "Event",
-    "FaultInjected",
-    "Grant",
-    "LoggedIn",
-    "LoggedOut",
-    "LoginRejected",
-    "LogoutRejected",
-    "ScheduledFaultFired",
-    "SecretRotated",
-    "SessionExpired",
-    "Throttled",
-    "TimeFormat",
-    "TokenIssued",
-    "UnknownRoute",
-    "format_offset",
-    "grant_version",
-    "grants",
-    "iso_time",
-    "timeline_origin",
-]
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from datetime import datetime
+
+#: How a text shows a moment: the timeline's offsets, ISO 8601 in the control API.
+TimeFormat: TypeAlias = "Callable[[datetime], str]"
+
+
+def iso_time(value: datetime) -> str:
+    """ISO 8601 in UTC with a ``Z``: the default :data:`TimeFormat`."""
+    return value.isoformat().replace("+00:00", "Z")
+
+
+def format_offset(seconds: float) -> str:
+    """Simulated time since the test started, as ``HH:MM:SS``."""
+    sign = "-" if seconds < 0 else ""
+    total = int(abs(seconds))
+    return f"{sign}{total // 3600:02d}:{total % 3600 // 60:02d}:{total % 60:02d}"
+
+
+def timeline_origin(events: Sequence[Event], started_at: float) -> float:
+    """Time zero of a timeline: the test's start, or an earlier event if the clock was
+    moved back (``mgmt_clock.move_to``), so offsets stay readable. Whole seconds, like a
+    wall clock: without a frozen clock the test starts mid-second, and a token's exp
+    (whole seconds) would show as 00:29:59; never "-00:00:00"."""
+    first = min((e.at.timestamp() for e in events), default=started_at)
+    return math.floor(min(started_at, first))
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Event:
+    at: datetime
+    username: str | None
+
+    #: Whether a timeline line says "[no known account]" when ``username`` is None.
+    _names_account: ClassVar[bool] = True
+
+    def describe(self, when: TimeFormat = iso_time) -> str:
+        """What happened, as complete text; ``when`` formats the moments it names."""
+        return type(self).__name__
+
+    def line(self, when: TimeFormat) -> str:
+        """One line of a timeline (assertions, reports, sweeps), without the time."""
+        text = self._timeline_text(when)
+        if self.username is None and self._names_account:
+            text += "  [no known account]"
+        return text
+
+    def _timeline_text(self, when: TimeFormat) -> str:
+        return self.describe(when)
+
+
+# -- what clients' requests bring about --------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TokenIssued(Event):
+    """``/v2/auth`` (``version="v2"``) or ``/v3/auth/accounts/{account}/profiles/{profile}``
+    (``version="v3"``, with ``account`` and ``profile``) granted a bearer token."""
+
+    token: str
+    fingerprint: str
+    expires_at: datetime
+    #: Labels of credentials of the same kind the account still held, valid and not
+    #: near expiry, when this one was granted: non-empty means churn.
+    while_valid: tuple[str, ...] = ()
+    #: Labels of earlier grants to the same account that were issued while this
+    #: request was in flight (it arrived before they were issued, so its client could
+    #: not have known them): non-empty means a thundering herd.
+    concurrent_with: tuple[str, ...] = ()
+    version: str = "v2"
+    #: The v3 account and profile the token is for (``None`` for v2).
+    account: str | None = None
+    profile: str | None = None
+
+    @property
+    def premature(self) -> bool:
+        return bool(self.while_valid)
+
+    @property
+    def scope(self) -> str:
+        """``account/profile`` of a v3 token, ``""`` for v2."""
+        return f"{self.account}/{self.profile}" if self.account is not None else ""
+
+    def describe(self, when: TimeFormat = iso_time) -> str:
+        exp = when(self.expires_at)
+        text = f"token {self.token} ({self.fingerprint}) issued, valid to {exp}"
+        if self.scope:
+            text = (
+                f"{self.version} token {self.token} ({self.fingerprint}) for {self.scope} "
+                f"issued, valid to {exp}"
+            )
+        if self.while_valid:
+            text += f"  <-- premature: {', '.join(self.while_valid)} still valid"
+        if self.concurrent_with:
+            text += f"  <-- concurrent with {', '.join(self.concurrent_with)}"
+        return text
+
+    def _timeline_text(self, when: TimeFormat) -> str:
+        source = flow_title(self.version) + (f" for {self.scope}" if self.scope else "")
+        return (
+            f"{self.token} issued by {source} ({self.fingerprint}), valid until "
+            f"{when(self.expires_at)}"
+        )
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class AuthRejected(Event):
+    """``/v2/auth`` (or v3 auth, ``version="v3"``) refused the credentials."""
+
+    return_code: int
+    reason: str
+    version: str = "v2"
+    account: str | None = None
+    profile: str | None = None
+
+    def describe(self, when: TimeFormat = iso_time) -> str:
+        scope = f" for {self.account}/{self.profile}" if self.account is not None else ""
+        path = flow_title(self.version, path=True)
+        return f"{path}{scope} rejected ({self.return_code}): {self.reason}"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class LoggedIn(Event):
+    """``/v1/login`` started a session."""
+
+    session: str
+    fingerprint: str
+    while_valid: tuple[str, ...] = ()
+    #: As :attr:`TokenIssued.concurrent_with`, for sessions.
+    concurrent_with: tuple[str, ...] = ()
+    #: The flow that started it.
+    version: str = "v1"
+
+    @property
+    def premature(self) -> bool:
+        return bool(self.while_valid)
+
+    def describe(self, when: TimeFormat = iso_time) -> str:
+        text = f"session {self.session} ({self.fingerprint}) started by /v1/login"
+        if self.while_valid:
+            text += f"  <-- premature: {', '.join(self.while_valid)} still active"
+        if self.concurrent_with:
+            text += f"  <-- concurrent with {', '.join(self.concurrent_with)}"
+        return text
+
+    def _timeline_text(self, when: TimeFormat) -> str:
+        return f"{self.session} started by /v1/login ({self.fingerprint})"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class LoginRejected(Event):
+    """``/v1/login`` refused (1401 wrong credentials, 1402 locked out)."""
+
+    return_code: int
+    reason: str
+
+    def describe(self, when: TimeFormat = iso_time) -> str:
+        return f"/v1/login rejected ({self.return_code}): {self.reason}"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class AccountLocked(Event):
+    """Too many failed logins in a row: 1402 until ``until``."""
+
+    failures: int
+    until: datetime
+
+    def describe(self, when: TimeFormat = iso_time) -> str:
+        return (
+            f"account locked after {self.failures} failed logins in a row, until {when(self.until)}"
+        )
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class LoggedOut(Event):
+    session: str
+
+    def describe(self, when: TimeFormat = iso_time) -> str:
+        return f"session {self.session} ended by /v1/logout"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SessionExpired(Event):
+    """A v1 session was idle for ``session_timeout`` and ended by itself."""
+
+    session: str
+
+    def describe(self, when: TimeFormat = iso_time) -> str:
+        return f"session {self.session} expired (idle timeout)"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Throttled(Event):
+    """``/v2/auth`` (or v3 auth) answered 429: too many premature grants within 60 s."""
+
+    retry_after: int
+    premature_grants: int
+    version: str = "v2"
+
+    def describe(self, when: TimeFormat = iso_time) -> str:
+        return (
+            f"/{self.version}/auth throttled (429, Retry-After {self.retry_after}s) after "
+            f"{self.premature_grants} premature grants within 60 s"
+        )
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ApiCall(Event):
+    """A call to a route declared with ``mgmt_server.route``.
+
+    ``credential`` is the label of the credential it presented when the fake knows it
+    (``T1``, ``S2``), else ``None``. ``status`` is what the client got; ``reason`` says
+    why when the fake refused the call (401) before the route's handler saw it.
+    """
+
+    method: str
+    path: str
+    version: str
+    credential: str | None
+    status: int
+    return_code: int | None = None
+    reason: str | None = None
+    #: The client presented an expired bearer token or an ended v1 session.
+    credential_expired: bool = False
+
+    @property
+    def authenticated(self) -> bool:
+        return self.return_code is None
+
+    def describe(self, when: TimeFormat = iso_time) -> str:
+        cred = self.credential or "no known credential"
+        text = f"{self.method} {self.path} with {cred} -> {self.status}"
+        if self.return_code is not None:
+            text += f" ({self.return_code}: {self.reason})"
+        return text
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class BadRequest(Event):
+    """A malformed request the fake answered with a 4xx before any auth decision."""
+
+    _names_account: ClassVar[bool] = False
+
+    method: str
+    path: str
+    status: int
+    reason: str
+
+    def describe(self, when: TimeFormat = iso_time) -> str:
+        return f"{self.method} {self.path} -> {self.status} bad request: {self.reason}"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class UnknownRoute(Event):
+    """A request to a path no route declares (404), or with a method it does not (405)."""
+
+    _names_account: ClassVar[bool] = False
+
+    method: str
+    path: str
+    status: int
+
+    def describe(self, when: TimeFormat = iso_time) -> str:
+        return f"{self.method} {self.path} -> {self.status}: no route declares it"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class LogoutRejected(Event):
+    """``/v1/logout`` without a live session."""
+
+    reason: str
+
+    def describe(self, when: TimeFormat = iso_time) -> str:
+        return f"/v1/logout rejected: {self.reason}"
+
+
+def flow_title(version: str, *, path: bool = False) -> str:
+    """How texts name the authentication endpoint of the flow ``version`` (or its path)."""
+    from .flows.registry import FLOWS  # the flows import the events: read it when used
+
+    flow = FLOWS.get(version)
+    if flow is None:
+        return version
+    return flow.path_title if path else flow.title
+
+
+def flow_credential(version: str) -> str:
+    """What the flow ``version`` grants: ``"token"`` or ``"session"``."""
+    from .flows.registry import FLOWS
+
+    flow = FLOWS.get(version)
+    return flow.credential if flow is not None else "credential"
+
+
+#: A successful credential grant.
+Grant: TypeAlias = "TokenIssued | LoggedIn"
+
+
+def grant_version(grant: Grant) -> str:
+    return grant.version
+
+
+def grants(
+    events: Sequence[Event], *, version: str | None = None, username: str | None = None
+) -> list[Grant]:
+    """Successful credential grants (``/v2/auth``, v3 auth, ``/v1/login``), in order."""
+    return [
+        e
+        for e in events
+        if isinstance(e, (TokenIssued, LoggedIn))
+        and (username is None or e.username == username)
+        and (version is None or grant_version(e) == version)
+    ]
+
+
+# -- what the test brings about ---------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class FaultInjected(Event):
+    """A scripted fault (``mgmt_server.fail_next`` and friends) answered a call.
+
+    ``fault`` is the kind (``fail``, ``hang``, ``reset``, ``malformed``), ``detail`` what
+    the client got, ``ordinal`` which of the ``count`` calls it scripted this was.
+    """
+
+    method: str
+    path: str
+    fault: str
+    detail: str
+    ordinal: int
+    count: int
+
+    def describe(self, when: TimeFormat = iso_time) -> str:
+        return (
+            f"{self.method} {self.path} -> scripted fault ({self.ordinal} of {self.count}): "
+            f"{self.detail}"
+        )
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class _CredentialEndedOnCue(Event):
+    """A token (``version="v2"`` or ``"v3"``) or session (``"v1"``) the test ended on
+    purpose."""
+
+    credential: str
+    version: str
+
+    #: What happened to it, in the timeline line.
+    _ended: ClassVar[str]
+
+    def describe(self, when: TimeFormat = iso_time) -> str:
+        kind = flow_credential(self.version)
+        return f"{kind} {self.credential} {self._ended} on cue"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class CredentialExpired(_CredentialEndedOnCue):
+    """A token or session was made to expire now (``mgmt_server.expire``)."""
+
+    _ended: ClassVar[str] = "expired"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class CredentialRevoked(_CredentialEndedOnCue):
+    """A token or session was revoked (``mgmt_server.revoke``)."""
+
+    _ended: ClassVar[str] = "revoked"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class AccountLockedManually(Event):
+    """``mgmt_server.lock``: /v1/login answers 1402 until ``until`` (``None``: until
+    ``unlock``)."""
+
+    until: datetime | None
+
+    def describe(self, when: TimeFormat = iso_time) -> str:
+        end = "until unlocked" if self.until is None else f"until {when(self.until)}"
+        return f"account locked on cue, {end}"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class AccountUnlocked(Event):
+    """``mgmt_server.unlock``: any lockout ended and the failed-login count is zero."""
+
+    def describe(self, when: TimeFormat = iso_time) -> str:
+        return "account unlocked on cue"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SecretRotated(Event):
+    """``mgmt_server.rotate_key`` / ``rotate_password``: the old secret now gets 1401."""
+
+    secret: str  # "API key" or "password"
+    old_fingerprint: str
+    new_fingerprint: str
+
+    def describe(self, when: TimeFormat = iso_time) -> str:
+        return (
+            f"{self.secret} rotated on cue ({self.old_fingerprint} -> {self.new_fingerprint}); "
+            f"the old one now gets 1401"
+        )
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ScheduledFaultFired(Event):
+    """A scheduled fault (``mgmt_server.schedule_fault``, or a sweep item's) reached its
+    point: ``fault`` is the kind (``expire``, ``revoke``, ``throttle``, ``unavailable``,
+    ``reset``), ``point`` where it fired (``call3``, ``auth2``), ``detail`` what it did."""
+
+    fault: str
+    point: str
+    detail: str
+
+    def describe(self, when: TimeFormat = iso_time) -> str:
+        return f"scheduled fault {self.fault}@{self.point}: {self.detail}"

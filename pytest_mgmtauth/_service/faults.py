@@ -22,7 +22,7 @@ import re
 import threading
 from typing import TYPE_CHECKING, cast
 
-from .options import MAX_DURATION, _shown, check_count, check_seconds
+from .options import MAX_DURATION, check_count, check_seconds, shown
 
 if TYPE_CHECKING:
     from .types import ScheduledKind, ScriptedKind
@@ -100,7 +100,7 @@ def failure(
     """The next calls answer ``error``: an HTTP status (4xx, 5xx; 429 gets ``Retry-After``)
     or a service error (1401 wrong credentials, 1402 locked out; both as HTTP 401)."""
     if isinstance(error, bool) or not isinstance(error, int):
-        raise TypeError(f"error must be an int (an HTTP status or 1401/1402), got {_shown(error)}")
+        raise TypeError(f"error must be an int (an HTTP status or 1401/1402), got {shown(error)}")
     if error in SERVICE_ERRORS:
         status = 401
     elif 400 <= error <= 599:
@@ -108,7 +108,7 @@ def failure(
     else:
         raise ValueError(
             f"error must be an HTTP error status (400-599) or a service error "
-            f"({', '.join(map(str, SERVICE_ERRORS))}), got {_shown(error)}"
+            f"({', '.join(map(str, SERVICE_ERRORS))}), got {shown(error)}"
         )
     if retry_after is not None and (
         isinstance(retry_after, bool)
@@ -117,7 +117,7 @@ def failure(
     ):
         raise ValueError(
             f"retry_after must be an int >= 0 and <= {MAX_DURATION:.0f} (seconds), "
-            f"got {_shown(retry_after)}"
+            f"got {shown(retry_after)}"
         )
     if retry_after is None and status == 429:
         retry_after = DEFAULT_RETRY_AFTER
@@ -139,7 +139,7 @@ def hang(
     moved on by ``seconds`` (someone else advances it)."""
     seconds = check_seconds("seconds", seconds, what="")
     if clock not in HANG_CLOCKS:
-        raise ValueError(f"clock must be 'real' or 'simulated', got {_shown(clock)}")
+        raise ValueError(f"clock must be 'real' or 'simulated', got {shown(clock)}")
     return ScriptedFault(
         kind="hang",
         count=_check_count(count),

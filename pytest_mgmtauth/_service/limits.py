@@ -20,13 +20,13 @@ LATEST_TIME: float = 32503680000.0
 MAX_COUNT = 1_000_000
 
 
-def _describe_range(low: float, high: float, allow_zero: bool, unit: str) -> str:
+def describe_range(low: float, high: float, allow_zero: bool, unit: str) -> str:
     lower = ">= 0" if allow_zero and low == 0 else f">= {low:g}" if low else "> 0"
     years = f" ({high / _YEAR:g} years)" if unit == "seconds" and high >= _YEAR else ""
     return f"{lower} and <= {high:.0f} {unit}{years}"
 
 
-def _shown(value: object) -> str:
+def shown(value: object) -> str:
     """A value in a message: its repr if short, else only its type and size (no
     5000-digit number, no megabyte; and never part of a string, which might be the
     prefix of a secret that the masking of whole secrets would not recognise)."""
@@ -49,12 +49,12 @@ def check_seconds(
     ini, command line), the clock, locks and hangs."""
     if isinstance(value, timedelta):
         value = value.total_seconds()
-    allowed = _describe_range(0, maximum, allow_zero, "seconds")
+    allowed = describe_range(0, maximum, allow_zero, "seconds")
     label = f"{what} {name!r}" if what else name
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(
             f"{label} takes seconds (int, float or timedelta) {allowed}, "
-            f"got {type(value).__name__} {_shown(value)}"
+            f"got {type(value).__name__} {shown(value)}"
         )
     negative = value < 0 or (value == 0 and math.copysign(1.0, value) < 0)
     bad = (
@@ -64,7 +64,7 @@ def check_seconds(
         or value > maximum  # an int of any size compares without overflow
     )
     if bad:
-        raise ValueError(f"{label} must be {allowed}, got {_shown(value)}")
+        raise ValueError(f"{label} must be {allowed}, got {shown(value)}")
     return float(value)
 
 
@@ -73,7 +73,7 @@ def check_count(name: str, value: object, *, what: str = "mgmtauth option", hint
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_COUNT:
         label = f"{what} {name!r}" if what else name
         raise ValueError(
-            f"{label} must be an int >= 1 and <= {MAX_COUNT}{hint}, got {_shown(value)}"
+            f"{label} must be an int >= 1 and <= {MAX_COUNT}{hint}, got {shown(value)}"
         )
     return value
 
@@ -101,7 +101,7 @@ def check_advance(
             raise TypeError(f"{subject} {name}= takes a number of {name}, got a timedelta")
         if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
             raise ValueError(
-                f"{subject} moves time forward only (got {name}={_shown(value)}){backwards}"
+                f"{subject} moves time forward only (got {name}={shown(value)}){backwards}"
             )
         checked = check_seconds(name, value, allow_zero=True, maximum=MAX_ADVANCE / unit, what=what)
         total += checked * unit

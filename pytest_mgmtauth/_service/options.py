@@ -19,11 +19,11 @@ from .limits import (
     MAX_ADVANCE,
     MAX_COUNT,
     MAX_DURATION,
-    _describe_range,
-    _shown,
     check_advance,
     check_count,
     check_seconds,
+    describe_range,
+    shown,
 )
 
 #: The real service's issuer (its published example token), the default of
@@ -45,7 +45,6 @@ __all__ = [
     "OptionSpec",
     "Options",
     "Seconds",
-    "_shown",
     "build_options",
     "check_advance",
     "check_count",
@@ -53,6 +52,7 @@ __all__ = [
     "check_seconds",
     "derived_refresh_margin",
     "name_source",
+    "shown",
 ]
 
 Seconds = float
@@ -171,13 +171,13 @@ class Options:
             )
         if not isinstance(self.issuer, str) or not self.issuer:
             raise TypeError(
-                f"mgmtauth option 'issuer' must be a non-empty str, got {_shown(self.issuer)}"
+                f"mgmtauth option 'issuer' must be a non-empty str, got {shown(self.issuer)}"
             )
         if self.v3_scope not in ("profile", "account"):
             raise ValueError(
                 "mgmtauth option 'v3_scope' must be 'profile' (a v3 token is good for its "
                 "account and profile only) or 'account' (for any profile of its account), "
-                f"got {_shown(self.v3_scope)}"
+                f"got {shown(self.v3_scope)}"
             )
         check_count("lockout_threshold", self.lockout_threshold)
         if self.throttle is not None:
@@ -187,7 +187,7 @@ class Options:
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(
                     f"mgmtauth option {name!r} must be True or False, "
-                    f"got {_shown(getattr(self, name))}"
+                    f"got {shown(getattr(self, name))}"
                 )
 
     @property
@@ -295,7 +295,7 @@ class OptionSpec:
     def allowed(self) -> str:
         """The range of the option in words (for help texts)."""
         if self.kind == "seconds":
-            return _describe_range(0, MAX_DURATION, self.name == "refresh_margin", "seconds")
+            return describe_range(0, MAX_DURATION, self.name == "refresh_margin", "seconds")
         if self.kind == "count":
             return f">= 1 and <= {MAX_COUNT}" + (" or none" if self.none_words else "")
         if self.kind == "choice":

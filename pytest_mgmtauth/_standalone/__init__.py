@@ -7,7 +7,7 @@ the public face is the ``mgmtauth-server`` command (docs/standalone.md).
 
 from __future__ import annotations
 
-from .cli import _print_banner, build_parser, main, server_from_args
+from .cli import build_parser, main, print_banner, server_from_args
 from .control import ControlAPI, host_allowed
 from .server import AccountSpec, StandaloneServer, UsageError, options_json
 
@@ -16,10 +16,10 @@ __all__ = [
     "ControlAPI",
     "StandaloneServer",
     "UsageError",
-    "_print_banner",
     "build_parser",
     "host_allowed",
     "main",
     "options_json",
+    "print_banner",
     "server_from_args",
 ]

@@ -15,7 +15,7 @@ from .._http.errors import (
     BodyTooLarge,
     read_limited_body,
 )
-from .._service.options import _shown
+from .._service.options import shown
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -94,7 +94,7 @@ class Body:
         if unknown:
             raise ControlError(
                 400,
-                f"{endpoint}: unknown field {', '.join(map(_shown, unknown[:5]))}; known fields: "
+                f"{endpoint}: unknown field {', '.join(map(shown, unknown[:5]))}; known fields: "
                 f"{', '.join(known) or 'none'}",
             )
         self.endpoint = endpoint

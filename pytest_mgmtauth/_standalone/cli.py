@@ -17,10 +17,10 @@ from .._http.app import CONTROL_PREFIX as PREFIX
 from .._service.accounts import make_account
 from .._service.options import OPTION_SPECS, Options, OptionSpec, name_source
 from .server import (
-    _STOP_POLL,
-    _TEST_ONLY_OPTIONS,
     DEFAULT_HOST,
     DEFAULT_PORT,
+    STOP_POLL,
+    TEST_ONLY_OPTIONS,
     AccountSpec,
     StandaloneServer,
     UsageError,
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from types import FrameType
 
 
-def _print_banner(server: StandaloneServer, out: TextIO) -> None:
+def print_banner(server: StandaloneServer, out: TextIO) -> None:
     info = server.describe()
     lines = [
         f"mgmtauth-server {__version__}: the fake management auth service is up",
@@ -52,7 +52,7 @@ def _print_banner(server: StandaloneServer, out: TextIO) -> None:
     shown = [
         part
         for part in server.options.describe().split()
-        if part.split("=", 1)[0] not in _TEST_ONLY_OPTIONS
+        if part.split("=", 1)[0] not in TEST_ONLY_OPTIONS
     ]
     lines.append(f"  options      {' '.join(shown)}")
     for account in info["accounts"]:
@@ -68,7 +68,7 @@ def _print_banner(server: StandaloneServer, out: TextIO) -> None:
     out.flush()
 
 
-def _shown(text: str) -> str:
+def shown(text: str) -> str:
     """A command-line value in a message: whole if short, else its start and length."""
     return repr(text) if len(text) <= 40 else f"{text[:20]!r}... ({len(text)} characters)"
 
@@ -80,8 +80,8 @@ def _whole_arg(text: str) -> int:
         return int(text)
     except ValueError:
         if text.strip().lstrip("+-").isdigit():
-            raise argparse.ArgumentTypeError(f"{_shown(text)} is far too large") from None
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {_shown(text)}") from None
+            raise argparse.ArgumentTypeError(f"{shown(text)} is far too large") from None
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {shown(text)}") from None
 
 
 def _option_arg(spec: OptionSpec) -> Callable[[str], object]:
@@ -91,7 +91,7 @@ def _option_arg(spec: OptionSpec) -> Callable[[str], object]:
         try:
             return spec.parse(text)
         except ValueError as exc:
-            raise argparse.ArgumentTypeError(f"{exc}, got {_shown(text)}") from None
+            raise argparse.ArgumentTypeError(f"{exc}, got {shown(text)}") from None
 
     parse.__name__ = spec.name  # argparse names the type in some messages
     return parse
@@ -220,7 +220,7 @@ def server_from_args(args: argparse.Namespace) -> StandaloneServer:
     routes = [parse_route(text) for text in args.route]
     # isinstance: argparse turns "--port=--" into an empty list, not an error.
     if not isinstance(args.port, int) or not 0 <= args.port <= 65535:
-        raise UsageError(f"--port {_shown(str(args.port))}: expected 0-65535")
+        raise UsageError(f"--port {shown(str(args.port))}: expected 0-65535")
     if args.key_file and not os.path.isdir(os.path.dirname(os.path.abspath(args.key_file))):
         raise UsageError(f"--key-file {args.key_file}: its directory does not exist")
     return StandaloneServer(
@@ -279,8 +279,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.json:
             print(json.dumps(server.describe()), flush=True)
         else:
-            _print_banner(server, sys.stdout)
-        while not stop.wait(_STOP_POLL):
+            print_banner(server, sys.stdout)
+        while not stop.wait(STOP_POLL):
             pass
     finally:
         server.stop()

@@ -16,7 +16,7 @@ from .._http.app import CONTROL_PREFIX as PREFIX
 from .._http.errors import error_response, json_response
 from .._service.clock import to_datetime
 from .._service.events import iso_time as _iso
-from .._service.options import _shown, check_advance
+from .._service.options import check_advance, shown
 from .body import Body, ControlError, read_json
 from .guard import host_allowed, refuse_foreign
 from .payloads import account_json, event_json, fault_json
@@ -313,7 +313,7 @@ class ControlAPI:
         if kind not in allowed:
             raise ControlError(
                 400,
-                f"{body.endpoint}: kind must be one of {', '.join(allowed)}, got {_shown(kind)}",
+                f"{body.endpoint}: kind must be one of {', '.join(allowed)}, got {shown(kind)}",
             )
         extra = [
             k

@@ -35,14 +35,14 @@ if TYPE_CHECKING:
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 #: How often the main thread looks for a stop request, in seconds.
-_STOP_POLL = 0.1
+STOP_POLL = 0.1
 
 
 #: Options of ``@pytest.mark.mgmtauth`` that mean nothing to a standalone server: there
 #: is no teardown check for ``strict`` to make fail or ``require_logout`` to widen
 #: (``GET /_mgmtauth/check?require_logout=true`` does that), and HTTPS shows in the URL's
 #: scheme.
-_TEST_ONLY_OPTIONS = ("strict", "https", "require_logout")
+TEST_ONLY_OPTIONS = ("strict", "https", "require_logout")
 
 
 def options_json(options: Options) -> dict[str, Any]:
@@ -51,7 +51,7 @@ def options_json(options: Options) -> dict[str, Any]:
     data = {
         f.name: getattr(options, f.name)
         for f in dataclasses.fields(options)
-        if f.init and f.name not in _TEST_ONLY_OPTIONS
+        if f.init and f.name not in TEST_ONLY_OPTIONS
     }
     data["token_ttl"] = int(options.token_ttl)
     return data

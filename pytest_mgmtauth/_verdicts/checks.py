@@ -14,6 +14,7 @@ from .._service.events import (
     LoggedIn,
     LoggedOut,
     SessionExpired,
+    grant_version,
     grants,
 )
 from .._service.flows.registry import DEFAULT_FLOW, FLOWS, check_version, flow_class
@@ -24,16 +25,15 @@ if TYPE_CHECKING:
 #: Lines of a timeline shown before and after the line it is about; the rest is elided.
 from .scene import (
     Scene,
-    _label,
-    _version,
     concurrent_grants,
+    grant_label,
     premature_grants,
 )
 from .timeline_text import (
-    _labels,
-    _preceding_call,
-    _times,
     format_timeline,
+    list_labels,
+    preceding_call,
+    times_text,
 )
 
 # -- the fixes -------------------------------------------------------------------------
@@ -69,9 +69,9 @@ def churn_message(scene: Scene, *, username: str | None = None) -> str | None:
     forbidden: list[bool] = []
     for account, found in by_account.items():
         first = found[0]
-        label = _label(first)
-        held = _labels(first.while_valid)
-        call = _preceding_call(scene, first)
+        label = grant_label(first)
+        held = list_labels(first.while_valid)
+        call = preceding_call(scene, first)
         code = f" ({call.return_code})" if call is not None and call.return_code else ""
         before = (
             f"the call before it: {call.method} {call.path} with {call.credential or '?'} -> "
@@ -99,7 +99,7 @@ def churn_message(scene: Scene, *, username: str | None = None) -> str | None:
             f"still valid; {before}.{herd_note}\n\n"
             + format_timeline(scene, username=account, focus=first)
         )
-    versions = {_version(g) for g in premature}
+    versions = {grant_version(g) for g in premature}
     if all(forbidden):
         # Not the generic churn advice: keeping the credential would not have helped.
         fix = f"Fix: {fix_after_forbidden()}."
@@ -127,9 +127,9 @@ def check_single_flight(scene: Scene, *, username: str | None = None) -> None:
     account = first.username or "?"
     raise AssertionError(
         f"pytest-mgmtauth: thundering herd: {len(found)} grant(s) to account {account!r} "
-        f"were requested while another grant to it was in flight; first: {_label(first)} at "
+        f"were requested while another grant to it was in flight; first: {grant_label(first)} at "
         f"{scene.offset(first.at.timestamp())}, requested before "
-        f"{_labels(first.concurrent_with)} was issued, so its client could not have "
+        f"{list_labels(first.concurrent_with)} was issued, so its client could not have "
         "reused it.\n\n"
         + format_timeline(scene, username=account, focus=first)
         + "\n\nFix: refresh in single flight: one thread or task refreshes under a lock "
@@ -149,14 +149,14 @@ def check_auth_count(
         return
     what = flow_class(version).grants_phrase if version else "credential grants"
     scope = f" for account {username!r}" if username else ""
-    listed = ", ".join(f"{_label(g)} at {scene.offset(g.at.timestamp())}" for g in found[:10])
+    listed = ", ".join(f"{grant_label(g)} at {scene.offset(g.at.timestamp())}" for g in found[:10])
     if len(found) > 10:
         listed += f", ... ({len(found) - 10} more)"
     hint = ""
     if len(found) > expected and premature_grants(scene.events, username=username):
         hint = "\n\nSome grants were premature (churn): " + _fix_churn(
             scene.options,
-            {_version(g) for g in premature_grants(scene.events, username=username)},
+            {grant_version(g) for g in premature_grants(scene.events, username=username)},
             bool(concurrent_grants(scene.events, username=username)),
         )
     elif not found:
@@ -205,7 +205,7 @@ def expired_use_message(scene: Scene, *, username: str | None = None) -> str | N
         )
     )
     return (
-        f"pytest-mgmtauth: the client presented an expired credential {_times(len(stale))}; "
+        f"pytest-mgmtauth: the client presented an expired credential {times_text(len(stale))}; "
         f"first: {first.method} {first.path} with {first.credential} at "
         f"{scene.offset(first.at.timestamp())} -> {first.status} ({first.reason})\n\n"
         + format_timeline(scene, username=account, focus=first)
@@ -223,7 +223,7 @@ def check_logged_out(scene: Scene, *, username: str | None = None) -> None:
         raise AssertionError(message)
 
 
-def _open_sessions(scene: Scene, username: str | None = None) -> list[LoggedIn]:
+def open_sessions(scene: Scene, username: str | None = None) -> list[LoggedIn]:
     """v1 sessions started in the scene and never ended with /v1/logout."""
     logged_out = {e.session for e in scene.events if isinstance(e, LoggedOut)}
     # A session the test itself ended (mgmt_server.expire / revoke) cannot be logged out.
@@ -243,11 +243,11 @@ def _open_sessions(scene: Scene, username: str | None = None) -> list[LoggedIn]:
 def open_session_message(scene: Scene, *, username: str | None = None) -> str | None:
     """Which v1 sessions opened in the test were not ended with /v1/logout, or ``None``."""
     timed_out = {e.session: e for e in scene.events if isinstance(e, SessionExpired)}
-    open_sessions = _open_sessions(scene, username)
-    if not open_sessions:
+    still_open = open_sessions(scene, username)
+    if not still_open:
         return None
     described = []
-    for g in open_sessions:
+    for g in still_open:
         ended = timed_out.get(g.session)
         state = (
             f"timed out idle at {scene.offset(ended.at.timestamp())}"
@@ -256,12 +256,12 @@ def open_session_message(scene: Scene, *, username: str | None = None) -> str | 
         )
         described.append(
             f"{g.session} of {g.username!r} (started {scene.offset(g.at.timestamp())}, used "
-            f"{_times(scene.uses.get(g.session, 0))}, {state})"
+            f"{times_text(scene.uses.get(g.session, 0))}, {state})"
         )
-    first = open_sessions[0]
-    accounts = {g.username for g in open_sessions}
+    first = still_open[0]
+    accounts = {g.username for g in still_open}
     return (
-        f"pytest-mgmtauth: {len(open_sessions)} v1 session(s) were not ended with "
+        f"pytest-mgmtauth: {len(still_open)} v1 session(s) were not ended with "
         f"/v1/logout: {'; '.join(described)}\n\n"
         + format_timeline(scene, username=first.username if len(accounts) == 1 else None)
         + "\n\nFix: when done, POST /v1/logout with 'Cookie: JSESSIONID=<id>' (in a "

@@ -20,21 +20,21 @@ if TYPE_CHECKING:
 
 #: Lines of a timeline shown before and after the line it is about; the rest is elided.
 from .checks import (
-    _open_sessions,
     churn_message,
     expired_use_message,
     open_session_message,
+    open_sessions,
 )
 from .scene import (
     Scene,
-    _is_rejection,
+    is_rejection,
     premature_grants,
     summarize,
 )
 from .timeline_text import (
-    _describe,
-    _lines,
+    event_text,
     format_timeline,
+    timeline_lines,
 )
 
 # -- verdicts: what the teardown check and the report section say ---------------------
@@ -128,7 +128,7 @@ def finding_counts(scene: Scene) -> dict[str, int]:
         "expired_use": sum(
             1 for e in scene.events if isinstance(e, ApiCall) and e.credential_expired
         ),
-        "open_session": len(_open_sessions(scene)),
+        "open_session": len(open_sessions(scene)),
     }
 
 
@@ -145,23 +145,23 @@ def report_section(scene: Scene, *, counted: Collection[str] | None = None) -> s
     (``counted``, default :func:`default_kinds`)."""
     counts = default_kinds(scene.options) if counted is None else tuple(counted)
     everything = findings(scene, kinds=KINDS)
-    lines = _lines(scene, None)
+    lines = timeline_lines(scene, None)
     whole = len(lines) <= _SECTION_LINES
     first_issue = next(
         (
             e
             for e in scene.events
-            if (isinstance(e, (TokenIssued, LoggedIn)) and e.while_valid) or _is_rejection(e)
+            if (isinstance(e, (TokenIssued, LoggedIn)) and e.while_valid) or is_rejection(e)
         ),
         None,
     )
     parts = [format_timeline(scene, focus=first_issue, whole=whole)]
     if not whole:
-        rejected = [e for e in scene.events if _is_rejection(e)]
+        rejected = [e for e in scene.events if is_rejection(e)]
         if rejected:
             parts.append(f"Rejections ({len(rejected)}):")
             parts += [
-                f"  {scene.offset(e.at.timestamp())}  {_describe(e, scene)}"
+                f"  {scene.offset(e.at.timestamp())}  {event_text(e, scene)}"
                 for e in rejected[:_SECTION_REJECTIONS]
             ]
             if len(rejected) > _SECTION_REJECTIONS:

@@ -19,7 +19,6 @@ from .._service.events import (
     Throttled,
     TokenIssued,
     format_offset,
-    grant_version,
     grants,
     timeline_origin,
 )
@@ -87,11 +86,8 @@ def _is_grant(event: Event) -> bool:
     return isinstance(event, (TokenIssued, LoggedIn))
 
 
-def _label(grant: Grant) -> str:
+def grant_label(grant: Grant) -> str:
     return grant.token if isinstance(grant, TokenIssued) else grant.session
-
-
-_version = grant_version
 
 
 def premature_grants(events: Sequence[Event], *, username: str | None = None) -> list[Grant]:
@@ -104,7 +100,7 @@ def concurrent_grants(events: Sequence[Event], *, username: str | None = None) -
     return [g for g in grants(events, username=username) if g.concurrent_with]
 
 
-def _is_rejection(event: Event) -> bool:
+def is_rejection(event: Event) -> bool:
     if isinstance(event, ApiCall):
         return event.return_code is not None
     return isinstance(event, (AuthRejected, LoginRejected, LogoutRejected, Throttled, BadRequest))
@@ -128,7 +124,7 @@ def summarize(events: Sequence[Event]) -> AuthSummary:
     return AuthSummary(
         grants=len(grants(events)),
         api_calls=sum(1 for e in events if isinstance(e, ApiCall)),
-        rejections=sum(1 for e in events if _is_rejection(e)),
+        rejections=sum(1 for e in events if is_rejection(e)),
         churn=len(premature_grants(events)),
         concurrent=len(concurrent_grants(events)),
     )

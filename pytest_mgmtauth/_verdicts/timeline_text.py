@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 #: Lines of a timeline shown before and after the line it is about; the rest is elided.
 from .scene import (
     Scene,
-    _label,
+    grant_label,
 )
 
 _CONTEXT_BEFORE = 12
@@ -47,18 +47,18 @@ def _duration(seconds: float) -> str:
     return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
 
 
-def _labels(labels: Sequence[str], limit: int = 4) -> str:
+def list_labels(labels: Sequence[str], limit: int = 4) -> str:
     """``T1, T2, T3`` or, for a long churn, ``T1, T2, T3, T4 and 196 more``."""
     if len(labels) <= limit + 1:
         return ", ".join(labels)
     return f"{', '.join(labels[:limit])} and {len(labels) - limit} more"
 
 
-def _times(n: int) -> str:
+def times_text(n: int) -> str:
     return f"{n} time" if n == 1 else f"{n} times"
 
 
-def _describe(event: Event, scene: Scene) -> str:
+def event_text(event: Event, scene: Scene) -> str:
     """One timeline line for an event, without its time."""
     return event.line(scene.when)
 
@@ -75,7 +75,7 @@ class _Line:
 def _annotate(grant: Grant, scene: Scene) -> list[str]:
     marks = []
     if grant.while_valid:
-        held = _labels(grant.while_valid)
+        held = list_labels(grant.while_valid)
         expiries = scene.expiries
         known = [h for h in grant.while_valid if h in expiries]
         left = ""
@@ -86,7 +86,7 @@ def _annotate(grant: Grant, scene: Scene) -> list[str]:
         marks.append(f"PREMATURE: {held} still valid{left}")
     if grant.concurrent_with:
         marks.append(
-            f"CONCURRENT: requested before {_labels(grant.concurrent_with)} was issued "
+            f"CONCURRENT: requested before {list_labels(grant.concurrent_with)} was issued "
             "(thundering herd)"
         )
     return marks
@@ -96,12 +96,12 @@ def _involves(event: Event, username: str | None) -> bool:
     return username is None or event.username in (username, None)
 
 
-def _lines(scene: Scene, username: str | None) -> list[_Line]:
+def timeline_lines(scene: Scene, username: str | None) -> list[_Line]:
     events = [e for e in scene.events if _involves(e, username)]
     lines: list[_Line] = []
     for e in events:
         marks = _annotate(e, scene) if isinstance(e, (TokenIssued, LoggedIn)) else []
-        lines.append(_Line(e.at.timestamp(), _describe(e, scene), marks))
+        lines.append(_Line(e.at.timestamp(), event_text(e, scene), marks))
     # Expiry is not an event (nothing happens on the wire); show it where it falls.
     used_after: dict[str, int] = {}
     for e in events:
@@ -110,7 +110,7 @@ def _lines(scene: Scene, username: str | None) -> list[_Line]:
             lines.append(
                 _Line(
                     e.expires_at.timestamp(),
-                    f"{e.token} expired (used {_times(used_after[e.token])})",
+                    f"{e.token} expired (used {times_text(used_after[e.token])})",
                 )
             )
     lines.sort(key=lambda line: line.at)
@@ -154,7 +154,7 @@ def _credentials_table(scene: Scene, username: str | None) -> list[str]:
         elif isinstance(e, CredentialRevoked):
             ends.setdefault(e.credential, {}).setdefault("revoked", at)
     for g in grants(scene.events, username=username):
-        label = _label(g)
+        label = grant_label(g)
         marks = dict(ends.get(label, {}))
         if isinstance(g, TokenIssued) and g.expires_at.timestamp() <= scene.now:
             marks["expired"] = g.expires_at.timestamp()
@@ -173,7 +173,7 @@ def _credentials_table(scene: Scene, username: str | None) -> list[str]:
         owner = f" {g.username}" if username is None else ""
         rows.append(
             f"  {label:<4} {g.fingerprint}{owner}  issued {scene.offset(g.at.timestamp())}, "
-            f"used {_times(scene.uses.get(label, 0))}, {state}{flags}"
+            f"used {times_text(scene.uses.get(label, 0))}, {state}{flags}"
         )
     return rows
 
@@ -187,14 +187,14 @@ def format_timeline(
 ) -> str:
     """The timeline of one account (or of all), around ``focus`` when it is long (every
     line when ``whole``)."""
-    lines = _lines(scene, username)
+    lines = timeline_lines(scene, username)
     who = f"account {username!r}" if username else "all accounts"
     header = f"Timeline of {who} (simulated time since the test started):"
     if not lines:
         return f"{header}\n  (nothing happened)"
     index = 0
     if focus is not None:
-        focus_text = _describe(focus, scene)
+        focus_text = event_text(focus, scene)
         index = next(
             (i for i, line in enumerate(lines) if line.text == focus_text and line.marks),
             next((i for i, line in enumerate(lines) if line.text == focus_text), 0),
@@ -226,7 +226,7 @@ def format_timeline(
     return "\n".join(parts)
 
 
-def _preceding_call(scene: Scene, grant: Grant) -> ApiCall | None:
+def preceding_call(scene: Scene, grant: Grant) -> ApiCall | None:
     index = next(i for i, e in enumerate(scene.events) if e is grant)
     for e in reversed(scene.events[:index]):
         if isinstance(e, ApiCall) and e.username == grant.username:

@@ -20,8 +20,8 @@ from pytest_mgmtauth._standalone import (
     AccountSpec,
     StandaloneServer,
     UsageError,
-    _print_banner,
     build_parser,
+    print_banner,
     server_from_args,
 )
 
@@ -136,7 +136,7 @@ def test_the_banner_lists_an_accounts_v3_pairs(key_file: Path) -> None:
     server.start()
     try:
         out = io.StringIO()
-        _print_banner(server, out)
+        print_banner(server, out)
     finally:
         server.stop()
     assert "    v3 pairs   acme/*, acme/main" in out.getvalue().splitlines()
