@@ -1,5 +1,5 @@
-"""Accounts: add, look up with did-you-mean, rotate secrets, diagnose a wrong secret
-within its budget."""
+"""The accounts part of the service: add, look up with did-you-mean, rotate secrets,
+diagnose a wrong secret within its budget, and lock (after failed logins or on cue)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import dataclasses
 import difflib
 import math
 from collections import deque
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from .accounts import (
@@ -22,33 +23,66 @@ from .diagnosis import ClientKind, diagnose_secret, paused_diagnosis
 from .events import AccountLockedManually, AccountUnlocked, SecretRotated
 from .options import check_seconds
 from .records import DIAGNOSIS_BUDGET, DIAGNOSIS_WINDOW
-from .timeline import Timeline
 
 if TYPE_CHECKING:
+    import threading
     from collections.abc import Iterable
 
-    from .records import SessionRecord, TokenRecord
+    from .options import Options
+    from .timeline import Timeline
+    from .tokens import TokenSigner
     from .types import SecretKind
 
 
-class AccountBook(Timeline):
-    # -- accounts ------------------------------------------------------------------
+class AccountBook(Mapping[str, "Account"]):
+    """The accounts of one test by username (a read-only mapping; change them through
+    the methods), and what the service keeps about each: rotated-out secrets, diagnosed
+    failures, failed logins and locks."""
+
+    def __init__(
+        self,
+        timeline: Timeline,
+        options: Options,
+        signer: TokenSigner,
+        lock: threading.RLock,
+        *,
+        first_username: str | None = None,
+    ) -> None:
+        self._timeline = timeline
+        self._options = options
+        self._signer = signer
+        self._lock = lock
+        #: The username of the first account added without one, drawn (and its first
+        #: token signed ahead) before this service existed.
+        self._first_username = first_username
+        self._accounts: dict[str, Account] = {}
+        # Secrets replaced by rotate_*(): (username, "API key"/"password") -> [(old, when)].
+        self._rotated: dict[tuple[str, str], list[tuple[str, float]]] = {}
+        # Times of the diagnosed failures, per (username, "API key"/"password").
+        self._diagnosed: dict[tuple[str, str], deque[float]] = {}
+        #: Failed logins in a row, per account.
+        self.failed_logins: dict[str, int] = {}
+        #: Lockouts after failed logins: username -> (start, end).
+        self.lockouts: dict[str, tuple[float, float]] = {}
+        #: Login attempts per account during its current lockout.
+        self.attempts_while_locked: dict[str, int] = {}
+        #: Locks set by lock(): username -> (start, end); end is inf until unlock().
+        self.manual_locks: dict[str, tuple[float, float]] = {}
+
+    def __getitem__(self, username: str) -> Account:
+        return self._accounts[username]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._accounts)
+
+    def __len__(self) -> int:
+        return len(self._accounts)
 
     def account_list(self) -> list[Account]:
         """The accounts of this test, oldest first: a snapshot taken under the lock (the
         dicts ``accounts``/``tokens``/``sessions`` change while the server runs)."""
         with self._lock:
-            return list(self.accounts.values())
-
-    def token_list(self) -> list[TokenRecord]:
-        """The tokens issued in this test, oldest first (a snapshot)."""
-        with self._lock:
-            return list(self.tokens.values())
-
-    def session_list(self) -> list[SessionRecord]:
-        """The v1 sessions started in this test, oldest first (a snapshot)."""
-        with self._lock:
-            return list(self.sessions.values())
+            return list(self._accounts.values())
 
     def add_account(
         self,
@@ -60,7 +94,7 @@ class AccountBook(Timeline):
         profiles: object = None,
     ) -> Account:
         with self._lock:
-            serial = len(self.accounts) + 1
+            serial = len(self._accounts) + 1
             anticipated = username is None
             if username is None:
                 if serial == 1 and self._first_username is not None:
@@ -70,12 +104,12 @@ class AccountBook(Timeline):
                 # Its first token is signed from here on, while its secrets are drawn.
                 self._anticipate_token(username)
             account = make_account(serial, username, api_key, password, permissions, profiles)
-            if account.username in self.accounts:
+            if account.username in self._accounts:
                 raise ValueError(
                     f"add_account: an account {account.username!r} exists already in this test"
                 )
-            self.accounts[account.username] = account
-            self._hold_secrets(account.api_key, account.password)
+            self._accounts[account.username] = account
+            self._timeline.hold_secrets(account.api_key, account.password)
             if not anticipated:
                 self._anticipate_token(account.username)
             return account
@@ -84,33 +118,36 @@ class AccountBook(Timeline):
         """Have the account's first token signed ahead, on another core, at this clock
         second (see _presign.py): /v2/auth takes it if it comes within the second."""
         self._signer.anticipate(
-            username, int(self.now()), int(self.options.token_ttl), issuer=self.options.issuer
+            username,
+            int(self._timeline.now()),
+            int(self._options.token_ttl),
+            issuer=self._options.issuer,
         )
 
-    def _unknown_account(self, username: str) -> str:
-        close = difflib.get_close_matches(username, list(self.accounts), n=1)
+    def unknown_account(self, username: str) -> str:
+        close = difflib.get_close_matches(username, list(self._accounts), n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
-        if " " in username and username.replace(" ", "+") in self.accounts:
+        if " " in username and username.replace(" ", "+") in self._accounts:
             hint = (
                 f"; did you mean {username.replace(' ', '+')!r}? A '+' arrived as a space: "
                 "URL-encode the username in the form body"
             )
-        if not self.accounts:
+        if not self._accounts:
             hint = (
                 "; this test has no accounts: add one with mgmt_server.add_account() "
                 "or use the mgmt_account fixture"
             )
-        return self.redact(f"no account {username!r} exists{hint}")
+        return self._timeline.redact(f"no account {username!r} exists{hint}")
 
     def lock(self, username: str, *, seconds: float | None = None) -> None:
         """Lock the account now: logins answer 1402 until :meth:`unlock`, or for
         ``seconds`` of simulated time. Bearer grants are not affected (the service's
         lockout is a login rule)."""
         with self._lock:
-            self._known_account(username)
+            self.known(username)
             if seconds is not None:
                 seconds = check_seconds("seconds", seconds, what="lock()")
-            now = self.now()
+            now = self._timeline.now()
             end = math.inf if seconds is None else now + seconds
             # Everything that can fail is done before the state changes.
             event = AccountLockedManually(
@@ -118,23 +155,25 @@ class AccountBook(Timeline):
                 username=username,
                 until=None if seconds is None else to_datetime(end),
             )
-            self._manual_locks[username] = (now, end)
-            self._record(event)
+            self.manual_locks[username] = (now, end)
+            self._timeline.record(event)
 
     def unlock(self, username: str) -> None:
         """End any lock of the account (on cue or after failed logins) and forget its
         failed logins."""
         with self._lock:
-            self._known_account(username)
-            self._manual_locks.pop(username, None)
-            self._lockouts.pop(username, None)
-            self._failed_logins[username] = 0
-            self._record(AccountUnlocked(at=to_datetime(self.now()), username=username))
+            self.known(username)
+            self.manual_locks.pop(username, None)
+            self.lockouts.pop(username, None)
+            self.failed_logins[username] = 0
+            self._timeline.record(
+                AccountUnlocked(at=to_datetime(self._timeline.now()), username=username)
+            )
 
-    def _known_account(self, username: str) -> Account:
-        account = self.accounts.get(username)
+    def known(self, username: str) -> Account:
+        account = self._accounts.get(username)
         if account is None:
-            raise ValueError(self._unknown_account(username))
+            raise ValueError(self.unknown_account(username))
         return account
 
     def rotate_secret(
@@ -143,7 +182,7 @@ class AccountBook(Timeline):
         """Replace the account's ``"API key"`` or ``"password"`` (generated unless given);
         the old one gets 1401 from now on. Credentials already granted stay valid."""
         with self._lock:
-            account = self._known_account(username)
+            account = self.known(username)
             if secret not in ("API key", "password"):
                 raise ValueError(f"secret must be 'API key' or 'password', got {secret!r}")
             if new_value is not None and (not isinstance(new_value, str) or not new_value):
@@ -157,11 +196,11 @@ class AccountBook(Timeline):
                 rotated = dataclasses.replace(account, api_key=new_value)
             else:
                 rotated = dataclasses.replace(account, password=new_value)
-            self.accounts[username] = rotated
-            self._hold_secrets(new_value)
-            now = self.now()
+            self._accounts[username] = rotated
+            self._timeline.hold_secrets(new_value)
+            now = self._timeline.now()
             self._rotated.setdefault((username, secret), []).append((old, now))
-            self._record(
+            self._timeline.record(
                 SecretRotated(
                     at=to_datetime(now),
                     username=username,
@@ -172,7 +211,7 @@ class AccountBook(Timeline):
             )
             return rotated
 
-    def _secret_problem(
+    def secret_problem(
         self,
         username: str,
         secret: SecretKind,
@@ -187,9 +226,9 @@ class AccountBook(Timeline):
             if received == old:
                 return (
                     f"this is the account's old {secret} ({fingerprint(old)}), replaced at "
-                    f"{self._offset(when)} by rotation: use the current one"
+                    f"{self._timeline.offset(when)} by rotation: use the current one"
                 )
-        now = self.now()
+        now = self._timeline.now()
         recent = self._diagnosed.setdefault((username, secret), deque())
         while recent and recent[0] <= now - DIAGNOSIS_WINDOW:
             recent.popleft()

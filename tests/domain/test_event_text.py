@@ -78,10 +78,10 @@ def test_reading_events_writes_nothing(make_service: MakeService, clock: ManualC
     account = service.add_account()
     session = service.flow(V1Flow).login(account.username, account.password)
     clock.advance(3600)
-    recorded = len(service._events)
+    recorded = len(service.timeline._events)
     first = service.events
     second = service.events
-    assert len(service._events) == recorded  # computed, not recorded
+    assert len(service.timeline._events) == recorded  # computed, not recorded
     assert first == second
     assert [type(e) for e in first][-1] is SessionExpired
     assert session.ended_at is None

@@ -198,7 +198,7 @@ class World:
 
     @property
     def raw_events(self) -> list[Event]:
-        return list(self.fake._service._events)
+        return list(self.fake._service.timeline._events)
 
     @property
     def errors(self) -> list[BaseException]:

@@ -150,7 +150,7 @@ def test_any_forged_jwt_is_a_401(world: World, data: st.DataObject) -> None:
     )
     how = data.draw(strategy["jwt.signature"], label="signature")
     if how == "own":
-        key = world.fake._service._signer._private_key
+        key = world.fake._service.signer._private_key
         signature = b64(key.sign(f"{head}.{body}".encode(), padding.PKCS1v15(), hashes.SHA512()))
     elif how == "original":
         signature = world.token.rsplit(".", 1)[1]

@@ -90,7 +90,7 @@ def other_signer() -> TokenSigner:
 
 
 def _own(world: World) -> TokenSigner:
-    signer: TokenSigner = world.fake._service._signer
+    signer: TokenSigner = world.fake._service.signer
     return signer
 
 

@@ -374,7 +374,7 @@ def _held_auth_requests(mgmt_server: MgmtServer, account: Account, n: int) -> li
     body = f"username={quote(account.username)}&key={quote(account.api_key, safe='')}".encode()
     connections = []
     service = mgmt_server._service
-    start = service._tick  # counts arrivals (and grants, of which there are none yet)
+    start = service.credentials._tick  # counts arrivals (and grants, of which there are none yet)
     assert parts.hostname is not None
     for _ in range(n):
         conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
@@ -384,7 +384,7 @@ def _held_auth_requests(mgmt_server: MgmtServer, account: Account, n: int) -> li
         conn.endheaders()
         connections.append(conn)
     deadline = time.monotonic() + 10
-    while service._tick < start + n and time.monotonic() < deadline:
+    while service.credentials._tick < start + n and time.monotonic() < deadline:
         time.sleep(0.005)
     statuses = []
     for conn in connections:

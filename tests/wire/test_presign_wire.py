@@ -77,7 +77,7 @@ def test_an_account_with_its_own_username_leaves_the_drawn_one_unused(
     # gets a username of its own (numbered by its place), the draw stays unused.
     second = fake.add_account()
     assert second.username.startswith("user2.")
-    assert second.username != fake._service._first_username
+    assert second.username != fake._service.accounts._first_username
     _auth(fake, second.username, second.api_key)
 
 

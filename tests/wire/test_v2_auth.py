@@ -238,7 +238,7 @@ def test_token_of_an_earlier_test_is_unknown_here(
 ) -> None:
     # A token signed by this session's key but issued in another test's state.
     account = mgmt_server.add_account("carry@example.com")
-    signer = mgmt_server._service._signer
+    signer = mgmt_server._service.signer
     token, _ = signer.issue(account.username, int(mgmt_server._service.now()), 1800)
     mgmt_server.route("GET", "/api/x").respond_with_json({})
     response = http.get(f"{mgmt_server.url}/api/x", headers={"Authorization": f"Bearer {token}"})

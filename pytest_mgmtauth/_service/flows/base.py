@@ -20,7 +20,7 @@ from ..tokens import TokenProblem, unverified_subject
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from ..churn import Call
+    from ..credentials import Call
     from ..options import Options
     from ..service import AuthService
     from ..types import SecretKind
@@ -205,14 +205,14 @@ class BearerFlow(Flow):
         limit = service.options.throttle
         if limit is None:
             return
-        window = service._premature.get((username, self.name))
+        window = service.credentials.premature.get((username, self.name))
         if not window:
             return
         while window and window[0] <= now - THROTTLE_WINDOW:
             window.popleft()
         if len(window) >= limit:
             retry_after = max(1, math.ceil(window[0] + THROTTLE_WINDOW - now))
-            service._refuse(
+            service.timeline.refuse(
                 Throttled(
                     at=to_datetime(now),
                     username=username,
@@ -239,12 +239,12 @@ class BearerFlow(Flow):
         profile: str | None = None,
     ) -> tuple[str, TokenRecord]:
         service = self.service
-        with service._lock:
+        with service.mutex:
             now = service.now()
             found = service.accounts.get(username)
 
             def reject(who: str | None, reason: str) -> NoReturn:
-                service._refuse(
+                service.timeline.refuse(
                     AuthRejected(
                         at=to_datetime(now),
                         username=who,
@@ -259,9 +259,11 @@ class BearerFlow(Flow):
                 )
 
             if found is None:
-                reject(None, service._unknown_account(username))
+                reject(None, service.accounts.unknown_account(username))
             self.check_throttle(username, now)
-            problem = service._secret_problem(username, self.secret, found.api_key, key, client)
+            problem = service.accounts.secret_problem(
+                username, self.secret, found.api_key, key, client
+            )
             if problem:
                 reject(username, problem)
             if (
@@ -275,22 +277,22 @@ class BearerFlow(Flow):
                     f"{account}/{profile}; it may for: "
                     f"{format_scopes(found.profiles)} (add_account(profiles=...))",
                 )
-            held = service._held_tokens(username, now, self.name, account, profile)
-            concurrent = service._concurrent(
+            held = service.credentials.held_tokens(username, now, self.name, account, profile)
+            concurrent = service.credentials.concurrent(
                 (
                     r
-                    for r in service.tokens.values()
+                    for r in service.credentials.tokens.values()
                     if (r.version, r.account, r.profile) == (self.name, account, profile)
                 ),
                 username,
                 arrived,
             )
-            token, claims = service._signer.issue(
+            token, claims = service.signer.issue(
                 username, int(now), int(service.options.token_ttl), issuer=service.options.issuer
             )
-            serial, tick = service._next_grant()
+            serial, tick = service.credentials.next_grant()
             record = TokenRecord(
-                label=f"T{len(service.tokens) + 1}",
+                label=f"T{len(service.credentials.tokens) + 1}",
                 token=token,
                 claims=claims,
                 username=username,
@@ -301,11 +303,11 @@ class BearerFlow(Flow):
                 profile=profile,
                 issued_at=now,
             )
-            service.tokens[claims.jti] = record
-            service._by_token[token] = record
+            service.credentials.tokens[claims.jti] = record
+            service.credentials.by_token[token] = record
             if held:
-                service._premature.setdefault((username, self.name), deque()).append(now)
-            service._record(
+                service.credentials.premature.setdefault((username, self.name), deque()).append(now)
+            service.timeline.record(
                 TokenIssued(
                     at=to_datetime(now),
                     username=username,
@@ -319,7 +321,7 @@ class BearerFlow(Flow):
                     profile=profile,
                 )
             )
-            service._granted()
+            service.fault_runner.granted()
             return token, record
 
     def authorize(self, presented: Presented, call: Call, permission: str | None) -> Authorization:
@@ -328,25 +330,25 @@ class BearerFlow(Flow):
         it attributes the refusal to its account."""
         service = self.service
         token, problem = presented.token, presented.problem
-        with service._lock:
+        with service.mutex:
             if token is None or problem:
                 owner, label = self._attribute_token(token) if token else (None, None)
-                service._refuse_call(call, owner, label, problem or "no bearer token")
+                service.credentials.refuse_call(call, owner, label, problem or "no bearer token")
             assert token is not None
-            record = service._by_token.get(token)
+            record = service.credentials.by_token.get(token)
             if record is not None:
                 claims = record.claims  # issued in this test, exactly this string
             else:
                 try:
-                    claims = service._signer.verify(token, issuer=service.options.issuer)
+                    claims = service.signer.verify(token, issuer=service.options.issuer)
                 except TokenProblem as exc:
                     sub = unverified_subject(token)
-                    service._refuse_call(
+                    service.credentials.refuse_call(
                         call, sub if sub in service.accounts else None, None, str(exc)
                     )
-                record = service.tokens.get(claims.jti)
+                record = service.credentials.tokens.get(claims.jti)
             if record is None or record.token != token:
-                service._refuse_call(
+                service.credentials.refuse_call(
                     call,
                     claims.sub if claims.sub in service.accounts else None,
                     None,
@@ -354,12 +356,12 @@ class BearerFlow(Flow):
                     f"test starts with no tokens): authenticate with {self.title} in this test",
                 )
             if record.version != self.name:
-                service._refuse_call(
+                service.credentials.refuse_call(
                     call, record.username, record.label, self.wrong_flow_reason(record)
                 )
             self.check_scope(call, record)
             self._check_live(call, record)
-            service._check_permission(call, record.username, record.label, permission)
+            service.credentials.check_permission(call, record.username, record.label, permission)
             record.uses += 1
             return Authorization(record.username, self.name, record.label)
 
@@ -384,7 +386,7 @@ class BearerFlow(Flow):
         service = self.service
         now, claims = call.now, record.claims
         if record.revoked_at is not None:
-            service._refuse_call(
+            service.credentials.refuse_call(
                 call,
                 record.username,
                 record.label,
@@ -394,7 +396,7 @@ class BearerFlow(Flow):
         if record.expired_at is not None and now >= record.expired_at:
             # Ended early on cue: the client could not have seen it coming, so this
             # is no use of an expired token (expired=False) but a 401 to recover from.
-            service._refuse_call(
+            service.credentials.refuse_call(
                 call,
                 record.username,
                 record.label,
@@ -402,7 +404,7 @@ class BearerFlow(Flow):
                 f"early on cue): authenticate again on a 401",
             )
         if now >= claims.exp:
-            service._refuse_call(
+            service.credentials.refuse_call(
                 call,
                 record.username,
                 record.label,
@@ -411,7 +413,7 @@ class BearerFlow(Flow):
                 expired=True,
             )
         if now < claims.nbf:
-            service._refuse_call(
+            service.credentials.refuse_call(
                 call,
                 record.username,
                 record.label,
@@ -421,7 +423,7 @@ class BearerFlow(Flow):
     def _attribute_token(self, token: str) -> tuple[str | None, str | None]:
         """The account and label of a token presented in a malformed header."""
         service = self.service
-        record = service._by_token.get(token)
+        record = service.credentials.by_token.get(token)
         if record is not None:
             return record.username, record.label
         sub = unverified_subject(token)

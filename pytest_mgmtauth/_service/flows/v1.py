@@ -15,7 +15,7 @@ from ..records import AUTH_FAILED, LOCKED_OUT, SERVICE_MESSAGES, Authorization, 
 from .base import COOKIE_PATH, REMEMBER_ME, Answer, Endpoint, Flow, Incoming, Presented
 
 if TYPE_CHECKING:
-    from ..churn import Call
+    from ..credentials import Call
     from ..options import Options
 
 
@@ -58,19 +58,19 @@ class V1Flow(Flow):
         """A new session, or :class:`Refusal` (1401, 1402); ``client`` picks the idiom of
         a wrong password's fix."""
         service = self.service
-        with service._lock:
+        with service.mutex:
             now = service.now()
-            service._expire_sessions(now)
+            service.credentials.expire_sessions(now)
             account = service.accounts.get(username)
             if account is None:
-                reason = service._unknown_account(username)
+                reason = service.accounts.unknown_account(username)
                 self._reject_login(now, None, AUTH_FAILED, reason)
             self._check_manual_lock(username, now)
-            lockout = service._lockouts.get(username)
+            lockout = service.accounts.lockouts.get(username)
             if lockout is not None and now < lockout[1]:
                 start, end = lockout
-                attempts = service._attempts_while_locked.get(username, 0) + 1
-                service._attempts_while_locked[username] = attempts
+                attempts = service.accounts.attempts_while_locked.get(username, 0) + 1
+                service.accounts.attempts_while_locked[username] = attempts
                 hammering = ""
                 if attempts > 1:
                     # A client that retries /v1/login in a loop on 1402 hammers the
@@ -79,24 +79,26 @@ class V1Flow(Flow):
                         f"; the client is still hammering the locked account: {attempts} "
                         f"login attempts since the lockout began, stop retrying on 1402"
                     )
+                offset = service.timeline.offset
                 reason = (
-                    f"account locked since {service._offset(start)} until "
-                    f"{service._offset(end)} after {service.options.lockout_threshold} failed "
-                    f"logins; attempts during a lockout do not end it sooner: wait "
-                    f"{math.ceil(end - now)} s{hammering}"
+                    f"account locked since {offset(start)} until {offset(end)} after "
+                    f"{service.options.lockout_threshold} failed logins; attempts during a "
+                    f"lockout do not end it sooner: wait {math.ceil(end - now)} s{hammering}"
                 )
                 self._reject_login(now, username, LOCKED_OUT, reason)
-            problem = service._secret_problem(
+            problem = service.accounts.secret_problem(
                 username, self.secret, account.password, password, client
             )
             if problem:
                 self._count_failure(now, username, problem)
-            service._failed_logins[username] = 0
-            held = service._held_sessions(username, now, self.name)
-            concurrent = service._concurrent(service.sessions.values(), username, arrived)
-            serial, tick = service._next_grant()
+            service.accounts.failed_logins[username] = 0
+            held = service.credentials.held_sessions(username, now, self.name)
+            concurrent = service.credentials.concurrent(
+                service.credentials.sessions.values(), username, arrived
+            )
+            serial, tick = service.credentials.next_grant()
             record = SessionRecord(
-                label=f"S{len(service.sessions) + 1}",
+                label=f"S{len(service.credentials.sessions) + 1}",
                 session_id=generate_session_id(),
                 utk=generate_utk(),
                 username=username,
@@ -106,9 +108,9 @@ class V1Flow(Flow):
                 issued_tick=tick,
                 version=self.name,
             )
-            service.sessions[record.session_id] = record
-            service._hold_secrets(record.session_id, record.utk)
-            service._record(
+            service.credentials.sessions[record.session_id] = record
+            service.timeline.hold_secrets(record.session_id, record.utk)
+            service.timeline.record(
                 LoggedIn(
                     at=to_datetime(now),
                     username=username,
@@ -118,20 +120,20 @@ class V1Flow(Flow):
                     concurrent_with=concurrent,
                 )
             )
-            service._granted()
+            service.fault_runner.granted()
             return record
 
     def _count_failure(self, now: float, username: str, problem: str) -> NoReturn:
         """A wrong password: one step towards a lockout, then the refusal."""
         service = self.service
-        failures = service._failed_logins.get(username, 0) + 1
-        service._failed_logins[username] = failures
+        failures = service.accounts.failed_logins.get(username, 0) + 1
+        service.accounts.failed_logins[username] = failures
         locked = None
         if failures >= service.options.lockout_threshold:
             until = now + service.options.lockout_duration
-            service._lockouts[username] = (now, until)
-            service._failed_logins[username] = 0
-            service._attempts_while_locked[username] = 0
+            service.accounts.lockouts[username] = (now, until)
+            service.accounts.failed_logins[username] = 0
+            service.accounts.attempts_while_locked[username] = 0
             locked = AccountLocked(
                 at=to_datetime(now),
                 username=username,
@@ -155,17 +157,17 @@ class V1Flow(Flow):
     def logout(self, session_id: str | None, *, problem: str | None = None) -> SessionRecord:
         """End the session of the JSESSIONID cookie."""
         service = self.service
-        with service._lock:
+        with service.mutex:
             now = service.now()
-            service._expire_sessions(now)
-            record = service.sessions.get(session_id) if session_id else None
+            service.credentials.expire_sessions(now)
+            record = service.credentials.sessions.get(session_id) if session_id else None
             reason = problem or ""
             if record is None and not reason:
                 reason = "the JSESSIONID cookie names no session of this test"
             elif record is not None and record.ended_at is not None:
                 reason = f"session {record.label} had ended already ({record.end_reason})"
             if reason:
-                service._refuse(
+                service.timeline.refuse(
                     LogoutRejected(
                         at=to_datetime(now),
                         username=record.username if record else None,
@@ -177,7 +179,7 @@ class V1Flow(Flow):
             assert record is not None
             record.ended_at = now
             record.end_reason = "logout"
-            service._record(
+            service.timeline.record(
                 LoggedOut(at=to_datetime(now), username=record.username, session=record.label)
             )
             return record
@@ -200,21 +202,21 @@ class V1Flow(Flow):
         """Authenticate a protected v1 call by its JSESSIONID cookie and utk."""
         service = self.service
         session_id, utk, problem = presented.session_id, presented.utk, presented.problem
-        with service._lock:
+        with service.mutex:
             now = call.now
-            service._expire_sessions(now)
+            service.credentials.expire_sessions(now)
             if session_id is None or problem:
-                known = service.sessions.get(session_id) if session_id else None
-                service._refuse_call(
+                known = service.credentials.sessions.get(session_id) if session_id else None
+                service.credentials.refuse_call(
                     call,
                     known.username if known else None,
                     known.label if known else None,
                     problem or "no JSESSIONID cookie",
                 )
             assert session_id is not None
-            record = service.sessions.get(session_id)
+            record = service.credentials.sessions.get(session_id)
             if record is None:
-                service._refuse_call(
+                service.credentials.refuse_call(
                     call,
                     None,
                     None,
@@ -228,7 +230,7 @@ class V1Flow(Flow):
                     "revoked": "revoked",
                     "expired": "expired (ended early on cue)",
                 }.get(record.end_reason or "", "ended")
-                service._refuse_call(
+                service.credentials.refuse_call(
                     call,
                     record.username,
                     record.label,
@@ -237,7 +239,7 @@ class V1Flow(Flow):
                     expired=record.end_reason in ("logout", "timeout"),
                 )
             if not utk:
-                service._refuse_call(
+                service.credentials.refuse_call(
                     call,
                     record.username,
                     record.label,
@@ -245,28 +247,30 @@ class V1Flow(Flow):
                     "cookie and utk=<the utk of /v1/login's answer>",
                 )
             if utk != record.utk:
-                owner = next((r for r in service.sessions.values() if r.utk == utk), None)
+                owner = next(
+                    (r for r in service.credentials.sessions.values() if r.utk == utk), None
+                )
                 detail = f"it is the utk of session {owner.label}" if owner else "no session has it"
-                service._refuse_call(
+                service.credentials.refuse_call(
                     call,
                     record.username,
                     record.label,
                     f"the utk does not belong to session {record.label} ({detail}): send the "
                     "utk that came with this JSESSIONID",
                 )
-            service._check_permission(call, record.username, record.label, permission)
+            service.credentials.check_permission(call, record.username, record.label, permission)
             record.uses += 1
             record.last_used = now
             return Authorization(record.username, self.name, record.label)
 
     def _check_manual_lock(self, username: str, now: float) -> None:
         service = self.service
-        lock = service._manual_locks.get(username)
+        lock = service.accounts.manual_locks.get(username)
         if lock is None or now >= lock[1]:
             return
         start, end = lock
-        until = "until unlocked" if end == math.inf else f"until {service._offset(end)}"
-        reason = f"account locked on cue since {service._offset(start)}, {until}"
+        until = "until unlocked" if end == math.inf else f"until {service.timeline.offset(end)}"
+        reason = f"account locked on cue since {service.timeline.offset(start)}, {until}"
         self._reject_login(now, username, LOCKED_OUT, reason)
 
     def _reject_login(
@@ -280,7 +284,7 @@ class V1Flow(Flow):
     ) -> NoReturn:
         """Refuse a login with ``code`` (a 1402 with the service's lockout text)."""
         minutes = max(1, math.ceil(self.service.options.lockout_duration / 60))
-        self.service._refuse(
+        self.service.timeline.refuse(
             LoginRejected(at=to_datetime(now), username=username, return_code=code, reason=reason),
             code,
             reason,

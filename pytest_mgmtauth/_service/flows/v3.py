@@ -14,7 +14,7 @@ from ..diagnosis import ClientKind
 from .base import Answer, BearerFlow, Endpoint, Incoming
 
 if TYPE_CHECKING:
-    from ..churn import Call
+    from ..credentials import Call
     from ..options import Options
     from ..records import TokenRecord
 
@@ -119,7 +119,7 @@ class V3Flow(BearerFlow):
             if account == record.account
             else ""
         )
-        self.service._refuse_call(
+        self.service.credentials.refuse_call(
             call,
             record.username,
             record.label,

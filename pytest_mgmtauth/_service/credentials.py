@@ -1,22 +1,24 @@
-"""Grant ordering: serials and ticks, the credentials an account still holds, the one
-in use, session idle expiry, and refused calls (which release held credentials)."""
+"""The credentials part of the service: the tokens and sessions granted in one test,
+their order (serials and ticks), which an account still holds (churn), the one in use,
+session idle expiry, and refused protected calls (which release held credentials)."""
 
 from __future__ import annotations
 
 import dataclasses
 from typing import TYPE_CHECKING, NoReturn
 
-from .account_book import AccountBook
 from .clock import to_datetime
-from .events import (
-    ApiCall,
-    Event,
-    SessionExpired,
-)
+from .events import ApiCall, Event, SessionExpired
 from .records import AUTH_FAILED, FORBIDDEN, SessionRecord, TokenRecord
 
 if TYPE_CHECKING:
+    import threading
+    from collections import deque
     from collections.abc import Iterable
+
+    from .account_book import AccountBook
+    from .options import Options
+    from .timeline import Timeline
 
 
 @dataclasses.dataclass(frozen=True)
@@ -29,22 +31,62 @@ class Call:
     now: float
 
 
-class GrantOrdering(AccountBook):
-    # -- churn ---------------------------------------------------------------------
+class Credentials:
+    """Every token and session of one test, and the rules of holding them."""
+
+    def __init__(
+        self,
+        timeline: Timeline,
+        accounts: AccountBook,
+        options: Options,
+        lock: threading.RLock,
+    ) -> None:
+        self._timeline = timeline
+        self._accounts = accounts
+        self._options = options
+        self._lock = lock
+        self.tokens: dict[str, TokenRecord] = {}  # by jti
+        #: The same records by the exact token string: a token this test was issued is
+        #: known without verifying its signature again.
+        self.by_token: dict[str, TokenRecord] = {}
+        self.sessions: dict[str, SessionRecord] = {}  # by JSESSIONID
+        #: Premature bearer grants in the throttling window, per (username, flow).
+        self.premature: dict[tuple[str, str], deque[float]] = {}
+        # The serial of the last grant before a protected call by the account last got a
+        # 1401, per flow: credentials granted up to then may be replaced without it
+        # counting as churn. Serials, not times: under a frozen clock everything happens
+        # at one instant.
+        self._last_refusal: dict[tuple[str, str], int] = {}
+        self._serial = 0
+        # Ticks order request arrivals and grants, for thundering-herd detection.
+        self._tick = 0
+        timeline.due = self._due_events
+
+    def token_list(self) -> list[TokenRecord]:
+        """The tokens issued in this test, oldest first (a snapshot)."""
+        with self._lock:
+            return list(self.tokens.values())
+
+    def session_list(self) -> list[SessionRecord]:
+        """The sessions started in this test, oldest first (a snapshot)."""
+        with self._lock:
+            return list(self.sessions.values())
+
+    # -- order and churn -----------------------------------------------------------
 
     def request_arrived(self) -> int:
         """A tick for a credential request that has just arrived (before its body is
-        read); pass it to :meth:`grant_token` / :meth:`login` as ``arrived``."""
+        read); pass it to a flow's grant as ``arrived``."""
         with self._lock:
             self._tick += 1
             return self._tick
 
-    def _next_grant(self) -> tuple[int, int]:
+    def next_grant(self) -> tuple[int, int]:
         self._serial += 1
         self._tick += 1
         return self._serial, self._tick
 
-    def _held_tokens(
+    def held_tokens(
         self,
         username: str,
         now: float,
@@ -57,11 +99,11 @@ class GrantOrdering(AccountBook):
         Churn is a grant while this is non-empty. A 1401 on a call attributed to the
         account releases every token granted before it (the client was told its
         credential is no good); a 1469 does not. A token within ``refresh_margin`` of
-        its ``exp`` may be replaced. v3 tokens count per account and profile: holding
-        one for each of several profiles is no churn.
+        its ``exp`` may be replaced. Tokens bound to a profile count per account and
+        profile: holding one for each of several profiles is no churn.
         """
         refused = self._last_refusal.get((username, version), 0)
-        margin = self.options.margin
+        margin = self._options.margin
         return [
             rec
             for rec in self.tokens.values()
@@ -74,11 +116,11 @@ class GrantOrdering(AccountBook):
             and now < rec.claims.exp - margin
         ]
 
-    def _held_sessions(self, username: str, now: float, version: str) -> list[SessionRecord]:
+    def held_sessions(self, username: str, now: float, version: str) -> list[SessionRecord]:
         """Sessions the account still holds: active, not refused, not near idle timeout."""
         refused = self._last_refusal.get((username, version), 0)
-        margin = self.options.margin
-        timeout = self.options.session_timeout
+        margin = self._options.margin
+        timeout = self._options.session_timeout
         return [
             rec
             for rec in self.sessions.values()
@@ -89,7 +131,7 @@ class GrantOrdering(AccountBook):
         ]
 
     @staticmethod
-    def _concurrent(
+    def concurrent(
         records: Iterable[TokenRecord | SessionRecord], username: str, arrived: int | None
     ) -> tuple[str, ...]:
         """Labels of the account's grants issued after a request arrived at ``arrived``."""
@@ -97,9 +139,11 @@ class GrantOrdering(AccountBook):
             return ()
         return tuple(r.label for r in records if r.username == username and r.issued_tick > arrived)
 
+    # -- session idle expiry -------------------------------------------------------
+
     def _idle_sessions(self, now: float) -> list[SessionRecord]:
         """Active sessions whose idle timeout has passed by ``now``."""
-        timeout = self.options.session_timeout
+        timeout = self._options.session_timeout
         return [
             rec
             for rec in self.sessions.values()
@@ -108,7 +152,7 @@ class GrantOrdering(AccountBook):
 
     def _session_expired(self, rec: SessionRecord) -> SessionExpired:
         return SessionExpired(
-            at=to_datetime(rec.last_used + self.options.session_timeout),
+            at=to_datetime(rec.last_used + self._options.session_timeout),
             username=rec.username,
             session=rec.label,
         )
@@ -116,14 +160,14 @@ class GrantOrdering(AccountBook):
     def _due_events(self, now: float) -> list[Event]:
         return [self._session_expired(rec) for rec in self._idle_sessions(now)]
 
-    def _expire_sessions(self, now: float) -> None:
+    def expire_sessions(self, now: float) -> None:
         """Record the idle expiries due by ``now`` (every write calls it first)."""
         for rec in self._idle_sessions(now):
-            self._record(self._session_expired(rec))
-            rec.ended_at = rec.last_used + self.options.session_timeout
+            self._timeline.record(self._session_expired(rec))
+            rec.ended_at = rec.last_used + self._options.session_timeout
             rec.end_reason = "timeout"
 
-    def _in_use(self, now: float) -> TokenRecord | SessionRecord | None:
+    def in_use(self, now: float) -> TokenRecord | SessionRecord | None:
         """The credential in use: the latest grant that has not ended."""
         live: list[TokenRecord | SessionRecord] = [
             r
@@ -133,9 +177,9 @@ class GrantOrdering(AccountBook):
         live += [r for r in self.sessions.values() if r.ended_at is None]
         return max(live, key=lambda r: r.serial, default=None)
 
-    # -- shared --------------------------------------------------------------------
+    # -- protected calls -----------------------------------------------------------
 
-    def _refuse_call(
+    def refuse_call(
         self,
         call: Call,
         username: str | None,
@@ -150,7 +194,7 @@ class GrantOrdering(AccountBook):
         the credential was good."""
         if username is not None and code == AUTH_FAILED:
             self._last_refusal[(username, call.version)] = self._serial
-        self._refuse(
+        self._timeline.refuse(
             ApiCall(
                 at=to_datetime(call.now),
                 username=username,
@@ -167,10 +211,10 @@ class GrantOrdering(AccountBook):
             reason,
         )
 
-    def _check_permission(
+    def check_permission(
         self, call: Call, username: str, credential: str, permission: str | None
     ) -> None:
-        if self.accounts[username].has_permission(permission):
+        if self._accounts[username].has_permission(permission):
             return
         reason = f"account {username!r} lacks the permission {permission!r} this route needs"
-        self._refuse_call(call, username, credential, reason, code=FORBIDDEN)
+        self.refuse_call(call, username, credential, reason, code=FORBIDDEN)

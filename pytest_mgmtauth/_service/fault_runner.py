@@ -1,5 +1,5 @@
-"""The fault plan in the service: scheduled faults at their trigger points, scripted
-faults of auth calls, and credentials ended on cue."""
+"""The faults part of the service: it carries out the fault plan (scheduled faults at
+their trigger points, scripted faults of auth calls) and ends credentials on cue."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 from .accounts import (
     fingerprint,
 )
-from .churn import GrantOrdering
 from .clock import to_datetime
 from .events import (
     CredentialExpired,
@@ -16,33 +15,63 @@ from .events import (
     FaultInjected,
     ScheduledFaultFired,
 )
-from .faults import FiredFault, ScheduledFault, scheduled_failure
+from .faults import FaultPlan, FiredFault, ScheduledFault, scheduled_failure
 from .records import SessionRecord, TokenRecord
 
 if TYPE_CHECKING:
+    import threading
+    from collections.abc import Callable
+
+    from .account_book import AccountBook
+    from .credentials import Credentials
+    from .options import Options
+    from .timeline import Timeline
     from .types import EndOnCue
 
 
-class FaultDesk(GrantOrdering):
+class FaultRunner:
+    """Carries out one test's fault plan on its credentials and timeline."""
+
+    def __init__(
+        self,
+        timeline: Timeline,
+        accounts: AccountBook,
+        credentials: Credentials,
+        options: Options,
+        lock: threading.RLock,
+    ) -> None:
+        self._timeline = timeline
+        self._accounts = accounts
+        self._credentials = credentials
+        self._options = options
+        self._lock = lock
+        #: Scripted and scheduled faults (faults.py).
+        self.plan = FaultPlan()
+        #: Moves the clock forward by that many seconds and returns True, or returns
+        #: False when the clock cannot be moved (the test does not run on mgmt_clock):
+        #: a scheduled ``expire`` lets the credential's lifetime pass, or else ends it
+        #: early on cue.
+        self.advance: Callable[[float], bool] | None = None
+
     # -- scheduled faults (trigger points; mgmt_server.schedule_fault, sweeps) --------
 
     def schedule(self, fault: ScheduledFault) -> None:
         """Schedule ``fault`` at its point; calls already made count."""
         with self._lock:
-            self.faults.schedule(fault)
+            self.plan.schedule(fault)
 
-    def _granted(self) -> None:
+    def granted(self) -> None:
         # Before protected call 1 is right after the first grant (if no call came yet).
-        if self.faults.protected_calls == 0:
+        if self.plan.protected_calls == 0:
             self._fire_before_call(1)
 
     def protected_call_arrived(self) -> ScheduledFault | None:
         """Count a protected call that matched a route; the scheduled fault the transport
         must carry out on it (``reset``), already recorded, else ``None``."""
         with self._lock:
-            fault = self.faults.protected_call()
+            fault = self.plan.protected_call()
             # An expire/revoke not fired yet (before call 1 without any grant) fires now.
-            self._fire_before_call(self.faults.protected_calls)
+            self._fire_before_call(self.plan.protected_calls)
             if fault is not None:
                 self._record_scheduled(fault, "the connection was reset, no answer")
             return fault
@@ -52,16 +81,16 @@ class FaultDesk(GrantOrdering):
         while the client reads the answer (so a client that renews before its token
         expires sees the new time before it sends the next call)."""
         with self._lock:
-            self._fire_before_call(self.faults.protected_calls + 1)
+            self._fire_before_call(self.plan.protected_calls + 1)
 
     def _fire_before_call(self, index: int) -> None:
-        for fault in self.faults.before_call(index):
+        for fault in self.plan.before_call(index):
             self._end_in_use(fault)
 
     def _record_scheduled(self, fault: ScheduledFault, detail: str) -> None:
-        self._record(
+        self._timeline.record(
             ScheduledFaultFired(
-                at=to_datetime(self.now()),
+                at=to_datetime(self._timeline.now()),
                 username=None,
                 fault=fault.kind,
                 point=fault.point,
@@ -70,9 +99,9 @@ class FaultDesk(GrantOrdering):
         )
 
     def _end_in_use(self, fault: ScheduledFault) -> None:
-        now = self.now()
-        self._expire_sessions(now)
-        rec = self._in_use(now)
+        now = self._timeline.now()
+        self._credentials.expire_sessions(now)
+        rec = self._credentials.in_use(now)
         if rec is None:
             self._record_scheduled(fault, "no credential was in use, nothing ended")
             return
@@ -80,7 +109,7 @@ class FaultDesk(GrantOrdering):
         if isinstance(rec, TokenRecord):
             end = float(rec.claims.exp)
         else:
-            end = rec.last_used + self.options.session_timeout
+            end = rec.last_used + self._options.session_timeout
         if (
             fault.kind == "expire"
             and end > now
@@ -89,7 +118,7 @@ class FaultDesk(GrantOrdering):
         ):
             # As if its lifetime had passed: the clock moves on to its end, so a client
             # that watches the clock can renew in time.
-            self._expire_sessions(self.now())
+            self._credentials.expire_sessions(self._timeline.now())
             detail = f"the clock moved on {end - now:.0f} s to the end of {kind} {rec.label}"
         else:
             if fault.kind == "expire":
@@ -101,9 +130,9 @@ class FaultDesk(GrantOrdering):
             else:
                 self._end_on_cue(rec.label, "revoked", CredentialRevoked)
                 detail = f"{kind} {rec.label} revoked on cue"
-        self._record(
+        self._timeline.record(
             ScheduledFaultFired(
-                at=to_datetime(self.now()),
+                at=to_datetime(self._timeline.now()),
                 username=rec.username,
                 fault=fault.kind,
                 point=fault.point,
@@ -116,7 +145,7 @@ class FaultDesk(GrantOrdering):
     def auth_call_arrived(self) -> ScheduledFault | None:
         """Count an authentication call (``/v2/auth``, ``/v1/login``); the scheduled fault
         it triggers, if any (pass it to :meth:`take_fault`)."""
-        return self.faults.auth_call()
+        return self.plan.auth_call()
 
     def take_fault(
         self,
@@ -133,22 +162,22 @@ class FaultDesk(GrantOrdering):
             if scheduled is not None:
                 answer = scheduled_failure(scheduled)
                 if answer is not None:
-                    self._record(
+                    self._timeline.record(
                         ScheduledFaultFired(
-                            at=to_datetime(self.now()),
-                            username=username if username in self.accounts else None,
+                            at=to_datetime(self._timeline.now()),
+                            username=username if username in self._accounts else None,
                             fault=scheduled.kind,
                             point=scheduled.point,
                             detail=f"{method} {path} answered {answer.describe()}",
                         )
                     )
                     return FiredFault(answer, 1)
-            fired = self.faults.take(version)
+            fired = self.plan.take(version)
             if fired is not None:
-                self._record(
+                self._timeline.record(
                     FaultInjected(
-                        at=to_datetime(self.now()),
-                        username=username if username in self.accounts else None,
+                        at=to_datetime(self._timeline.now()),
+                        username=username if username in self._accounts else None,
                         method=method,
                         path=path,
                         fault=fired.fault.kind,
@@ -168,14 +197,14 @@ class FaultDesk(GrantOrdering):
                     "expects a token (the JWT), a JSESSIONID or a label like 'T1' / 'S1', "
                     f"got {credential!r}"
                 )
-            for rec in self.tokens.values():
+            for rec in self._credentials.tokens.values():
                 if credential in (rec.token, rec.label):
                     return rec
-            for srec in self.sessions.values():
+            for srec in self._credentials.sessions.values():
                 if credential in (srec.session_id, srec.label, srec.utk):
                     return srec
-            labels = [r.label for r in self.tokens.values()]
-            labels += [r.label for r in self.sessions.values()]
+            labels = [r.label for r in self._credentials.tokens.values()]
+            labels += [r.label for r in self._credentials.sessions.values()]
             shown = credential if len(credential) <= 4 else fingerprint(credential)
             raise ValueError(
                 f"no token or session of this test is {shown}; known: "
@@ -203,8 +232,8 @@ class FaultDesk(GrantOrdering):
                 f"{how[:-1]}() takes a token or JSESSIONID (a str), got {type(credential).__name__}"
             )
         with self._lock:
-            now = self.now()
-            self._expire_sessions(now)
+            now = self._timeline.now()
+            self._credentials.expire_sessions(now)
             rec = self.find_credential(credential)
             if isinstance(rec, TokenRecord):
                 # Tokens keep expiry and revocation apart: the refusal says which.
@@ -217,7 +246,7 @@ class FaultDesk(GrantOrdering):
                     rec.ended_at = now
                     rec.end_reason = how
             version = rec.version
-            self._record(
+            self._timeline.record(
                 event(
                     at=to_datetime(now),
                     username=rec.username,
