@@ -20,7 +20,7 @@ class MgmtClock:
     def __init__(self, start: datetime | None = None) -> None:
         if start is None:
             start = datetime.now(timezone.utc).replace(microsecond=0)
-        import freezegun  # on first use: ~45 ms a suite that never asks should not pay
+        import freezegun  # on first use: a suite that never asks should not pay for it
 
         self._freezer = freezegun.freeze_time(
             _as_utc(start),

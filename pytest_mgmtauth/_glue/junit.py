@@ -18,9 +18,9 @@ if TYPE_CHECKING:
 
 #: Characters XML 1.0 cannot hold (a request path can bring them into a timeline): the
 #: complement of its Char production (tab, LF, CR, U+0020-U+D7FF, U+E000-U+FFFD,
-#: U+10000-U+10FFFF), spelled as the few ranges it leaves out. The negated class of the
-#: allowed ranges matches the same code points but took about 4 ms to compile, at every
-#: start of pytest (no bytecode cache here); this one takes about 0.4 ms.
+#: U+10000-U+10FFFF), spelled as the few ranges it leaves out: the negated class of the
+#: allowed ranges matches the same code points but is far slower to compile, at every
+#: start of pytest.
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 

@@ -42,8 +42,8 @@ def _generate_with(alphabet: str, length: int, required: str) -> str:
 
 def _choices(alphabet: str, count: int) -> list[str]:
     """``count`` characters drawn uniformly from ``alphabet`` with ``secrets``' entropy,
-    from one ``token_bytes`` call instead of one system call per character (issue 14:
-    account generation was a measurable part of each test's setup). Two bytes per draw;
+    from one ``token_bytes`` call instead of one system call per character (every test
+    generates accounts). Two bytes per draw;
     values past the largest multiple of the alphabet's size are drawn again (no bias)."""
     size = len(alphabet)
     limit = 65536 - 65536 % size
