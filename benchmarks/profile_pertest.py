@@ -54,12 +54,6 @@ MAIN_ITEMS: list[Item] = [
         "pytest_mgmtauth/_fake/server.py",
         "MgmtServer.teardown_findings",
     ),
-    (
-        "  next test's token: draw its account, hand the signing over",
-        "pytest_mgmtauth/_fake/server.py",
-        "MgmtServer.sign_ahead_for_next_test",
-    ),
-    ("    of which the hand-over's timed sleeps", "_service/threads.py", "hand_over"),
     ("fixture mgmt_account (account generation)", "pytest_mgmtauth/plugin.py", "mgmt_account"),
 ]
 #: The accept loop's thread, apart: it sleeps in a selector until a connection comes,

@@ -51,10 +51,6 @@ _CALL_FAILED = pytest.StashKey[bool]()
 _FAKE = pytest.StashKey["MgmtServer"]()
 #: Whether a failed report of the test carries the section already.
 _SECTION_SHOWN = pytest.StashKey[bool]()
-#: The items pytest is running, innermost last: a pytester run inside a test runs its own
-#: items within the outer one's. The fixtures find their test (and its config) here
-#: rather than through ``request`` or ``pytestconfig``; see :func:`_running_item`.
-_RUNNING: list[pytest.Item] = []
 #: Where the signing key is kept across runs: a PEM file, mode 0600, in pytest's cache
 #: directory (``.pytest_cache/d/mgmtauth/signing-key.pem``).
 _KEY_CACHE_DIR = "mgmtauth"
@@ -248,12 +244,11 @@ _KEY_WAIT_AT_EXIT = 30.0
 
 
 @pytest.fixture(scope="session")
-def _mgmtauth_pool() -> Iterator[SessionPool]:
+def _mgmtauth_pool(pytestconfig: pytest.Config) -> Iterator[SessionPool]:
     """The session's servers, signing key and test CA (made on first use). Internal:
     tests reach all of it through ``mgmt_server``."""
     from ._glue.teardown import late_errors_message
 
-    pytestconfig = _running_item("_mgmtauth_pool").config
     pool = _pool_of(pytestconfig)
     yield pool
     del pytestconfig.stash[_POOL]
@@ -332,9 +327,7 @@ def _mgmtauth_sweep() -> SweepPoint | None:
     sweep point directly, in place of this fixture (``_sweep.expand``).
 
     Session-scoped so that an item the sweep does not parametrize (nearly all) finds the
-    None cached instead of running a fixture: a function-scoped fixture cost each test
-    of a large suite about 50 us (issue 14). Without ``request``, for the reason given
-    at :func:`_running_item`."""
+    None cached instead of running a fixture."""
     return None
 
 
@@ -362,51 +355,9 @@ def _clock_mover(item: pytest.Item) -> Callable[[float], bool]:
     return move
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> Generator[None, None, None]:
-    yield
-    # The next test's token is signed from the moment the test function returns, not
-    # from mgmt_server's teardown: pytest's reports of the call come between the two,
-    # and the signature (~1.7 ms) then ends sooner before the next test's client asks
-    # (issue 14: /v2/auth waited 64 to 122 us on average for its tail, 38 to 47 us
-    # after). A test on mgmt_clock signs ahead at teardown, as before: here its clock
-    # is still frozen, and a token anticipated at a simulated second most likely
-    # misses; at teardown the clock may have stopped already.
-    fake = pyfuncitem.stash.get(_FAKE, None)
-    if fake is not None and "mgmt_clock" not in pyfuncitem.fixturenames:
-        fake.sign_ahead_for_next_test()
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, None, None]:
-    # Around the item's setup, call and teardown: its fixtures find it here.
-    _RUNNING.append(item)
-    try:
-        yield
-    finally:
-        _RUNNING.pop()
-
-
-def _running_item(fixture: str) -> pytest.Item:
-    """The test whose fixtures pytest is setting up or tearing down.
-
-    The plugin's fixtures ask for neither ``request`` nor ``pytestconfig``: a test whose
-    fixtures depend on ``request``, even through a cached session fixture such as
-    ``pytestconfig``, has pytest make a new ``request`` definition (inspecting a
-    signature) each time one of them is looked up, three times per test here (about 50
-    us of every test's setup; issue 14)."""
-    if not _RUNNING:
-        pytest.fail(
-            f"pytest-mgmtauth: the {fixture} fixture was set up outside a test's run "
-            "(pytest_runtest_protocol); request mgmt_server or mgmt_account from a test "
-            "or a function-scoped fixture",
-            pytrace=False,
-        )
-    return _RUNNING[-1]
-
-
 @pytest.fixture
 def mgmt_server(
+    request: pytest.FixtureRequest,
     _mgmtauth_pool: SessionPool,
     _mgmtauth_sweep: SweepPoint | None,
 ) -> Iterator[MgmtServer]:
@@ -415,11 +366,10 @@ def mgmt_server(
     from ._glue import sweep as _sweep
     from ._glue.teardown import check_findings
 
-    item = _running_item("mgmt_server")
-    pytestconfig = item.config
+    item = request.node
     problem = None
     try:
-        options = options_for(item, pytestconfig.stash[_BASE_OPTIONS])
+        options = options_for(item, item.config.stash[_BASE_OPTIONS])
     except (TypeError, ValueError) as exc:
         # The message names the known options and the fix; a traceback through
         # dataclasses would only bury it.
@@ -434,7 +384,6 @@ def mgmt_server(
     _sweep.arm(item, _mgmtauth_sweep, fake)
     try:
         yield fake
-        fake.sign_ahead_for_next_test()  # if pytest_pyfunc_call did not
         fake.check()
         check_findings(
             item,

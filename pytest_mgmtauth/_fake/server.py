@@ -51,14 +51,7 @@ class MgmtServer(FaultCues):
         self._http = pool.server(https=options.https)
         # No clock: the process's time (what mgmt_clock / freezegun move). The
         # standalone server passes a clock its control API can advance.
-        self._service = AuthService(
-            options,
-            pool.signer,
-            clock or system_clock,
-            first_username=pool.take_next_username() if clock is None else None,
-        )
-        self._process_clock = clock is None
-        self._signed_ahead = False
+        self._service = AuthService(options, pool.signer, clock or system_clock)
         # test_id names the test in errors raised after it ended (see LateErrors).
         self._binding = Binding(self._service, owner=test_id, late=pool.late_errors)
         #: Kinds of finding the test checked itself (assert_token_reused: "churn",
@@ -311,19 +304,6 @@ class MgmtServer(FaultCues):
         # Kept-alive connections idle now are closed, as a server's idle timeout would:
         # the next test's requests come on new connections (clients reconnect).
         self._http.drop_idle_connections()
-        self.sign_ahead_for_next_test()
-
-    def sign_ahead_for_next_test(self) -> None:
-        """Have the next test's first generated account drawn and its token signed from
-        now on (internal: the plugin calls it as soon as the test function returns, so
-        that the signature is done before the next test's client asks; else the
-        fixture's teardown, else :meth:`close`). Once per fake; only on the process's
-        clock."""
-        if self._process_clock and not self._signed_ahead:
-            self._signed_ahead = True
-            self._pool.anticipate_next_account(
-                int(self.options.token_ttl), self.options.issuer, system_clock()
-            )
 
     def __repr__(self) -> str:
         return f"<MgmtServer {self.url} {self.options.describe()}>"

@@ -14,7 +14,6 @@ import threading
 from .._http.app import LateErrors
 from .._http.server import FakeHTTPServer
 from .._http.tls import TestCA
-from .._service.accounts import generate_username
 from .._service.tokens import TokenSigner, load_private_key
 from .key_cache import (
     KeyCache,
@@ -56,7 +55,6 @@ class SessionPool:
         self._port = port
         self._lock = threading.Lock()
         self._signer: TokenSigner | None = None
-        self._next_username: str | None = None
         self._ca: TestCA | None = None
         self._servers: dict[bool, FakeHTTPServer] = {}
         #: Errors raised in the server for a test that had already ended.
@@ -66,24 +64,6 @@ class SessionPool:
         """Start reading (or generating) the signing key in a background thread now;
         :attr:`signer` waits for it. Does nothing once started or made."""
         self.signing_key.prepare()
-
-    def anticipate_next_account(self, ttl: int, issuer: str, now: float) -> None:
-        """Draw the username of the next test's first generated account now and have
-        its first token (at ``now``'s second) signed ahead, at a test's end: the
-        signature then runs beside pytest's work between the tests instead of beside
-        the next test's client. The next :class:`MgmtServer` takes the username
-        (:meth:`take_next_username`); a test that adds no such account leaves a guess
-        unused, which the presigner's credit bounds."""
-        username = generate_username(1)
-        self.signer.anticipate(username, int(now), ttl, issuer=issuer)
-        with self._lock:
-            self._next_username = username
-
-    def take_next_username(self) -> str | None:
-        """The username :meth:`anticipate_next_account` drew, once."""
-        with self._lock:
-            username, self._next_username = self._next_username, None
-        return username
 
     @property
     def signer(self) -> TokenSigner:

@@ -45,16 +45,11 @@ class AccountBook(Mapping[str, "Account"]):
         options: Options,
         signer: TokenSigner,
         lock: threading.RLock,
-        *,
-        first_username: str | None = None,
     ) -> None:
         self._timeline = timeline
         self._options = options
         self._signer = signer
         self._lock = lock
-        #: The username of the first account added without one, drawn (and its first
-        #: token signed ahead) before this service existed.
-        self._first_username = first_username
         self._accounts: dict[str, Account] = {}
         # Secrets replaced by rotate_*(): (username, "API key"/"password") -> [(old, when)].
         self._rotated: dict[tuple[str, str], list[tuple[str, float]]] = {}
@@ -97,10 +92,7 @@ class AccountBook(Mapping[str, "Account"]):
             serial = len(self._accounts) + 1
             anticipated = username is None
             if username is None:
-                if serial == 1 and self._first_username is not None:
-                    username = self._first_username  # its token may be signed already
-                else:
-                    username = generate_username(serial)
+                username = generate_username(serial)
                 # Its first token is signed from here on, while its secrets are drawn.
                 self._anticipate_token(username)
             account = make_account(serial, username, api_key, password, permissions, profiles)

@@ -73,16 +73,12 @@ class AuthService:
         options: Options,
         signer: TokenSigner,
         clock: Clock = system_clock,
-        *,
-        first_username: str | None = None,
     ) -> None:
         self.options = options
         self.signer = signer
         self.mutex = threading.RLock()
         self.timeline = Timeline(clock, self.mutex)
-        self.accounts = AccountBook(
-            self.timeline, options, signer, self.mutex, first_username=first_username
-        )
+        self.accounts = AccountBook(self.timeline, options, signer, self.mutex)
         self.credentials = Credentials(self.timeline, self.accounts, options, self.mutex)
         self.fault_runner = FaultRunner(
             self.timeline, self.accounts, self.credentials, options, self.mutex

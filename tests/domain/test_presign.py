@@ -251,28 +251,3 @@ def test_an_account_gets_its_first_token_signed_ahead(
     assert signer.presigner.hits == 1
     assert renewed.claims.iat == T0 + 1800
     assert later != token
-
-
-def test_a_service_given_a_first_username_uses_it_for_its_first_generated_account(
-    rsa_key_2048: rsa.RSAPrivateKey,
-) -> None:
-    signer = TokenSigner(rsa_key_2048)
-    drawn = "user1.abcdef@example.com"
-    signer.anticipate(drawn, T0, 1800)  # as SessionPool.anticipate_next_account does
-    service = AuthService(Options(), signer, ManualClock(T0), first_username=drawn)
-    account = service.add_account()
-    assert account.username == drawn
-    service.flow(V2Flow).grant(account.username, account.api_key)
-    assert signer.presigner.hits == 1
-    assert service.add_account().username.startswith("user2.")
-
-
-def test_a_first_account_with_its_own_username_leaves_the_drawn_one_unused(
-    rsa_key_2048: rsa.RSAPrivateKey,
-) -> None:
-    drawn = "user1.abcdef@example.com"
-    service = AuthService(
-        Options(), TokenSigner(rsa_key_2048), ManualClock(T0), first_username=drawn
-    )
-    assert service.add_account("someone@example.com").username == "someone@example.com"
-    assert service.add_account().username not in (drawn, "someone@example.com")

@@ -74,9 +74,8 @@ def test_each_test_gets_fresh_state(pytester: pytest.Pytester) -> None:
 def test_mgmt_server_belongs_to_the_test_that_asks_for_it_even_after_a_nested_run(
     pytester: pytest.Pytester,
 ) -> None:
-    # mgmt_server finds its test on the plugin's stack of running items (pushed and
-    # popped around each test's run): a pytester run inside a test runs tests of its own,
-    # and the outer test's fixtures must still find the outer test.
+    # A pytester run inside a test runs tests of its own: the outer test's fixtures
+    # must still belong to the outer test.
     pytester.makeconftest('pytest_plugins = ["pytester"]')
     pytester.makepyfile(
         test_outer="""
@@ -93,53 +92,6 @@ def test_mgmt_server_belongs_to_the_test_that_asks_for_it_even_after_a_nested_ru
     result.assert_outcomes(passed=1)
     # The fake's figures went with the outer test's report.
     assert 'name="mgmtauth' in (pytester.path / "out.xml").read_text()
-
-
-def test_the_fixtures_ask_for_neither_request_nor_pytestconfig(
-    pytester: pytest.Pytester,
-) -> None:
-    # Issue 14: a test whose fixtures depend on ``request`` (even through pytestconfig,
-    # cached for the session) has pytest make a new ``request`` definition each time
-    # one of them is looked up, about 50 us of every test's setup.
-    pytester.makeconftest(
-        """
-        def pytest_collection_modifyitems(items):
-            for item in items:
-                print("CLOSURE", item.name, sorted(item.fixturenames))
-        """
-    )
-    pytester.makepyfile(
-        """
-        import pytest
-
-        def test_plain(mgmt_account):
-            pass
-
-        @pytest.mark.mgmtauth_sweep(faults=("unavailable",), points=1)
-        def test_swept(mgmt_account):
-            pass
-        """
-    )
-    result = pytester.runpytest_inprocess("-p", "no:randomly", "-s")
-    # The swept point is never reached (the test authenticates nowhere): skipped.
-    result.assert_outcomes(passed=2, skipped=1)
-    closure = "['_mgmtauth_pool', '_mgmtauth_sweep', 'mgmt_account', 'mgmt_server']"
-    closures = [line.split(" ", 2)[1:] for line in result.outlines if line.startswith("CLOSURE")]
-    assert closures == [
-        ["test_plain", closure],
-        ["test_swept[mgmtauth-baseline]", closure],
-        ["test_swept[mgmtauth-unavailable@auth1]", closure],
-    ]
-
-
-def test_the_fixtures_explain_a_set_up_outside_a_test_run(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    from pytest_mgmtauth import plugin
-
-    monkeypatch.setattr(plugin, "_RUNNING", [])
-    with pytest.raises(pytest.fail.Exception, match="mgmt_server fixture was set up outside"):
-        plugin._running_item("mgmt_server")
 
 
 def test_mgmt_account_is_a_ready_account_with_every_permission(

@@ -37,7 +37,6 @@ def test_glue_calls_no_private_attribute_of_a_fake(module: str) -> None:
 
 def test_lifecycle_methods_exist_for_the_plugin() -> None:
     for name in (
-        "sign_ahead_for_next_test",
         "scene",
         "check",
         "teardown_findings",
