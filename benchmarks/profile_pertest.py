@@ -78,7 +78,7 @@ SERVER_ITEMS: list[Item] = [
         "_RequestHandler.make_environ",
     ),
     ("  the fake's app (FakeApp)", "_http/app.py", "FakeApp.__call__"),
-    ("    waiting for a token signed ahead", "_service/presign.py", "Presigner.take"),
+    ("    waiting for a token signed ahead", "_service/tokens.py", "TokenSigner._take"),
     ("    form parsing", "_http/parsing.py", "read_form"),
     ("    bearer header checks", "_http/credentials.py", "bearer_token"),
     ("    event recording", "_service/timeline.py", "AuthService._record"),

@@ -90,11 +90,8 @@ class AccountBook(Mapping[str, "Account"]):
     ) -> Account:
         with self._lock:
             serial = len(self._accounts) + 1
-            anticipated = username is None
             if username is None:
                 username = generate_username(serial)
-                # Its first token is signed from here on, while its secrets are drawn.
-                self._anticipate_token(username)
             account = make_account(serial, username, api_key, password, permissions, profiles)
             if account.username in self._accounts:
                 raise ValueError(
@@ -102,19 +99,14 @@ class AccountBook(Mapping[str, "Account"]):
                 )
             self._accounts[account.username] = account
             self._timeline.hold_secrets(account.api_key, account.password)
-            if not anticipated:
-                self._anticipate_token(account.username)
-            return account
-
-    def _anticipate_token(self, username: str) -> None:
-        """Have the account's first token signed ahead, on another core, at this clock
-        second (see _presign.py): /v2/auth takes it if it comes within the second."""
-        self._signer.anticipate(
-            username,
-            int(self._timeline.now()),
-            int(self._options.token_ttl),
-            issuer=self._options.issuer,
+            now = self._timeline.now()
+        # Its first token is most likely asked for soon, at this clock second: signed
+        # ahead from now on, while the test's client starts (/v2/auth takes it if its
+        # claims turn out the same).
+        self._signer.prefetch(
+            account.username, int(now), int(self._options.token_ttl), issuer=self._options.issuer
         )
+        return account
 
     def unknown_account(self, username: str) -> str:
         close = difflib.get_close_matches(username, list(self._accounts), n=1)

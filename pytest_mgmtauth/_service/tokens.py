@@ -4,19 +4,21 @@ Key objects are loaded once and reused: handing PyJWT a PEM re-validates the RSA
 every call (tens of milliseconds), a key object does not.
 
 PyJWT and cryptography are imported on first use, not with the plugin: a suite that
-installs the plugin but never uses it should not pay ~70 ms per run for them.
+installs the plugin but never uses it should not pay for them.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import queue
 import secrets
 import string
+import threading
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .presign import Presigner
 from .signing_key import make_signing_key
 
 if TYPE_CHECKING:
@@ -30,6 +32,14 @@ KEY_BITS = 4096
 ISSUER = "https://api.tealiumiq.com"
 _BASE64URL = string.ascii_letters + string.digits + "-_"
 _REQUIRED_CLAIMS = ("sub", "iss", "iat", "nbf", "exp", "jti")
+#: Tokens signed ahead and not taken yet, at most; the oldest beyond it is dropped.
+MAX_AHEAD = 4
+#: The credit a new signer starts with, and its ceiling: a token signed ahead and never
+#: taken spends one, one taken earns one back.
+MAX_CREDIT = 8
+#: Without credit, one prefetch in this many still signs ahead, to notice a suite that
+#: started taking what is signed ahead.
+PROBE_EVERY = 32
 
 
 def _segment(value: dict[str, Any]) -> bytes:
@@ -56,7 +66,7 @@ def import_key_modules() -> None:
 
 
 def generate_private_key_pem(bits: int = KEY_BITS) -> bytes:
-    """A new signing key (see :mod:`._signingkey`: made from two half-size keys, about
+    """A new signing key (see :mod:`.signing_key`: made from two half-size keys, about
     four times faster than one ordinary key) as unencrypted PKCS#8 PEM."""
     from cryptography.hazmat.primitives import serialization
 
@@ -71,7 +81,7 @@ def generate_private_key_pem(bits: int = KEY_BITS) -> bytes:
 def load_private_key(pem: bytes) -> rsa.RSAPrivateKey:
     # The PEM comes from generate_private_key_pem (ours), so the RSA consistency check
     # adds nothing but time (about 0.2 s for 4096 bits), and it would refuse our keys:
-    # their CRT factors are not primes (see ._signingkey).
+    # their CRT factors are not primes (see .signing_key).
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import rsa
 
@@ -93,8 +103,17 @@ class Claims:
 
 
 class TokenSigner:
-    """Issues and verifies this fake's tokens. Thread-safe (immutable after init, but
-    for the tokens signed ahead of their request: see :mod:`._presign`)."""
+    """Issues and verifies this fake's tokens. Thread-safe.
+
+    :meth:`prefetch` signs a token in a background thread before :meth:`issue` is asked
+    for it (a new account's first token, while the test's client starts): the signature
+    is most of the cost of ``/v2/auth``, and ``cryptography`` releases the GIL while it
+    signs. :meth:`issue` returns the token signed ahead when its arguments are exactly
+    the prefetched ones, else signs one; either way the client gets the same kind of
+    token. Tokens signed ahead and never taken cost CPU on another core, which a
+    parallel run (xdist) needs: each one dropped unused spends credit, each one taken
+    earns it back, and without credit only one prefetch in :data:`PROBE_EVERY` signs.
+    """
 
     def __init__(self, private_key: rsa.RSAPrivateKey, issuer: str = ISSUER) -> None:
         from cryptography.hazmat.primitives import hashes
@@ -105,37 +124,101 @@ class TokenSigner:
         self._padding = padding.PKCS1v15()
         self._hash = hashes.SHA512()
         self.issuer = issuer
-        #: Tokens signed ahead, by (subject, issued_at, ttl, issuer).
-        self.presigner: Presigner[tuple[str, Claims]] = Presigner()
+        #: Guards the fields below.
+        self._ahead_lock = threading.Lock()
+        #: Tokens signed (or being signed) ahead, oldest first, by
+        #: (subject, issued_at, ttl, issuer).
+        self._ahead: dict[tuple[str, int, int, str], Future[tuple[str, Claims]]] = {}
+        self._jobs: queue.SimpleQueue[tuple[Future[tuple[str, Claims]], bytes, Claims]] = (
+            queue.SimpleQueue()
+        )
+        self._worker: threading.Thread | None = None
+        self._credit = MAX_CREDIT
+        self._skipped = 0
+        #: Tokens signed ahead that :meth:`issue` returned, and that were dropped unused.
+        self.hits = 0
+        self.misses = 0
 
     def issue(
         self, subject: str, issued_at: int, ttl: int, *, issuer: str | None = None
     ) -> tuple[str, Claims]:
-        """A new token for ``subject``: the one :meth:`anticipate` signed for exactly
-        these arguments if there is one, else one signed now."""
+        """A new token for ``subject``: the one :meth:`prefetch` signed for exactly these
+        arguments if there is one, else one signed now, in the caller."""
         iss = self.issuer if issuer is None else issuer
-        anticipated = self.presigner.take((subject, issued_at, ttl, iss))
-        if anticipated is not None:
-            return anticipated
+        ahead = self._take((subject, issued_at, ttl, iss))
+        if ahead is not None:
+            return ahead
         unsigned, claims = self._unsigned(subject, issued_at, ttl, iss)
         return self._signed(unsigned), claims
 
-    def anticipate(
+    def prefetch(
         self, subject: str, issued_at: int, ttl: int, *, issuer: str | None = None
-    ) -> None:
-        """Sign in the background the token a later ``issue()`` with the same arguments
-        returns (a new account's first token): the signature, most of the cost of
-        ``/v2/auth``, is then made while the test goes on. The token's text but its
-        signature is made here, so that the thread needs the GIL only to call the
-        signing (which releases it): the caller hands the GIL over until it has."""
+    ) -> Future[tuple[str, Claims]] | None:
+        """Start signing, in the background, the token a later :meth:`issue` with the
+        same arguments returns, and return at once: the future of that token, or None
+        when nothing is signed ahead (it is already, there is no credit but for a
+        probe, or no thread can be had: the process is at its thread limit)."""
         iss = self.issuer if issuer is None else issuer
         key = (subject, issued_at, ttl, iss)
-        if self.presigner.is_pending(key):
-            # Anticipated already (the pool drew this username at the last test's end):
-            # do not draw a jti and write a signing input only to drop them.
-            return
-        unsigned, claims = self._unsigned(subject, issued_at, ttl, iss)
-        self.presigner.anticipate(key, lambda: (self._signed(unsigned), claims))
+        with self._ahead_lock:
+            if key in self._ahead:
+                return None
+            if self._credit <= 0:
+                self._skipped += 1
+                if self._skipped % PROBE_EVERY:
+                    return None
+            if not self._worker_running():
+                return None
+            while len(self._ahead) >= MAX_AHEAD:
+                dropped = self._ahead.pop(next(iter(self._ahead)))
+                if not dropped.cancel():  # signed, or being signed: spent for nothing
+                    self._missed()
+            unsigned, claims = self._unsigned(subject, issued_at, ttl, iss)
+            future: Future[tuple[str, Claims]] = Future()
+            self._ahead[key] = future
+            self._jobs.put((future, unsigned, claims))
+        return future
+
+    def _take(self, key: tuple[str, int, int, str]) -> tuple[str, Claims] | None:
+        """The token signed ahead for ``key``, waiting for it if it is being signed; None
+        if there is none, or its signing has not started (signing here is as quick as
+        waiting for it), or it failed (the caller signs again and sees the error)."""
+        with self._ahead_lock:
+            future = self._ahead.pop(key, None)
+            if future is None or future.cancel():
+                return None
+            self.hits += 1
+            self._credit = min(MAX_CREDIT, self._credit + 1)
+        try:
+            return future.result()
+        except Exception:
+            return None
+
+    def _missed(self) -> None:
+        self.misses += 1
+        self._credit = max(0, self._credit - 1)
+
+    def _worker_running(self) -> bool:
+        """Start the thread that signs ahead if it is not running; whether it is. Called
+        with ``_ahead_lock`` held."""
+        if self._worker is None:
+            worker = threading.Thread(target=self._work, name="mgmtauth-presign", daemon=True)
+            try:
+                worker.start()
+            except RuntimeError:  # no thread to be had: a later prefetch tries again
+                return False
+            self._worker = worker
+        return True
+
+    def _work(self) -> None:
+        while True:
+            future, unsigned, claims = self._jobs.get()
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result((self._signed(unsigned), claims))
+            except BaseException as exc:  # handed to _take(), whose caller signs again
+                future.set_exception(exc)
 
     @staticmethod
     def _unsigned(subject: str, issued_at: int, ttl: int, issuer: str) -> tuple[bytes, Claims]:

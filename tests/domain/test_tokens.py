@@ -85,7 +85,7 @@ def test_token_verifies_with_pyjwt_and_the_public_key(signer: TokenSigner) -> No
 def test_tokens_are_byte_for_byte_what_pyjwt_writes(
     rsa_key_2048: rsa.RSAPrivateKey, subject: str
 ) -> None:
-    # The fake writes the JWS itself (to sign it apart from writing it, see _presign.py);
+    # The fake writes the JWS itself (to make the signing input apart from the signature);
     # RSASSA-PKCS1-v1_5 is deterministic, so PyJWT's encoding of the same claims must
     # give the very same string.
     token, claims = TokenSigner(rsa_key_2048).issue(subject, T0, 1800)

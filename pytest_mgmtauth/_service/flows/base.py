@@ -277,6 +277,15 @@ class BearerFlow(Flow):
                     f"{account}/{profile}; it may for: "
                     f"{format_scopes(found.profiles)} (add_account(profiles=...))",
                 )
+            ttl, issuer = int(service.options.token_ttl), service.options.issuer
+        # Signed outside the lock: the signature is most of a grant's cost, and the test's
+        # other requests (other accounts' grants, protected calls) need not queue behind
+        # it. The grant takes effect below, when it is recorded: what it is judged
+        # against (tokens held, grants in flight, the throttle window) is read then.
+        token, claims = service.signer.issue(username, int(now), ttl, issuer=issuer)
+        with service.mutex:
+            now = service.now()
+            self.check_throttle(username, now)
             held = service.credentials.held_tokens(username, now, self.name, account, profile)
             concurrent = service.credentials.concurrent(
                 (
@@ -286,9 +295,6 @@ class BearerFlow(Flow):
                 ),
                 username,
                 arrived,
-            )
-            token, claims = service.signer.issue(
-                username, int(now), int(service.options.token_ttl), issuer=service.options.issuer
             )
             serial, tick = service.credentials.next_grant()
             record = TokenRecord(
