@@ -147,7 +147,7 @@ class Run:
 
 def stock_key_pem(bits: int = 4096) -> bytes:
     """The stock stubs' signing key: an ordinary RSA key, as a user's own stub would make
-    (the plugin makes its key differently, faster; see ``_service/signing_key.py``)."""
+    (and as the plugin makes its own)."""
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import rsa
 

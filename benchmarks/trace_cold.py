@@ -1,13 +1,12 @@
-"""Issue 14: a timeline of cold one-test runs (no pytest cache), the key's part in it.
+"""A timeline of cold one-test runs (no pytest cache), the key's part in it.
 
 Runs the one-test plugin suite of ``bench_slope.py`` cold (``.pytest_cache`` and the
 suite's ``__pycache__`` removed before each run) with a small plugin that notes the time
-of pytest's hooks and of the signing key's steps: started (``SigningKey.prepare``),
-its generation begun (after importing cryptography, in which thread), the test asking
-for the key (``SigningKey.pem``), the first key made (which generation won). The
-canned stub's one-test suite runs alternately for its wall time. Times are from the
-process's start as the parent sees it; a trace, not a benchmark: figure 10 is
-``bench_slope.py``'s.
+of pytest's hooks and of the signing key's steps: started (``SigningKey.start``), its
+generation begun and ended (``key_cache.new_key``, in which thread), the test asking
+for the key (``SigningKey.key``). The canned stub's one-test suite runs alternately for
+its wall time. Times are from the process's start as the parent sees it; a trace, not a
+benchmark: figure 10 is ``bench_slope.py``'s.
 
     python benchmarks/trace_cold.py [--runs 5]
 """
@@ -43,36 +42,33 @@ def mark(what):
 
 
 def pytest_configure(config):
-    from pytest_mgmtauth._fake import key_cache as _keystore
+    from pytest_mgmtauth._fake import key_cache
 
-    key = _keystore.SigningKey
-    prepare, pem, settle = key.prepare, key.pem, key._settle
-    generate = _keystore.generate_private_key_pem
+    key = key_cache.SigningKey
+    start, get = key.start, key.key
+    generate = key_cache.new_key
 
-    def traced_prepare(self):
+    def traced_start(self):
         if not self.started:
             mark("key started")
-        return prepare(self)
+        return start(self)
 
-    def traced_pem(self):
+    def traced_key(self):
         mark("test asks for the key")
         try:
-            return pem(self)
+            return get(self)
         finally:
             mark("test has the key")
 
-    def traced_settle(self, outcome):
-        first = settle(self, outcome)
-        if first:
-            mark("first key made by " + threading.current_thread().name)
-        return first
-
     def traced_generate():
         mark("generation begun in " + threading.current_thread().name)
-        return generate()
+        try:
+            return generate()
+        finally:
+            mark("key made by " + threading.current_thread().name)
 
-    key.prepare, key.pem, key._settle = traced_prepare, traced_pem, traced_settle
-    _keystore.generate_private_key_pem = traced_generate
+    key.start, key.key = traced_start, traced_key
+    key_cache.new_key = traced_generate
 
 
 def pytest_collection(session):
@@ -122,7 +118,7 @@ def main(runs: int) -> None:
                 for at, what in marks:
                     print(f"  {at:7.1f} ms  {what}")
                 started = _at(marks, "key started")
-                begun = _at(marks, "generation begun in mgmtauth-keygen-first")
+                begun = _at(marks, "generation begun in mgmtauth-signing-key")
                 asked = _at(marks, "test asks for the key")
                 has = _at(marks, "test has the key")
                 if (

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
         OpenSessionWarning,
         TokenChurnWarning,
     )
+    from .plugin import SigningKeyCacheWarning
 
 __version__ = "0.1.0"
 
@@ -75,6 +76,7 @@ __all__ = [
     "ScriptedFault",
     "SecretRotated",
     "SessionExpired",
+    "SigningKeyCacheWarning",
     "Throttled",
     "TokenChurnWarning",
     "TokenIssued",
@@ -113,6 +115,7 @@ _LAZY: dict[str, str] = {
     "ScriptedFault": "._service.faults",
     "SecretRotated": "._service.events",
     "SessionExpired": "._service.events",
+    "SigningKeyCacheWarning": ".plugin",
     "Throttled": "._service.events",
     "TokenChurnWarning": "._verdicts.findings",
     "TokenIssued": "._service.events",

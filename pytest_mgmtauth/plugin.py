@@ -9,9 +9,7 @@ the terminal summary) and ``_glue/junit.py`` (the timelines in JUnit XML).
 
 from __future__ import annotations
 
-import re
 import warnings
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -36,7 +34,7 @@ if TYPE_CHECKING:
 
     from pluggy import Result
 
-    from ._fake.key_cache import KeyCache, KeyLock, SigningKey
+    from ._fake.key_cache import SigningKey
     from ._fake.server import MgmtServer
     from ._fake.session import SessionPool
     from ._glue.clock import MgmtClock
@@ -51,12 +49,11 @@ _CALL_FAILED = pytest.StashKey[bool]()
 _FAKE = pytest.StashKey["MgmtServer"]()
 #: Whether a failed report of the test carries the section already.
 _SECTION_SHOWN = pytest.StashKey[bool]()
-#: Where the signing key is kept across runs: a PEM file, mode 0600, in pytest's cache
-#: directory (``.pytest_cache/d/mgmtauth/signing-key.pem``).
+#: Where the signing key is kept across runs: a directory of pytest's cache, which holds
+#: the key as a PEM file, mode 0600 (``.pytest_cache/d/mgmtauth/signing-key.pem``).
 _KEY_CACHE_DIR = "mgmtauth"
-_KEY_CACHE_FILE = "signing-key.pem"
 #: The cache entry of versions up to 0.x (a JSON value, world-readable): emptied when a
-#: key is written to the file.
+#: session uses the key.
 _OLD_KEY_CACHE_ENTRY = "mgmtauth/signing-key-pem"
 _SWEEP = pytest.StashKey[SweepConfig]()
 
@@ -124,52 +121,33 @@ def pytest_report_header(config: pytest.Config) -> str:
     return f"mgmtauth: {config.stash[_BASE_OPTIONS].describe()}"
 
 
-def _key_files(config: pytest.Config) -> tuple[KeyCache, KeyLock] | None:
-    """The signing key's file in pytest's cache directory and its lock (see
-    :func:`key_files`); None without a cache (``-p no:cacheprovider``)."""
-    cache = getattr(config, "cache", None)
-    if cache is None:
-        return None
-    from ._fake.key_cache import key_files
+class SigningKeyCacheWarning(pytest.PytestWarning):
+    """pytest-mgmtauth replaced the signing key it keeps in pytest's cache (it was no
+    usable 4096-bit RSA key, or could not be read), or cannot write its key there.
 
-    def forget_old_entry() -> None:
-        if cache.get(_OLD_KEY_CACHE_ENTRY, None) is not None:
-            cache.set(_OLD_KEY_CACHE_ENTRY, None)  # the old, world-readable copy
-
-    return key_files(
-        lambda: Path(cache.mkdir(_KEY_CACHE_DIR)) / _KEY_CACHE_FILE, after_write=forget_old_entry
-    )
+    Warned in the first test that uses the fake; the tests run with a new key either
+    way. Like pytest's own cache warnings (``PytestCacheWarning``), ``filterwarnings =
+    error`` makes it an error of that test;
+    ``ignore::pytest_mgmtauth.SigningKeyCacheWarning`` silences it."""
 
 
-def _key_cache(config: pytest.Config) -> KeyCache | None:
-    files = _key_files(config)
-    return files[0] if files is not None else None
-
-
-#: The session's pool, made at collection when a test module or conftest names, or a test
-#: uses, the plugin's fixtures (so its key is generated in the background from then on),
-#: else by the first fixture.
+#: The session's pool, made by the first fixture that needs it.
 _POOL = pytest.StashKey["SessionPool"]()
-#: The session's signing key, started at collection (see _start_key_if_named) before the
-#: pool exists: importing the pool loads the transport and the fake (about 70 ms).
+#: The session's signing key, started at the end of collection if a test uses the
+#: plugin's fixtures (see pytest_collection_modifyitems), else by the first fixture.
 _KEY = pytest.StashKey["SigningKey"]()
-#: Whether collection has started the signing key: no file is read after that.
-_KEY_STARTED = pytest.StashKey[bool]()
-#: The fixtures that need the signing key, as a module's source names them: mgmt_server
-#: (which also finds the deprecated mgmt_server_pool), mgmt_account and the internal
-#: _mgmtauth_pool. Bytes: a module in another encoding is searched all the same.
-_NAMES_KEY_FIXTURES = re.compile(rb"mgmt_server|mgmt_account|_mgmtauth_pool")
 
 
 def _key_of(config: pytest.Config) -> SigningKey:
-    """The session's signing key, made (not started) on first call; without the pool,
-    whose import loads the transport and the fake."""
+    """The session's signing key, made (not started) on first call; kept in pytest's
+    cache if there is one (not with ``-p no:cacheprovider``)."""
     key = config.stash.get(_KEY, None)
     if key is None:
-        from ._fake.key_cache import SigningKey
+        from ._fake.key_cache import SigningKey, cached_key, fresh_key
 
-        files = _key_files(config)
-        key = SigningKey(*files) if files is not None else SigningKey()
+        cache = getattr(config, "cache", None)
+        make = fresh_key if cache is None else cached_key(cache.mkdir, _KEY_CACHE_DIR)
+        key = SigningKey(make, warning=SigningKeyCacheWarning)
         config.stash[_KEY] = key
     return key
 
@@ -184,63 +162,13 @@ def _pool_of(config: pytest.Config) -> SessionPool:
     return pool
 
 
-def _start_key_if_named(config: pytest.Config, path: Path) -> None:
-    """Start the signing key in the background if the file at ``path`` names one of the
-    fixtures that need it: a cold run (no cached key) then generates it while pytest
-    imports and collects the rest. One read per file until the key is started; a file
-    that cannot be read is left to pytest."""
-    if config.stash.get(_KEY_STARTED, False):
-        return
-    try:
-        source = path.read_bytes()
-    except OSError:
-        return
-    if _NAMES_KEY_FIXTURES.search(source) is None:
-        return
-    config.stash[_KEY_STARTED] = True
-    _key_of(config).prepare()
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_pycollect_makemodule(module_path: Path, parent: pytest.Collector) -> None:
-    # Each test module pytest collects, before it is imported (returns None: pytest's own
-    # hook makes the Module). A module deselected later (-k, -m) may have started the
-    # key: it is then cached for every later run (docs/reference.md).
-    _start_key_if_named(parent.config, module_path)
-
-
-def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> None:
-    # A conftest.py, met in its directory before the test modules there are imported
-    # (pytest has imported it already; a fixture of its own may depend on ours). Other
-    # files are not read: test modules come through pytest_pycollect_makemodule.
-    if file_path.name == "conftest.py":
-        _start_key_if_named(parent.config, file_path)
-
-
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    # The fallback, after deselection (-k, -m): the fixtures may be used without a
-    # module's source naming them (through another plugin, a usefixtures string built at
-    # run time). item.fixturenames is the closure: mgmt_server and mgmt_account need the
-    # pool. A run that uses no fixture of the plugin and names none generates no key.
+    # After deselection (-k, -m): if a test that runs uses the fake (mgmt_server and
+    # mgmt_account need the pool), its key is read or generated in the background from
+    # now on, while pytest sets up. A run that uses no fixture of the plugin makes none.
     if any("_mgmtauth_pool" in getattr(item, "fixturenames", ()) for item in items):
-        _key_of(config).prepare()
-
-
-@pytest.hookimpl(trylast=True)
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    # A key that collection started for tests that then did not run (deselected, or the
-    # run stopped early) is still being generated on a cold cache: wait for it to be
-    # written, so that this run's cost buys every later run a cached key (a daemon
-    # thread would die with the process, and the next run would start over). Without a
-    # cache (-p no:cacheprovider) nothing would be kept: no wait.
-    key = session.config.stash.get(_KEY, None)
-    if key is not None and _key_files(session.config) is not None:
-        key.wait(_KEY_WAIT_AT_EXIT)
-
-
-#: Seconds the end of a session waits for a background key (4096 bits: 0.2 to 0.9 s).
-_KEY_WAIT_AT_EXIT = 30.0
+        _key_of(config).start()
 
 
 @pytest.fixture(scope="session")
@@ -249,6 +177,9 @@ def _mgmtauth_pool(pytestconfig: pytest.Config) -> Iterator[SessionPool]:
     tests reach all of it through ``mgmt_server``."""
     from ._glue.teardown import late_errors_message
 
+    cache = getattr(pytestconfig, "cache", None)
+    if cache is not None and cache.get(_OLD_KEY_CACHE_ENTRY, None) is not None:
+        cache.set(_OLD_KEY_CACHE_ENTRY, None)  # the old, world-readable copy
     pool = _pool_of(pytestconfig)
     yield pool
     del pytestconfig.stash[_POOL]

@@ -26,14 +26,12 @@ import pytest_mgmtauth._glue.report
 import pytest_mgmtauth._glue.sweep
 import pytest_mgmtauth._verdicts.sweep_verdict  # noqa: F401
 from pytest_mgmtauth import Account, MgmtServer
+from pytest_mgmtauth._fake.key_cache import KEY_FILE, key_pem
 from pytest_mgmtauth._service.clock import ManualClock
 from pytest_mgmtauth._service.options import Options
 from pytest_mgmtauth._service.service import AuthService
-from pytest_mgmtauth._service.tokens import (
-    TokenSigner,
-    generate_private_key_pem,
-)
-from pytest_mgmtauth.plugin import _KEY_CACHE_DIR, _KEY_CACHE_FILE, _key_cache
+from pytest_mgmtauth._service.tokens import TokenSigner
+from pytest_mgmtauth.plugin import _KEY_CACHE_DIR, _key_of
 
 FORM_TYPE = "application/x-www-form-urlencoded"
 #: How working clients of the real service find the session id in the Set-Cookie lines.
@@ -62,19 +60,11 @@ def other_signer() -> TokenSigner:
 
 @pytest.fixture(scope="session")
 def default_key_pem(pytestconfig: pytest.Config) -> bytes:
-    """The plugin's default (4096-bit) signing key, shared through pytest's cache.
-
-    The plugin's pool reads the same cache entry, so this key is the one the session's
-    ``mgmt_server`` signs with; pytester runs are seeded with it (see ``seed_key``).
+    """The plugin's default (4096-bit) signing key: the session's own, the one its
+    ``mgmt_server`` signs with (read from pytest's cache, or made and kept there);
+    pytester runs are seeded with it (see ``seed_key``).
     """
-    cache = _key_cache(pytestconfig)
-    cached = cache[0]() if cache is not None else None
-    if cached:
-        return cached
-    pem = generate_private_key_pem()
-    if cache is not None:
-        cache[1](pem)
-    return pem
+    return key_pem(_key_of(pytestconfig).key())
 
 
 @pytest.fixture
@@ -83,7 +73,7 @@ def seed_key(default_key_pem: bytes) -> Callable[[pytest.Pytester], None]:
     not spend half a second generating its own 4096-bit key."""
 
     def seed(pytester: pytest.Pytester) -> None:
-        entry = pytester.path.joinpath(".pytest_cache", "d", _KEY_CACHE_DIR, _KEY_CACHE_FILE)
+        entry = pytester.path.joinpath(".pytest_cache", "d", _KEY_CACHE_DIR, KEY_FILE)
         entry.parent.mkdir(parents=True, exist_ok=True)
         entry.write_bytes(default_key_pem)
 

@@ -1,10 +1,9 @@
-"""The session's RS512 signing key: read from pytest's cache, or generated and kept there.
+"""The session's RS512 signing key: an ordinary RSA-4096 key, kept across runs.
 
-Apart from the pool (``_fake/session.py``) so that starting the key imports nothing but this and
-the token module: collection starts it as soon as it meets a module naming the plugin's
-fixtures (``plugin.py``), before the transport and the fake are loaded (about 70 ms).
-``cryptography`` releases the GIL while it generates, so a background generation runs
-beside pytest's collection and setup.
+:class:`SigningKey` makes it once, in one background thread: :func:`cached_key` reads it
+from a file (pytest's cache) and checks it, or generates a new one and writes it there.
+Under xdist each worker does this itself: on a cold cache each may generate a key, and
+the last one written stays (the write replaces the file whole).
 """
 
 from __future__ import annotations
@@ -14,54 +13,75 @@ import os
 import tempfile
 import threading
 import warnings
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
-from .._service.threads import hand_over, start
-from .._service.tokens import generate_private_key_pem, import_key_modules, load_private_key
+from .._service.tokens import KEY_BITS
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from pathlib import Path
 
-#: Reads / writes the PEM of the signing key across runs (pytest's cache); may be None.
-KeyCache = tuple[Callable[[], bytes | None], Callable[[bytes], None]]
-#: Held while a missing cached key is generated and written: processes sharing the cache
-#: (xdist workers) generate one key, the others wait and read it. Called with a function
-#: to call before it waits for another process to let go.
-KeyLock = Callable[[Callable[[], None]], AbstractContextManager[object]]
-#: Seconds :meth:`SigningKey.prepare` hands the GIL to the key's thread for it to read
-#: the cached key or to begin generating one (importing cryptography takes ~20 ms).
-PREPARE_HANDOVER_WAIT = 0.1
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+#: The name of the key's file in its directory.
+KEY_FILE = "signing-key.pem"
+#: A key and what went wrong on the way to it (each a sentence for a warning).
+KeyOutcome = tuple["rsa.RSAPrivateKey", list[str]]
+_PUBLIC_EXPONENT = 65537
+_CHECKED_MESSAGE = b"pytest-mgmtauth signing key check"
 
 
-@contextlib.contextmanager
-def file_lock(path: Path, on_wait: Callable[[], None] | None = None) -> Iterator[None]:
-    """An exclusive advisory lock on ``path`` (made if missing) between processes; a
-    no-op where ``fcntl`` is missing (Windows: workers may then each make a key, and the
-    atomic rename of write_private_file keeps the file whole). ``on_wait`` is called
-    before waiting for another process that holds it."""
+class KeyProblem(ValueError):
+    """The bytes are not a signing key this fake can use; ``str()`` says why."""
+
+
+def new_key() -> rsa.RSAPrivateKey:
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    return rsa.generate_private_key(public_exponent=_PUBLIC_EXPONENT, key_size=KEY_BITS)
+
+
+def key_pem(key: rsa.RSAPrivateKey) -> bytes:
+    """The key as unencrypted PKCS#8 PEM."""
+    from cryptography.hazmat.primitives import serialization
+
+    return key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+
+
+def load_key(pem: bytes, bits: int | None = KEY_BITS) -> rsa.RSAPrivateKey:
+    """The RSA key of ``pem`` if it is ``bits`` bits (None: any size) and its signature
+    verifies with its public key; :class:`KeyProblem` otherwise.
+
+    The check is what signing tokens needs: the size, and one signature made and
+    verified. cryptography's own check of the key's numbers is skipped: for 4096 bits it
+    costs as much as generating a key, at every run.
+    """
+    from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import padding, rsa
+
     try:
-        import fcntl
-    except ImportError:  # pragma: no cover - not POSIX
-        yield
-        return
+        key = serialization.load_pem_private_key(
+            pem, password=None, unsafe_skip_rsa_key_validation=True
+        )
+    except (ValueError, TypeError, UnsupportedAlgorithm):
+        raise KeyProblem("is not an unencrypted PEM private key") from None
+    if not isinstance(key, rsa.RSAPrivateKey):
+        raise KeyProblem("is not an RSA key")
+    if bits is not None and key.key_size != bits:
+        raise KeyProblem(f"is a {key.key_size}-bit RSA key, not {bits} bits")
     try:
-        handle = open(path, "a+b")  # noqa: SIM115 - held for the with block
-    except OSError:
-        yield
-        return
-    with handle:
-        try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            if on_wait is not None:
-                on_wait()
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+        signature = key.sign(_CHECKED_MESSAGE, padding.PKCS1v15(), hashes.SHA512())
+        key.public_key().verify(signature, _CHECKED_MESSAGE, padding.PKCS1v15(), hashes.SHA512())
+    except (ValueError, InvalidSignature):
+        raise KeyProblem(
+            "does not sign: its signature does not verify with its public key"
+        ) from None
+    return key
 
 
 def write_private_file(path: Path, data: bytes) -> None:
@@ -81,196 +101,140 @@ def write_private_file(path: Path, data: bytes) -> None:
         raise
 
 
-def key_files(
-    path: Callable[[], Path], *, after_write: Callable[[], None] | None = None
-) -> tuple[KeyCache, KeyLock]:
-    """The signing key kept across runs in the file ``path()`` (0600, written
-    atomically), and the lock file beside it (``<name>.lock``) that processes sharing it
-    take while one of them generates a missing key. A write that fails warns (each run
-    then generates its own key); ``after_write`` runs after a write that succeeded."""
+def cached_key(mkdir: Callable[[str], Path], name: str) -> Callable[[], KeyOutcome]:
+    """How to get the key kept in the file :data:`KEY_FILE` of the directory
+    ``mkdir(name)`` (pytest's ``cache.mkdir``, which gives each plugin a directory of its
+    own): the file's key if it passes :func:`load_key`, else a new key, written there.
 
-    def read() -> bytes | None:
-        try:
-            return path().read_bytes()
-        except OSError:
-            return None
+    What stands in the way is replaced, and said: a file that is no usable key, an
+    empty directory where the file should be, a file where the directory should be.
+    When nothing can be written there, the new key is used all the same (and said)."""
 
-    def write(pem: bytes) -> None:
+    def outcome() -> KeyOutcome:
+        problems: list[str] = []
         try:
-            write_private_file(path(), pem)
+            path = _own_directory(mkdir, name, problems) / KEY_FILE
         except OSError as exc:
-            warnings.warn(
-                f"pytest-mgmtauth could not keep the signing key in pytest's cache ({exc}); "
-                "each run generates a new one",
-                stacklevel=1,
+            problems.append(
+                f"pytest-mgmtauth cannot keep its signing key in pytest's cache ({exc}); "
+                "each run makes a new key until that is fixed"
             )
-            return
-        if after_write is not None:
-            after_write()
+            return new_key(), problems
+        try:
+            return load_key(path.read_bytes()), problems
+        except FileNotFoundError:
+            found = ""
+        except KeyProblem as problem:
+            found = f"the signing key cached in {path} {problem}"
+        except IsADirectoryError:
+            found = f"the signing key cached in {path} is a directory, not a file"
+        except OSError as exc:
+            found = f"the signing key cached in {path} cannot be read ({exc})"
+        key = new_key()
+        try:
+            if path.is_dir() and not path.is_symlink():
+                path.rmdir()  # only if empty; else OSError
+            write_private_file(path, key_pem(key))
+        except OSError as exc:
+            if found:
+                problems.append(found)
+            problems.append(
+                f"pytest-mgmtauth cannot write its new signing key to {path} ({exc}); "
+                "each run makes a new key until that is fixed"
+            )
+        else:
+            if found:
+                problems.append(f"{found}: pytest-mgmtauth replaced it with a new key")
+        return key, problems
 
-    def lock(on_wait: Callable[[], None]) -> AbstractContextManager[object]:
-        key = path()
-        return file_lock(key.with_name(f"{key.name}.lock"), on_wait)
+    return outcome
 
-    return (read, write), lock
+
+def _own_directory(mkdir: Callable[[str], Path], name: str, problems: list[str]) -> Path:
+    """``mkdir(name)``; a file standing where that directory should be (it can only be
+    ours, left by a crash or an edit) is removed first, and said."""
+    try:
+        return mkdir(name)
+    except FileExistsError as exc:
+        stands = exc.filename
+        if not stands or os.path.basename(stands) != name or os.path.isdir(stands):
+            raise
+        os.unlink(stands)
+        problems.append(
+            f"{stands} was a file, not pytest-mgmtauth's directory in pytest's cache: "
+            "pytest-mgmtauth replaced it with the directory and a new signing key"
+        )
+    return mkdir(name)
+
+
+def fresh_key() -> KeyOutcome:
+    """A new key, kept nowhere (no cache)."""
+    return new_key(), []
 
 
 class SigningKey:
-    """The PEM of the session's signing key, made once: read from ``cache``, else
-    generated (under ``lock``, so that processes sharing the cache make one) and
-    written there. :meth:`prepare` starts that in a background thread; :meth:`pem`
-    waits for it (and starts it if nothing did). Thread-safe.
+    """The session's signing key, made once by ``make`` (:func:`cached_key`,
+    :func:`fresh_key`) in one background thread that :meth:`start` starts, or in the
+    caller of :meth:`key` if nothing started it or no thread could be had.
 
-    A caller of :meth:`pem` that finds this process generating the key starts a second
-    generation beside the first and takes whichever ends first: the caller has nothing
-    to do but wait, so a core is free, and how long a 4096-bit key takes is luck (the
-    prime search: 0.1 to 1 s). The first key made is the one used and written to the
-    cache. The other generation cannot be stopped: it ends in its daemon thread, or
-    with the process, and its key is dropped.
+    :meth:`key` waits for it, then says what went wrong on the way (a cached key that
+    was replaced, a cache that cannot be written) as warnings of ``warning``, once, in
+    its caller's thread: a warning filter of the caller's (pytest's, around a test)
+    sees them. An error of ``make`` is raised by every :meth:`key`. Thread-safe.
 
-    Each generation runs in a thread of its own, and the thread that took the lock
-    holds it until a key is in the cache, not until the first generation ends: another
-    process waiting for the lock (an xdist worker) reads the key the race won at once."""
+    The thread is not a daemon: a run that ends while it generates waits for it, so that
+    the key is cached for the next run.
+    """
 
-    def __init__(self, cache: KeyCache | None = None, lock: KeyLock | None = None) -> None:
-        self._cache = cache
-        self._lock = lock
-        #: Guards the fields below; notified when a generation starts and when the
-        #: outcome is known.
-        self._changed = threading.Condition()
+    def __init__(
+        self, make: Callable[[], KeyOutcome] = fresh_key, *, warning: type[Warning] = UserWarning
+    ) -> None:
+        self._make = make
+        self._warning = warning
+        self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
-        self._first: threading.Thread | None = None
-        self._racer: threading.Thread | None = None
-        self._generating = False
-        #: The first outcome: the PEM, or the exception that made it impossible
-        #: (re-raised where the key is needed).
-        self._outcome: bytes | BaseException | None = None
-        #: Set once the outcome is known and, if it is a key generated here, written.
-        self._kept = threading.Event()
-        #: Set once the background work no longer needs the GIL for a while: a
-        #: generation has begun, another process's is waited for, or the outcome is
-        #: known.
-        self._underway = threading.Event()
+        self._done = threading.Event()
+        self._outcome: rsa.RSAPrivateKey | BaseException | None = None
+        self._problems: list[str] = []
 
     @property
     def started(self) -> bool:
-        """Whether the key is being made in the background, or was."""
-        return self._thread is not None
+        """Whether the key is being made, or was."""
+        return self._thread is not None or self._done.is_set()
 
-    def prepare(self) -> None:
-        """Start reading (or generating) the key in a background thread now, and hand
-        that thread the GIL until it has read the key or begun generating one (at most
-        :data:`PREPARE_HANDOVER_WAIT`). Does nothing once started.
-
-        Why wait: the thread needs the GIL to import cryptography, read the cache and
-        take the lock, and it gets it only between the caller's 5 ms time slices. Left
-        to compete with collection, a cold run's generation began about 60 ms after
-        this call, 30 ms before the first test asked for the key; handed over, it
-        begins within about 25 ms (``docs/benchmarks.md``)."""
-        with self._changed:
-            if self._thread is not None:
+    def start(self) -> None:
+        """Start making the key in a background thread; nothing once started."""
+        with self._lock:
+            if self.started:
                 return
-            thread = threading.Thread(target=self._make, daemon=True, name="mgmtauth-keygen")
-            if not start(thread):  # pem() makes the key in its caller
+            thread = threading.Thread(target=self._run, name="mgmtauth-signing-key")
+            try:
+                thread.start()
+            except RuntimeError:  # at the thread limit: key() makes it
                 return
             self._thread = thread
-        hand_over(self._underway, PREPARE_HANDOVER_WAIT)
 
-    def wait(self, timeout: float) -> bool:
-        """Wait up to ``timeout`` s for a background key to be made and kept; say
-        whether it was (False also when nothing was started)."""
-        return self._thread is not None and self._kept.wait(timeout)
-
-    def pem(self) -> bytes:
-        self.prepare()
-        if self._thread is None:  # no background thread could start
-            self._make()
-        with self._changed:
-            while self._outcome is None:
-                if self._generating and self._racer is None:
-                    # Named before it starts: _generate tells the racer by identity.
-                    self._racer = threading.Thread(
-                        target=self._generate, daemon=True, name="mgmtauth-keygen-race"
-                    )
-                    start(self._racer)  # if no thread can be had: no race
-                self._changed.wait()
-            outcome = self._outcome
-        self._kept.wait()  # a key generated here is in the cache once this returns
+    def key(self) -> rsa.RSAPrivateKey:
+        self.start()
+        with self._lock:
+            if not self.started:
+                self._run()
+        self._done.wait()
+        outcome = self._outcome
+        with self._lock:
+            problems, self._problems = self._problems, []
+        for problem in problems:
+            warnings.warn(problem, self._warning, stacklevel=2)
         if isinstance(outcome, BaseException):
             raise outcome
+        assert outcome is not None
         return outcome
 
-    def _settle(self, outcome: bytes | BaseException) -> bool:
-        """Record ``outcome`` if it is the first; say whether it was."""
-        with self._changed:
-            if self._outcome is not None:
-                return False
-            self._outcome = outcome
-            self._changed.notify_all()
-        self._underway.set()
-        return True
-
-    def _make(self) -> None:
+    def _run(self) -> None:
+        # Written before _done is set, read after it: no lock needed.
         try:
-            cached = self._cached()
-            if cached is None:
-                # Waiting for another process's key needs no GIL: prepare() may go on.
-                lock = self._lock(self._underway.set) if self._lock else contextlib.nullcontext()
-                with lock:
-                    # Another process (xdist worker) holding the lock may have made it.
-                    cached = self._cached()
-                    if cached is None:
-                        with self._changed:
-                            first = threading.Thread(
-                                target=self._generate, daemon=True, name="mgmtauth-keygen-first"
-                            )
-                            started = start(first)
-                            self._first = first
-                            self._generating = True
-                            self._changed.notify_all()
-                        if not started:  # no thread to be had: generate here
-                            self._generate()
-                        # The lock is held until a key is in the cache, whichever
-                        # generation made it (see the class's docstring).
-                        self._kept.wait()
-                        return
-            self._settle(cached)
-            self._kept.set()
-        except BaseException as exc:  # re-raised where the key is needed
-            if self._settle(exc):
-                self._kept.set()
-
-    def _generate(self) -> None:
-        """Generate a key; the first made (of the first and a racing generation) is
-        kept. The first generation's failure is the outcome unless a key came before;
-        a racing generation that fails changes nothing."""
-        try:
-            import_key_modules()
-            self._underway.set()  # the generation itself releases the GIL
-            pem = generate_private_key_pem()
-        except BaseException as exc:
-            if threading.current_thread() is not self._racer and self._settle(exc):
-                self._kept.set()
-            return
-        if self._settle(pem):
-            try:
-                if self._cache is not None:
-                    self._cache[1](pem)
-            finally:
-                self._kept.set()
-
-    def _cached(self) -> bytes | None:
-        if self._cache is None:
-            return None
-        cached = self._cache[0]()
-        if not cached:
-            return None
-        from cryptography.exceptions import UnsupportedAlgorithm
-
-        try:
-            load_private_key(cached)
-        except (ValueError, TypeError, UnsupportedAlgorithm):
-            # A damaged entry (edited, or left by an older version whose writes were not
-            # atomic): make a new key instead.
-            return None
-        return cached
+            self._outcome, self._problems = self._make()
+        except BaseException as exc:  # raised where the key is needed
+            self._outcome = exc
+        finally:
+            self._done.set()

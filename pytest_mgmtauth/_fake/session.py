@@ -2,9 +2,8 @@
 
 Each piece is made the first time a test needs it, so a suite that installs the plugin
 but never uses its fixtures starts no server and generates no key. The signing key
-(``_fake/key_cache.py``) may be started earlier, in a background thread: the plugin does so as
-soon as collection meets a module that names its fixtures, so that a cold run (no cached
-key) generates the 4096-bit key while pytest collects and sets up.
+(``key_cache.py``) may be started earlier, in a background thread: the plugin starts it
+at the end of collection when a test uses its fixtures.
 """
 
 from __future__ import annotations
@@ -14,41 +13,21 @@ import threading
 from .._http.app import LateErrors
 from .._http.server import FakeHTTPServer
 from .._http.tls import TestCA
-from .._service.tokens import TokenSigner, load_private_key
-from .key_cache import (
-    KeyCache,
-    KeyLock,
-    SigningKey,
-    file_lock,
-    key_files,
-    write_private_file,
-)
-
-#: The key's file helpers moved to _keystore; importable from here as before.
-__all__ = [
-    "KeyCache",
-    "KeyLock",
-    "SessionPool",
-    "SigningKey",
-    "file_lock",
-    "key_files",
-    "write_private_file",
-]
+from .._service.tokens import TokenSigner
+from .key_cache import SigningKey
 
 
 class SessionPool:
     def __init__(
         self,
-        key_cache: KeyCache | None = None,
+        signing_key: SigningKey | None = None,
         *,
         host: str = "127.0.0.1",
         port: int = 0,
-        key_lock: KeyLock | None = None,
-        signing_key: SigningKey | None = None,
     ) -> None:
-        #: The signing key's PEM, maybe already being made (the plugin starts it at
-        #: collection); else made from ``key_cache`` and ``key_lock`` on first use.
-        self.signing_key = signing_key or SigningKey(key_cache, key_lock)
+        #: The signing key, maybe being made already (the plugin starts it at
+        #: collection); without one, a new key kept in memory, made on first use.
+        self.signing_key = signing_key or SigningKey()
         # Where the servers listen: any free loopback port under pytest; the standalone
         # server passes its --host/--port.
         self._host = host
@@ -60,16 +39,11 @@ class SessionPool:
         #: Errors raised in the server for a test that had already ended.
         self.late_errors = LateErrors()
 
-    def prepare_signing_key(self) -> None:
-        """Start reading (or generating) the signing key in a background thread now;
-        :attr:`signer` waits for it. Does nothing once started or made."""
-        self.signing_key.prepare()
-
     @property
     def signer(self) -> TokenSigner:
         with self._lock:
             if self._signer is None:
-                self._signer = TokenSigner(load_private_key(self.signing_key.pem()))
+                self._signer = TokenSigner(self.signing_key.key())
             return self._signer
 
     @property

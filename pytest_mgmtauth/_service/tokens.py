@@ -19,8 +19,6 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .signing_key import make_signing_key
-
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric import rsa
 
@@ -54,43 +52,6 @@ _HEADER_SEGMENT = _segment({"alg": ALGORITHM, "typ": "JWT"})
 
 class TokenProblem(Exception):
     """The token is not one this fake could have issued; ``str()`` says why."""
-
-
-def import_key_modules() -> None:
-    """Import what generating and loading a key need (``cryptography``'s RSA,
-    serialization and signing modules, about 20 ms on a cold start), so that a thread can
-    do it before it says its generation has begun."""
-    from cryptography import exceptions  # noqa: F401
-    from cryptography.hazmat.primitives import hashes, serialization  # noqa: F401
-    from cryptography.hazmat.primitives.asymmetric import padding, rsa  # noqa: F401
-
-
-def generate_private_key_pem(bits: int = KEY_BITS) -> bytes:
-    """A new signing key (see :mod:`.signing_key`: made from two half-size keys, about
-    four times faster than one ordinary key) as unencrypted PKCS#8 PEM."""
-    from cryptography.hazmat.primitives import serialization
-
-    key = make_signing_key(bits)
-    return key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
-    )
-
-
-def load_private_key(pem: bytes) -> rsa.RSAPrivateKey:
-    # The PEM comes from generate_private_key_pem (ours), so the RSA consistency check
-    # adds nothing but time (about 0.2 s for 4096 bits), and it would refuse our keys:
-    # their CRT factors are not primes (see .signing_key).
-    from cryptography.hazmat.primitives import serialization
-    from cryptography.hazmat.primitives.asymmetric import rsa
-
-    key = serialization.load_pem_private_key(
-        pem, password=None, unsafe_skip_rsa_key_validation=True
-    )
-    if not isinstance(key, rsa.RSAPrivateKey):
-        raise ValueError("the cached signing key is not an RSA key")
-    return key
 
 
 @dataclass(frozen=True)

@@ -10,24 +10,30 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import os
 import socket
 import threading
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cryptography.exceptions import UnsupportedAlgorithm
-
+from .._fake.key_cache import (
+    KeyOutcome,
+    KeyProblem,
+    SigningKey,
+    key_pem,
+    load_key,
+    new_key,
+    write_private_file,
+)
 from .._fake.server import MgmtServer
-from .._fake.session import KeyCache, SessionPool
+from .._fake.session import SessionPool
 from .._http.app import CONTROL_PREFIX
 from .._service.clock import ManualClock, OffsetClock
-from .._service.tokens import load_private_key
 from .._verdicts import findings
 from .control import ControlAPI, account_json
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     from .._service.accounts import Account
     from .._service.options import Options
@@ -146,37 +152,33 @@ def parse_route(text: str) -> tuple[str, str]:
     return parts[0].upper(), parts[1]
 
 
-def _file_key_cache(path: str) -> KeyCache:
-    """Keep the signing key in ``path`` so that a restart skips the key generation."""
+def _file_key(path: str) -> Callable[[], KeyOutcome]:
+    """The signing key kept in ``path``, so that a restart skips the key generation:
+    made and written there (owner-only) if the file does not exist."""
 
-    def read() -> bytes | None:
+    def make() -> KeyOutcome:
         try:
-            with open(path, "rb") as handle:
-                pem = handle.read()
+            pem = Path(path).read_bytes()
         except FileNotFoundError:
-            return None
+            key = new_key()
+            try:
+                write_private_file(Path(path), key_pem(key))
+            except OSError as exc:
+                raise UsageError(f"--key-file {path}: {exc.strerror or exc}") from None
+            return key, []
         except OSError as exc:
             raise UsageError(f"--key-file {path}: {exc.strerror or exc}") from None
         try:
-            load_private_key(pem)
-        except (ValueError, TypeError, UnsupportedAlgorithm):
+            # Any size: a key of the user's own is used as it is.
+            return load_key(pem, bits=None), []
+        except KeyProblem as problem:
             # Never overwrite a file we did not make: it may be something else entirely.
             raise UsageError(
-                f"--key-file {path} is not a private key made by mgmtauth-server; pass a "
-                "path that does not exist yet, and the key is made there"
+                f"--key-file {path} is not a private key made by mgmtauth-server (it "
+                f"{problem}); pass a path that does not exist yet, and the key is made there"
             ) from None
-        return pem
 
-    def write(pem: bytes) -> None:
-        try:
-            # Owner-only: it is a private key, even if only a test one.
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(pem)
-        except OSError as exc:
-            raise UsageError(f"--key-file {path}: {exc.strerror or exc}") from None
-
-    return read, write
+    return make
 
 
 class StandaloneServer:
@@ -203,7 +205,7 @@ class StandaloneServer:
         self._host, self._port = host, port
         self._allowed_hosts = tuple(allowed_hosts)
         self._pool = SessionPool(
-            _file_key_cache(key_file) if key_file else None, host=host, port=port
+            SigningKey(_file_key(key_file)) if key_file else None, host=host, port=port
         )
         self._account_specs = list(accounts)
         self._routes = list(routes)

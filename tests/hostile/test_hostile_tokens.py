@@ -14,15 +14,11 @@ from urllib.parse import urlencode
 import jwt
 import pytest
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import padding
+from cryptography.hazmat.primitives.asymmetric import padding, rsa
 from hostile_support import build_request
 
 from pytest_mgmtauth import ApiCall
-from pytest_mgmtauth._service.tokens import (
-    TokenSigner,
-    generate_private_key_pem,
-    load_private_key,
-)
+from pytest_mgmtauth._service.tokens import TokenSigner
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -86,7 +82,7 @@ def hmac_signed(payload: dict[str, object], key: bytes, alg: str = "HS256") -> s
 @pytest.fixture(scope="module")
 def other_signer() -> TokenSigner:
     """Another fake: same issuer name, its own key (2048 bits: quicker, as foreign)."""
-    return TokenSigner(load_private_key(generate_private_key_pem(bits=2048)))
+    return TokenSigner(rsa.generate_private_key(public_exponent=65537, key_size=2048))
 
 
 def _own(world: World) -> TokenSigner:

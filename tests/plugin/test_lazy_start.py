@@ -4,7 +4,7 @@ generates no key.
 Each run is a fresh Python process (the plugin loaded by its entry point), so no
 server or key of this outer session can leak into what is measured. The inner
 conftest counts what the plugin does: RSA key generations (at the cryptography
-function every path goes through), signing keys loaded, servers made, and threads
+function every path goes through), token signers made, servers made, and threads
 named ``mgmtauth-server`` alive after each test's call. The second run, which uses
 ``mgmt_server``, proves the counters see what they count.
 """
@@ -19,13 +19,13 @@ import threading
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-import pytest_mgmtauth._fake.session as pool_module
 from pytest_mgmtauth._http.server import FakeHTTPServer
+from pytest_mgmtauth._service.tokens import TokenSigner
 
-counts = {"rsa_generated": 0, "keys_loaded": 0, "servers_made": 0, "server_threads": 0}
+counts = {"rsa_generated": 0, "signers_made": 0, "servers_made": 0, "server_threads": 0}
 
 _generate = rsa.generate_private_key
-_load = pool_module.load_private_key
+_signer_init = TokenSigner.__init__
 _init = FakeHTTPServer.__init__
 
 
@@ -34,9 +34,9 @@ def generate(*args, **kwargs):
     return _generate(*args, **kwargs)
 
 
-def load(*args, **kwargs):
-    counts["keys_loaded"] += 1
-    return _load(*args, **kwargs)
+def signer_init(self, *args, **kwargs):
+    counts["signers_made"] += 1
+    _signer_init(self, *args, **kwargs)
 
 
 def init(self, *args, **kwargs):
@@ -45,7 +45,7 @@ def init(self, *args, **kwargs):
 
 
 rsa.generate_private_key = generate
-pool_module.load_private_key = load
+TokenSigner.__init__ = signer_init
 FakeHTTPServer.__init__ = init
 
 
@@ -87,7 +87,7 @@ def test_suite_that_never_uses_the_fixtures_starts_nothing(pytester: pytest.Pyte
     result.stdout.fnmatch_lines(["mgmtauth: token_ttl=1800s *"])
     # ...and did nothing.
     result.stdout.fnmatch_lines(
-        ["lazy-check: rsa_generated=0 keys_loaded=0 servers_made=0 server_threads=0"]
+        ["lazy-check: rsa_generated=0 signers_made=0 servers_made=0 server_threads=0"]
     )
     assert not pytester.path.joinpath(*KEY_ENTRY).exists()
 
@@ -108,12 +108,10 @@ def test_the_counters_see_a_suite_that_uses_the_fixtures(pytester: pytest.Pytest
     )
     result = pytester.runpytest_subprocess("-p", "no:hypothesispytest")
     result.assert_outcomes(passed=3)
-    # One key and one server for the session, shared by the tests that use them. The key
-    # is made of at least two half-size keys (_service/signing_key.py), and a second
-    # generation may race the first while the first test waits for it (SigningKey.pem):
-    # cryptography makes two keys or more, but one signing key is loaded either way.
-    result.stdout.re_match_lines(
-        [r"lazy-check: rsa_generated=([2-9]|\d\d) keys_loaded=1 servers_made=1 server_threads=1$"]
+    # One key (generated once: the cache is cold), one signer and one server for the
+    # session, shared by the tests that use them.
+    result.stdout.fnmatch_lines(
+        ["lazy-check: rsa_generated=1 signers_made=1 servers_made=1 server_threads=1"]
     )
     assert pytester.path.joinpath(*KEY_ENTRY).exists()
 
@@ -210,13 +208,10 @@ STARTUP_MODULES = {
 
 def test_a_plain_run_imports_only_the_plugins_startup_modules(pytester: pytest.Pytester) -> None:
     pytester.makeconftest(MODULES_CONFTEST)
+    # Files that name the fixtures without a test using them start nothing.
     pytester.makepyfile(
-        test_plain=PLAIN_MODULE,
-        # Not test modules: collection never reads them for the fixtures' names (only
-        # test modules and conftest.py can start the key early, docs/reference.md).
-        helper="def use(mgmt_server, mgmt_account):\n    pass\n",
+        test_plain=PLAIN_MODULE, helper="def use(mgmt_server, mgmt_account):\n    pass\n"
     )
-    pytester.path.joinpath("notes.txt").write_text("mgmt_server mgmt_account _mgmtauth_pool\n")
     result, modules = _run_reading_modules(
         pytester, "-p", "no:pytest_httpserver", "-p", "no:randomly"
     )
