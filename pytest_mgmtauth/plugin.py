@@ -50,7 +50,7 @@ _FAKE = pytest.StashKey["MgmtServer"]()
 #: Whether a failed report of the test carries the section already.
 _SECTION_SHOWN = pytest.StashKey[bool]()
 #: Where the signing key is kept across runs: a directory of pytest's cache, which holds
-#: the key as a PEM file, mode 0600 (``.pytest_cache/d/mgmtauth/signing-key.pem``).
+#: the key as a PEM file, mode 0600 (``.pytest_cache/d/mgmtauth/rsa4096.pem``).
 _KEY_CACHE_DIR = "mgmtauth"
 #: The cache entry of versions up to 0.x (a JSON value, world-readable): emptied when a
 #: session uses the key.

@@ -23,8 +23,9 @@ if TYPE_CHECKING:
 
     from cryptography.hazmat.primitives.asymmetric import rsa
 
-#: The name of the key's file in its directory.
-KEY_FILE = "signing-key.pem"
+#: The name of the key's file in its directory. Versions before 0.2 kept a key made
+#: differently under another name, which is never read.
+KEY_FILE = "rsa4096.pem"
 #: A key and what went wrong on the way to it (each a sentence for a warning).
 KeyOutcome = tuple["rsa.RSAPrivateKey", list[str]]
 _PUBLIC_EXPONENT = 65537

@@ -61,7 +61,7 @@ def pytest_terminal_summary(terminalreporter):
     )
 """
 
-KEY_ENTRY = (".pytest_cache", "d", "mgmtauth", "signing-key.pem")
+KEY_ENTRY = (".pytest_cache", "d", "mgmtauth", "rsa4096.pem")
 
 
 def test_suite_that_never_uses_the_fixtures_starts_nothing(pytester: pytest.Pytester) -> None:

@@ -332,7 +332,7 @@ def test_a_512_bit_key_in_the_cache_is_replaced_with_a_warning_and_the_tests_pas
     result.assert_outcomes(passed=2, warnings=1)
     result.stdout.fnmatch_lines(
         [
-            "*SigningKeyCacheWarning: the signing key cached in *signing-key.pem is a "
+            "*SigningKeyCacheWarning: the signing key cached in *rsa4096.pem is a "
             "512-bit RSA key, not 4096 bits: pytest-mgmtauth replaced it with a new key"
         ]
     )
