@@ -12,6 +12,7 @@ whatever goes wrong in the fake's JSON error shape.
 
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING
 
 from werkzeug import Response
@@ -65,14 +66,47 @@ class FakeApp:
         self._binding: Binding | None = None
         #: Apps mounted under a path prefix (:meth:`mount`); none under pytest.
         self._mounts: list[tuple[str, Callable[[Request], Response]]] = []
+        #: Set once connections may be accepted (:meth:`open`): the server's accept loop
+        #: waits for it, and the listening socket's backlog holds connections until then.
+        self.opened = threading.Event()
+        self._on_open: list[Callable[[], None]] = []
+        self._open_lock = threading.Lock()
+        self._open_on_bind = True
 
     def mount(self, prefix: str, app: Callable[[Request], Response]) -> None:
         """Answer requests whose path starts with ``prefix`` by ``app`` (the standalone
         server's control API under :data:`CONTROL_PREFIX`), secrets masked as usual."""
         self._mounts.append((prefix, app))
 
+    def when_open(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` once :meth:`open` is called (at once if it was)."""
+        with self._open_lock:
+            if not self.opened.is_set():
+                self._on_open.append(callback)
+                return
+        callback()
+
+    def defer_opening(self) -> None:
+        """Have :meth:`bind` not open the app: the caller sets up more (mounts,
+        accounts, routes) and calls :meth:`open` when all of it is in place."""
+        self._open_on_bind = False
+
+    def open(self) -> None:
+        """Accept connections from now on. The first :meth:`bind` does it (unless
+        :meth:`defer_opening`): a connection accepted before any state is bound could
+        only be refused (503), and one accepted before the mounted apps are in place
+        would reach the fake as an unknown route. Serving with nothing bound (every
+        request a 503) needs this call."""
+        with self._open_lock:
+            self.opened.set()
+            callbacks, self._on_open = self._on_open, []
+        for callback in callbacks:
+            callback()
+
     def bind(self, binding: Binding) -> None:
         self._binding = binding
+        if self._open_on_bind and not self.opened.is_set():
+            self.open()
 
     @property
     def current(self) -> Binding | None:

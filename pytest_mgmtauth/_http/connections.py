@@ -85,17 +85,26 @@ class _Server(ThreadedWSGIServer):
         long at every session's end (50 ms here, 500 ms in the stock server), and the
         loop took the GIL 20 times a second all session long. This one sleeps until a
         connection comes or :meth:`shutdown` wakes it. ``poll_interval`` is ignored."""
+        opened = self.fake_app.opened if self.fake_app is not None else None
         try:
             with selectors.DefaultSelector() as selector:
-                selector.register(self.socket, selectors.EVENT_READ)
                 selector.register(self._wake_reader, selectors.EVENT_READ)
+                listening = False
                 while not self._stop.is_set():
+                    if not listening and (opened is None or opened.is_set()):
+                        # Not before the app is open (FakeApp.open): until then the
+                        # listening socket's backlog holds the connections.
+                        selector.register(self.socket, selectors.EVENT_READ)
+                        listening = True
                     ready = selector.select()
                     if self._stop.is_set():
                         break
+                    if any(key.fileobj is self._wake_reader for key, _ in ready):
+                        with contextlib.suppress(OSError):
+                            self._wake_reader.recv(64)
                     if any(key.fileobj is self.socket for key, _ in ready):
                         self._accept_one()
-                    self.service_actions()
+                        self.service_actions()
         finally:
             self._loop_ended.set()
             self.server_close()
@@ -118,12 +127,17 @@ class _Server(ThreadedWSGIServer):
             self.shutdown_request(request)
             raise
 
+    def wake(self) -> None:
+        """Have the loop of :meth:`serve_forever` look at its state again (the app
+        opened, or a stop)."""
+        with contextlib.suppress(OSError):
+            self._wake_writer.send(b"\0")
+
     def shutdown(self) -> None:
         """Stop the loop of :meth:`serve_forever` and wait for it to end (as
         socketserver's: it must be running, in another thread)."""
         self._stop.set()
-        with contextlib.suppress(OSError):
-            self._wake_writer.send(b"\0")
+        self.wake()
         self._loop_ended.wait()
 
     def server_close(self) -> None:

@@ -105,6 +105,7 @@ class FakeHTTPServer(HTTPServer):
                 server.ssl_context = self.ssl_context  # Werkzeug reports wsgi.url_scheme
             self.server = server
             self.port = server.port
+            self.app.when_open(server.wake)
             self.server_thread = threading.Thread(
                 target=self.thread_target, daemon=True, name="mgmtauth-server"
             )

@@ -221,8 +221,13 @@ class StandaloneServer:
             # first, so that main() can say what to do instead.
             family = socket.AF_INET6 if ":" in self._host else socket.AF_INET
             socket.create_server((self._host, self._port), family=family).close()
-        self._fake = self._new_fake()
-        self._pool.server(https=self.options.https).mount(
+        # Listening from here on, but accepting no connection until everything is in
+        # place (FakeApp.open): a client polling the control API or the auth endpoints
+        # right after start waits for a real answer instead of a 503, an unknown-route
+        # 404 or a 401 for a startup account not added yet.
+        http = self._pool.server(https=self.options.https)
+        http.app.defer_opening()
+        http.mount(
             CONTROL_PREFIX,
             ControlAPI(
                 fake=lambda: self.fake,
@@ -234,6 +239,8 @@ class StandaloneServer:
                 allowed_hosts=self._allowed_hosts,
             ),
         )
+        self._fake = self._new_fake()
+        http.app.open()
 
     def _new_fake(self) -> MgmtServer:
         fake = MgmtServer(self.options, self._pool, clock=self.clock)

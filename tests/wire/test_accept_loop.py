@@ -20,6 +20,7 @@ from pytest_mgmtauth._http.server import FakeHTTPServer
 def server() -> Iterator[FakeHTTPServer]:
     server = FakeHTTPServer()
     server.start()
+    server.app.open()  # no state bound: every request gets a 503
     yield server
     if server.is_running():
         server.stop()

@@ -38,6 +38,7 @@ def server() -> Iterator[FakeHTTPServer]:
     # A server of its own: the session's has the other tests' threads.
     server = FakeHTTPServer()
     server.start()
+    server.app.open()  # no state bound: every request gets a 503
     yield server
     server.stop()
 
