@@ -9,17 +9,17 @@ import contextlib
 import os
 import socket
 import ssl
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, cast
 
 from werkzeug import Request
-from werkzeug.serving import WSGIRequestHandler
+from werkzeug.serving import DechunkedInput, WSGIRequestHandler
 
 from .._service.redact import SecretMasker
 from .app import ACCEPTED_BINDING, AFTER_ANSWER, FRAMING_PROBLEM
 from .connections import _accepted, _Server
 from .errors import MAX_BODY_BYTES, error_bytes
-from .headers import framing_problem
-from .streams import _BriefDrain, _CountedInput, _SkipDrain
+from .headers import HTTP_WHITESPACE, framing_problem
+from .streams import _BriefDrain, _ContinueOnRead, _CountedInput, _SkipDrain
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -88,7 +88,17 @@ class _RequestHandler(WSGIRequestHandler):
         self._served += 1
         super().handle_one_request()
 
+    def handle_expect_100(self) -> bool:
+        # http.server sent "100 Continue" here, and Werkzeug's run_wsgi another: the
+        # one interim answer goes out when the body is first read (see make_environ).
+        return True
+
     def run_wsgi(self) -> None:
+        # Werkzeug writes "100 Continue" for this header before the app runs; the app
+        # may answer without reading the body, which then must not be asked for.
+        expect = self.headers.get_all("Expect") or []
+        del self.headers["Expect"]
+        self._expect = expect
         try:
             super().run_wsgi()
         finally:
@@ -168,6 +178,20 @@ class _RequestHandler(WSGIRequestHandler):
             # RFC 9113 8.2.3 / RFC 6265 5.4: cookie lines join with "; ". Werkzeug joins
             # repeated headers with ",", which hid a JSESSIONID sent in a second line.
             environ["HTTP_COOKIE"] = "; ".join(cookies)
+        expect = getattr(self, "_expect", [])
+        if expect:
+            environ["HTTP_EXPECT"] = ",".join(expect)
+        if (
+            self.request_version == "HTTP/1.1"
+            and len(expect) == 1
+            and expect[0].strip(HTTP_WHITESPACE).lower() == "100-continue"
+        ):
+            # Not to HTTP/1.0 clients (RFC 9110 10.1.1).
+            reader = _ContinueOnRead(self.rfile, self.wfile.write)
+            if environ.get("wsgi.input_terminated"):
+                environ["wsgi.input"] = DechunkedInput(cast("IO[bytes]", reader))
+            else:
+                environ["wsgi.input"] = reader
         if not environ.get("wsgi.input_terminated"):
             environ["wsgi.input"] = _CountedInput(environ["wsgi.input"])
         environ[AFTER_ANSWER] = self._after_answer

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import socket
+    from collections.abc import Callable
 
 #: After the answer: what the client still sends is discarded until it is silent this
 #: long, or for DRAIN_SECONDS at most; then the connection closes.
@@ -43,6 +44,50 @@ class _CountedInput(io.RawIOBase):
     def readline(self, size: int | None = -1) -> bytes:
         data: bytes = self._stream.readline(size)
         self.count += len(data)
+        return data
+
+
+#: The interim answer to ``Expect: 100-continue`` (RFC 9110 15.2.1).
+CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
+
+
+class _ContinueOnRead(io.RawIOBase):
+    """The connection's reader for a request that sent ``Expect: 100-continue``: the
+    first read of its body sends ``100 Continue``, once. A request answered without
+    reading its body (a 413 for its Content-Length, a framing error) gets its final
+    answer and no interim one (RFC 9110 10.1.1: the server may answer at once)."""
+
+    def __init__(self, rfile: Any, send: Callable[[bytes], object]) -> None:
+        super().__init__()
+        self._rfile = rfile
+        self._send: Callable[[bytes], object] | None = send
+
+    def _continue(self) -> None:
+        send, self._send = self._send, None
+        if send is not None:
+            send(CONTINUE)
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int | None = -1) -> bytes:
+        self._continue()
+        data: bytes = self._rfile.read(size)
+        return data
+
+    def read1(self, size: int = -1) -> bytes:
+        self._continue()
+        data: bytes = self._rfile.read1(size)
+        return data
+
+    def readinto(self, buffer: Any) -> int:
+        self._continue()
+        n: int = self._rfile.readinto(buffer) or 0
+        return n
+
+    def readline(self, size: int | None = -1) -> bytes:
+        self._continue()
+        data: bytes = self._rfile.readline(size)
         return data
 
 
