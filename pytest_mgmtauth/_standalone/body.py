@@ -46,6 +46,37 @@ def _depth(data: Any) -> int:
     return deepest
 
 
+class NotStandardJSON(ValueError):
+    """JSON that Python's parser takes but RFC 8259 does not (and Node, Java, Go refuse
+    to parse): ``NaN``, ``Infinity``, ``-Infinity``, or a number too large for a double
+    (``1e999``). ``str()`` says which."""
+
+
+def _refuse_constant(name: str) -> Any:
+    raise NotStandardJSON(
+        f"{name} is not a JSON value (RFC 8259 has no NaN or Infinity; Node, Java and Go "
+        "refuse it): send a finite number"
+    )
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        shown = text if len(text) <= 24 else f"{text[:12]}...{text[-8:]}"
+        raise NotStandardJSON(
+            f"the number {shown} is too large for a double (it would read as {value}, which "
+            "JSON cannot say; Node, Java and Go refuse it): send a finite number"
+        )
+    return value
+
+
+def loads_standard(text: str | bytes) -> Any:
+    """``json.loads``, refusing what RFC 8259 does not allow and other languages cannot
+    read back: NaN, Infinity and numbers that overflow a double raise
+    :class:`NotStandardJSON` (a ValueError); otherwise as ``json.loads``."""
+    return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+
+
 def read_json(request: Request, endpoint: str) -> dict[str, Any]:
     """A control request's body as a JSON object ({} when empty); ControlError (413,
     400) for a body too large, not JSON, nested too deeply, or not an object."""
@@ -56,7 +87,9 @@ def read_json(request: Request, endpoint: str) -> dict[str, Any]:
     if not raw.strip():
         return {}
     try:
-        data = json.loads(raw)
+        data = loads_standard(raw)
+    except NotStandardJSON as exc:
+        raise ControlError(400, f"{endpoint}: the body is not standard JSON: {exc}") from None
     except RecursionError:
         raise ControlError(
             400, f"{endpoint}: the body nests deeper than {MAX_CONTROL_DEPTH} levels"

@@ -8,7 +8,6 @@ own that the control API under ``/_mgmtauth/`` advances. See docs/standalone.md.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import socket
 import threading
@@ -30,6 +29,7 @@ from .._fake.session import SessionPool
 from .._http.app import CONTROL_PREFIX
 from .._service.clock import ManualClock, OffsetClock
 from .._verdicts import findings
+from .body import loads_standard
 from .control import ControlAPI, account_json
 
 if TYPE_CHECKING:
@@ -116,8 +116,8 @@ def parse_account(text: str) -> AccountSpec:
     """``--account``: an e-mail address, or a JSON object with the account's fields."""
     if text.lstrip().startswith("{"):
         try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
+            data = loads_standard(text)
+        except (ValueError, RecursionError) as exc:  # JSONDecodeError, NotStandardJSON
             raise UsageError(f"--account {text!r}: not valid JSON ({exc})") from None
         return _spec_from_json(data, "--account")
     return AccountSpec(username=text)
@@ -127,10 +127,10 @@ def read_accounts_file(path: str) -> list[AccountSpec]:
     """``--accounts-file``: a JSON list of account objects (or ``{"accounts": [...]}``)."""
     try:
         with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
+            data = loads_standard(handle.read())
     except OSError as exc:
         raise UsageError(f"--accounts-file {path}: {exc.strerror or exc}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError, NotStandardJSON...
         raise UsageError(f"--accounts-file {path}: not valid JSON ({exc})") from None
     if isinstance(data, dict) and set(data) == {"accounts"}:
         data = data["accounts"]

@@ -115,6 +115,23 @@ def test_routes_declared_through_the_control_api_are_authenticated(
     assert (answer.status_code, answer.json()) == (201, {"id": 7})
 
 
+@pytest.mark.parametrize("value", [b"NaN", b"Infinity", b"-Infinity", b"1e999", b"[1, -1E400]"])
+def test_a_route_answer_that_other_languages_cannot_parse_is_refused(
+    server: StandaloneServer, http: requests.Session, value: bytes
+) -> None:
+    # Python's json took these and the route then served NaN / Infinity, which Node's
+    # JSON.parse, Jackson and Go's encoding/json refuse.
+    raw = b'{"path": "/v2/odd", "json": {"n": ' + value + b"}}"
+    answer = _raw_post(server, http, "/routes", raw)
+    assert answer.status_code == 400, answer.text
+    assert "the body is not standard JSON" in answer.json()["message"]
+    token = _token(http, server.url).json()["token"]
+    served = http.get(f"{server.url}/v2/odd", headers={"Authorization": f"Bearer {token}"})
+    assert served.status_code == 404  # nothing was declared
+    assert "NaN" not in served.text
+    assert "Infinity" not in served.text
+
+
 def test_faults_through_the_control_api(
     server: StandaloneServer, control: Any, http: requests.Session
 ) -> None:
@@ -355,10 +372,10 @@ def _raw_post(server: StandaloneServer, http: requests.Session, path: str, raw: 
         ("/clock/advance", b'{"seconds": 1e308}', "seconds must be >= 0 and <= 3153600000"),
         ("/clock/advance", b'{"hours": 1e305}', "hours must be >= 0 and <= 876000"),
         ("/clock/advance", b'{"seconds": 3e11}', "seconds must be >= 0 and <= 3153600000"),
-        ("/clock/advance", b'{"seconds": 1e400}', "'seconds' must be a finite number"),
+        ("/clock/advance", b'{"seconds": 1e400}', "not standard JSON: the number 1e400 is too"),
         ("/clock/advance", b'{"seconds": 1' + b"0" * 400 + b"}", "got a huge int"),
         ("/clock/advance", b'{"seconds": 1' + b"0" * 5000 + b"}", "the body is not JSON"),
-        ("/clock/advance", b'{"seconds": NaN}', "'seconds' must be a finite number"),
+        ("/clock/advance", b'{"seconds": NaN}', "not standard JSON: NaN is not a JSON value"),
         ("/clock/advance", b'{"seconds": -0.0}', "got -0.0"),
         ("/clock/advance", b'{"seconds": -5, "hours": 1}', "forward only (got seconds=-5)"),
         ("/clock/advance", b'{"seconds": 3153600000, "hours": 1}', "at most 3153600000"),
@@ -371,6 +388,11 @@ def _raw_post(server: StandaloneServer, http: requests.Session, path: str, raw: 
         ("/faults", b'{"kind": "fail", "retry_after": 1' + b"0" * 30 + b"}", "got a huge int"),
         ("/routes", b'{"path": "/_mgmtauth/x"}', "reserved for mgmtauth-server's control API"),
         ("/routes", b'{"path": "/v2/x", "status": 0}', "status must be 200-599, got 0"),
+        ("/routes", b'{"path": "/v2/x", "json": {"a": NaN}}', "NaN is not a JSON value"),
+        ("/routes", b'{"path": "/v2/x", "json": [Infinity]}', "Infinity is not a JSON value"),
+        ("/routes", b'{"path": "/v2/x", "json": -Infinity}', "-Infinity is not a JSON value"),
+        ("/routes", b'{"path": "/v2/x", "json": {"a": 1e999}}', "1e999 is too large for a"),
+        ("/routes", b'{"path": "/v2/x", "json": {"a": -2.5E+400}}', "-2.5E+400 is too large"),
         ("/expire", b'{"credential": 5}', "'credential' must be a string"),
     ],
 )
