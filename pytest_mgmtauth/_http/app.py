@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ACCEPTED_BINDING",
     "AFTER_ANSWER",
+    "CHUNKED_PROBLEM",
     "CONTROL_PREFIX",
     "FRAMING_PROBLEM",
     "Binding",
@@ -51,9 +52,13 @@ CONTROL_PREFIX = "/_mgmtauth"
 #: WSGI environ key: the :class:`Binding` current when the request's connection was
 #: accepted (set by the server; absent when the app is driven without it).
 ACCEPTED_BINDING = "mgmtauth.binding"
-#: WSGI environ key: why the request's Host or Content-Length headers make it invalid
-#: (set by the server, see _headers.framing_problem); the answer is a 400.
+#: WSGI environ key: the status (400, or 501 for a transfer coding the fake does not
+#: implement) and why the request's header section makes its framing invalid (set by
+#: the server, see headers.framing_problem).
 FRAMING_PROBLEM = "mgmtauth.framing_problem"
+#: WSGI environ key: why the request's chunked body broke RFC 9112 7.1 (set by the
+#: server's reader as it reads; the answer is a 400 saying so).
+CHUNKED_PROBLEM = "mgmtauth.chunked_problem"
 #: WSGI environ key: a callable the server sets, called once the answer is decided.
 AFTER_ANSWER = "mgmtauth.after_answer"
 
@@ -125,9 +130,10 @@ class FakeApp:
         framing = request.environ.get(FRAMING_PROBLEM)
         if framing is not None:
             # Before anything else reads the request: its body's length is unknown.
+            status, reason = framing
             if binding is not None and not binding.closed.is_set():
-                binding.service.record_bad_request(request.method, request.path, 400, framing)
-            return error_response(400, 400, framing)
+                binding.service.record_bad_request(request.method, request.path, status, reason)
+            return error_response(status, status, reason)
         if binding is not None and binding.closed.is_set():
             return error_response(
                 503,
@@ -160,7 +166,10 @@ class FakeApp:
             # header): the client's mistake, answered in the fake's JSON shape.
             status = exc.code or 400
             reason = exc.description or exc.name
-            if isinstance(exc, ClientDisconnected):
+            chunked = request.environ.get(CHUNKED_PROBLEM)
+            if chunked is not None:
+                status, reason = 400, f"the chunked request body is malformed: {chunked}"
+            elif isinstance(exc, ClientDisconnected):
                 reason = (
                     "the request body could not be read: the client disconnected, or sent "
                     "a malformed chunked body"

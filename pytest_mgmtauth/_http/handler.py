@@ -6,20 +6,22 @@ malformed request line), the framing checks and the request's masked ``repr``.""
 from __future__ import annotations
 
 import contextlib
+import email.errors
+import io
 import os
 import socket
 import ssl
-from typing import IO, TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from werkzeug import Request
-from werkzeug.serving import DechunkedInput, WSGIRequestHandler
+from werkzeug.serving import WSGIRequestHandler
 
 from .._service.redact import SecretMasker
-from .app import ACCEPTED_BINDING, AFTER_ANSWER, FRAMING_PROBLEM
+from .app import ACCEPTED_BINDING, AFTER_ANSWER, CHUNKED_PROBLEM, FRAMING_PROBLEM
 from .connections import _accepted, _Server
 from .errors import MAX_BODY_BYTES, error_bytes
-from .headers import HTTP_WHITESPACE, framing_problem
-from .streams import _BriefDrain, _ContinueOnRead, _CountedInput, _SkipDrain
+from .headers import HTTP_WHITESPACE, chunked, framing_problem
+from .streams import _BriefDrain, _ContinueOnRead, _CountedInput, _Dechunked, _SkipDrain
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -55,6 +57,14 @@ def _mask_for(environ: Any) -> Callable[[str], str]:
         binding = getattr(_accepted, "binding", None)
     return binding.service.redact if binding is not None else SecretMasker().mask
 
+
+#: What http.server's email parser notes for a header line it cannot read as a field
+#: (besides MissingHeaderBodySeparatorDefect: a line without a colon, or with
+#: whitespace before it, after which it reads the rest as a body).
+_HEADER_LINE_DEFECTS = (
+    email.errors.FirstHeaderLineIsContinuationDefect,
+    email.errors.InvalidHeaderDefect,
+)
 
 #: The first bytes of a TLS handshake record (content type 22, version 3.x).
 _TLS_RECORD_STARTS = (b"\x16\x03",)
@@ -170,7 +180,7 @@ class _RequestHandler(WSGIRequestHandler):
         if hasattr(_accepted, "binding"):
             environ[ACCEPTED_BINDING] = _accepted.binding
         headers = [(name, value.replace("\r\n", "")) for name, value in self.headers.items()]
-        problem = framing_problem(self.request_version, headers)
+        problem = framing_problem(self.request_version, headers, unparsed=self._unparsed_line())
         if problem is not None:
             environ[FRAMING_PROBLEM] = problem
         cookies = [value for name, value in headers if name.lower() == "cookie"]
@@ -181,21 +191,40 @@ class _RequestHandler(WSGIRequestHandler):
         expect = getattr(self, "_expect", [])
         if expect:
             environ["HTTP_EXPECT"] = ",".join(expect)
+        reader: Any = self.rfile
         if (
             self.request_version == "HTTP/1.1"
             and len(expect) == 1
             and expect[0].strip(HTTP_WHITESPACE).lower() == "100-continue"
         ):
             # Not to HTTP/1.0 clients (RFC 9110 10.1.1).
-            reader = _ContinueOnRead(self.rfile, self.wfile.write)
-            if environ.get("wsgi.input_terminated"):
-                environ["wsgi.input"] = DechunkedInput(cast("IO[bytes]", reader))
-            else:
-                environ["wsgi.input"] = reader
-        if not environ.get("wsgi.input_terminated"):
-            environ["wsgi.input"] = _CountedInput(environ["wsgi.input"])
+            reader = _ContinueOnRead(reader, self.wfile.write)
+        if problem is None and chunked(headers):
+            # Werkzeug's own reader refused chunk extensions and trailer fields.
+            environ["wsgi.input_terminated"] = True
+            environ["wsgi.input"] = _Dechunked(
+                reader, lambda reason: environ.__setitem__(CHUNKED_PROBLEM, reason)
+            )
+        elif environ.get("wsgi.input_terminated"):
+            # A framing problem: the app answers without reading the body.
+            environ["wsgi.input"] = io.BytesIO()
+        else:
+            environ["wsgi.input"] = _CountedInput(reader)
         environ[AFTER_ANSWER] = self._after_answer
         return environ
+
+    def _unparsed_line(self) -> str | None:
+        """The first header line http.server could not read as ``name: value`` (its
+        email parser stops there and takes the lines after it for a body), or None.
+        Other defects (a multipart Content-Type with no body to match) are not about
+        the header lines."""
+        for defect in self.headers.defects:
+            if isinstance(defect, email.errors.MissingHeaderBodySeparatorDefect):
+                payload = self.headers.get_payload()
+                return payload.split("\n", 1)[0] if isinstance(payload, str) else ""
+            if isinstance(defect, _HEADER_LINE_DEFECTS):
+                return str(getattr(defect, "line", "") or "")
+        return None
 
     def _may_keep_alive(self) -> bool:
         environ = self.environ
@@ -205,11 +234,6 @@ class _RequestHandler(WSGIRequestHandler):
         if self.close_connection or self.request_version != "HTTP/1.1":
             return False  # the client asked to close (or HTTP/1.0 without keep-alive)
         if environ.get(FRAMING_PROBLEM) is not None or environ.get("wsgi.input_terminated"):
-            return False
-        if self.headers.defects or self.headers.get_payload():
-            # A line that is no header ("Bad Name: x") ends the parsed headers there: the
-            # lines after it (a Content-Length, say) were read but not understood, so
-            # where this request ends is unknown.
             return False
         body = environ.get("wsgi.input")
         try:

@@ -5,6 +5,7 @@ an answer that closes the connection (see :class:`_BriefDrain`)."""
 from __future__ import annotations
 
 import io
+import re
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -89,6 +90,126 @@ class _ContinueOnRead(io.RawIOBase):
         self._continue()
         data: bytes = self._rfile.readline(size)
         return data
+
+
+#: Longest chunk-size line (with its extensions) and trailer field line read, in bytes.
+MAX_CHUNK_LINE = 4096
+#: Most bytes of chunk-size lines, extensions and trailer fields in one body.
+MAX_CHUNK_OVERHEAD = 64 * 1024
+
+#: chunk-size [ chunk-ext ] (RFC 9112 7.1, 7.1.1), the size's hex digits captured.
+_TOKEN = r"[!#$%&'*+.^_`|~0-9A-Za-z-]+"
+_QUOTED = r'"(?:[^"\\\x00-\x08\x0a-\x1f\x7f]|\\[\t\x20-\x7e\x80-\xff])*"'
+_CHUNK_LINE = re.compile(
+    rf"(?P<size>[0-9A-Fa-f]+)(?:[ \t]*;[ \t]*{_TOKEN}(?:[ \t]*=[ \t]*(?:{_TOKEN}|{_QUOTED}))?)*"
+)
+#: A trailer field line: a token name, a colon, a value without NUL or CR.
+_FIELD_LINE = re.compile(rf"{_TOKEN}:[^\x00\r\n]*")
+
+
+class ChunkedBodyError(OSError):
+    """The chunked body breaks RFC 9112 7.1; ``str()`` says how, in the client's terms."""
+
+
+class _Dechunked(io.RawIOBase):
+    """A chunked request body (RFC 9112 7.1), strictly: hex chunk sizes, chunk
+    extensions read and ignored, trailer fields read and discarded, CRLF (or LF, RFC
+    9112 2.2) after each line and chunk. Werkzeug's reader refused every extension and
+    trailer and took '0x5', '+5' and '5_0' as sizes. A broken body raises
+    :class:`ChunkedBodyError` (its reason also goes to ``problem``, which the app
+    answers as a 400)."""
+
+    def __init__(self, rfile: Any, problem: Callable[[str], None]) -> None:
+        super().__init__()
+        self._rfile = rfile
+        self._problem = problem
+        self._left = 0
+        self._overhead = 0
+        #: The last chunk and the trailer section were read: the body ended cleanly.
+        self.done = False
+
+    def readable(self) -> bool:
+        return True
+
+    def _fail(self, reason: str) -> ChunkedBodyError:
+        self._problem(reason)
+        return ChunkedBodyError(reason)
+
+    def _line(self, what: str) -> bytes:
+        line: bytes = self._rfile.readline(MAX_CHUNK_LINE + 1)
+        self._overhead += len(line)
+        if self._overhead > MAX_CHUNK_OVERHEAD:
+            raise self._fail(
+                f"the chunked body's chunk-size lines, extensions and trailer fields are over "
+                f"{MAX_CHUNK_OVERHEAD} bytes"
+            )
+        if not line:
+            raise self._fail(
+                f"the chunked body ended before {what}: a chunked body ends with a '0' line, "
+                "any trailer fields, and an empty line"
+            )
+        if not line.endswith(b"\n"):
+            if len(line) > MAX_CHUNK_LINE:
+                raise self._fail(f"{what} is longer than {MAX_CHUNK_LINE} bytes")
+            raise self._fail(f"the chunked body ended in {what}")
+        return line[:-2] if line.endswith(b"\r\n") else line[:-1]
+
+    def _next_chunk(self) -> bool:
+        """Read the next chunk-size line: False when it was the last chunk (the trailer
+        section then read too)."""
+        text = self._line("a chunk-size line").decode("latin-1")
+        match = _CHUNK_LINE.fullmatch(text)
+        if match is None:
+            size = text.split(";", 1)[0].strip(" \t")
+            if re.fullmatch(r"[0-9A-Fa-f]+", size):
+                why = "a chunk extension is not ';name' or ';name=value' (RFC 9112 7.1.1)"
+            elif not size:
+                why = "a chunk-size line has no size"
+            else:
+                why = (
+                    "a chunk size is not hexadecimal digits (RFC 9112 7.1: no sign, no '0x', "
+                    "no spaces or underscores)"
+                )
+            raise self._fail(f"{why}; each chunk starts with its size in hex and CRLF")
+        digits = match.group("size").lstrip("0") or "0"
+        if len(digits) > 15:
+            raise self._fail("a chunk size is too large (over 15 hex digits)")
+        self._left = int(digits, 16)
+        if self._left == 0:
+            self._trailers()
+            return False
+        return True
+
+    def _trailers(self) -> None:
+        while True:
+            line = self._line("the trailer section")
+            if not line:
+                self.done = True
+                return
+            if not _FIELD_LINE.fullmatch(line.decode("latin-1")):
+                raise self._fail(
+                    "a trailer field after the last chunk is not 'Name: value' (RFC 9112 7.1.2); "
+                    "an empty line ends the chunked body"
+                )
+
+    def readinto(self, buffer: Any) -> int:
+        if self.done or not len(buffer):
+            return 0
+        if self._left == 0 and not self._next_chunk():
+            return 0
+        data: bytes = self._rfile.read(min(len(buffer), self._left))
+        if not data:
+            raise self._fail("the chunked body ended in the middle of a chunk")
+        buffer[: len(data)] = data
+        self._left -= len(data)
+        if self._left == 0:
+            end = self._rfile.readline(2)
+            if end not in (b"\r\n", b"\n"):
+                raise self._fail(
+                    "a chunk's data is not followed by CRLF: the chunk size says fewer bytes "
+                    "than were sent (sizes are hexadecimal)"
+                )
+        return len(data)
 
 
 class _SkipDrain(io.BufferedIOBase):
