@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from .._service.flows.base import Presented
 from .headers import HTTP_WHITESPACE, odd_char
-from .parsing import FORM_TYPE
+from .parsing import FORM_TYPE, BadInput
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -104,7 +104,16 @@ def _where(value: str, index: int) -> str:
 def session_credentials(request: Request) -> tuple[str | None, str | None, str | None]:
     """``(JSESSIONID, utk, problem)`` of a v1 call."""
     session_id = request.cookies.get("JSESSIONID")
-    utk = request.args.get("utk")
+    utks = request.args.getlist("utk")
+    if len(utks) > 1:
+        # Werkzeug's args.get() takes the first: which one the real service reads is not
+        # published, so neither is guessed.
+        raise BadInput(
+            400,
+            f"the query parameter 'utk' appears {len(utks)} times; send it once "
+            "(?utk=<the utk of /v1/login's answer>)",
+        )
+    utk = utks[0] if utks else None
     if session_id:
         if not utk:
             misplaced = _misplaced_utk(request)

@@ -12,6 +12,7 @@ protected call read in ``_credentials.py``.
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, unquote_plus
 
@@ -203,3 +204,49 @@ def read_body(request: Request) -> bytes:
         return read_limited_body(request)
     except BodyTooLarge as exc:
         raise BadInput(413, str(exc)) from None
+
+
+_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
+
+
+def unreachable_path(path: str) -> str | None:
+    """Why no request can reach a route declared with ``path``, or None.
+
+    A route is matched against the request's path as Werkzeug reads it: percent-escapes
+    decoded as UTF-8 (invalid bytes become U+FFFD), and a request target starting with
+    ``//`` read as a host and a path (``//x/y`` is the path ``/x/y``).
+    """
+    for index, char in enumerate(path):
+        if "\ud800" <= char <= "\udfff":
+            return (
+                f"the path contains a lone surrogate (U+{ord(char):04X}) at character "
+                f"{index + 1}, which has no UTF-8 form: no request's path decodes to it"
+            )
+        if unicodedata.category(char) == "Cc":
+            name = {"\n": "a line feed", "\r": "a carriage return", "\t": "a tab"}.get(
+                char, "a control character"
+            )
+            return (
+                f"the path contains {name} (U+{ord(char):04X}) at character {index + 1}: no "
+                "client sends one in a path (only percent-encoded, which is not what this "
+                "route means); remove it (a stray newline from a file or a shell, most likely)"
+            )
+    if path.startswith("//"):
+        return (
+            "the path starts with '//': a request target starting with '//' is read as a "
+            "host and a path (a request for //x/y has the path /x/y), so no request's path "
+            "starts with '//'; declare it with one '/'"
+        )
+    if "?" in path or "#" in path:
+        char = "?" if "?" in path else "#"
+        return (
+            f"the path contains {char!r}: a route matches the path alone, without the query "
+            "string or a fragment; declare the path before it"
+        )
+    escape = _ESCAPE.search(path)
+    if escape is not None:
+        return (
+            f"the path contains the percent-escape {escape.group()!r}: a route matches the "
+            "decoded path (a request for /a%40b has the path /a@b); write the character itself"
+        )
+    return None

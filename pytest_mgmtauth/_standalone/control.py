@@ -14,6 +14,7 @@ from werkzeug import Response
 
 from .._http.app import CONTROL_PREFIX as PREFIX
 from .._http.errors import error_response, json_response
+from .._http.parsing import unreachable_path
 from .._service.clock import to_datetime
 from .._service.events import iso_time as _iso
 from .._service.options import check_advance, shown
@@ -192,6 +193,14 @@ class ControlAPI:
             body.query = request.args
             if params:  # endpoints without query parameters ignore any, as they always did
                 body.only_params(params)
+                for name in params:
+                    count = len(request.args.getlist(name))
+                    if count > 1:
+                        raise ControlError(
+                            400,
+                            f"{endpoint}: the query parameter {name!r} appears {count} times; "
+                            "send it once",
+                        )
             status, payload = handler(body)
         except ControlError as exc:
             return _error(exc.status, exc.message)
@@ -284,6 +293,9 @@ class ControlAPI:
         method = body.text("method") or "GET"
         path = body.text("path", required=True)
         assert path is not None
+        unreachable = unreachable_path(path)
+        if unreachable is not None:
+            raise ControlError(400, f"{body.endpoint}: {unreachable}")
         status = body.integer("status")
         status = 200 if status is None else status
         if not 200 <= status <= 599:

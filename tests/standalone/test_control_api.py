@@ -132,6 +132,45 @@ def test_a_route_answer_that_other_languages_cannot_parse_is_refused(
     assert "Infinity" not in served.text
 
 
+@pytest.mark.parametrize(
+    ("path", "said"),
+    [
+        ("/v2/a\nb", "a line feed (U+000A) at character 6"),
+        ("/v2/things\n", "a line feed (U+000A)"),
+        ("/v2/a\tb", "a tab (U+0009)"),
+        ("/v2/a\udcffb", "a lone surrogate (U+DCFF)"),
+        ("//_mgmtauth/x", "the path starts with '//'"),
+        ("//v2/things", "the path starts with '//'"),
+        ("/v2/things?page=1", "contains '?'"),
+        ("/v2/a%40b", "the percent-escape '%40'"),
+    ],
+)
+def test_a_route_no_request_can_reach_is_refused(
+    server: StandaloneServer, control: Any, http: requests.Session, path: str, said: str
+) -> None:
+    answer = control("POST", "/routes", {"path": path})
+    assert answer.status_code == 400, answer.text
+    message = answer.json()["message"]
+    assert message.startswith("POST /_mgmtauth/routes: the path")
+    assert said in message
+    token = _token(http, server.url).json()["token"]
+    # Nothing was declared: the fake's startup routes only.
+    routes = http.get(f"{server.url}/v2/none", headers={"Authorization": f"Bearer {token}"})
+    assert "declared routes: GET /v2/things, GET /v1/things." in routes.json()["message"]
+
+
+def test_a_repeated_query_parameter_is_400_naming_it(control: Any) -> None:
+    answer = control("GET", "/timeline?username=alice@example.com&username=bob@example.com")
+    assert answer.status_code == 400
+    assert (
+        "the query parameter 'username' appears 2 times; send it once" in answer.json()["message"]
+    )
+    answer = control("GET", "/check?churn=false&churn=true")
+    assert answer.status_code == 400
+    assert "'churn' appears 2 times" in answer.json()["message"]
+    assert control("GET", "/timeline?username=alice@example.com").status_code == 200
+
+
 def test_faults_through_the_control_api(
     server: StandaloneServer, control: Any, http: requests.Session
 ) -> None:
