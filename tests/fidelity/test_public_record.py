@@ -11,7 +11,14 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
-from test_interface_document import Row, Service, jsessionid, jwt_part, read_document
+from test_interface_document import (
+    Row,
+    Service,
+    cookie_line,
+    jsessionid,
+    jwt_part,
+    read_document,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -48,6 +55,14 @@ def _success(s: Service) -> None:
     assert reply.status_code == 200
     assert reply.headers["Content-Type"] == "application/json"
     assert reply.json().keys() == {"token", "host"}
+
+
+def _success_headers(s: Service) -> None:
+    reply = v3_auth(s)
+    remember = cookie_line(reply, "rememberMe")
+    assert remember.startswith("rememberMe=deleteMe; Path=/urest_service")
+    assert remember == cookie_line(s.auth(), "rememberMe")  # v2's line
+    assert reply.headers["Connection"] == "keep-alive"
 
 
 def _host(s: Service) -> None:
@@ -146,6 +161,7 @@ def _utk(s: Service) -> None:
 CHECKS: dict[str, Callable[[Service], None]] = {
     f"{V3} > Request": _request,
     f"{V3} > Success": _success,
+    f"{V3} > Success headers": _success_headers,
     f"{V3} > host": _host,
     f"{V3} > Token": _token,
     f"{V3} > Later calls": _later_calls,
@@ -175,7 +191,7 @@ def service(
 
 def test_every_check_belongs_to_a_row_and_every_row_has_one() -> None:
     keys = {row.key for row in ROWS}
-    assert len(ROWS) == 16
+    assert len(ROWS) == 17
     assert set(CHECKS) == keys
 
 

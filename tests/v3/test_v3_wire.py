@@ -8,7 +8,7 @@ import json
 import socket
 from datetime import timedelta
 from email.utils import parsedate_to_datetime
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
 
 import pytest
 import requests
@@ -65,11 +65,20 @@ def test_success_is_token_and_host_with_the_documented_headers(
 ) -> None:
     response = _auth(mgmt_server, http, mgmt_account)
     assert response.status_code == 200
-    # The success headers of /v2/auth (the interface document's), without its cookie.
+    # The success headers of /v2/auth (the interface document's), with its rememberMe
+    # deletion, as the published v3 answer shows.
     assert response.headers["Content-Type"] == "application/json"
     assert response.headers["Cache-Control"] == "no-cache,no-store,must-revalidate"
     assert response.headers["Pragma"] == "no-cache"
-    assert "Set-Cookie" not in response.headers
+    v2 = http.post(
+        f"{mgmt_server.url}/v2/auth",
+        data={"username": mgmt_account.username, "key": mgmt_account.api_key},
+    )
+    cookies = response.raw.headers.getlist("Set-Cookie")
+    assert cookies == v2.raw.headers.getlist("Set-Cookie")
+    assert len(cookies) == 1
+    assert cookies[0].startswith("rememberMe=deleteMe; Path=/urest_service;")
+    assert response.headers["Connection"] == "keep-alive"
     body = response.json()
     assert body.keys() == {"token", "host"}
     assert body["host"] == urlsplit(mgmt_server.url).netloc
@@ -80,6 +89,48 @@ def test_success_is_token_and_host_with_the_documented_headers(
     assert claims["iss"] == "https://api.tealiumiq.com"
     assert claims["nbf"] == claims["iat"]
     assert claims["exp"] == claims["iat"] + 1800  # type: ignore[operator]
+
+
+def _read_answer(sock: socket.socket) -> bytes:
+    """One answer: its head, then its Content-Length of body."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += sock.recv(65536)
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = int(
+        next(
+            line.split(b":", 1)[1]
+            for line in head.split(b"\r\n")
+            if line.lower().startswith(b"content-length:")
+        )
+    )
+    while len(body) < length:
+        body += sock.recv(65536)
+    return head
+
+
+@pytest.mark.parametrize("close", [False, True], ids=["kept", "client-closes"])
+def test_the_v3_answer_says_keep_alive_while_the_connection_is_kept(
+    mgmt_server: MgmtServer, mgmt_account: Account, close: bool
+) -> None:
+    form = urlencode({"username": mgmt_account.username, "key": mgmt_account.api_key}).encode()
+    request = (
+        b"POST /v3/auth/accounts/acme/profiles/main HTTP/1.1\r\nHost: x\r\n"
+        b"Content-Type: application/x-www-form-urlencoded\r\n"
+        + (b"Connection: close\r\n" if close else b"")
+        + b"Content-Length: %d\r\n\r\n%s" % (len(form), form)
+    )
+    parts = urlsplit(mgmt_server.url)
+    with socket.create_connection((parts.hostname or "", parts.port or 0), timeout=10) as sock:
+        sock.sendall(request)
+        head = _read_answer(sock)
+        assert head.startswith(b"HTTP/1.1 200 ")
+        connection = b"close" if close else b"keep-alive"
+        assert b"\r\nConnection: " + connection + b"\r\n" in head + b"\r\n"
+        assert b"\r\nSet-Cookie: rememberMe=deleteMe; Path=/urest_service;" in head
+        if not close:  # the same connection serves the next request
+            sock.sendall(request)
+            assert _read_answer(sock).startswith(b"HTTP/1.1 200 ")
 
 
 def test_a_client_that_follows_host_keeps_talking_to_the_fake(

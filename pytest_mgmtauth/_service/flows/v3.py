@@ -11,7 +11,7 @@ import re
 from typing import TYPE_CHECKING
 
 from ..diagnosis import ClientKind
-from .base import Answer, BearerFlow, Endpoint, Incoming
+from .base import REMEMBER_ME, Answer, BearerFlow, Endpoint, Incoming
 
 if TYPE_CHECKING:
     from ..credentials import Call
@@ -89,7 +89,8 @@ class V3Flow(BearerFlow):
             arrived=incoming.arrived,
             client=incoming.client,
         )
-        return Answer({"token": token, "host": incoming.host})
+        # The published v3 answer carries v2's rememberMe deletion too.
+        return Answer({"token": token, "host": incoming.host}, cookies=(REMEMBER_ME,))
 
     def wrong_flow_reason(self, record: TokenRecord) -> str:
         return (
