@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from ._fake.server import MgmtServer
     from ._glue.clock import MgmtClock
     from ._http.binding import RouteHandler
+    from ._http.request_log import RecordedRequest
     from ._service.accounts import Account
     from ._service.events import (
         AccountLocked,
@@ -70,6 +71,7 @@ __all__ = [
     "MgmtServer",
     "OpenSessionWarning",
     "Options",
+    "RecordedRequest",
     "RouteHandler",
     "ScheduledFault",
     "ScheduledFaultFired",
@@ -109,6 +111,7 @@ _LAZY: dict[str, str] = {
     "MgmtServer": "._fake.server",
     "OpenSessionWarning": "._verdicts.findings",
     "Options": "._service.options",
+    "RecordedRequest": "._http.request_log",
     "RouteHandler": "._http.binding",
     "ScheduledFault": "._service.faults",
     "ScheduledFaultFired": "._service.events",

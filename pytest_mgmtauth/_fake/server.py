@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     import ssl
     from collections.abc import Callable, Iterable
 
+    from .._http.request_log import RecordedRequest
     from .._service.accounts import Account
     from .._service.clock import Clock
     from .._service.events import Event
@@ -161,6 +162,14 @@ class MgmtServer(FaultCues):
     def events(self) -> list[Event]:
         """The timeline of this test, oldest first: typed, immutable records."""
         return self._service.events
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        """The requests the fake answered in this test, oldest first (the last 1000), as
+        they arrived, secrets masked as in :attr:`events`; refused ones (bad input,
+        unknown routes) included. Like pytest-httpserver's ``log`` and respx's
+        ``calls``."""
+        return self._binding.requests.entries(self._service.redact)
 
     def auth_count(self, *, version: str | None = None, username: str | None = None) -> int:
         """Successful credential grants: ``/v2/auth`` tokens, v3 tokens and ``/v1/login``

@@ -18,14 +18,16 @@ from typing import TYPE_CHECKING
 from werkzeug import Response
 from werkzeug.exceptions import ClientDisconnected, HTTPException
 
+from .._service.clock import to_datetime
 from .._service.flows.registry import endpoint_family, endpoint_for, flow_class
 from .._service.service import Refusal
 from .binding import Binding, LateErrors, RouteHandler
 from .credentials import READERS
 from .endpoints import ARRIVED, answer
-from .errors import error_response, masked_error, refusal_response
+from .errors import BODY_READ, error_response, masked_error, refusal_response
 from .parsing import BadInput, read_body
 from .playback import ConnectionResetOnCue, carry_out, reset_connection, scripted_fault
+from .request_log import RecordedRequest
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -37,6 +39,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ACCEPTED_BINDING",
     "AFTER_ANSWER",
+    "ARRIVED_HEADERS",
     "CHUNKED_PROBLEM",
     "CONTROL_PREFIX",
     "FRAMING_PROBLEM",
@@ -61,6 +64,9 @@ FRAMING_PROBLEM = "mgmtauth.framing_problem"
 CHUNKED_PROBLEM = "mgmtauth.chunked_problem"
 #: WSGI environ key: a callable the server sets, called once the answer is decided.
 AFTER_ANSWER = "mgmtauth.after_answer"
+
+#: WSGI environ key: the header lines as they arrived (set by the server).
+ARRIVED_HEADERS = "mgmtauth.arrived_headers"
 
 #: WSGI environ key: set when a route's handler made the answer (not the fake).
 _HANDLER_ANSWERED = "mgmtauth.handler_answered"
@@ -128,12 +134,8 @@ class FakeApp:
         # get parsed: a slow or stalled client must not leak events into the next test.
         binding = request.environ.get(ACCEPTED_BINDING, self._binding)
         framing = request.environ.get(FRAMING_PROBLEM)
-        if framing is not None:
-            # Before anything else reads the request: its body's length is unknown.
-            status, reason = framing
-            if binding is not None and not binding.closed.is_set():
-                binding.service.record_bad_request(request.method, request.path, status, reason)
-            return error_response(status, status, reason)
+        if framing is not None and (binding is None or binding.closed.is_set()):
+            return error_response(framing[0], framing[0], framing[1])  # in no test's log
         if binding is not None and binding.closed.is_set():
             return error_response(
                 503,
@@ -151,6 +153,22 @@ class FakeApp:
         for prefix, app in self._mounts:
             if request.path.startswith(prefix):
                 return masked_error(app(request), binding.service.redact)
+        arrived = binding.service.now()
+        status: int | None = None
+        try:
+            response = self._for_test(binding, request)
+            status = response.status_code
+            return response
+        finally:
+            binding.requests.add(_recorded(binding, request, arrived, status))
+
+    def _for_test(self, binding: Binding, request: Request) -> Response:
+        framing = request.environ.get(FRAMING_PROBLEM)
+        if framing is not None:
+            # Before anything else reads the request: its body's length is unknown.
+            status, reason = framing
+            binding.service.record_bad_request(request.method, request.path, status, reason)
+            return error_response(status, status, reason)
         response = self._answer(binding, request)
         if request.environ.get(_HANDLER_ANSWERED):
             return response  # the user's route handler's answer, as it made it
@@ -301,3 +319,29 @@ class FakeApp:
             path=request.path,
             permission=route.permission,
         )
+
+
+def _recorded(
+    binding: Binding, request: Request, arrived: float, status: int | None
+) -> RecordedRequest:
+    """The request log's entry of ``request``, as it arrived (masked when read)."""
+    environ = request.environ
+    headers = environ.get(ARRIVED_HEADERS)
+    if headers is None:  # the app driven without the server
+        headers = tuple(request.headers.items())
+    target = environ.get("RAW_URI")
+    if not isinstance(target, str):
+        target = request.full_path.rstrip("?") if request.query_string else request.path
+    path, _, query = target.partition("?")
+    body = environ.get(BODY_READ)
+    return RecordedRequest(
+        method=request.method,
+        host=next((v for k, v in headers if k.lower() == "host"), ""),
+        path=path,
+        query=query,
+        headers=tuple(headers),
+        body=body.decode("utf-8", "backslashreplace") if isinstance(body, bytes) else None,
+        status=status,
+        at=to_datetime(arrived),
+        test=binding.test_id,
+    )

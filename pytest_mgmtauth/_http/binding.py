@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_httpserver import RequestHandler, RequestMatcher
 
+from .request_log import RequestLog
+
 if TYPE_CHECKING:
     import re
     from collections.abc import Callable, Iterator, Mapping
@@ -130,6 +132,10 @@ class Binding:
         self.service = service
         #: The test this state belongs to (its node id), named in late errors.
         self.owner = owner or "the test"
+        #: Its node id, or None (mgmtauth-server's state): the request log's ``test``.
+        self.test_id = owner or None
+        #: The requests answered for it (``mgmt_server.requests``).
+        self.requests = RequestLog()
         self.routes: list[RouteHandler] = []
         #: Exceptions raised while answering (the fake's own, or a route handler's):
         #: re-raised in the test at teardown, never lost; those raised after the test

@@ -17,7 +17,13 @@ from werkzeug import Request
 from werkzeug.serving import WSGIRequestHandler
 
 from .._service.redact import SecretMasker
-from .app import ACCEPTED_BINDING, AFTER_ANSWER, CHUNKED_PROBLEM, FRAMING_PROBLEM
+from .app import (
+    ACCEPTED_BINDING,
+    AFTER_ANSWER,
+    ARRIVED_HEADERS,
+    CHUNKED_PROBLEM,
+    FRAMING_PROBLEM,
+)
 from .connections import _accepted, _Server
 from .errors import MAX_BODY_BYTES, error_bytes
 from .headers import HTTP_WHITESPACE, chunked, framing_problem
@@ -106,6 +112,7 @@ class _RequestHandler(WSGIRequestHandler):
     def run_wsgi(self) -> None:
         # Werkzeug writes "100 Continue" for this header before the app runs; the app
         # may answer without reading the body, which then must not be asked for.
+        self._arrived = list(self.headers.items())  # for the request log
         expect = self.headers.get_all("Expect") or []
         del self.headers["Expect"]
         self._expect = expect
@@ -211,6 +218,7 @@ class _RequestHandler(WSGIRequestHandler):
         else:
             environ["wsgi.input"] = _CountedInput(reader)
         environ[AFTER_ANSWER] = self._after_answer
+        environ[ARRIVED_HEADERS] = tuple(getattr(self, "_arrived", ()))
         return environ
 
     def _unparsed_line(self) -> str | None:

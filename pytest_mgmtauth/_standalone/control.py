@@ -20,7 +20,7 @@ from .._service.events import iso_time as _iso
 from .._service.options import check_advance, shown
 from .body import Body, ControlError, read_json
 from .guard import host_allowed, refuse_foreign
-from .payloads import account_json, event_json, fault_json
+from .payloads import account_json, event_json, fault_json, request_json
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -42,6 +42,7 @@ __all__ = [
     "event_json",
     "fault_json",
     "host_allowed",
+    "request_json",
 ]
 
 
@@ -106,6 +107,12 @@ class ControlAPI:
         ] = {
             ("GET", ""): (self._index, (), "this list"),
             ("GET", "/events"): (self._events, (), "the timeline, oldest first"),
+            ("GET", "/requests"): (
+                self._requests,
+                (),
+                "the requests the fake answered since the last reset, oldest first, as they "
+                "arrived (secrets masked); not the control API's own",
+            ),
             ("GET", "/timeline"): (
                 self._timeline,
                 ("?username",),
@@ -240,6 +247,9 @@ class ControlAPI:
 
     def _events(self, body: Body) -> tuple[int, Any]:
         return 200, {"events": [event_json(e) for e in self._fake().events]}
+
+    def _requests(self, body: Body) -> tuple[int, Any]:
+        return 200, {"requests": [request_json(r) for r in self._fake().requests]}
 
     def _timeline(self, body: Body) -> tuple[int, Any]:
         username = body.query.get("username") or None

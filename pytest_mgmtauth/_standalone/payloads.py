@@ -1,5 +1,5 @@
-"""What the control API answers with: events, accounts and scripted faults as JSON
-objects."""
+"""What the control API answers with: events, requests, accounts and scripted faults as
+JSON objects."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from .._service.events import iso_time as _iso
 
 if TYPE_CHECKING:
+    from .._http.request_log import RecordedRequest
     from .._service.accounts import Account
     from .._service.events import Event
     from .._service.faults import ScriptedFault
@@ -29,6 +30,22 @@ def event_json(event: Event) -> dict[str, Any]:
     data["description"] = event.describe(_iso)
     data.update(fields)
     return data
+
+
+def request_json(entry: RecordedRequest) -> dict[str, Any]:
+    """A request log entry as a JSON object: its fields, ``headers`` as ``[name, value]``
+    pairs in order, ``at`` in ISO 8601 UTC."""
+    return {
+        "method": entry.method,
+        "host": entry.host,
+        "path": entry.path,
+        "query": entry.query,
+        "headers": [[name, value] for name, value in entry.headers],
+        "body": entry.body,
+        "status": entry.status,
+        "at": _iso(entry.at),
+        "test": entry.test,
+    }
 
 
 def account_json(account: Account) -> dict[str, Any]:

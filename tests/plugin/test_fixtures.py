@@ -248,3 +248,35 @@ def test_requests_outside_a_test_get_503(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest_inprocess("-s")
     result.stdout.fnmatch_lines(["*status: 503 503*"])
     result.assert_outcomes(passed=2)
+
+
+def test_each_test_sees_its_own_requests(pytester: pytest.Pytester) -> None:
+    # Issue 29, item 14: mgmt_server.requests, as pytest-httpserver's log and respx's
+    # calls; the node id of the test, and a fresh log per test.
+    pytester.makepyfile(
+        """
+        import requests
+        from pytest_mgmtauth import RecordedRequest
+
+        def test_first(mgmt_server, mgmt_account):
+            requests.post(
+                mgmt_server.url + "/v2/auth",
+                data={"username": mgmt_account.username, "key": mgmt_account.api_key},
+            )
+            requests.get(mgmt_server.url + "/api/missing")
+            logged = mgmt_server.requests
+            assert all(isinstance(r, RecordedRequest) for r in logged)
+            assert [(r.method, r.path, r.status) for r in logged] == [
+                ("POST", "/v2/auth", 200),
+                ("GET", "/api/missing", 404),
+            ]
+            node = "test_each_test_sees_its_own_requests.py::test_first"
+            assert {r.test for r in logged} == {node}
+            assert mgmt_account.api_key not in repr(logged)
+
+        def test_second(mgmt_server):
+            assert mgmt_server.requests == []
+        """
+    )
+    result = pytester.runpytest_inprocess()
+    result.assert_outcomes(passed=2)

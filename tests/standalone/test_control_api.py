@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 import requests
@@ -169,6 +170,35 @@ def test_a_repeated_query_parameter_is_400_naming_it(control: Any) -> None:
     assert answer.status_code == 400
     assert "'churn' appears 2 times" in answer.json()["message"]
     assert control("GET", "/timeline?username=alice@example.com").status_code == 200
+
+
+def test_the_request_log_through_the_control_api(
+    server: StandaloneServer, control: Any, http: requests.Session
+) -> None:
+    # Issue 29, item 14: the requests the fake answered, not the control API's own.
+    control("GET", "/clock")
+    token = _token(http, server.url).json()["token"]
+    http.get(f"{server.url}/v2/things?x=1", headers={"Authorization": f"Bearer {token}"})
+    http.get(f"{server.url}/v2/nothing")
+    logged = control("GET", "/requests").json()["requests"]
+    assert [(r["method"], r["path"], r["query"], r["status"]) for r in logged] == [
+        ("POST", "/v2/auth", "", 200),
+        ("GET", "/v2/things", "x=1", 200),
+        ("GET", "/v2/nothing", "", 404),
+    ]
+    first = logged[0]
+    assert first["test"] is None
+    assert first["host"] == urlsplit(server.url).netloc
+    assert ["Content-Type", "application/x-www-form-urlencoded"] in first["headers"]
+    assert first["body"].startswith("username=alice%40example.com&key=")
+    assert "k+e&y" not in first["body"]
+    assert "k%2Be%26y" not in first["body"]  # the key, as sent
+    assert logged[2]["body"] is None
+    assert first["at"].endswith("Z") or first["at"].endswith("+00:00")
+    authorization = dict(logged[1]["headers"])["Authorization"]
+    assert token not in authorization
+    control("POST", "/reset")
+    assert control("GET", "/requests").json() == {"requests": []}
 
 
 def test_faults_through_the_control_api(
