@@ -7,6 +7,7 @@ import re
 from typing import TYPE_CHECKING
 
 from .._http.app import CONTROL_PREFIX, Binding, RouteHandler
+from .._http.parsing import unreachable_path
 from .._service.clock import system_clock
 from .._service.flows.registry import (
     builtin_paths,
@@ -133,6 +134,9 @@ class MgmtServer(FaultCues):
         if isinstance(path, str):
             if not path.startswith("/"):
                 raise ValueError(f"route(): path must start with '/', got {path!r}")
+            unreachable = unreachable_path(path)
+            if unreachable is not None:
+                raise ValueError(f"route(): no request can reach {path!r}: {unreachable}")
             if path in builtin_paths() or path.startswith(endpoint_families()):
                 raise ValueError(
                     f"route(): {path} is the fake's own endpoint; declare the API's other "

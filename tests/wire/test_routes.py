@@ -185,6 +185,13 @@ def test_route_permission_is_checked_after_authentication(
         (("POST", "/v2/auth"), {}, ValueError, "/v2/auth is the fake's own endpoint"),
         (("GET", 5), {}, TypeError, "path must be a str or a compiled regex"),
         (
+            ("GET", "/items\n"),
+            {},
+            ValueError,
+            "no request can reach '/items\\n': the path contains a line feed",
+        ),
+        (("GET", "//_mgmtauth/x"), {}, ValueError, "the path starts with '//'"),
+        (
             ("GET", "/x"),
             {"auth": "v4"},
             ValueError,
