@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import time
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from .._service.clock import clock_moved
 from .._service.options import LATEST_TIME, check_advance
 
 _EARLIEST = 0.0
@@ -32,13 +34,17 @@ class MgmtClock:
         self._factory: Any = None
 
     def start(self) -> MgmtClock:
+        before = time.time()
         self._factory = self._freezer.start()
+        clock_moved(time.time() - before)  # the fake's timelines tell its moves apart
         return self
 
     def stop(self) -> None:
         if self._factory is not None:
+            before = time.time()
             self._freezer.stop()
             self._factory = None
+            clock_moved(time.time() - before)
 
     def _running(self) -> Any:
         if self._factory is None:
@@ -80,6 +86,7 @@ class MgmtClock:
         total = check_advance(now, seconds=total + extra)
         step = timedelta(seconds=total)
         factory.tick(step)
+        clock_moved(total)
         return self.now()
 
     def move_to(self, when: datetime) -> datetime:
@@ -92,7 +99,9 @@ class MgmtClock:
                 f"move_to() takes a time from 1970-01-01 to 3000-01-01 (UTC), got "
                 f"{when.isoformat()}"
             )
+        before = self.now().timestamp()
         self._running().move_to(when)
+        clock_moved(self.now().timestamp() - before)
         return self.now()
 
     def __repr__(self) -> str:

@@ -19,6 +19,27 @@ from .options import check_advance
 Clock = Callable[[], float]
 
 
+#: Seconds the process's clock was moved by the plugin's own clocks (``mgmt_clock``, a
+#: :class:`ManualClock` or :class:`OffsetClock`): a timeline tells these moves, which
+#: are part of a test's story, from a jump by another tool.
+_known_moves = [0.0]
+
+
+def clock_moved(seconds: float) -> None:
+    """Record that one of the plugin's clocks moved time by ``seconds``."""
+    _known_moves[0] += seconds
+
+
+def known_moves() -> float:
+    """Seconds moved so far by the plugin's own clocks (see :func:`clock_moved`)."""
+    return _known_moves[0]
+
+
+def real_seconds() -> float:
+    """A monotonic reading of real time that neither freezegun nor time-machine moves."""
+    return time.clock_gettime(time.CLOCK_MONOTONIC)
+
+
 def system_clock() -> float:
     # Attribute lookup at call time, on purpose: freezegun replaces ``time.time``.
     return time.time()
@@ -34,7 +55,9 @@ class ManualClock:
         return self.now
 
     def advance(self, seconds: float) -> None:
-        self.now += check_advance(self.now, seconds=seconds)
+        step = check_advance(self.now, seconds=seconds)
+        self.now += step
+        clock_moved(step)
 
 
 class OffsetClock:
@@ -55,7 +78,9 @@ class OffsetClock:
         """Move forward ``seconds`` (checked by :func:`check_advance`: a refused advance
         leaves the clock where it was)."""
         with self._lock:
-            self._offset += check_advance(self(), seconds=seconds)
+            step = check_advance(self(), seconds=seconds)
+            self._offset += step
+            clock_moved(step)
 
     @property
     def offset(self) -> float:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from .clock import to_datetime
+from .clock import known_moves, real_seconds, to_datetime
 from .events import ApiCall, BadRequest, Event, UnknownRoute, format_offset, timeline_origin
 from .records import Refusal
 from .redact import SecretMasker
@@ -26,7 +26,12 @@ class Timeline:
     def __init__(self, clock: Clock, lock: threading.RLock) -> None:
         self._clock = clock
         self._lock = lock
+        #: The test's start on the clock the fake uses: when it was created, or, when
+        #: another tool (time-machine, the test's own freezegun) moved the clock before
+        #: anything happened, the first event's time on the moved clock.
         self.started_at = clock()
+        self._moves_at_start = known_moves()
+        self._real_at_start = real_seconds()
         self._events: list[Event] = []
         # Every secret this service holds or handed out, masked wherever text leaves it.
         self._masker = SecretMasker()
@@ -38,7 +43,23 @@ class Timeline:
         return self._clock()
 
     def record(self, event: Event) -> None:
+        if not self._events:
+            self._anchor(event.at.timestamp())
         self._events.append(self._masked_event(event))
+
+    #: Seconds of slack in telling a jump: a frozen clock stands still while real time
+    #: runs on, and mgmt_clock freezes at a whole second.
+    _JUMP_SLACK = 2.0
+
+    def _anchor(self, first: float) -> None:
+        """Move time zero to ``first`` when the clock jumped before the first event by
+        more than real time and the plugin's own clocks account for (another tool's
+        ``travel`` or ``move_to``): offsets then count from the test's start on the
+        clock the fake uses instead of reading like ``27174:37:44``."""
+        expected = self.started_at + (known_moves() - self._moves_at_start)
+        real = real_seconds() - self._real_at_start
+        if abs(first - expected) > real + self._JUMP_SLACK:
+            self.started_at = first
 
     def refuse(
         self,
