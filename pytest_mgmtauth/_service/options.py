@@ -52,6 +52,7 @@ __all__ = [
     "check_seconds",
     "derived_refresh_margin",
     "name_source",
+    "setting_names",
     "shown",
 ]
 
@@ -99,10 +100,15 @@ class _Duration(Generic[_Read]):
         instance.__dict__[self._name] = value
 
 
+#: The longest derived refresh margin (the one of the default token_ttl).
+DERIVED_MARGIN_MAX = 300
+
+
 def derived_refresh_margin(token_ttl: float) -> float:
-    """The refresh margin when none is set: a tenth of ``token_ttl`` in whole seconds,
-    at most 60 s (the default token_ttl of 1800 s gets the default 60 s)."""
-    return float(min(60, int(token_ttl) // 10))
+    """The refresh margin when none is set: a sixth of ``token_ttl`` in whole seconds,
+    at most 300 s (the default token_ttl of 1800 s gets the default 300 s: a client that
+    renews within the last 5 minutes of a 30-minute token is not churning)."""
+    return float(min(DERIVED_MARGIN_MAX, int(token_ttl) // 6))
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -114,7 +120,7 @@ class Options:
     token_ttl: _Duration[float] = _Duration(1800.0)
     #: Re-authenticating this close to a credential's expiry counts as reuse, not churn.
     #: ``None`` (not set): derived from ``token_ttl`` by :func:`derived_refresh_margin`
-    #: (60 s for the default token_ttl); read it back as a number.
+    #: (300 s for the default token_ttl); read it back as a number.
     refresh_margin: _Duration[float | None] = _Duration(None)
     #: Failed v1 logins in a row that lock the account (not shown; our choice: 5).
     lockout_threshold: int = 5
@@ -166,8 +172,8 @@ class Options:
             raise ValueError(
                 f"mgmtauth option 'refresh_margin' ({margin:g} s) must be shorter than "
                 f"'token_ttl' ({self.token_ttl:g} s); leave refresh_margin out to get "
-                f"{derived_refresh_margin(self.token_ttl):g} s (a tenth of token_ttl, "
-                "at most 60 s)"
+                f"{derived_refresh_margin(self.token_ttl):g} s (a sixth of token_ttl, "
+                f"at most {DERIVED_MARGIN_MAX} s)"
             )
         if not isinstance(self.issuer, str) or not self.issuer:
             raise TypeError(
@@ -349,8 +355,8 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
     OptionSpec(
         "refresh_margin",
         "seconds",
-        "re-auth this many seconds before expiry counts as reuse (default: a tenth of "
-        "token_ttl, at most 60)",
+        "re-auth this many seconds before expiry counts as reuse (default: a sixth of "
+        f"token_ttl, at most {DERIVED_MARGIN_MAX})",
     ),
     OptionSpec(
         "lockout_threshold",
@@ -411,6 +417,19 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
 )
 OPTION_SPEC: dict[str, OptionSpec] = {spec.name: spec for spec in OPTION_SPECS}
 assert tuple(OPTION_SPEC) == OPTION_NAMES, "declare every option of Options, in order"
+
+
+def setting_names(name: str) -> str:
+    """Where a user sets the option ``name``: its marker, ini and flag names (and the
+    standalone server's flag), for messages that say which setting changes a verdict."""
+    spec = OPTION_SPEC[name]
+    names = (
+        f"@pytest.mark.mgmtauth({name}=...), the ini setting mgmtauth_{name} or "
+        f"--mgmtauth-{spec.flag.removeprefix('--')}"
+    )
+    if not spec.test_only:
+        names += f" (mgmtauth-server: {spec.flag})"
+    return names
 
 
 def name_source(message: str, label: Callable[[str], str]) -> str:

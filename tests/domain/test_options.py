@@ -27,7 +27,7 @@ def options_with(name: str, value: object) -> Options:
 def test_defaults_are_the_contracts() -> None:
     options = Options()
     assert options.token_ttl == 1800
-    assert options.refresh_margin == 60
+    assert options.refresh_margin == 300
     assert options.lockout_duration == 600
     assert 1 <= options.lockout_threshold <= 10
     assert options.session_timeout > 0
@@ -232,16 +232,17 @@ def test_largest_values_are_accepted() -> None:
         throttle=1_000_000,
     )
     assert options.token_ttl == 315_360_000
-    assert options.refresh_margin == 60
+    assert options.refresh_margin == 300
 
 
 # -- issue 9: refresh_margin is derived from token_ttl unless set --------------------------
 
 
 @pytest.mark.parametrize(
-    ("token_ttl", "margin"), [(1800, 60), (600, 60), (300, 30), (60, 6), (9, 0), (1, 0)]
+    ("token_ttl", "margin"),
+    [(3600, 300), (1800, 300), (600, 100), (300, 50), (60, 10), (9, 1), (5, 0), (1, 0)],
 )
-def test_refresh_margin_not_set_is_a_tenth_of_token_ttl_at_most_60(
+def test_refresh_margin_not_set_is_a_sixth_of_token_ttl_at_most_300(
     token_ttl: int, margin: float
 ) -> None:
     options = Options(token_ttl=token_ttl)
@@ -251,9 +252,9 @@ def test_refresh_margin_not_set_is_a_tenth_of_token_ttl_at_most_60(
 
 def test_token_ttl_alone_composes_through_every_level() -> None:
     ini = build_options(Options(), {"token_ttl": 600}, where="ini")
-    assert ini.refresh_margin == 60
+    assert ini.refresh_margin == 100
     marker = build_options(ini, {"token_ttl": 60}, where="marker")
-    assert (marker.token_ttl, marker.refresh_margin) == (60, 6)
+    assert (marker.token_ttl, marker.refresh_margin) == (60, 10)
 
 
 def test_an_explicit_refresh_margin_is_kept_and_only_an_explicit_conflict_fails() -> None:
@@ -263,7 +264,7 @@ def test_an_explicit_refresh_margin_is_kept_and_only_an_explicit_conflict_fails(
     with pytest.raises(ValueError, match=r"'refresh_margin' \(30 s\) must be shorter than"):
         build_options(explicit, {"token_ttl": 30}, where="marker")
     # None asks for the derived margin again.
-    assert build_options(explicit, {"refresh_margin": None, "token_ttl": 30}, where="m").margin == 3
+    assert build_options(explicit, {"refresh_margin": None, "token_ttl": 30}, where="m").margin == 5
 
 
 def test_every_option_is_declared_once_with_a_parser() -> None:
