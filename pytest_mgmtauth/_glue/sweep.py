@@ -186,22 +186,30 @@ def after_call(item: pytest.Item, report: pytest.TestReport) -> None:
     state = item.stash.get(_STATE, None)
     if state is None:
         return
+    xfail = hasattr(report, "wasxfail")
+    if state.not_reached is None and report.skipped and xfail:
+        # An expected failure: the test function raised, so check_reached did not run.
+        _not_reached(item)
     if state.not_reached is not None:
         outcome = "not reached"
     elif report.failed:
         outcome = "failed"
+    elif report.skipped and xfail:
+        outcome = "xfailed"  # pytest reports an xfail as skipped: the fault fired
     elif report.passed:
-        outcome = "passed"
+        outcome = "xpassed" if xfail else "passed"
     else:
         outcome = "skipped"
+    # What followed the fault is read as after a failure when the test failed as expected.
+    failed = report.failed or outcome == "xfailed"
     props: list[tuple[str, object]] = [(PROP_OUTCOME, outcome)]
     point = state.point
     if point.kind is not None and state.not_reached is None:
         from .._verdicts.sweep_verdict import analyse  # the event classes: only for a sweep item
 
-        after = analyse(point.kind, state.fake.events, failed=report.failed)
+        after = analyse(point.kind, state.fake.events, failed=failed)
         if after.summary:
-            props.append((PROP_AFTER if report.failed else PROP_NOTE, after.summary))
+            props.append((PROP_AFTER if failed else PROP_NOTE, after.summary))
         if report.failed:
             report.sections.append(("mgmtauth sweep", _section(point, state.fake, after)))
     elif point.kind is not None and report.failed:

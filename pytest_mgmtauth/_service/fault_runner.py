@@ -61,9 +61,10 @@ class FaultRunner:
             self.plan.schedule(fault)
 
     def granted(self) -> None:
-        # Before protected call 1 is right after the first grant (if no call came yet).
+        # Before protected call 1 is right after the first grant (if no call came yet),
+        # while that grant's request is still being answered.
         if self.plan.protected_calls == 0:
-            self._fire_before_call(1)
+            self._fire_before_call(1, in_flight=True)
 
     def protected_call_arrived(self) -> ScheduledFault | None:
         """Count a protected call that matched a route; the scheduled fault the transport
@@ -83,9 +84,9 @@ class FaultRunner:
         with self._lock:
             self._fire_before_call(self.plan.protected_calls + 1)
 
-    def _fire_before_call(self, index: int) -> None:
+    def _fire_before_call(self, index: int, *, in_flight: bool = False) -> None:
         for fault in self.plan.before_call(index):
-            self._end_in_use(fault)
+            self._end_in_use(fault, in_flight=in_flight)
 
     def _record_scheduled(self, fault: ScheduledFault, detail: str) -> None:
         self._timeline.record(
@@ -98,7 +99,7 @@ class FaultRunner:
             )
         )
 
-    def _end_in_use(self, fault: ScheduledFault) -> None:
+    def _end_in_use(self, fault: ScheduledFault, *, in_flight: bool = False) -> None:
         now = self._timeline.now()
         self._credentials.expire_sessions(now)
         rec = self._credentials.in_use(now)
@@ -120,6 +121,12 @@ class FaultRunner:
             # that watches the clock can renew in time.
             self._credentials.expire_sessions(self._timeline.now())
             detail = f"the clock moved on {end - now:.0f} s to the end of {kind} {rec.label}"
+            if in_flight and isinstance(rec, TokenRecord):
+                # A client that got the token with this answer and sends it at once
+                # (checking before it authenticated, not again after) cannot have
+                # seen this coming: its refused call is a 401 to recover from.
+                rec.expired_in_flight = True
+                detail += " while the answer that granted it was in flight"
         else:
             if fault.kind == "expire":
                 self._end_on_cue(rec.label, "expired", CredentialExpired)

@@ -79,6 +79,10 @@ class TokenRecord:
     profile: str | None = None
     #: The fake's time of issue (``claims.iat`` is it truncated to the second).
     issued_at: float = 0.0
+    #: A scheduled ``expire`` moved the clock to its ``exp`` while the request that
+    #: granted it was still being answered: no client could have renewed it in time, so
+    #: the call that presents it is refused but is no expired-credential use.
+    expired_in_flight: bool = False
 
     @property
     def fingerprint(self) -> str:

@@ -136,12 +136,27 @@ def test_expire_moves_a_movable_clock_to_the_end_of_the_credential_in_use(
     assert moved == [1800.0]  # the token's whole lifetime: its exp has come
     with pytest.raises(Refusal) as excinfo:
         _call(service, token)
-    assert "valid 1800 s from issue" in excinfo.value.reason
+    assert "while the answer that granted it was in flight" in excinfo.value.reason
     refused = [e for e in service.events if isinstance(e, ApiCall)]
-    # A genuinely expired token: a client that watches the clock could have renewed.
-    assert refused[0].credential_expired
+    # The clock moved while /v2/auth was answering: a client that checks the token's
+    # expiry before each call had checked before it authenticated, and sends the new
+    # token at once. A 401 to recover from, not a use of an expired token (issue 29).
+    assert not refused[0].credential_expired
+    assert not refused[0].wrong_credential
     fired = next(e for e in service.events if isinstance(e, ScheduledFaultFired))
-    assert fired.detail == "the clock moved on 1800 s to the end of token T1"
+    assert fired.detail == (
+        "the clock moved on 1800 s to the end of token T1 while the answer that granted "
+        "it was in flight"
+    )
+    # Before call 2 it fires once call 1 is answered: a client that watches the clock
+    # could have renewed, so sending the token then is expired use.
+    second = _grant(service, account.username, account.api_key)
+    service.schedule(_faults.scheduled("expire", "call3"))
+    _call(service, second)
+    with pytest.raises(Refusal) as excinfo:
+        _call(service, second)
+    assert "valid 1800 s from issue" in excinfo.value.reason
+    assert [e for e in service.events if isinstance(e, ApiCall)][-1].credential_expired
 
 
 def test_expire_on_a_clock_that_cannot_move_ends_the_credential_on_cue(
