@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from typing import TYPE_CHECKING
+from urllib.parse import unquote
 
 from ..diagnosis import ClientKind
 from .base import REMEMBER_ME, Answer, BearerFlow, Endpoint, Incoming
@@ -25,11 +26,45 @@ _SCOPE = re.compile(r"/accounts/(?P<account>[^/]+)(?:/profiles/(?P<profile>[^/]+
 
 
 def call_scope(path: str) -> tuple[str | None, str | None]:
-    """The account and profile a v3 call's path names (``None`` where it names none)."""
-    match = _SCOPE.search(path)
-    if match is None:
-        return None, None
-    return match["account"], match["profile"]
+    """The first account and profile a v3 call's path names (``None`` where it names
+    none); :func:`named_scopes` has every one."""
+    scopes = named_scopes(path)
+    return scopes[0] if scopes else (None, None)
+
+
+def named_scopes(path: str) -> list[tuple[str, str | None]]:
+    """Every ``/accounts/{account}[/profiles/{profile}]`` pair a path names, in the path
+    as it arrived, percent-decoded (``acme%2Fprofiles%2Fmain`` names a pair too) and with
+    its dot-segments resolved (``main/x/../../..`` names what it lands on): a token is
+    good for a call only when every one of them is its own."""
+    forms = [path]
+    text = path
+    for _ in range(3):  # %252F is %2F after one decoding, '/' after two
+        decoded = unquote(text)
+        if decoded == text:
+            break
+        forms.append(decoded)
+        text = decoded
+    forms += [_without_dot_segments(form) for form in list(forms)]
+    found: list[tuple[str, str | None]] = []
+    for form in forms:
+        for match in _SCOPE.finditer(form):
+            pair = (match["account"], match["profile"])
+            if pair not in found:
+                found.append(pair)
+    return found
+
+
+def _without_dot_segments(path: str) -> str:
+    """RFC 3986's remove_dot_segments, as a server that normalizes the path would."""
+    kept: list[str] = []
+    for segment in path.split("/"):
+        if segment == "..":
+            if len(kept) > 1:
+                kept.pop()
+        elif segment != ".":
+            kept.append(segment)
+    return "/".join(kept)
 
 
 def auth_path(account: str, profile: str) -> str:
@@ -101,16 +136,21 @@ class V3Flow(BearerFlow):
     def check_scope(self, call: Call, record: TokenRecord) -> None:
         """Refuse a token used for another account or profile than its own (naming
         both); only the account counts with the ``v3_scope="account"`` option."""
-        account, profile = call_scope(call.path)
         wrong = ""
-        if account is not None and account != record.account:
-            wrong = f"account {account!r}"
-        elif (
-            self.service.options.v3_scope == "profile"
-            and profile is not None
-            and profile != record.profile
-        ):
-            wrong = f"profile {account}/{profile}"
+        account: str | None = None
+        profile: str | None = None
+        scopes = named_scopes(call.path)
+        for account, profile in scopes:
+            if account != record.account:
+                wrong = f"account {account!r}"
+            elif (
+                self.service.options.v3_scope == "profile"
+                and profile is not None
+                and profile != record.profile
+            ):
+                wrong = f"profile {account}/{profile}"
+            if wrong:
+                break
         if not wrong:
             return
         assert account is not None
@@ -124,7 +164,9 @@ class V3Flow(BearerFlow):
             call,
             record.username,
             record.label,
-            f"token {record.label} is for {record.scope}, but this call is for {wrong}: "
+            f"token {record.label} is for {record.scope}, but this call "
+            f"{'is for' if (account, profile) == scopes[0] else 'also names'} {wrong}: "
             f"authenticate at POST /v3/auth/accounts/{want.replace('/', '/profiles/', 1)} "
             f"and send that token with {want}'s calls{relax}",
+            wrong=True,
         )
