@@ -43,6 +43,7 @@ if TYPE_CHECKING:
         AuthFindingWarning,
         ExpiredCredentialWarning,
         OpenSessionWarning,
+        RefusedCallWarning,
         TokenChurnWarning,
     )
     from .plugin import SigningKeyCacheWarning
@@ -72,6 +73,7 @@ __all__ = [
     "OpenSessionWarning",
     "Options",
     "RecordedRequest",
+    "RefusedCallWarning",
     "RouteHandler",
     "ScheduledFault",
     "ScheduledFaultFired",
@@ -112,6 +114,7 @@ _LAZY: dict[str, str] = {
     "OpenSessionWarning": "._verdicts.findings",
     "Options": "._service.options",
     "RecordedRequest": "._http.request_log",
+    "RefusedCallWarning": "._verdicts.findings",
     "RouteHandler": "._http.binding",
     "ScheduledFault": "._service.faults",
     "ScheduledFaultFired": "._service.events",

@@ -57,8 +57,9 @@ class MgmtServer(FaultCues):
         # test_id names the test in errors raised after it ended (see LateErrors).
         self._binding = Binding(self._service, owner=test_id, late=pool.late_errors)
         #: Kinds of finding the test checked itself (assert_token_reused: "churn",
-        #: assert_no_expired_token_used: "expired_use", assert_logged_out: "open_session"):
-        #: the teardown check leaves them out.
+        #: assert_no_expired_token_used: "expired_use", assert_no_refused_calls and
+        #: expect_refusals: "refused_call", assert_logged_out: "open_session"): the
+        #: teardown check leaves them out.
         self._checked: set[str] = set()
         self._http.app.bind(self._binding)
 
@@ -251,6 +252,22 @@ class MgmtServer(FaultCues):
     assert_token_reused = assert_credential_reused
     #: Alias of :meth:`assert_no_expired_credential_used`; kept, no warning.
     assert_no_expired_token_used = assert_no_expired_credential_used
+
+    def assert_no_refused_calls(self, *, username: str | None = None) -> None:
+        """Fail if the service refused a protected call because the client sent the
+        wrong credential (none, a malformed or unknown one, another account's or
+        profile's token, a v1 call without its session). Takes over the teardown check
+        of refused calls."""
+        __tracebackhide__ = True
+        self._known_username(username)
+        self._checked.add("refused_call")
+        checks.check_no_refused_calls(self.scene(), username=username)
+
+    def expect_refusals(self) -> None:
+        """Say that this test sends wrong credentials on purpose: the calls the service
+        refuses for them are no finding at teardown (the refusals stay in the timeline,
+        and the other checks still run)."""
+        self._checked.add("refused_call")
 
     def assert_logged_out(self, *, username: str | None = None) -> None:
         """Fail if a v1 session opened in this test was not ended with /v1/logout.

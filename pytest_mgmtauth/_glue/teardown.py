@@ -23,16 +23,23 @@ if TYPE_CHECKING:
 _ASSERTIONS = {
     "churn": "assert_token_reused",
     "expired_use": "assert_no_expired_token_used",
+    "refused_call": "assert_no_refused_calls",
     "open_session": "assert_logged_out",
 }
 
 
 def _strict_hint(kind: str) -> str:
+    on_purpose = (
+        " A test that sends wrong credentials on purpose says so with "
+        "mgmt_server.expect_refusals()."
+        if kind == "refused_call"
+        else ""
+    )
     return (
         "(pytest-mgmtauth checks this at the end of every test that uses mgmt_server. "
         "Fail such tests with @pytest.mark.mgmtauth(strict=True), the ini setting "
         "mgmtauth_strict = true or --mgmtauth-strict; check it in the test with "
-        f"mgmt_server.{_ASSERTIONS[kind]}(), which replaces this check.)"
+        f"mgmt_server.{_ASSERTIONS[kind]}(), which replaces this check.{on_purpose})"
     )
 
 

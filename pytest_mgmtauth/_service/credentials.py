@@ -187,11 +187,14 @@ class Credentials:
         reason: str,
         *,
         expired: bool = False,
+        wrong: bool = False,
         code: int = AUTH_FAILED,
     ) -> NoReturn:
         """Refuse a protected call with 401. A 1401 releases the account's credentials
         granted so far (replacing them is no churn); a 1469 (``code=FORBIDDEN``) does not:
-        the credential was good."""
+        the credential was good. ``expired``: the client sent a credential whose end it
+        could have seen; ``wrong``: one that was never good for this call (both are
+        findings; neither is a refusal the test brought about on cue)."""
         if username is not None and code == AUTH_FAILED:
             self._last_refusal[(username, call.version)] = self._serial
         self._timeline.refuse(
@@ -206,6 +209,7 @@ class Credentials:
                 return_code=code,
                 reason=reason,
                 credential_expired=expired,
+                wrong_credential=wrong,
             ),
             code,
             reason,

@@ -34,6 +34,14 @@ def format_offset(seconds: float) -> str:
     return f"{sign}{total // 3600:02d}:{total % 3600 // 60:02d}:{total % 60:02d}"
 
 
+def shown(text: str) -> str:
+    """A text that came from a request (a path, a method, a v3 account or profile name,
+    a reason quoting them) as a timeline or message shows it: as it is when every
+    character is printable, else escaped with ``repr`` (as usernames are), so that a
+    ``%0A`` in a path cannot start a line that passes for an event."""
+    return text if text.isprintable() else repr(text)
+
+
 def timeline_origin(events: Sequence[Event], started_at: float) -> float:
     """Time zero of a timeline: the test's start, or an earlier event if the clock was
     moved back (``mgmt_clock.move_to``), so offsets stay readable. Whole seconds, like a
@@ -96,7 +104,9 @@ class TokenIssued(Event):
     @property
     def scope(self) -> str:
         """``account/profile`` of a v3 token, ``""`` for v2."""
-        return f"{self.account}/{self.profile}" if self.account is not None else ""
+        if self.account is None:
+            return ""
+        return f"{shown(self.account)}/{shown(str(self.profile))}"
 
     def describe(self, when: TimeFormat = iso_time) -> str:
         exp = when(self.expires_at)
@@ -131,9 +141,13 @@ class AuthRejected(Event):
     profile: str | None = None
 
     def describe(self, when: TimeFormat = iso_time) -> str:
-        scope = f" for {self.account}/{self.profile}" if self.account is not None else ""
+        scope = (
+            f" for {shown(self.account)}/{shown(str(self.profile))}"
+            if self.account is not None
+            else ""
+        )
         path = flow_title(self.version, path=True)
-        return f"{path}{scope} rejected ({self.return_code}): {self.reason}"
+        return f"{path}{scope} rejected ({self.return_code}): {shown(self.reason)}"
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -172,7 +186,7 @@ class LoginRejected(Event):
     reason: str
 
     def describe(self, when: TimeFormat = iso_time) -> str:
-        return f"/v1/login rejected ({self.return_code}): {self.reason}"
+        return f"/v1/login rejected ({self.return_code}): {shown(self.reason)}"
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -239,6 +253,11 @@ class ApiCall(Event):
     reason: str | None = None
     #: The client presented an expired bearer token or an ended v1 session.
     credential_expired: bool = False
+    #: The client presented a credential that was never good for this call: none, a
+    #: malformed or unknown one, another account's or profile's token, a v1 call without
+    #: its session (a ``refused_call`` finding). ``False`` for refusals the test brought
+    #: about (expire, revoke on cue, faults) and for expired credentials.
+    wrong_credential: bool = False
 
     @property
     def authenticated(self) -> bool:
@@ -246,9 +265,9 @@ class ApiCall(Event):
 
     def describe(self, when: TimeFormat = iso_time) -> str:
         cred = self.credential or "no known credential"
-        text = f"{self.method} {self.path} with {cred} -> {self.status}"
+        text = f"{shown(self.method)} {shown(self.path)} with {cred} -> {self.status}"
         if self.return_code is not None:
-            text += f" ({self.return_code}: {self.reason})"
+            text += f" ({self.return_code}: {shown(self.reason or '')})"
         return text
 
 
@@ -264,7 +283,10 @@ class BadRequest(Event):
     reason: str
 
     def describe(self, when: TimeFormat = iso_time) -> str:
-        return f"{self.method} {self.path} -> {self.status} bad request: {self.reason}"
+        return (
+            f"{shown(self.method)} {shown(self.path)} -> {self.status} bad request: "
+            f"{shown(self.reason)}"
+        )
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -278,7 +300,7 @@ class UnknownRoute(Event):
     status: int
 
     def describe(self, when: TimeFormat = iso_time) -> str:
-        return f"{self.method} {self.path} -> {self.status}: no route declares it"
+        return f"{shown(self.method)} {shown(self.path)} -> {self.status}: no route declares it"
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -288,7 +310,7 @@ class LogoutRejected(Event):
     reason: str
 
     def describe(self, when: TimeFormat = iso_time) -> str:
-        return f"/v1/logout rejected: {self.reason}"
+        return f"/v1/logout rejected: {shown(self.reason)}"
 
 
 def flow_title(version: str, *, path: bool = False) -> str:
@@ -350,8 +372,8 @@ class FaultInjected(Event):
 
     def describe(self, when: TimeFormat = iso_time) -> str:
         return (
-            f"{self.method} {self.path} -> scripted fault ({self.ordinal} of {self.count}): "
-            f"{self.detail}"
+            f"{shown(self.method)} {shown(self.path)} -> scripted fault ({self.ordinal} of "
+            f"{self.count}): {shown(self.detail)}"
         )
 
 
@@ -431,4 +453,4 @@ class ScheduledFaultFired(Event):
     detail: str
 
     def describe(self, when: TimeFormat = iso_time) -> str:
-        return f"scheduled fault {self.fault}@{self.point}: {self.detail}"
+        return f"scheduled fault {self.fault}@{self.point}: {shown(self.detail)}"

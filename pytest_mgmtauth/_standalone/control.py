@@ -51,7 +51,7 @@ class Verdicts(Protocol):
     ``{"ok", "findings", "counts"}``; the switches say which kinds count."""
 
     def __call__(
-        self, *, require_logout: bool, churn: bool, expired_use: bool
+        self, *, require_logout: bool, churn: bool, expired_use: bool, refused_call: bool
     ) -> dict[str, Any]: ...
 
 
@@ -120,9 +120,9 @@ class ControlAPI:
             ),
             ("GET", "/check"): (
                 self._verdicts,
-                ("?require_logout", "?churn", "?expired_use"),
+                ("?require_logout", "?churn", "?expired_use", "?refused_call"),
                 "the verdicts since the last reset: ok, findings (churn, expired_use, "
-                "open_session) with the assertions' messages, counts",
+                "refused_call, open_session) with the assertions' messages, counts",
             ),
             ("GET", "/clock"): (self._now, (), "the simulated time"),
             ("POST", "/clock/advance"): (
@@ -267,6 +267,7 @@ class ControlAPI:
             require_logout=body.flag("require_logout", False),
             churn=body.flag("churn", True),
             expired_use=body.flag("expired_use", True),
+            refused_call=body.flag("refused_call", True),
         )
 
     def _now(self, body: Body) -> tuple[int, Any]:

@@ -287,7 +287,12 @@ class StandaloneServer:
         return self.fake.whole_timeline(username)
 
     def check(
-        self, *, require_logout: bool = False, churn: bool = True, expired_use: bool = True
+        self,
+        *,
+        require_logout: bool = False,
+        churn: bool = True,
+        expired_use: bool = True,
+        refused_call: bool = True,
     ) -> dict[str, Any]:
         """The verdicts since the last reset (``GET /_mgmtauth/check``), as JSON."""
         # A long timeline in a message is cut; say where a client in any language
@@ -300,6 +305,7 @@ class StandaloneServer:
             for kind, counted in (
                 ("churn", churn),
                 ("expired_use", expired_use),
+                ("refused_call", refused_call),
                 ("open_session", require_logout),
             )
             if counted
@@ -312,6 +318,7 @@ class StandaloneServer:
             "counted": {
                 "churn": churn,
                 "expired_use": expired_use,
+                "refused_call": refused_call,
                 "open_session": require_logout,
             },
         }

@@ -16,8 +16,11 @@ from .._service.events import (
     SessionExpired,
     grant_version,
     grants,
+    shown,
 )
 from .._service.flows.registry import DEFAULT_FLOW, FLOWS, check_version, flow_class
+from .._service.options import setting_names
+from .._service.records import AUTH_FAILED
 
 if TYPE_CHECKING:
     from .._service.options import Options
@@ -39,7 +42,19 @@ from .timeline_text import (
 # -- the fixes -------------------------------------------------------------------------
 
 
-def _fix_churn(options: Options, versions: set[str], herd: bool) -> str:
+def margin_note(options: Options) -> str:
+    """What every churn message ends with: the setting that decides what is early."""
+    return (
+        f"A new credential within refresh_margin ({options.margin:g} s) of the old one's "
+        "expiry is reuse, not churn; if the client renews earlier on purpose, widen it with "
+        + setting_names("refresh_margin")
+        + "."
+    )
+
+
+def _fix_churn(
+    options: Options, versions: set[str], herd: bool, *, with_margin: bool = True
+) -> str:
     fixes = [flow.fix_churn(options) for name, flow in FLOWS.items() if name in versions]
     fixes.append(
         "threads and clients that use one account should share one credential (churn is "
@@ -50,7 +65,8 @@ def _fix_churn(options: Options, versions: set[str], herd: bool) -> str:
             "refresh in single flight: one thread or task refreshes under a lock while the "
             "others wait for its result, instead of all refreshing together"
         )
-    return "Fix: " + "; ".join(fixes) + "."
+    fix = "Fix: " + "; ".join(fixes) + "."
+    return f"{fix} {margin_note(options)}" if with_margin else fix
 
 
 # -- the checks ----------------------------------------------------------------------
@@ -74,8 +90,9 @@ def churn_message(scene: Scene, *, username: str | None = None) -> str | None:
         call = preceding_call(scene, first)
         code = f" ({call.return_code})" if call is not None and call.return_code else ""
         before = (
-            f"the call before it: {call.method} {call.path} with {call.credential or '?'} -> "
-            f"{call.status}{code} at {scene.offset(call.at.timestamp())}"
+            f"the call before it: {shown(call.method)} {shown(call.path)} with "
+            f"{call.credential or '?'} -> {call.status}{code} at "
+            f"{scene.offset(call.at.timestamp())}"
             if call is not None
             else "no API call was made by this account before it"
         )
@@ -104,9 +121,10 @@ def churn_message(scene: Scene, *, username: str | None = None) -> str | None:
         # Not the generic churn advice: keeping the credential would not have helped.
         fix = f"Fix: {fix_after_forbidden()}."
     else:
-        fix = _fix_churn(scene.options, versions, herd)
+        fix = _fix_churn(scene.options, versions, herd, with_margin=False)
         if any(forbidden):
             fix += f" Where a 1469 came before the new credential: {fix_after_forbidden()}."
+    fix += " " + margin_note(scene.options)
     return "pytest-mgmtauth: token churn: " + "\n\n".join(parts) + "\n\n" + fix
 
 
@@ -184,16 +202,42 @@ def check_no_expired_credential_used(scene: Scene, *, username: str | None = Non
         raise AssertionError(message)
 
 
-def expired_use_message(scene: Scene, *, username: str | None = None) -> str | None:
-    """Why the client presented an expired bearer token or an ended v1 session, or
-    ``None`` if it never did (a credential revoked or expired on cue does not count)."""
+def expired_uses(scene: Scene, username: str | None = None) -> list[ApiCall]:
+    """Calls that presented an expired bearer token or an ended v1 session, except the
+    one a client could not foresee and recovered from: the first call with a session
+    the service ended idle (the interface document: "The user is logged out
+    automatically; logout call is optional"), when the account logs in again before
+    presenting that session again. A credential revoked or expired on cue never counts
+    (the service does not mark those calls)."""
+    events = scene.events
+    timed_out = {e.session for e in events if isinstance(e, SessionExpired)}
     stale = [
-        e
-        for e in scene.events
+        (i, e)
+        for i, e in enumerate(events)
         if isinstance(e, ApiCall)
         and e.credential_expired
         and (username is None or e.username == username)
     ]
+    by_credential: dict[str | None, list[int]] = {}
+    for i, e in stale:
+        by_credential.setdefault(e.credential, []).append(i)
+    forgiven = set()
+    for label, indexes in by_credential.items():
+        if label not in timed_out or len(indexes) != 1:
+            continue
+        first = events[indexes[0]]
+        if any(
+            isinstance(later, LoggedIn) and later.username == first.username
+            for later in events[indexes[0] + 1 :]
+        ):
+            forgiven.add(indexes[0])
+    return [e for i, e in stale if i not in forgiven]
+
+
+def expired_use_message(scene: Scene, *, username: str | None = None) -> str | None:
+    """Why the client presented an expired bearer token or an ended v1 session, or
+    ``None`` if it never did (see :func:`expired_uses` for what does not count)."""
+    stale = expired_uses(scene, username)
     if not stale:
         return None
     first = stale[0]
@@ -206,12 +250,71 @@ def expired_use_message(scene: Scene, *, username: str | None = None) -> str | N
     )
     return (
         f"pytest-mgmtauth: the client presented an expired credential {times_text(len(stale))}; "
-        f"first: {first.method} {first.path} with {first.credential} at "
-        f"{scene.offset(first.at.timestamp())} -> {first.status} ({first.reason})\n\n"
+        f"first: {call_text(first)} at {scene.offset(first.at.timestamp())} -> {first.status} "
+        f"({shown(first.reason or '')})\n\n"
         + format_timeline(scene, username=account, focus=first)
         + "\n\nFix: "
         + "; ".join(fixes)
         + "."
+    )
+
+
+def call_text(call: ApiCall) -> str:
+    """``GET /path with T1``: a call as messages name it (what came from the request
+    escaped, so that it cannot pass for a line of the message)."""
+    credential = call.credential or "no known credential"
+    return f"{shown(call.method)} {shown(call.path)} with {credential}"
+
+
+def refused_calls(
+    scene: Scene, username: str | None = None, *, unattributed: bool = False
+) -> list[ApiCall]:
+    """Protected calls refused because the client sent the wrong credential (none, a
+    malformed or unknown one, another account's or profile's, a v1 call without its
+    session): of ``username`` (``None``: of every account), or with ``unattributed``
+    only those the fake could tie to no account."""
+    return [
+        e
+        for e in scene.events
+        if isinstance(e, ApiCall)
+        and e.wrong_credential
+        and (e.username is None if unattributed else (username is None or e.username == username))
+    ]
+
+
+def check_no_refused_calls(scene: Scene, *, username: str | None = None) -> None:
+    """Fails when the service refused a protected call for the wrong credential."""
+    __tracebackhide__ = True
+    message = refused_call_message(scene, username=username)
+    if message is not None:
+        raise AssertionError(message)
+
+
+#: How a test says it sends wrong credentials on purpose (the messages name it).
+EXPECT_REFUSALS = "mgmt_server.expect_refusals()"
+
+
+def refused_call_message(
+    scene: Scene, *, username: str | None = None, unattributed: bool = False
+) -> str | None:
+    """Why protected calls were refused for the wrong credential, or ``None``."""
+    refused = refused_calls(scene, username, unattributed=unattributed)
+    if not refused:
+        return None
+    first = refused[0]
+    who = "" if first.username is None else f" of account {first.username!r}"
+    return (
+        f"pytest-mgmtauth: {len(refused)} protected call(s){who} were refused because the "
+        f"client sent the wrong credential; first: {call_text(first)} at "
+        f"{scene.offset(first.at.timestamp())} -> {first.status} ({first.return_code}: "
+        f"{shown(first.reason or '')})\n\n"
+        + format_timeline(scene, username=first.username, focus=first)
+        + "\n\nFix: send every call the credential the service granted for it (each "
+        "refusal above says what arrived and what was expected): the JSESSIONID cookie and "
+        "utk of the v1 session, the bearer token of the route's flow, for v3 the token of "
+        "the account and profile the path names. If the test sends a wrong credential on "
+        f"purpose, say so with {EXPECT_REFUSALS} (or the ?refused_call=false switch of "
+        "mgmtauth-server's GET /_mgmtauth/check)."
     )
 
 
@@ -224,40 +327,48 @@ def check_logged_out(scene: Scene, *, username: str | None = None) -> None:
 
 
 def open_sessions(scene: Scene, username: str | None = None) -> list[LoggedIn]:
-    """v1 sessions started in the scene and never ended with /v1/logout."""
-    logged_out = {e.session for e in scene.events if isinstance(e, LoggedOut)}
+    """v1 sessions started in the scene that the client still held at the end and never
+    ended with /v1/logout. Not open: a session the service ended (idle timeout; logout
+    is optional then), one the test ended (``mgmt_server.expire`` / ``revoke``), and one
+    released by a refused call of its account (a 1401 after it was granted: the client
+    lost it, and that refusal is the finding)."""
+    ended = {e.session for e in scene.events if isinstance(e, (LoggedOut, SessionExpired))}
     # A session the test itself ended (mgmt_server.expire / revoke) cannot be logged out.
-    logged_out |= {
+    ended |= {
         e.credential
         for e in scene.events
         if isinstance(e, (CredentialExpired, CredentialRevoked))
         and flow_class(e.version).credential == "session"
     }
-    return [
-        g
-        for g in grants(scene.events, username=username)
-        if isinstance(g, LoggedIn) and g.session not in logged_out
-    ]
+    still: list[LoggedIn] = []
+    for i, g in enumerate(scene.events):
+        if not isinstance(g, LoggedIn) or g.session in ended:
+            continue
+        if username is not None and g.username != username:
+            continue
+        released = any(
+            isinstance(e, ApiCall)
+            and e.version == g.version
+            and e.username == g.username
+            and e.return_code == AUTH_FAILED
+            and e.credential in (g.session, None)
+            for e in scene.events[i + 1 :]
+        )
+        if not released:
+            still.append(g)
+    return still
 
 
 def open_session_message(scene: Scene, *, username: str | None = None) -> str | None:
     """Which v1 sessions opened in the test were not ended with /v1/logout, or ``None``."""
-    timed_out = {e.session: e for e in scene.events if isinstance(e, SessionExpired)}
     still_open = open_sessions(scene, username)
     if not still_open:
         return None
-    described = []
-    for g in still_open:
-        ended = timed_out.get(g.session)
-        state = (
-            f"timed out idle at {scene.offset(ended.at.timestamp())}"
-            if ended is not None
-            else "still active"
-        )
-        described.append(
-            f"{g.session} of {g.username!r} (started {scene.offset(g.at.timestamp())}, used "
-            f"{times_text(scene.uses.get(g.session, 0))}, {state})"
-        )
+    described = [
+        f"{g.session} of {g.username!r} (started {scene.offset(g.at.timestamp())}, used "
+        f"{times_text(scene.uses.get(g.session, 0))}, still active)"
+        for g in still_open
+    ]
     first = still_open[0]
     accounts = {g.username for g in still_open}
     return (

@@ -22,8 +22,11 @@ if TYPE_CHECKING:
 from .checks import (
     churn_message,
     expired_use_message,
+    expired_uses,
     open_session_message,
     open_sessions,
+    refused_call_message,
+    refused_calls,
 )
 from .scene import (
     Scene,
@@ -40,12 +43,13 @@ from .timeline_text import (
 # -- verdicts: what the teardown check and the report section say ---------------------
 
 #: The kinds of finding, in the order they are reported.
-KINDS: tuple[str, ...] = ("churn", "expired_use", "open_session")
+KINDS: tuple[str, ...] = ("churn", "expired_use", "refused_call", "open_session")
 
 #: How each kind is named in the report section.
 _KIND_TITLES = {
     "churn": "churn",
     "expired_use": "expired-credential use",
+    "refused_call": "refused calls (wrong credential)",
     "open_session": "open v1 sessions",
 }
 
@@ -53,9 +57,11 @@ _KIND_TITLES = {
 @dataclasses.dataclass(frozen=True)
 class Finding:
     """One mistake the service punishes, for one account: ``kind`` is ``"churn"``,
-    ``"expired_use"`` or ``"open_session"``; ``message`` is what the matching assertion
-    (``assert_token_reused``, ``assert_no_expired_token_used``, ``assert_logged_out``)
-    says for that account: the diagnosis, the timeline and the fix."""
+    ``"expired_use"``, ``"refused_call"`` or ``"open_session"``; ``message`` is what the
+    matching assertion (``assert_token_reused``, ``assert_no_expired_token_used``,
+    ``assert_no_refused_calls``, ``assert_logged_out``) says for that account: the
+    diagnosis, the timeline and the fix. ``username`` is ``None`` for refused calls the
+    fake could tie to no account (an unknown or malformed credential)."""
 
     kind: str
     username: str | None
@@ -76,6 +82,7 @@ class Finding:
 _MESSAGES = {
     "churn": churn_message,
     "expired_use": expired_use_message,
+    "refused_call": refused_call_message,
     "open_session": open_session_message,
 }
 
@@ -88,15 +95,17 @@ def _accounts_of(scene: Scene, kind: str) -> list[str]:
         found = [
             e.username for e in scene.events if isinstance(e, ApiCall) and e.credential_expired
         ]
+    elif kind == "refused_call":
+        found = [e.username for e in refused_calls(scene)]
     else:
         found = [g.username for g in grants(scene.events) if isinstance(g, LoggedIn)]
     return list(dict.fromkeys(u for u in found if u is not None))
 
 
 def default_kinds(options: Options) -> tuple[str, ...]:
-    """The kinds the teardown check counts: churn and expired-credential use always,
-    open v1 sessions with ``require_logout``."""
-    return KINDS if options.require_logout else KINDS[:2]
+    """The kinds the teardown check counts: churn, expired-credential use and refused
+    calls always, open v1 sessions with ``require_logout``."""
+    return KINDS if options.require_logout else KINDS[:3]
 
 
 def findings(scene: Scene, *, kinds: Collection[str] | None = None) -> list[Finding]:
@@ -115,19 +124,24 @@ def findings(scene: Scene, *, kinds: Collection[str] | None = None) -> list[Find
             message = _MESSAGES[kind](scene, username=username)
             if message is not None:
                 found.append(Finding(kind, username, message))
+        if kind == "refused_call":
+            # Refusals the fake could tie to no account: one finding of their own.
+            message = refused_call_message(scene, unattributed=True)
+            if message is not None:
+                found.append(Finding(kind, None, message))
     return found
 
 
 def finding_counts(scene: Scene) -> dict[str, int]:
     """How many of each thing :func:`findings` looks at, whether it counts or not:
-    premature grants (``churn``), calls with an expired credential, sessions not logged
-    out, and the figures of :func:`summarize` (for ``GET /_mgmtauth/check``)."""
+    premature grants (``churn``), calls with an expired credential (``expired_use``),
+    calls refused for the wrong credential (``refused_call``), sessions not logged out
+    (``open_session``), and the figures of :func:`summarize` (for ``GET /_mgmtauth/check``)."""
     summary = summarize(scene.events)
     return {
         **{f.name: getattr(summary, f.name) for f in dataclasses.fields(summary)},
-        "expired_use": sum(
-            1 for e in scene.events if isinstance(e, ApiCall) and e.credential_expired
-        ),
+        "expired_use": len(expired_uses(scene)),
+        "refused_call": len(refused_calls(scene)),
         "open_session": len(open_sessions(scene)),
     }
 
@@ -211,6 +225,19 @@ class ExpiredCredentialWarning(AuthFindingWarning):
     __module__ = "pytest_mgmtauth"
 
 
+class RefusedCallWarning(AuthFindingWarning):
+    """The service refused a protected call because the client sent the wrong
+    credential: none, a malformed or unknown one, another account's or profile's token,
+    a v1 call without its session (refusals the test brought about on cue do not count).
+
+    Emitted at the end of a test that uses ``mgmt_server`` (unless it called
+    ``assert_no_refused_calls`` or ``expect_refusals`` itself); with ``strict`` the test
+    fails instead.
+    """
+
+    __module__ = "pytest_mgmtauth"
+
+
 class OpenSessionWarning(AuthFindingWarning):
     """A v1 session opened in the test was not ended with ``/v1/logout``.
 
@@ -225,5 +252,6 @@ class OpenSessionWarning(AuthFindingWarning):
 WARNINGS: dict[str, type[AuthFindingWarning]] = {
     "churn": TokenChurnWarning,
     "expired_use": ExpiredCredentialWarning,
+    "refused_call": RefusedCallWarning,
     "open_session": OpenSessionWarning,
 }

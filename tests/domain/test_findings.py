@@ -94,7 +94,7 @@ def test_expired_use_is_a_finding_by_default_and_open_sessions_only_with_require
         service.flow(V1Flow).login(account.username, account.password)  # never logged out
         kinds = [f.kind for f in findings(scene(service))]
         assert kinds == (["expired_use", "open_session"] if require_logout else ["expired_use"])
-        assert default_kinds(service.options) == (KINDS if require_logout else KINDS[:2])
+        assert default_kinds(service.options) == (KINDS if require_logout else KINDS[:3])
     found = findings(scene(service), kinds=["open_session"])
     assert found == [Finding("open_session", account.username, found[0].message)]
     assert found[0].headline.startswith(
@@ -112,7 +112,7 @@ def test_a_revoked_token_is_not_expired_use(service: AuthService) -> None:
 
 
 def test_unknown_kinds_are_refused_with_the_known_ones(service: AuthService) -> None:
-    with pytest.raises(ValueError, match="known: churn, expired_use, open_session"):
+    with pytest.raises(ValueError, match="known: churn, expired_use, refused_call, open_session"):
         findings(scene(service), kinds=["chrun"])
 
 
@@ -162,11 +162,12 @@ def test_report_section_has_the_timeline_rejections_and_every_verdict(
         "first: GET /api/things with T1 at 00:31:40"
     )
     assert verdicts[3].startswith("    Fix: refresh proactively")
-    assert verdicts[4].startswith(
+    assert verdicts[4] == "  refused calls (wrong credential): none"
+    assert verdicts[5].startswith(
         "  open v1 sessions (not checked: require_logout is off): 1 v1 session(s) were not "
         "ended with /v1/logout: S1"
     )
-    assert len(verdicts) == 5
+    assert len(verdicts) == 6
 
 
 def test_report_section_of_a_long_timeline_is_cut_and_lists_the_rejections(

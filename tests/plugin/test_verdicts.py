@@ -184,7 +184,7 @@ def test_six_bugs_default_failures_carry_the_story_and_the_rest_warn(
 ) -> None:
     six_bugs(pytester)
     result = pytester.runpytest_inprocess()
-    result.assert_outcomes(passed=3, failed=3, warnings=3)
+    result.assert_outcomes(passed=3, failed=3, warnings=4)
     out = result.stdout.str()
     shown = sections(out)
     assert sorted(shown) == ["test_cookie_jar_session", "test_never_renew", "test_unencoded_key"]
@@ -206,10 +206,12 @@ def test_six_bugs_default_failures_carry_the_story_and_the_rest_warn(
         "/v1/login sets it with Path=/urest_service; Secure; HttpOnly, so a cookie jar does not "
         "send it back here" in shown["test_cookie_jar_session"]
     )
+    # One bug, one finding: the refused call, not also the session it lost (issue 29).
     assert (
-        "  open v1 sessions (not checked: require_logout is off): 1 v1 session(s)"
-        in (shown["test_cookie_jar_session"])
+        "  refused calls (wrong credential): 1 protected call(s) of account "
+        in shown["test_cookie_jar_session"]
     )
+    assert "  open v1 sessions: none" in shown["test_cookie_jar_session"]
     result.stdout.fnmatch_lines(
         [
             "*= warnings summary =*",
@@ -226,6 +228,11 @@ def test_six_bugs_default_failures_carry_the_story_and_the_rest_warn(
             "*Fix: refresh proactively*",
             "  (pytest-mgmtauth checks this at the end of every test that uses mgmt_server.*"
             "mgmt_server.assert_no_expired_token_used(), which replaces this check.)",
+            "test_bugs.py::test_cookie_jar_session",
+            "  *RefusedCallWarning: pytest-mgmtauth: 1 protected call(s) of account * were "
+            "refused because the client sent the wrong credential; first: GET /v1/things with "
+            "no known credential at 00:00:00 -> 401 (1401: no JSESSIONID cookie was sent.*",
+            "  (the timeline is in the test's 'mgmtauth timeline' report section)",
         ]
     )
     summary = out.split("warnings summary")[1]
@@ -265,8 +272,8 @@ def test_six_bugs_strict_error_at_teardown_and_require_logout_adds_open_sessions
     result.stdout.fnmatch_lines(
         [
             "test_bugs.py::test_cookie_jar_session",
-            "  *OpenSessionWarning: pytest-mgmtauth: 1 v1 session(s) were not ended with "
-            "/v1/logout: S1 *",
+            "  *RefusedCallWarning: pytest-mgmtauth: 1 protected call(s) of account * were "
+            "refused because the client sent the wrong credential; *",
         ]
     )
 

@@ -144,6 +144,7 @@ def test_v3_scope_and_issuer_from_the_ini_and_a_marker(pytester: pytest.Pytester
 
         @pytest.mark.mgmtauth(v3_scope="profile")
         def test_marker(mgmt_server, mgmt_account):
+            mgmt_server.expect_refusals()
             mgmt_server.route("GET", "/v3/x/accounts/acme/profiles/dev").respond_with_json({})
             assert get(mgmt_server, token_for(mgmt_server, mgmt_account), "dev") == 401
 

@@ -154,6 +154,7 @@ def test_a_client_that_follows_host_keeps_talking_to_the_fake(
 def test_a_call_for_another_profile_is_refused_naming_both(
     mgmt_server: MgmtServer, mgmt_account: Account, http: requests.Session
 ) -> None:
+    mgmt_server.expect_refusals()  # wrong tokens on purpose
     mgmt_server.route("GET", "/v3/x/accounts/acme/profiles/dev").respond_with_json({})
     token = _token(mgmt_server, http, mgmt_account, "main")
     answer = _get(http, f"{mgmt_server.url}/v3/x/accounts/acme/profiles/dev", token)
@@ -168,6 +169,7 @@ def test_a_call_for_another_profile_is_refused_naming_both(
 def test_the_v3_scope_option_relaxes_the_binding_to_the_account(
     mgmt_server: MgmtServer, mgmt_account: Account, http: requests.Session
 ) -> None:
+    mgmt_server.expect_refusals()  # wrong tokens on purpose
     mgmt_server.route("GET", "/v3/x/accounts/acme/profiles/dev").respond_with_json({})
     mgmt_server.route("GET", "/v3/x/accounts/umbrella/profiles/main").respond_with_json({})
     token = _token(mgmt_server, http, mgmt_account, "main")
@@ -182,6 +184,7 @@ def test_v2_token_on_a_v3_route_and_the_reverse_are_refused(
     mgmt_account: Account,
     http: requests.Session,
 ) -> None:
+    mgmt_server.expect_refusals()  # wrong tokens on purpose
     mgmt_server.route("GET", "/v3/x/accounts/acme/profiles/main").respond_with_json({})
     mgmt_server.route("GET", "/api/things").respond_with_json([])
     v2 = http.post(

@@ -339,7 +339,9 @@ class BearerFlow(Flow):
         with service.mutex:
             if token is None or problem:
                 owner, label = self._attribute_token(token) if token else (None, None)
-                service.credentials.refuse_call(call, owner, label, problem or "no bearer token")
+                service.credentials.refuse_call(
+                    call, owner, label, problem or "no bearer token", wrong=True
+                )
             assert token is not None
             record = service.credentials.by_token.get(token)
             if record is not None:
@@ -350,7 +352,7 @@ class BearerFlow(Flow):
                 except TokenProblem as exc:
                     sub = unverified_subject(token)
                     service.credentials.refuse_call(
-                        call, sub if sub in service.accounts else None, None, str(exc)
+                        call, sub if sub in service.accounts else None, None, str(exc), wrong=True
                     )
                 record = service.credentials.tokens.get(claims.jti)
             if record is None or record.token != token:
@@ -360,10 +362,11 @@ class BearerFlow(Flow):
                     None,
                     "the token was signed by this fake but not issued in this test (each "
                     f"test starts with no tokens): authenticate with {self.title} in this test",
+                    wrong=True,
                 )
             if record.version != self.name:
                 service.credentials.refuse_call(
-                    call, record.username, record.label, self.wrong_flow_reason(record)
+                    call, record.username, record.label, self.wrong_flow_reason(record), wrong=True
                 )
             self.check_scope(call, record)
             self._check_live(call, record)
@@ -408,6 +411,15 @@ class BearerFlow(Flow):
                 record.label,
                 f"token {record.label} expired {now - record.expired_at:.0f} s ago (ended "
                 f"early on cue): authenticate again on a 401",
+            )
+        if now >= claims.exp and record.expired_in_flight:
+            service.credentials.refuse_call(
+                call,
+                record.username,
+                record.label,
+                f"token {record.label} expired {now - claims.exp:.0f} s ago: a scheduled "
+                "expire moved the clock to its exp while the answer that granted it was in "
+                "flight (no client could renew it in time): authenticate again on a 401",
             )
         if now >= claims.exp:
             service.credentials.refuse_call(

@@ -207,11 +207,19 @@ class V1Flow(Flow):
             service.credentials.expire_sessions(now)
             if session_id is None or problem:
                 known = service.credentials.sessions.get(session_id) if session_id else None
+                # Without its cookie, the utk still names the session's account: the
+                # refusal is the account's (it releases its sessions, so logging in
+                # again after it is no churn), but no session was presented.
+                owner = known or next(
+                    (r for r in service.credentials.sessions.values() if utk and r.utk == utk),
+                    None,
+                )
                 service.credentials.refuse_call(
                     call,
-                    known.username if known else None,
+                    owner.username if owner else None,
                     known.label if known else None,
                     problem or "no JSESSIONID cookie",
+                    wrong=True,
                 )
             assert session_id is not None
             record = service.credentials.sessions.get(session_id)
@@ -222,6 +230,7 @@ class V1Flow(Flow):
                     None,
                     "the JSESSIONID cookie names no session of this test: send the "
                     "JSESSIONID value from /v1/login's Set-Cookie",
+                    wrong=True,
                 )
             if record.ended_at is not None:
                 how = {
@@ -245,6 +254,7 @@ class V1Flow(Flow):
                     record.label,
                     "the utk query parameter is missing: v1 calls need both the JSESSIONID "
                     "cookie and utk=<the utk of /v1/login's answer>",
+                    wrong=True,
                 )
             if utk != record.utk:
                 owner = next(
@@ -257,6 +267,7 @@ class V1Flow(Flow):
                     record.label,
                     f"the utk does not belong to session {record.label} ({detail}): send the "
                     "utk that came with this JSESSIONID",
+                    wrong=True,
                 )
             service.credentials.check_permission(call, record.username, record.label, permission)
             record.uses += 1
