@@ -215,3 +215,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="generated requests per hostile fuzz test (default 1000, "
         "or $MGMTAUTH_HOSTILE_EXAMPLES)",
     )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # As pyproject's filterwarnings ignores churn and expired-credential warnings: many
+    # of our own tests send wrong credentials on purpose (hostile clients, wire
+    # refusals). The teardown check's own tests run pytester with their own settings.
+    config.addinivalue_line("filterwarnings", "ignore::pytest_mgmtauth.RefusedCallWarning")
