@@ -22,6 +22,7 @@ import json
 import re
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import requests
@@ -77,6 +78,39 @@ def _is_refused_credential(response: requests.Response) -> bool:
     return response.status_code == 401 and _error_from(response).return_code == AUTH_FAILED
 
 
+#: Statuses worth asking again after a wait: throttled (429, wait ``Retry-After``) and
+#: unavailable (503).
+RETRYABLE = (429, 503)
+#: Methods safe to send again when the connection dropped before the answer.
+IDEMPOTENT = ("GET", "HEAD", "OPTIONS", "PUT", "DELETE")
+
+
+def send(
+    http: requests.Session,
+    method: str,
+    url: str,
+    *,
+    sleep: Callable[[float], None],
+    attempts: int = 3,
+    **kwargs: Any,
+) -> requests.Response:
+    """One request, sent again (up to ``attempts`` times in all) after a 429 (once its
+    ``Retry-After`` has passed), a 503, or a dropped connection when ``method`` is safe
+    to repeat; the last answer or error otherwise."""
+    for attempt in range(1, attempts + 1):
+        last = attempt == attempts
+        try:
+            response = http.request(method, url, timeout=10, **kwargs)
+        except requests.ConnectionError:
+            if last or method.upper() not in IDEMPOTENT:
+                raise
+            continue
+        if response.status_code not in RETRYABLE or last:
+            return response
+        sleep(float(response.headers.get("Retry-After", "1")))
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
 def token_expiry(token: str) -> float:
     """The ``exp`` claim of a JWT, read without verifying the signature.
 
@@ -100,11 +134,13 @@ class MgmtClient:
         *,
         refresh_margin: float = 60.0,
         token_cache: dict[str, str] | None = None,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.username = username
         self._api_key = api_key
         self.refresh_margin = refresh_margin
+        self.sleep = sleep  # how Retry-After is waited (a test passes the simulated clock)
         # Shared across client instances (or restored from disk) so that a new process
         # does not log in again while a token it saved is still good.
         self._cache = token_cache if token_cache is not None else {}
@@ -113,10 +149,12 @@ class MgmtClient:
 
     def _authenticate(self) -> str:
         # A dict makes requests URL-encode the key: real keys contain + & = % /
-        response = self._http.post(
+        response = send(
+            self._http,
+            "POST",
             f"{self.base_url}/v2/auth",
+            sleep=self.sleep,
             data={"username": self.username, "key": self._api_key},
-            timeout=10,
         )
         if response.status_code != 200:
             raise _error_from(response)
@@ -140,11 +178,12 @@ class MgmtClient:
         """Call the API with the bearer token; raise :class:`MgmtApiError` on an error."""
         for attempt in (1, 2):
             token = self._token()
-            response = self._http.request(
+            response = send(
+                self._http,
                 method,
                 f"{self.base_url}{path}",
+                sleep=self.sleep,
                 headers={"Authorization": f"Bearer {token}"},
-                timeout=10,
                 **kwargs,
             )
             if attempt == 1 and _is_refused_credential(response):
@@ -182,10 +221,18 @@ _JSESSIONID = re.compile(r"^JSESSIONID=([^;]*)")
 class MgmtSessionClient:
     """v1 client: a session (JSESSIONID cookie + utk) from username and password."""
 
-    def __init__(self, base_url: str, username: str, password: str) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        username: str,
+        password: str,
+        *,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         self.base_url = base_url.rstrip("/")
         self.username = username
         self._password = password
+        self.sleep = sleep
         self._http = requests.Session()
         self._session_id: str | None = None
         self._utk: str | None = None
@@ -195,10 +242,12 @@ class MgmtSessionClient:
         return self._session_id is not None
 
     def login(self) -> None:
-        response = self._http.post(
+        response = send(
+            self._http,
+            "POST",
             f"{self.base_url}/v1/login",
+            sleep=self.sleep,
             data={"username": self.username, "password": self._password},
-            timeout=10,
         )
         if response.status_code != 200:
             raise _error_from(response)
@@ -217,12 +266,13 @@ class MgmtSessionClient:
         for attempt in (1, 2):
             if self._session_id is None:
                 self.login()
-            response = self._http.request(
+            response = send(
+                self._http,
                 method,
                 f"{self.base_url}{path}",
+                sleep=self.sleep,
                 params={**params, "utk": self._utk},
                 headers={"Cookie": f"JSESSIONID={self._session_id}"},
-                timeout=10,
                 **kwargs,
             )
             if attempt == 1 and _is_refused_credential(response):
@@ -248,6 +298,8 @@ class MgmtSessionClient:
             timeout=10,
         )
         self._session_id = self._utk = None
+        if _is_refused_credential(response):
+            return  # the service had ended the session already (idle timeout, revoked)
         if response.status_code != 200:
             raise _error_from(response)
 

@@ -64,6 +64,7 @@ def test_a_client_that_builds_https_host_needs_the_https_fake(
 def test_a_token_used_for_another_profile_is_refused_naming_both(
     mgmt_server: MgmtServer, mgmt_account: Account, visitors: None
 ) -> None:
+    mgmt_server.expect_refusals()  # the wrong token is this test's point
     client = _client(mgmt_server, mgmt_account)
     main = client.token_for("acme", "main")
     answer = client._http.get(

@@ -13,6 +13,8 @@ import dataclasses
 import json
 import threading
 import time
+from collections.abc import Callable
+from typing import Any
 from urllib.parse import urlsplit
 
 import requests
@@ -42,11 +44,13 @@ class V3Client:
         *,
         refresh_margin: float = 60.0,
         verify: str | bool = True,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.base_url = base_url
         self.username = username
         self._api_key = api_key
         self.refresh_margin = refresh_margin
+        self.sleep = sleep  # how Retry-After is waited (a test passes the simulated clock)
         # Calls go to https://{host} when the auth endpoint is HTTPS, as in production.
         self._scheme = urlsplit(base_url).scheme
         self._http = requests.Session()
@@ -64,12 +68,27 @@ class V3Client:
                 self._tokens[(account, profile)] = cached
             return cached
 
+    def _send(self, method: str, url: str, **kwargs: Any) -> requests.Response:
+        """Sent again after a 429 (once Retry-After has passed) or a 503, and a GET
+        after a dropped connection: three attempts in all."""
+        for attempt in (1, 2, 3):
+            try:
+                answer = self._http.request(method, url, timeout=10, **kwargs)
+            except requests.ConnectionError:
+                if attempt == 3 or method != "GET":
+                    raise
+                continue
+            if answer.status_code not in (429, 503) or attempt == 3:
+                return answer
+            self.sleep(float(answer.headers.get("Retry-After", "1")))
+        raise AssertionError("unreachable")
+
     def _authenticate(self, account: str, profile: str) -> V3Token:
-        answer = self._http.post(
+        answer = self._send(
+            "POST",
             f"{self.base_url}/v3/auth/accounts/{account}/profiles/{profile}",
             # A dict: requests URL-encodes the key, whose '+ & = %' would break otherwise.
             data={"username": self.username, "key": self._api_key},
-            timeout=10,
         )
         answer.raise_for_status()
         body = answer.json()
@@ -80,10 +99,10 @@ class V3Client:
         when the service answers 401 (revoked, or the clock moved under us)."""
         for attempt in range(2):
             token = self.token_for(account, profile)
-            answer = self._http.get(
+            answer = self._send(
+                "GET",
                 f"{self._scheme}://{token.host}/v3/{path.lstrip('/')}",
                 headers={"Authorization": f"Bearer {token.token}"},
-                timeout=10,
             )
             if answer.status_code != 401 or attempt:
                 return answer
