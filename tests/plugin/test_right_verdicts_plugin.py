@@ -327,3 +327,269 @@ def test_a_newline_in_a_request_path_forges_no_line_in_the_section_or_the_junit_
     texts = "\n".join(e.text or "" for e in xml.iter() if e.text)
     assert "T9 issued by /v2/auth" in texts
     assert not re.search(r"^ *00:00:00  T9 issued", texts, re.M)
+
+
+# -- the done-when table: the bugs are caught, the docs' clients pass everything ------
+
+BUG_CLIENTS = """
+import re
+import requests
+
+JSESSIONID = re.compile(r"^JSESSIONID=([^;]*)")
+
+
+def v2_auth(server, account, *, encoded=True):
+    if encoded:
+        answer = requests.post(
+            server.url + "/v2/auth", data={"username": account.username, "key": account.api_key}
+        )
+    else:
+        answer = requests.post(
+            server.url + "/v2/auth",
+            data=f"username={account.username}&key={account.api_key}",
+            headers={"Content-Type": "application/x-www-form-urlencoded"},
+        )
+    answer.raise_for_status()
+    return answer.json()["token"]
+
+
+def v2_get(server, token, path):
+    return requests.get(server.url + path, headers={"Authorization": "Bearer " + token})
+
+
+def v1_login(server, account, password=None):
+    answer = requests.post(
+        server.url + "/v1/login",
+        data={"username": account.username, "password": password or account.password},
+    )
+    return answer
+"""
+
+#: The six classic bugs and the two v3 bugs, one test each, as a user's suite has them.
+BUGS = """
+import pytest, requests
+from clients import v2_auth, v2_get, v1_login, JSESSIONID
+
+
+def test_login_per_call(mgmt_server, mgmt_account):
+    mgmt_server.route("GET", "/api/things").respond_with_json([])
+    for _ in range(3):
+        assert v2_get(mgmt_server, v2_auth(mgmt_server, mgmt_account), "/api/things").ok
+
+
+def test_never_renews(mgmt_server, mgmt_account, mgmt_clock):
+    mgmt_server.route("GET", "/api/things").respond_with_json([])
+    token = v2_auth(mgmt_server, mgmt_account)
+    for _ in range(3):
+        answer = v2_get(mgmt_server, token, "/api/things")
+        if answer.status_code == 401:  # renews only after a 401
+            token = v2_auth(mgmt_server, mgmt_account)
+            answer = v2_get(mgmt_server, token, "/api/things")
+        assert answer.ok
+        mgmt_clock.advance(minutes=31)
+
+
+def test_unencoded_key(mgmt_server, mgmt_account):
+    mgmt_server.route("GET", "/api/things").respond_with_json([])
+    assert v2_get(
+        mgmt_server, v2_auth(mgmt_server, mgmt_account, encoded=False), "/api/things"
+    ).ok
+
+
+def test_cookie_jar(mgmt_server, mgmt_account):
+    mgmt_server.route("GET", "/v1/things").respond_with_json([])
+    for _ in range(2):  # logs in again after each 401 and moves on
+        http = requests.Session()
+        utk = http.post(
+            mgmt_server.url + "/v1/login",
+            data={"username": mgmt_account.username, "password": mgmt_account.password},
+        ).json()["utk"]
+        http.get(mgmt_server.url + "/v1/things", params={"utk": utk})
+
+
+@pytest.mark.mgmtauth(lockout_threshold=3)
+def test_lockout_hammering(mgmt_server, mgmt_account):
+    answers = [v1_login(mgmt_server, mgmt_account, "wrong").status_code for _ in range(3)]
+    # then hammers with the right password while locked, in a loop
+    for _ in range(5):
+        answer = v1_login(mgmt_server, mgmt_account)
+        if answer.ok:
+            break
+    assert answer.ok
+
+
+def test_1469_retried(mgmt_server):
+    account = mgmt_server.add_account(permissions=["read"])
+    mgmt_server.route("GET", "/api/admin", permission="admin").respond_with_json([])
+    token = v2_auth(mgmt_server, account)
+    for _ in range(3):
+        answer = v2_get(mgmt_server, token, "/api/admin")
+        if answer.status_code == 401:
+            token = v2_auth(mgmt_server, account)
+
+
+def test_v3_wrong_profile(mgmt_server, mgmt_account):
+    for p in ("main", "dev"):
+        mgmt_server.route("GET", f"/v3/x/accounts/acme/profiles/{p}/v").respond_with_json([])
+    for _ in range(3):
+        token = requests.post(
+            mgmt_server.url + "/v3/auth/accounts/acme/profiles/main",
+            data={"username": mgmt_account.username, "key": mgmt_account.api_key},
+        ).json()["token"]
+        for p in ("main", "dev"):
+            requests.get(
+                f"{mgmt_server.url}/v3/x/accounts/acme/profiles/{p}/v",
+                headers={"Authorization": "Bearer " + token},
+            )
+
+
+def test_v3_no_renewal(mgmt_server, mgmt_account, mgmt_clock):
+    mgmt_server.route("GET", "/v3/x/accounts/acme/profiles/main/v").respond_with_json([])
+    auth = lambda: requests.post(
+        mgmt_server.url + "/v3/auth/accounts/acme/profiles/main",
+        data={"username": mgmt_account.username, "key": mgmt_account.api_key},
+    ).json()["token"]
+    token = auth()
+    for _ in range(3):
+        answer = requests.get(
+            f"{mgmt_server.url}/v3/x/accounts/acme/profiles/main/v",
+            headers={"Authorization": "Bearer " + token},
+        )
+        if answer.status_code == 401:
+            token = auth()
+        mgmt_clock.advance(minutes=31)
+"""
+
+#: The docs' clients, swept at every fault kind, strict, with require_logout.
+GOOD = """
+import pytest
+from mgmt_client import MgmtClient, MgmtSessionClient
+from v3_client import V3Client
+from sweep_clients import RecoveringClient
+
+ALL = ("expire", "revoke", "throttle", "unavailable", "reset")
+pytestmark = [
+    pytest.mark.mgmtauth(strict=True, require_logout=True),
+    pytest.mark.mgmtauth_sweep(faults=ALL, points=4),
+]
+
+
+def test_recovering(mgmt_server, mgmt_account, mgmt_clock):
+    mgmt_server.route("GET", "/v2/devices").respond_with_json([1])
+    c = RecoveringClient(
+        mgmt_server.url,
+        mgmt_account.username,
+        mgmt_account.api_key,
+        sleep=lambda s: mgmt_clock.advance(seconds=s),
+    )
+    c.connect()
+    for _ in range(3):
+        assert c.get("/v2/devices") == [1]
+
+
+def test_v2(mgmt_server, mgmt_account, mgmt_clock):
+    mgmt_server.route("GET", "/v2/devices").respond_with_json([1])
+    with MgmtClient(
+        mgmt_server.url,
+        mgmt_account.username,
+        mgmt_account.api_key,
+        sleep=lambda s: mgmt_clock.advance(seconds=s),
+    ) as c:
+        for _ in range(3):
+            assert c.get("/v2/devices") == [1]
+            mgmt_clock.advance(minutes=20)
+
+
+def test_v1(mgmt_server, mgmt_account, mgmt_clock):
+    mgmt_server.route("GET", "/v1/devices").respond_with_json([1])
+    with MgmtSessionClient(
+        mgmt_server.url,
+        mgmt_account.username,
+        mgmt_account.password,
+        sleep=lambda s: mgmt_clock.advance(seconds=s),
+    ) as c:
+        for _ in range(3):
+            assert c.get("/v1/devices") == [1]
+            mgmt_clock.advance(minutes=20)
+
+
+def test_v3(mgmt_server, mgmt_account, mgmt_clock):
+    for p in ("main", "dev"):
+        mgmt_server.route(
+            "GET", f"/v3/customers/accounts/acme/profiles/{p}/visitors"
+        ).respond_with_json({"p": p})
+    c = V3Client(
+        mgmt_server.url,
+        mgmt_account.username,
+        mgmt_account.api_key,
+        sleep=lambda s: mgmt_clock.advance(seconds=s),
+    )
+    for _ in range(2):
+        for p in ("main", "dev"):
+            r = c.get("acme", p, f"customers/accounts/acme/profiles/{p}/visitors")
+            assert r.status_code == 200
+        mgmt_clock.advance(minutes=20)
+"""
+
+
+def test_the_classic_and_v3_bugs_are_caught_by_default_and_under_strict(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeini(DEFAULT_WARNINGS)
+    _examples(pytester)
+    pytester.makepyfile(clients=BUG_CLIENTS, test_bugs=BUGS)
+    default = pytester.runpytest_inprocess("-p", "no:randomly")
+    # The un-encoded key and the lockout hammering fail the test itself (the fake refuses
+    # them with a diagnosis); the other six are the teardown check's findings.
+    default.assert_outcomes(passed=6, failed=2, warnings=6)
+    default.stdout.fnmatch_lines(
+        [
+            "test_bugs.py::test_login_per_call",
+            "  *TokenChurnWarning: *",
+            "test_bugs.py::test_never_renews",
+            "  *ExpiredCredentialWarning: *",
+            "test_bugs.py::test_cookie_jar",
+            "  *RefusedCallWarning: *",
+            "test_bugs.py::test_1469_retried",
+            "  *TokenChurnWarning: *",
+            "test_bugs.py::test_v3_wrong_profile",
+            "  *RefusedCallWarning: *",
+            "test_bugs.py::test_v3_no_renewal",
+            "  *ExpiredCredentialWarning: *",
+        ],
+        consecutive=False,
+    )
+    strict = pytester.runpytest_inprocess("-p", "no:randomly", "--mgmtauth-strict")
+    strict.assert_outcomes(passed=6, failed=2, errors=6)
+    strict.stdout.fnmatch_lines(
+        [
+            "FAILED test_bugs.py::test_unencoded_key - *",
+            "FAILED test_bugs.py::test_lockout_hammering - *",
+            "ERROR test_bugs.py::test_login_per_call - Failed: pytest-mgmtauth: token chur*",
+            "ERROR test_bugs.py::test_never_renews - Failed: pytest-mgmtauth: the client p*",
+            "ERROR test_bugs.py::test_cookie_jar - Failed: pytest-mgmtauth: 2 protected ca*",
+            "ERROR test_bugs.py::test_1469_retried - Failed: pytest-mgmtauth: token churn:*",
+            "ERROR test_bugs.py::test_v3_wrong_profile - Failed: pytest-mgmtauth: 3 protec*",
+            "ERROR test_bugs.py::test_v3_no_renewal - Failed: pytest-mgmtauth: the client *",
+        ]
+    )
+
+
+def test_the_docs_clients_pass_every_check_and_every_sweep_point_under_strict(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeini(DEFAULT_WARNINGS)
+    _examples(pytester)
+    pytester.makepyfile(test_good=GOOD)
+    result = pytester.runpytest_inprocess("-p", "no:randomly")
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("failed", 0) == outcomes.get("errors", 0) == 0, result.stdout.str()
+    assert "warnings" not in outcomes
+    verdicts = re.findall(r"^  verdict: (.*)$", result.stdout.str(), re.M)
+    assert len(verdicts) == 4
+    for verdict in verdicts:
+        parts = verdict.split("; ")
+        assert [p.split(" at ")[0] for p in parts] == [
+            f"survives {kind}" for kind in ("expire", "revoke", "throttle", "unavailable", "reset")
+        ], verdict
+        assert "but" not in verdict
