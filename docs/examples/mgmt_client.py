@@ -4,11 +4,13 @@
 ``/v2/auth``, keeps that token, and gets a new one only ``refresh_margin`` seconds
 before it expires (the service throttles clients that authenticate on every call).
 If the service refuses the token anyway (401 with returnCode 1401), it authenticates
-once more and retries the call once.
+once more and retries the call once. A 429 is asked again once its ``Retry-After`` has
+passed, a 503 again, and a GET whose connection dropped is sent again (three attempts
+in all): so it passes every point of a sweep (docs/sweeps.md).
 
 ``MgmtSessionClient`` speaks v1: ``/v1/login`` with username and password, then every
 call carries the ``JSESSIONID`` cookie and the ``utk`` query parameter, and
-``/v1/logout`` ends the session.
+``/v1/logout`` ends the session (one the service ended already is no error).
 
 Nothing here knows about pytest or the fake: the tests in ``test_mgmt_client.py`` point
 these clients at ``mgmt_server.url``, exactly as production code points them at the

@@ -96,7 +96,8 @@ class V3Client:
 
     def get(self, account: str, profile: str, path: str) -> requests.Response:
         """``GET https://{host}/v3/{path}`` for the pair; one retry with a new token
-        when the service answers 401 (revoked, or the clock moved under us)."""
+        when the service answers 401 (revoked, or the clock moved under us); 429, 503
+        and a dropped connection are retried by :meth:`_send`."""
         for attempt in range(2):
             token = self.token_for(account, profile)
             answer = self._send(

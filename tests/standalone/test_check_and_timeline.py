@@ -83,7 +83,12 @@ def test_check_of_a_client_that_reuses_its_token_is_ok(
     assert verdict["counts"]["grants"] == 1
     assert verdict["counts"]["api_calls"] == 3
     assert verdict["counts"]["churn"] == 0
-    assert verdict["counted"] == {"churn": True, "expired_use": True, "open_session": False}
+    assert verdict["counted"] == {
+        "churn": True,
+        "expired_use": True,
+        "refused_call": True,
+        "open_session": False,
+    }
 
 
 def test_check_reports_churn_with_the_message_of_assert_token_reused(
@@ -123,6 +128,25 @@ def test_check_reports_an_expired_token_used_per_account(
     )
     assert verdict["counts"]["expired_use"] == 1
     assert get("/check", expired_use="false").json()["ok"] is True
+
+
+def test_check_reports_calls_refused_for_the_wrong_credential_and_can_leave_them_out(
+    server: StandaloneServer, get: Any, http: requests.Session
+) -> None:
+    # Issue 29: a client that recovers after each refusal passed /check silently.
+    assert _things(http, server.url, "not-a-token") == 401
+    token = _token(http, server.url)
+    assert _things(http, server.url, token) == 200
+    verdict = get("/check").json()
+    assert verdict["ok"] is False
+    (finding,) = verdict["findings"]
+    assert (finding["kind"], finding["username"]) == ("refused_call", None)
+    assert finding["message"].startswith(
+        "pytest-mgmtauth: 1 protected call(s) were refused because the client sent the wrong "
+        "credential; first: GET /v2/things with no known credential"
+    )
+    assert verdict["counts"]["refused_call"] == 1
+    assert get("/check", refused_call="false").json()["ok"] is True
 
 
 def test_open_sessions_are_findings_only_when_logout_is_required(
@@ -166,9 +190,15 @@ def test_a_reset_clears_the_verdicts(
             "churn": 0,
             "concurrent": 0,
             "expired_use": 0,
+            "refused_call": 0,
             "open_session": 0,
         },
-        "counted": {"churn": True, "expired_use": True, "open_session": False},
+        "counted": {
+            "churn": True,
+            "expired_use": True,
+            "refused_call": True,
+            "open_session": False,
+        },
     }
 
 
@@ -185,7 +215,8 @@ def test_bad_check_parameters_are_a_400_that_says_what_is_known(
     answer = get("/check", **params)
     assert answer.status_code == 400
     assert message in answer.json()["message"]
-    assert "require_logout, churn, expired_use" in get("/check", nope="1").json()["message"]
+    known = "require_logout, churn, expired_use, refused_call"
+    assert known in get("/check", nope="1").json()["message"]
 
 
 # -- /timeline -------------------------------------------------------------------------
@@ -261,6 +292,7 @@ def test_the_new_endpoints_are_listed_and_take_only_get(
         "require_logout",
         "churn",
         "expired_use",
+        "refused_call",
     ]
     assert "query" not in endpoints["GET", "/_mgmtauth/events"]
     # Endpoints that take no query parameters still ignore them (a cache-buster, say).
