@@ -17,7 +17,7 @@ def test_report_header_shows_the_suite_wide_options(pytester: pytest.Pytester) -
     result = pytester.runpytest_inprocess()
     result.stdout.fnmatch_lines(
         [
-            "mgmtauth: token_ttl=1800s refresh_margin=60s lockout=5/600s "
+            "mgmtauth: token_ttl=1800s refresh_margin=300s lockout=5/600s "
             "session_timeout=1800s throttle=5 strict=False https=False*"
         ]
     )
@@ -208,7 +208,7 @@ def test_every_option_has_a_flag_that_overrides_the_ini(pytester: pytest.Pyteste
     )
     result.stdout.fnmatch_lines(
         [
-            "mgmtauth: token_ttl=120s refresh_margin=12s *throttle=None *require_logout=True "
+            "mgmtauth: token_ttl=120s refresh_margin=20s *throttle=None *require_logout=True "
             "issuer=https://iss.example v3_scope=account"
         ]
     )
@@ -347,11 +347,11 @@ def test_token_ttl_alone_composes_with_the_derived_refresh_margin(
         import pytest
 
         def test_from_ini(mgmt_server):
-            assert mgmt_server.options.refresh_margin == 60
+            assert mgmt_server.options.refresh_margin == 100
 
         @pytest.mark.mgmtauth(token_ttl=60)
         def test_marker_token_ttl_alone(mgmt_server):
-            assert mgmt_server.options.refresh_margin == 6
+            assert mgmt_server.options.refresh_margin == 10
 
         @pytest.mark.mgmtauth(token_ttl=5)
         def test_tiny_token_ttl(mgmt_server):

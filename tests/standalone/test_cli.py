@@ -245,7 +245,7 @@ def test_version() -> None:
 
 def test_token_ttl_alone_gets_a_derived_refresh_margin() -> None:
     server = server_from_args(build_parser().parse_args(["--port", "0", "--token-ttl", "60"]))
-    assert (server.options.token_ttl, server.options.refresh_margin) == (60, 6)
+    assert (server.options.token_ttl, server.options.refresh_margin) == (60, 10)
     explicit = ["--port", "0", "--token-ttl", "60", "--refresh-margin", "0"]
     assert server_from_args(build_parser().parse_args(explicit)).options.refresh_margin == 0
 
