@@ -293,3 +293,28 @@ def test_v3_names_in_a_grant_and_a_refused_grant_are_shown_escaped(service: Auth
     text = format_timeline(scene(service), whole=True)
     assert not [line for line in text.splitlines() if line.startswith("  00:00:00  T9")], text
     assert "for acme/'x\\n  00:00:00  T9" in text
+
+
+# -- item 6: time zero after another tool moved the clock ------------------------------
+
+
+def test_a_jump_before_the_first_event_moves_time_zero_also_for_reasons(
+    make_service: MakeService, clock: ManualClock
+) -> None:
+    service = make_service(lockout_threshold=1)
+    account = service.add_account()
+    clock.now += 3 * 365 * 86400.0  # as time-machine's travel: not a move of ours
+    flow = service.flow(V1Flow)
+    with pytest.raises(Refusal):
+        flow.login(account.username, "wrong")
+    with pytest.raises(Refusal) as locked:
+        flow.login(account.username, account.password)
+    assert "account locked since 00:00:00 until 00:10:00" in locked.value.reason
+    lines = format_timeline(scene(service), whole=True).splitlines()
+    assert lines[1].startswith("  00:00:00  /v1/login rejected (1401)")
+    # A move of the plugin's own clock is part of the story: it still shows.
+    service = make_service()
+    account = service.add_account()
+    clock.advance(3600)
+    v2_token(service, account)
+    assert "  01:00:00  T1 issued by /v2/auth" in format_timeline(scene(service), whole=True)
