@@ -30,7 +30,7 @@ from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
 from pytest_mgmtauth._fake.server import MgmtServer
-from pytest_mgmtauth._fake.session import SessionPool
+from pytest_mgmtauth._fake.session import SessionResources
 from pytest_mgmtauth._service.options import Options
 
 FORM = {"Content-Type": "application/x-www-form-urlencoded"}
@@ -62,7 +62,7 @@ def _request(
 def main(quick: bool = False) -> list[Figure]:
     rounds, batch = (30, 20) if quick else (120, 25)
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # stock: request log off
-    pool = SessionPool()
+    pool = SessionResources()
     signer = pool.signer
     # Throttling off: the benchmark asks for a token again and again on purpose.
     fake = MgmtServer(Options(throttle=None), pool)

@@ -22,7 +22,7 @@ from _bench import Figure, alternate, median, per_call, print_figures, spread, t
 
 from pytest_mgmtauth import Options  # noqa: E402
 from pytest_mgmtauth._fake.server import MgmtServer  # noqa: E402
-from pytest_mgmtauth._fake.session import SessionPool  # noqa: E402
+from pytest_mgmtauth._fake.session import SessionResources  # noqa: E402
 
 CALLS = 100
 
@@ -30,7 +30,7 @@ CALLS = 100
 def main(quick: bool = False) -> list[Figure]:
     rounds, batch = (10, 10) if quick else (60, 25)
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
-    pool = SessionPool()
+    pool = SessionResources()
     kept = MgmtServer(Options(throttle=None), pool)
     try:
         account = kept.add_account()

@@ -39,7 +39,7 @@ import requests
 from werkzeug import Request, Response
 
 from pytest_mgmtauth._fake.server import MgmtServer
-from pytest_mgmtauth._fake.session import SessionPool
+from pytest_mgmtauth._fake.session import SessionResources
 from pytest_mgmtauth._http.server import FakeHTTPServer
 from pytest_mgmtauth._service.options import Options
 
@@ -66,7 +66,7 @@ class Target:
         return urlsplit(self.url).netloc
 
 
-def make_target(name: str, pool: SessionPool, *, https: bool) -> Target:
+def make_target(name: str, pool: SessionResources, *, https: bool) -> Target:
     fake = MgmtServer(Options(https=https, throttle=None), pool)
     fake.route("GET", "/api/ping").respond_with_json({"ok": True})
 
@@ -86,7 +86,7 @@ def make_target(name: str, pool: SessionPool, *, https: bool) -> Target:
     return Target(name, fake, reply.json()["token"], fake.url, fake.client_ssl_context())
 
 
-def ticketed_twin(pool: SessionPool, https_target: Target) -> tuple[Target, FakeHTTPServer]:
+def ticketed_twin(pool: SessionResources, https_target: Target) -> tuple[Target, FakeHTTPServer]:
     """A second HTTPS server bound to the same state, with TLS session tickets on (the
     server's setting before tuning): the diagnostic row."""
     context = pool.ca.server_context()
@@ -218,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
     args = parser.parse_args(argv)
 
-    pool = SessionPool()
+    pool = SessionResources()
     plain = make_target("http", pool, https=False)
     tls = make_target("https", pool, https=True)
     ticketed, ticketed_server = ticketed_twin(pool, tls)

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
     from ._fake.key_cache import SigningKey
     from ._fake.server import MgmtServer
-    from ._fake.session import SessionPool
+    from ._fake.session import SessionResources
     from ._glue.clock import MgmtClock
     from ._glue.report import SECTION_TITLE, section_text
     from ._glue.sweep import SweepReport
@@ -132,7 +132,7 @@ class SigningKeyCacheWarning(pytest.PytestWarning):
 
 
 #: The session's pool, made by the first fixture that needs it.
-_POOL = pytest.StashKey["SessionPool"]()
+_POOL = pytest.StashKey["SessionResources"]()
 #: The session's signing key, started at the end of collection if a test uses the
 #: plugin's fixtures (see pytest_collection_modifyitems), else by the first fixture.
 _KEY = pytest.StashKey["SigningKey"]()
@@ -152,12 +152,12 @@ def _key_of(config: pytest.Config) -> SigningKey:
     return key
 
 
-def _pool_of(config: pytest.Config) -> SessionPool:
+def _pool_of(config: pytest.Config) -> SessionResources:
     pool = config.stash.get(_POOL, None)
     if pool is None:
-        from ._fake.session import SessionPool
+        from ._fake.session import SessionResources
 
-        pool = SessionPool(signing_key=_key_of(config))
+        pool = SessionResources(signing_key=_key_of(config))
         config.stash[_POOL] = pool
     return pool
 
@@ -172,7 +172,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture(scope="session")
-def _mgmtauth_pool(pytestconfig: pytest.Config) -> Iterator[SessionPool]:
+def _mgmtauth_pool(pytestconfig: pytest.Config) -> Iterator[SessionResources]:
     """The session's servers, signing key and test CA (made on first use). Internal:
     tests reach all of it through ``mgmt_server``."""
     from ._glue.teardown import late_errors_message
@@ -201,7 +201,7 @@ LATE_HANDLER_GRACE = 5.0
 
 
 @pytest.fixture(scope="session")
-def mgmt_server_pool(_mgmtauth_pool: SessionPool) -> SessionPool:
+def mgmt_server_pool(_mgmtauth_pool: SessionResources) -> SessionResources:
     """Deprecated, internal: the session's servers, key and CA. Use ``mgmt_server``."""
     warnings.warn(
         "the mgmt_server_pool fixture is internal and will be removed: use mgmt_server "
@@ -289,7 +289,7 @@ def _clock_mover(item: pytest.Item) -> Callable[[float], bool]:
 @pytest.fixture
 def mgmt_server(
     request: pytest.FixtureRequest,
-    _mgmtauth_pool: SessionPool,
+    _mgmtauth_pool: SessionResources,
     _mgmtauth_sweep: SweepPoint | None,
 ) -> Iterator[MgmtServer]:
     """The fake management auth service, with fresh state for this test."""

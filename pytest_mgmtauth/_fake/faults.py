@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from .._service.service import AuthService
 
 
-class FaultCues:
+class FaultMethods:
     """``MgmtServer``'s methods that script faults and act on cue; they act on the
     test's service and its HTTP server, which ``MgmtServer`` sets up."""
 

@@ -17,8 +17,8 @@ from .._service.flows.registry import (
 )
 from .._service.service import AuthService
 from .._verdicts import checks, findings, timeline_text
-from .._verdicts.scene import AuthSummary, Scene, summarize
-from .faults import FaultCues
+from .._verdicts.evidence import AuthSummary, Evidence, summarize
+from .faults import FaultMethods
 
 if TYPE_CHECKING:
     import ssl
@@ -29,12 +29,12 @@ if TYPE_CHECKING:
     from .._service.clock import Clock
     from .._service.events import Event
     from .._service.options import Options
-    from .session import SessionPool
+    from .session import SessionResources
 
 _METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
 
 
-class MgmtServer(FaultCues):
+class MgmtServer(FaultMethods):
     """The fake management auth service of one test.
 
     Internal constructor, may change: use the ``mgmt_server`` fixture.
@@ -43,7 +43,7 @@ class MgmtServer(FaultCues):
     def __init__(
         self,
         options: Options,
-        pool: SessionPool,
+        pool: SessionResources,
         clock: Clock | None = None,
         *,
         test_id: str = "",
@@ -181,7 +181,7 @@ class MgmtServer(FaultCues):
         sessions (``version`` ``"v2"``, ``"v3"``, ``"v1"``; ``None``: all)."""
         return self._service.auth_count(version=version, username=username)
 
-    # -- faults on cue: inherited from FaultCues (_fake/faults.py, docs/faults.md) -------
+    # -- faults on cue: inherited from FaultMethods (_fake/faults.py, docs/faults.md) -------
 
     # -- assertions in auth terms (messages: see _assertions) -----------------------
 
@@ -190,14 +190,14 @@ class MgmtServer(FaultCues):
     # teardown_findings() after the test, report_section() and summary() for the
     # reports, close() last. Public names so that the glue calls no private method.
 
-    def scene(self) -> Scene:
+    def evidence(self) -> Evidence:
         """What the assertions judge: the events, options and times of this fake."""
         service = self._service
         events = service.events
         # At teardown mgmt_clock may have stopped already (it is torn down first when
         # requested after mgmt_server): never let "now" fall before what happened.
         latest = max((e.at.timestamp() for e in events), default=service.started_at)
-        return Scene(
+        return Evidence(
             events=events,
             options=self.options,
             started_at=service.started_at,
@@ -220,7 +220,7 @@ class MgmtServer(FaultCues):
         test started, with each credential's uses and end; secrets as fingerprints."""
         self._known_username(username)
         # Every line: it is where the cut timelines of failure messages send the reader.
-        return timeline_text.format_timeline(self.scene(), username=username, whole=True)
+        return timeline_text.format_timeline(self.evidence(), username=username, whole=True)
 
     def assert_credential_reused(self, *, username: str | None = None) -> None:
         """Fail if an account was granted a new credential while it still held a valid
@@ -228,7 +228,7 @@ class MgmtServer(FaultCues):
         __tracebackhide__ = True
         self._known_username(username)
         self._checked.add("churn")
-        checks.check_token_reused(self.scene(), username=username)
+        checks.check_token_reused(self.evidence(), username=username)
 
     def assert_auth_count(
         self, n: int, *, version: str | None = None, username: str | None = None
@@ -237,7 +237,7 @@ class MgmtServer(FaultCues):
         account)."""
         __tracebackhide__ = True
         self._known_username(username)
-        checks.check_auth_count(self.scene(), n, version=version, username=username)
+        checks.check_auth_count(self.evidence(), n, version=version, username=username)
 
     def assert_no_expired_credential_used(self, *, username: str | None = None) -> None:
         """Fail if the client presented an expired bearer token or an ended v1 session.
@@ -245,7 +245,7 @@ class MgmtServer(FaultCues):
         __tracebackhide__ = True
         self._known_username(username)
         self._checked.add("expired_use")
-        checks.check_no_expired_credential_used(self.scene(), username=username)
+        checks.check_no_expired_credential_used(self.evidence(), username=username)
 
     #: Alias of :meth:`assert_credential_reused` (it covers v1 sessions and v3 tokens
     #: too); kept, no warning.
@@ -261,7 +261,7 @@ class MgmtServer(FaultCues):
         __tracebackhide__ = True
         self._known_username(username)
         self._checked.add("refused_call")
-        checks.check_no_refused_calls(self.scene(), username=username)
+        checks.check_no_refused_calls(self.evidence(), username=username)
 
     def expect_refusals(self) -> None:
         """Say that this test sends wrong credentials on purpose: the calls the service
@@ -275,24 +275,24 @@ class MgmtServer(FaultCues):
         __tracebackhide__ = True
         self._known_username(username)
         self._checked.add("open_session")
-        checks.check_logged_out(self.scene(), username=username)
+        checks.check_logged_out(self.evidence(), username=username)
 
     def assert_single_flight(self, *, username: str | None = None) -> None:
         """Fail if a grant was requested while another grant to the same account was in
         flight (a thundering herd of threads or tasks refreshing together)."""
         __tracebackhide__ = True
         self._known_username(username)
-        checks.check_single_flight(self.scene(), username=username)
+        checks.check_single_flight(self.evidence(), username=username)
 
     def teardown_findings(self) -> list[findings.Finding]:
         """The teardown check: the findings of the kinds the options count, except those
         the test checked itself with the matching assertion."""
         kinds = [k for k in findings.default_kinds(self.options) if k not in self._checked]
-        return findings.findings(self.scene(), kinds=kinds) if kinds else []
+        return findings.findings(self.evidence(), kinds=kinds) if kinds else []
 
     def report_section(self) -> str:
         """The text of the test's ``mgmtauth timeline`` report section."""
-        return findings.report_section(self.scene())
+        return findings.report_section(self.evidence())
 
     def summary(self) -> AuthSummary:
         """The figures of this fake for the terminal summary and JUnit (internal)."""
@@ -311,7 +311,7 @@ class MgmtServer(FaultCues):
         """Every line of the timeline, not cut (mgmtauth-server's; internal)."""
         __tracebackhide__ = True
         self._known_username(username)
-        return timeline_text.format_timeline(self.scene(), username=username, whole=True)
+        return timeline_text.format_timeline(self.evidence(), username=username, whole=True)
 
     def check(self) -> None:
         """Re-raise in the test what went wrong in the server thread (internal)."""

@@ -17,7 +17,7 @@ from .._service.tokens import TokenSigner
 from .key_cache import SigningKey
 
 
-class SessionPool:
+class SessionResources:
     def __init__(
         self,
         signing_key: SigningKey | None = None,

@@ -223,7 +223,7 @@ def after_call(item: pytest.Item, report: pytest.TestReport) -> None:
 def _section(point: SweepPoint, fake: MgmtServer, after: After) -> str:
     from .._verdicts.timeline_text import event_text
 
-    scene = fake.scene()
+    evidence = fake.evidence()
     lines = [f"fault: {point.label}"]
     if after.fired is not None:
         lines.append(f"fired: {after.fired.detail}")
@@ -232,7 +232,7 @@ def _section(point: SweepPoint, fake: MgmtServer, after: After) -> str:
     lines.append("what the client did after the fault:")
     shown = after.events[:12]
     for event in shown:
-        lines.append(f"  {scene.offset(event.at.timestamp())}  {event_text(event, scene)}")
+        lines.append(f"  {evidence.offset(event.at.timestamp())}  {event_text(event, evidence)}")
     if not shown:
         lines.append("  nothing: no request reached the fake after it")
     elif len(after.events) > len(shown):

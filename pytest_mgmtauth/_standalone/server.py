@@ -25,7 +25,7 @@ from .._fake.key_cache import (
     write_private_file,
 )
 from .._fake.server import MgmtServer
-from .._fake.session import SessionPool
+from .._fake.session import SessionResources
 from .._http.app import CONTROL_PREFIX
 from .._service.clock import ManualClock, OffsetClock
 from .._verdicts import findings
@@ -204,7 +204,7 @@ class StandaloneServer:
         )
         self._host, self._port = host, port
         self._allowed_hosts = tuple(allowed_hosts)
-        self._pool = SessionPool(
+        self._pool = SessionResources(
             SigningKey(_file_key(key_file)) if key_file else None, host=host, port=port
         )
         self._account_specs = list(accounts)
@@ -297,8 +297,8 @@ class StandaloneServer:
         """The verdicts since the last reset (``GET /_mgmtauth/check``), as JSON."""
         # A long timeline in a message is cut; say where a client in any language
         # finds the whole of it.
-        scene = dataclasses.replace(
-            self.fake.scene(), whole_timeline=f"GET {CONTROL_PREFIX}/timeline"
+        evidence = dataclasses.replace(
+            self.fake.evidence(), whole_timeline=f"GET {CONTROL_PREFIX}/timeline"
         )
         kinds = [
             kind
@@ -310,11 +310,11 @@ class StandaloneServer:
             )
             if counted
         ]
-        found = findings.findings(scene, kinds=kinds)
+        found = findings.findings(evidence, kinds=kinds)
         return {
             "ok": not found,
             "findings": [dataclasses.asdict(f) for f in found],
-            "counts": findings.finding_counts(scene),
+            "counts": findings.finding_counts(evidence),
             "counted": {
                 "churn": churn,
                 "expired_use": expired_use,

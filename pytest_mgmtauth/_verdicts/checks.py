@@ -26,8 +26,8 @@ if TYPE_CHECKING:
     from .._service.options import Options
 
 #: Lines of a timeline shown before and after the line it is about; the rest is elided.
-from .scene import (
-    Scene,
+from .evidence import (
+    Evidence,
     concurrent_grants,
     grant_label,
     premature_grants,
@@ -72,9 +72,9 @@ def _fix_churn(
 # -- the checks ----------------------------------------------------------------------
 
 
-def churn_message(scene: Scene, *, username: str | None = None) -> str | None:
+def churn_message(evidence: Evidence, *, username: str | None = None) -> str | None:
     """Why the test churned credentials, or ``None`` if it reused them."""
-    premature = premature_grants(scene.events, username=username)
+    premature = premature_grants(evidence.events, username=username)
     if not premature:
         return None
     by_account: dict[str, list[Grant]] = {}
@@ -87,12 +87,12 @@ def churn_message(scene: Scene, *, username: str | None = None) -> str | None:
         first = found[0]
         label = grant_label(first)
         held = list_labels(first.while_valid)
-        call = preceding_call(scene, first)
+        call = preceding_call(evidence, first)
         code = f" ({call.return_code})" if call is not None and call.return_code else ""
         before = (
             f"the call before it: {shown(call.method)} {shown(call.path)} with "
             f"{call.credential or '?'} -> {call.status}{code} at "
-            f"{scene.offset(call.at.timestamp())}"
+            f"{evidence.offset(call.at.timestamp())}"
             if call is not None
             else "no API call was made by this account before it"
         )
@@ -100,7 +100,7 @@ def churn_message(scene: Scene, *, username: str | None = None) -> str | None:
         forbidden.append(why is not None)
         if why is not None:
             before += f": {why}"
-        total = len(grants(scene.events, username=account))
+        total = len(grants(evidence.events, username=account))
         concurrent = [g for g in found if g.concurrent_with]
         herd = herd or bool(concurrent)
         herd_note = (
@@ -112,33 +112,33 @@ def churn_message(scene: Scene, *, username: str | None = None) -> str | None:
         parts.append(
             f"account {account!r} was granted {len(found)} new credential(s) while it still "
             f"held a valid one ({total} grants in all). First premature grant: {label} "
-            f"({first.fingerprint}) at {scene.offset(first.at.timestamp())}, while {held} was "
+            f"({first.fingerprint}) at {evidence.offset(first.at.timestamp())}, while {held} was "
             f"still valid; {before}.{herd_note}\n\n"
-            + format_timeline(scene, username=account, focus=first)
+            + format_timeline(evidence, username=account, focus=first)
         )
     versions = {grant_version(g) for g in premature}
     if all(forbidden):
         # Not the generic churn advice: keeping the credential would not have helped.
         fix = f"Fix: {fix_after_forbidden()}."
     else:
-        fix = _fix_churn(scene.options, versions, herd, with_margin=False)
+        fix = _fix_churn(evidence.options, versions, herd, with_margin=False)
         if any(forbidden):
             fix += f" Where a 1469 came before the new credential: {fix_after_forbidden()}."
-    fix += " " + margin_note(scene.options)
+    fix += " " + margin_note(evidence.options)
     return "pytest-mgmtauth: token churn: " + "\n\n".join(parts) + "\n\n" + fix
 
 
-def check_token_reused(scene: Scene, *, username: str | None = None) -> None:
+def check_token_reused(evidence: Evidence, *, username: str | None = None) -> None:
     __tracebackhide__ = True
-    message = churn_message(scene, username=username)
+    message = churn_message(evidence, username=username)
     if message is not None:
         raise AssertionError(message)
 
 
-def check_single_flight(scene: Scene, *, username: str | None = None) -> None:
+def check_single_flight(evidence: Evidence, *, username: str | None = None) -> None:
     """Fails when grants to one account were made while another was in flight."""
     __tracebackhide__ = True
-    found = concurrent_grants(scene.events, username=username)
+    found = concurrent_grants(evidence.events, username=username)
     if not found:
         return
     first = found[0]
@@ -146,36 +146,38 @@ def check_single_flight(scene: Scene, *, username: str | None = None) -> None:
     raise AssertionError(
         f"pytest-mgmtauth: thundering herd: {len(found)} grant(s) to account {account!r} "
         f"were requested while another grant to it was in flight; first: {grant_label(first)} at "
-        f"{scene.offset(first.at.timestamp())}, requested before "
+        f"{evidence.offset(first.at.timestamp())}, requested before "
         f"{list_labels(first.concurrent_with)} was issued, so its client could not have "
         "reused it.\n\n"
-        + format_timeline(scene, username=account, focus=first)
+        + format_timeline(evidence, username=account, focus=first)
         + "\n\nFix: refresh in single flight: one thread or task refreshes under a lock "
         "while the others wait and then use its credential."
     )
 
 
 def check_auth_count(
-    scene: Scene, expected: int, *, version: str | None = None, username: str | None = None
+    evidence: Evidence, expected: int, *, version: str | None = None, username: str | None = None
 ) -> None:
     __tracebackhide__ = True
     check_version(version, what="version", none="every flow")
     if isinstance(expected, bool) or not isinstance(expected, int) or expected < 0:
         raise TypeError(f"assert_auth_count(n): n must be an int >= 0, got {expected!r}")
-    found = grants(scene.events, version=version, username=username)
+    found = grants(evidence.events, version=version, username=username)
     if len(found) == expected:
         return
     what = flow_class(version).grants_phrase if version else "credential grants"
     scope = f" for account {username!r}" if username else ""
-    listed = ", ".join(f"{grant_label(g)} at {scene.offset(g.at.timestamp())}" for g in found[:10])
+    listed = ", ".join(
+        f"{grant_label(g)} at {evidence.offset(g.at.timestamp())}" for g in found[:10]
+    )
     if len(found) > 10:
         listed += f", ... ({len(found) - 10} more)"
     hint = ""
-    if len(found) > expected and premature_grants(scene.events, username=username):
+    if len(found) > expected and premature_grants(evidence.events, username=username):
         hint = "\n\nSome grants were premature (churn): " + _fix_churn(
-            scene.options,
-            {grant_version(g) for g in premature_grants(scene.events, username=username)},
-            bool(concurrent_grants(scene.events, username=username)),
+            evidence.options,
+            {grant_version(g) for g in premature_grants(evidence.events, username=username)},
+            bool(concurrent_grants(evidence.events, username=username)),
         )
     elif not found:
         hint = (
@@ -188,28 +190,28 @@ def check_auth_count(
         + (f": {listed}" if listed else "")
         + "\n\n"
         + format_timeline(
-            scene, username=username, focus=found[expected] if len(found) > expected else None
+            evidence, username=username, focus=found[expected] if len(found) > expected else None
         )
         + hint
     )
 
 
-def check_no_expired_credential_used(scene: Scene, *, username: str | None = None) -> None:
+def check_no_expired_credential_used(evidence: Evidence, *, username: str | None = None) -> None:
     """Fails when the client presented an expired bearer token or an ended session."""
     __tracebackhide__ = True
-    message = expired_use_message(scene, username=username)
+    message = expired_use_message(evidence, username=username)
     if message is not None:
         raise AssertionError(message)
 
 
-def expired_uses(scene: Scene, username: str | None = None) -> list[ApiCall]:
+def expired_uses(evidence: Evidence, username: str | None = None) -> list[ApiCall]:
     """Calls that presented an expired bearer token or an ended v1 session, except the
     one a client could not foresee and recovered from: the first call with a session
     the service ended idle (the interface document: "The user is logged out
     automatically; logout call is optional"), when the account logs in again before
     presenting that session again. A credential revoked or expired on cue never counts
     (the service does not mark those calls)."""
-    events = scene.events
+    events = evidence.events
     timed_out = {e.session for e in events if isinstance(e, SessionExpired)}
     stale = [
         (i, e)
@@ -234,10 +236,10 @@ def expired_uses(scene: Scene, username: str | None = None) -> list[ApiCall]:
     return [e for i, e in stale if i not in forgiven]
 
 
-def expired_use_message(scene: Scene, *, username: str | None = None) -> str | None:
+def expired_use_message(evidence: Evidence, *, username: str | None = None) -> str | None:
     """Why the client presented an expired bearer token or an ended v1 session, or
     ``None`` if it never did (see :func:`expired_uses` for what does not count)."""
-    stale = expired_uses(scene, username)
+    stale = expired_uses(evidence, username)
     if not stale:
         return None
     first = stale[0]
@@ -245,14 +247,14 @@ def expired_use_message(scene: Scene, *, username: str | None = None) -> str | N
     versions = {e.version for e in stale}
     fixes = list(
         dict.fromkeys(
-            flow.fix_expired(scene.options) for name, flow in FLOWS.items() if name in versions
+            flow.fix_expired(evidence.options) for name, flow in FLOWS.items() if name in versions
         )
     )
     return (
         f"pytest-mgmtauth: the client presented an expired credential {times_text(len(stale))}; "
-        f"first: {call_text(first)} at {scene.offset(first.at.timestamp())} -> {first.status} "
+        f"first: {call_text(first)} at {evidence.offset(first.at.timestamp())} -> {first.status} "
         f"({shown(first.reason or '')})\n\n"
-        + format_timeline(scene, username=account, focus=first)
+        + format_timeline(evidence, username=account, focus=first)
         + "\n\nFix: "
         + "; ".join(fixes)
         + "."
@@ -267,7 +269,7 @@ def call_text(call: ApiCall) -> str:
 
 
 def refused_calls(
-    scene: Scene, username: str | None = None, *, unattributed: bool = False
+    evidence: Evidence, username: str | None = None, *, unattributed: bool = False
 ) -> list[ApiCall]:
     """Protected calls refused because the client sent the wrong credential (none, a
     malformed or unknown one, another account's or profile's, a v1 call without its
@@ -275,17 +277,17 @@ def refused_calls(
     only those the fake could tie to no account."""
     return [
         e
-        for e in scene.events
+        for e in evidence.events
         if isinstance(e, ApiCall)
         and e.wrong_credential
         and (e.username is None if unattributed else (username is None or e.username == username))
     ]
 
 
-def check_no_refused_calls(scene: Scene, *, username: str | None = None) -> None:
+def check_no_refused_calls(evidence: Evidence, *, username: str | None = None) -> None:
     """Fails when the service refused a protected call for the wrong credential."""
     __tracebackhide__ = True
-    message = refused_call_message(scene, username=username)
+    message = refused_call_message(evidence, username=username)
     if message is not None:
         raise AssertionError(message)
 
@@ -295,10 +297,10 @@ EXPECT_REFUSALS = "mgmt_server.expect_refusals()"
 
 
 def refused_call_message(
-    scene: Scene, *, username: str | None = None, unattributed: bool = False
+    evidence: Evidence, *, username: str | None = None, unattributed: bool = False
 ) -> str | None:
     """Why protected calls were refused for the wrong credential, or ``None``."""
-    refused = refused_calls(scene, username, unattributed=unattributed)
+    refused = refused_calls(evidence, username, unattributed=unattributed)
     if not refused:
         return None
     first = refused[0]
@@ -306,9 +308,9 @@ def refused_call_message(
     return (
         f"pytest-mgmtauth: {len(refused)} protected call(s){who} were refused because the "
         f"client sent the wrong credential; first: {call_text(first)} at "
-        f"{scene.offset(first.at.timestamp())} -> {first.status} ({first.return_code}: "
+        f"{evidence.offset(first.at.timestamp())} -> {first.status} ({first.return_code}: "
         f"{shown(first.reason or '')})\n\n"
-        + format_timeline(scene, username=first.username, focus=first)
+        + format_timeline(evidence, username=first.username, focus=first)
         + "\n\nFix: send every call the credential the service granted for it (each "
         "refusal above says what arrived and what was expected): the JSESSIONID cookie and "
         "utk of the v1 session, the bearer token of the route's flow, for v3 the token of "
@@ -318,30 +320,30 @@ def refused_call_message(
     )
 
 
-def check_logged_out(scene: Scene, *, username: str | None = None) -> None:
+def check_logged_out(evidence: Evidence, *, username: str | None = None) -> None:
     """Fails when a v1 session opened in the test was not ended with /v1/logout."""
     __tracebackhide__ = True
-    message = open_session_message(scene, username=username)
+    message = open_session_message(evidence, username=username)
     if message is not None:
         raise AssertionError(message)
 
 
-def open_sessions(scene: Scene, username: str | None = None) -> list[LoggedIn]:
-    """v1 sessions started in the scene that the client still held at the end and never
+def open_sessions(evidence: Evidence, username: str | None = None) -> list[LoggedIn]:
+    """v1 sessions started in the evidence that the client still held at the end and never
     ended with /v1/logout. Not open: a session the service ended (idle timeout; logout
     is optional then), one the test ended (``mgmt_server.expire`` / ``revoke``), and one
     released by a refused call of its account (a 1401 after it was granted: the client
     lost it, and that refusal is the finding)."""
-    ended = {e.session for e in scene.events if isinstance(e, (LoggedOut, SessionExpired))}
+    ended = {e.session for e in evidence.events if isinstance(e, (LoggedOut, SessionExpired))}
     # A session the test itself ended (mgmt_server.expire / revoke) cannot be logged out.
     ended |= {
         e.credential
-        for e in scene.events
+        for e in evidence.events
         if isinstance(e, (CredentialExpired, CredentialRevoked))
         and flow_class(e.version).credential == "session"
     }
     still: list[LoggedIn] = []
-    for i, g in enumerate(scene.events):
+    for i, g in enumerate(evidence.events):
         if not isinstance(g, LoggedIn) or g.session in ended:
             continue
         if username is not None and g.username != username:
@@ -352,21 +354,21 @@ def open_sessions(scene: Scene, username: str | None = None) -> list[LoggedIn]:
             and e.username == g.username
             and e.return_code == AUTH_FAILED
             and e.credential in (g.session, None)
-            for e in scene.events[i + 1 :]
+            for e in evidence.events[i + 1 :]
         )
         if not released:
             still.append(g)
     return still
 
 
-def open_session_message(scene: Scene, *, username: str | None = None) -> str | None:
+def open_session_message(evidence: Evidence, *, username: str | None = None) -> str | None:
     """Which v1 sessions opened in the test were not ended with /v1/logout, or ``None``."""
-    still_open = open_sessions(scene, username)
+    still_open = open_sessions(evidence, username)
     if not still_open:
         return None
     described = [
-        f"{g.session} of {g.username!r} (started {scene.offset(g.at.timestamp())}, used "
-        f"{times_text(scene.uses.get(g.session, 0))}, still active)"
+        f"{g.session} of {g.username!r} (started {evidence.offset(g.at.timestamp())}, used "
+        f"{times_text(evidence.uses.get(g.session, 0))}, still active)"
         for g in still_open
     ]
     first = still_open[0]
@@ -374,7 +376,7 @@ def open_session_message(scene: Scene, *, username: str | None = None) -> str | 
     return (
         f"pytest-mgmtauth: {len(still_open)} v1 session(s) were not ended with "
         f"/v1/logout: {'; '.join(described)}\n\n"
-        + format_timeline(scene, username=first.username if len(accounts) == 1 else None)
+        + format_timeline(evidence, username=first.username if len(accounts) == 1 else None)
         + "\n\nFix: when done, POST /v1/logout with 'Cookie: JSESSIONID=<id>' (in a "
         "finally: block or a context manager's __exit__), so the session does not linger "
         "until its idle timeout."

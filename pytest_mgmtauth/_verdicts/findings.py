@@ -28,8 +28,8 @@ from .checks import (
     refused_call_message,
     refused_calls,
 )
-from .scene import (
-    Scene,
+from .evidence import (
+    Evidence,
     is_rejection,
     premature_grants,
     summarize,
@@ -87,18 +87,18 @@ _MESSAGES = {
 }
 
 
-def _accounts_of(scene: Scene, kind: str) -> list[str]:
+def _accounts_of(evidence: Evidence, kind: str) -> list[str]:
     """The accounts that may have a finding of ``kind``, in order of first appearance."""
     if kind == "churn":
-        found = [g.username for g in premature_grants(scene.events)]
+        found = [g.username for g in premature_grants(evidence.events)]
     elif kind == "expired_use":
         found = [
-            e.username for e in scene.events if isinstance(e, ApiCall) and e.credential_expired
+            e.username for e in evidence.events if isinstance(e, ApiCall) and e.credential_expired
         ]
     elif kind == "refused_call":
-        found = [e.username for e in refused_calls(scene)]
+        found = [e.username for e in refused_calls(evidence)]
     else:
-        found = [g.username for g in grants(scene.events) if isinstance(g, LoggedIn)]
+        found = [g.username for g in grants(evidence.events) if isinstance(g, LoggedIn)]
     return list(dict.fromkeys(u for u in found if u is not None))
 
 
@@ -108,11 +108,11 @@ def default_kinds(options: Options) -> tuple[str, ...]:
     return KINDS if options.require_logout else KINDS[:3]
 
 
-def findings(scene: Scene, *, kinds: Collection[str] | None = None) -> list[Finding]:
+def findings(evidence: Evidence, *, kinds: Collection[str] | None = None) -> list[Finding]:
     """The verdicts of one timeline: one :class:`Finding` per kind and account, in the
     order of :data:`KINDS`. ``kinds`` selects which count (default: :func:`default_kinds`
-    of the scene's options)."""
-    wanted = default_kinds(scene.options) if kinds is None else tuple(kinds)
+    of the evidence's options)."""
+    wanted = default_kinds(evidence.options) if kinds is None else tuple(kinds)
     unknown = [k for k in wanted if k not in KINDS]
     if unknown:
         raise ValueError(f"unknown finding kind(s) {unknown!r}; known: {', '.join(KINDS)}")
@@ -120,29 +120,29 @@ def findings(scene: Scene, *, kinds: Collection[str] | None = None) -> list[Find
     for kind in KINDS:
         if kind not in wanted:
             continue
-        for username in _accounts_of(scene, kind):
-            message = _MESSAGES[kind](scene, username=username)
+        for username in _accounts_of(evidence, kind):
+            message = _MESSAGES[kind](evidence, username=username)
             if message is not None:
                 found.append(Finding(kind, username, message))
         if kind == "refused_call":
             # Refusals the fake could tie to no account: one finding of their own.
-            message = refused_call_message(scene, unattributed=True)
+            message = refused_call_message(evidence, unattributed=True)
             if message is not None:
                 found.append(Finding(kind, None, message))
     return found
 
 
-def finding_counts(scene: Scene) -> dict[str, int]:
+def finding_counts(evidence: Evidence) -> dict[str, int]:
     """How many of each thing :func:`findings` looks at, whether it counts or not:
     premature grants (``churn``), calls with an expired credential (``expired_use``),
     calls refused for the wrong credential (``refused_call``), sessions not logged out
     (``open_session``), and the figures of :func:`summarize` (for ``GET /_mgmtauth/check``)."""
-    summary = summarize(scene.events)
+    summary = summarize(evidence.events)
     return {
         **{f.name: getattr(summary, f.name) for f in dataclasses.fields(summary)},
-        "expired_use": len(expired_uses(scene)),
-        "refused_call": len(refused_calls(scene)),
-        "open_session": len(open_sessions(scene)),
+        "expired_use": len(expired_uses(evidence)),
+        "refused_call": len(refused_calls(evidence)),
+        "open_session": len(open_sessions(evidence)),
     }
 
 
@@ -152,30 +152,30 @@ _SECTION_LINES = 80
 _SECTION_REJECTIONS = 10
 
 
-def report_section(scene: Scene, *, counted: Collection[str] | None = None) -> str:
+def report_section(evidence: Evidence, *, counted: Collection[str] | None = None) -> str:
     """The text of a test's ``mgmtauth timeline`` report section: the timeline of every
     account (grants, calls with their credential, rejections with their diagnosis), the
     credentials, and the verdicts of every kind, saying which the teardown check counts
     (``counted``, default :func:`default_kinds`)."""
-    counts = default_kinds(scene.options) if counted is None else tuple(counted)
-    everything = findings(scene, kinds=KINDS)
-    lines = timeline_lines(scene, None)
+    counts = default_kinds(evidence.options) if counted is None else tuple(counted)
+    everything = findings(evidence, kinds=KINDS)
+    lines = timeline_lines(evidence, None)
     whole = len(lines) <= _SECTION_LINES
     first_issue = next(
         (
             e
-            for e in scene.events
+            for e in evidence.events
             if (isinstance(e, (TokenIssued, LoggedIn)) and e.while_valid) or is_rejection(e)
         ),
         None,
     )
-    parts = [format_timeline(scene, focus=first_issue, whole=whole)]
+    parts = [format_timeline(evidence, focus=first_issue, whole=whole)]
     if not whole:
-        rejected = [e for e in scene.events if is_rejection(e)]
+        rejected = [e for e in evidence.events if is_rejection(e)]
         if rejected:
             parts.append(f"Rejections ({len(rejected)}):")
             parts += [
-                f"  {scene.offset(e.at.timestamp())}  {event_text(e, scene)}"
+                f"  {evidence.offset(e.at.timestamp())}  {event_text(e, evidence)}"
                 for e in rejected[:_SECTION_REJECTIONS]
             ]
             if len(rejected) > _SECTION_REJECTIONS:

@@ -26,8 +26,8 @@ if TYPE_CHECKING:
 
 
 #: Lines of a timeline shown before and after the line it is about; the rest is elided.
-from .scene import (
-    Scene,
+from .evidence import (
+    Evidence,
     grant_label,
 )
 
@@ -58,9 +58,9 @@ def times_text(n: int) -> str:
     return f"{n} time" if n == 1 else f"{n} times"
 
 
-def event_text(event: Event, scene: Scene) -> str:
+def event_text(event: Event, evidence: Evidence) -> str:
     """One timeline line for an event, without its time."""
-    return event.line(scene.when)
+    return event.line(evidence.when)
 
 
 @dataclasses.dataclass
@@ -72,11 +72,11 @@ class _Line:
     until: float | None = None
 
 
-def _annotate(grant: Grant, scene: Scene) -> list[str]:
+def _annotate(grant: Grant, evidence: Evidence) -> list[str]:
     marks = []
     if grant.while_valid:
         held = list_labels(grant.while_valid)
-        expiries = scene.expiries
+        expiries = evidence.expiries
         known = [h for h in grant.while_valid if h in expiries]
         left = ""
         if known:
@@ -96,17 +96,17 @@ def _involves(event: Event, username: str | None) -> bool:
     return username is None or event.username in (username, None)
 
 
-def timeline_lines(scene: Scene, username: str | None) -> list[_Line]:
-    events = [e for e in scene.events if _involves(e, username)]
+def timeline_lines(evidence: Evidence, username: str | None) -> list[_Line]:
+    events = [e for e in evidence.events if _involves(e, username)]
     lines: list[_Line] = []
     for e in events:
-        marks = _annotate(e, scene) if isinstance(e, (TokenIssued, LoggedIn)) else []
-        lines.append(_Line(e.at.timestamp(), event_text(e, scene), marks))
+        marks = _annotate(e, evidence) if isinstance(e, (TokenIssued, LoggedIn)) else []
+        lines.append(_Line(e.at.timestamp(), event_text(e, evidence), marks))
     # Expiry is not an event (nothing happens on the wire); show it where it falls.
     used_after: dict[str, int] = {}
     for e in events:
-        if isinstance(e, TokenIssued) and e.expires_at.timestamp() <= scene.now:
-            used_after[e.token] = scene.uses.get(e.token, 0)
+        if isinstance(e, TokenIssued) and e.expires_at.timestamp() <= evidence.now:
+            used_after[e.token] = evidence.uses.get(e.token, 0)
             lines.append(
                 _Line(
                     e.expires_at.timestamp(),
@@ -126,22 +126,24 @@ def timeline_lines(scene: Scene, username: str | None) -> list[_Line]:
     return merged
 
 
-def _render(line: _Line, scene: Scene) -> str:
-    text = f"  {scene.offset(line.at)}  {line.text}"
+def _render(line: _Line, evidence: Evidence) -> str:
+    text = f"  {evidence.offset(line.at)}  {line.text}"
     if line.repeat > 1:
-        until = f", until {scene.offset(line.until)}" if line.until not in (None, line.at) else ""
+        until = (
+            f", until {evidence.offset(line.until)}" if line.until not in (None, line.at) else ""
+        )
         text += f"  (x{line.repeat}{until})"
     for mark in line.marks:
         text += f"\n            <-- {mark}"
     return text
 
 
-def _credentials_table(scene: Scene, username: str | None) -> list[str]:
+def _credentials_table(evidence: Evidence, username: str | None) -> list[str]:
     """Each credential of the account: issued, used N times, how it ended."""
     rows = []
     # What ended each credential, first occurrence of each kind, with its time.
     ends: dict[str, dict[str, float]] = {}
-    for e in scene.events:
+    for e in evidence.events:
         at = e.at.timestamp()
         if isinstance(e, LoggedOut):
             ends.setdefault(e.session, {}).setdefault("logged out", at)
@@ -153,14 +155,14 @@ def _credentials_table(scene: Scene, username: str | None) -> list[str]:
             ends.setdefault(e.credential, {}).setdefault("expired on cue", at)
         elif isinstance(e, CredentialRevoked):
             ends.setdefault(e.credential, {}).setdefault("revoked", at)
-    for g in grants(scene.events, username=username):
+    for g in grants(evidence.events, username=username):
         label = grant_label(g)
         marks = dict(ends.get(label, {}))
-        if isinstance(g, TokenIssued) and g.expires_at.timestamp() <= scene.now:
+        if isinstance(g, TokenIssued) and g.expires_at.timestamp() <= evidence.now:
             marks["expired"] = g.expires_at.timestamp()
         if marks:
             state = ", ".join(
-                f"{what} {scene.offset(at)}"
+                f"{what} {evidence.offset(at)}"
                 for what, at in sorted(marks.items(), key=lambda m: m[1])
             )
         else:
@@ -172,14 +174,14 @@ def _credentials_table(scene: Scene, username: str | None) -> list[str]:
         )
         owner = f" {g.username}" if username is None else ""
         rows.append(
-            f"  {label:<4} {g.fingerprint}{owner}  issued {scene.offset(g.at.timestamp())}, "
-            f"used {times_text(scene.uses.get(label, 0))}, {state}{flags}"
+            f"  {label:<4} {g.fingerprint}{owner}  issued {evidence.offset(g.at.timestamp())}, "
+            f"used {times_text(evidence.uses.get(label, 0))}, {state}{flags}"
         )
     return rows
 
 
 def format_timeline(
-    scene: Scene,
+    evidence: Evidence,
     *,
     username: str | None = None,
     focus: Event | None = None,
@@ -187,14 +189,14 @@ def format_timeline(
 ) -> str:
     """The timeline of one account (or of all), around ``focus`` when it is long (every
     line when ``whole``)."""
-    lines = timeline_lines(scene, username)
+    lines = timeline_lines(evidence, username)
     who = f"account {username!r}" if username else "all accounts"
     header = f"Timeline of {who} (simulated time since the test started):"
     if not lines:
         return f"{header}\n  (nothing happened)"
     index = 0
     if focus is not None:
-        focus_text = event_text(focus, scene)
+        focus_text = event_text(focus, evidence)
         index = next(
             (i for i, line in enumerate(lines) if line.text == focus_text and line.marks),
             next((i for i, line in enumerate(lines) if line.text == focus_text), 0),
@@ -205,30 +207,30 @@ def format_timeline(
         if whole
         else min(len(lines), max(index + _CONTEXT_AFTER + 1, start + _CONTEXT_BEFORE + 9))
     )
-    shown = [_render(line, scene) for line in lines[start:end]]
+    shown = [_render(line, evidence) for line in lines[start:end]]
     if start > _HEAD:
         skipped = start - _HEAD
         shown = [
-            *(_render(line, scene) for line in lines[:_HEAD]),
+            *(_render(line, evidence) for line in lines[:_HEAD]),
             f"  ... {skipped} more line(s) ...",
             *shown,
         ]
     elif start:
-        shown = [*(_render(line, scene) for line in lines[:start]), *shown]
+        shown = [*(_render(line, evidence) for line in lines[:start]), *shown]
     if end < len(lines):
         shown.append(
-            f"  ... {len(lines) - end} more line(s): {scene.whole_timeline} shows them all"
+            f"  ... {len(lines) - end} more line(s): {evidence.whole_timeline} shows them all"
         )
-    table = _credentials_table(scene, username)
+    table = _credentials_table(evidence, username)
     parts = [header, *shown]
     if table:
         parts += ["Credentials:", *table]
     return "\n".join(parts)
 
 
-def preceding_call(scene: Scene, grant: Grant) -> ApiCall | None:
-    index = next(i for i, e in enumerate(scene.events) if e is grant)
-    for e in reversed(scene.events[:index]):
+def preceding_call(evidence: Evidence, grant: Grant) -> ApiCall | None:
+    index = next(i for i, e in enumerate(evidence.events) if e is grant)
+    for e in reversed(evidence.events[:index]):
         if isinstance(e, ApiCall) and e.username == grant.username:
             return e
     return None

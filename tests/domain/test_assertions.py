@@ -25,15 +25,15 @@ from pytest_mgmtauth._verdicts.checks import (
     check_token_reused,
     churn_message,
 )
+from pytest_mgmtauth._verdicts.evidence import AuthSummary, Evidence, summarize
 from pytest_mgmtauth._verdicts.findings import finding_counts, findings
-from pytest_mgmtauth._verdicts.scene import AuthSummary, Scene, summarize
 from pytest_mgmtauth._verdicts.timeline_text import format_timeline
 
 MakeService = Callable[..., AuthService]
 
 
-def scene(service: AuthService) -> Scene:
-    return Scene(
+def evidence(service: AuthService) -> Evidence:
+    return Evidence(
         events=service.events,
         options=service.options,
         started_at=service.started_at,
@@ -64,7 +64,7 @@ def call(service: AuthService, token: str | None, *, problem: str | None = None)
 
 def churn_error(service: AuthService, **kwargs: str) -> str:
     with pytest.raises(AssertionError) as excinfo:
-        check_token_reused(scene(service), **kwargs)
+        check_token_reused(evidence(service), **kwargs)
     return str(excinfo.value)
 
 
@@ -77,8 +77,8 @@ def test_one_token_reused_for_many_calls_passes(service: AuthService, clock: Man
     for _ in range(10):
         assert call(service, token) == 200
         clock.advance(60)
-    check_token_reused(scene(service))
-    assert churn_message(scene(service)) is None
+    check_token_reused(evidence(service))
+    assert churn_message(evidence(service)) is None
 
 
 def test_reauth_before_every_call_fails_naming_account_and_first_premature_grant(
@@ -119,7 +119,7 @@ def test_reauth_within_refresh_margin_is_reuse_and_one_second_earlier_is_churn(
     grant(service, account)
     clock.advance(1800 - 60)  # exactly refresh_margin before exp
     grant(service, account)
-    check_token_reused(scene(service))
+    check_token_reused(evidence(service))
 
     clock.advance(1800 - 61)  # T2 was issued at 1740; this is 61 s before its exp
     grant(service, account)
@@ -131,7 +131,7 @@ def test_reauth_after_expiry_is_reuse(service: AuthService, clock: ManualClock) 
     grant(service, account)
     clock.advance(1800)
     grant(service, account)
-    check_token_reused(scene(service))
+    check_token_reused(evidence(service))
 
 
 def test_reauth_after_a_1401_is_reuse_even_at_the_same_instant(
@@ -144,7 +144,7 @@ def test_reauth_after_a_1401_is_reuse_even_at_the_same_instant(
     problem = "the Authorization header holds the token without the 'Bearer' scheme"
     assert call(service, token, problem=problem) == 1401
     second = grant(service, account)
-    check_token_reused(scene(service))
+    check_token_reused(evidence(service))
     assert call(service, second) == 200
     grant(service, account)
     assert "First premature grant: T3" in churn_error(service)
@@ -166,12 +166,12 @@ def test_churn_is_per_account_whichever_client_asked(service: AuthService) -> No
     alice, bob = service.add_account(), service.add_account()
     grant(service, alice)  # client 1
     grant(service, bob)  # another account: no churn
-    check_token_reused(scene(service))
+    check_token_reused(evidence(service))
     grant(service, alice)  # client 2, same account
     message = churn_error(service)
     assert f"account {alice.username!r}" in message
     assert f"account {bob.username!r} was granted" not in message
-    check_token_reused(scene(service), username=bob.username)
+    check_token_reused(evidence(service), username=bob.username)
 
 
 def test_v1_login_while_a_session_is_active_is_churn_and_after_logout_is_not(
@@ -181,7 +181,7 @@ def test_v1_login_while_a_session_is_active_is_churn_and_after_logout_is_not(
     first = service.flow(V1Flow).login(account.username, account.password)
     service.flow(V1Flow).logout(first.session_id)
     service.flow(V1Flow).login(account.username, account.password)
-    check_token_reused(scene(service))
+    check_token_reused(evidence(service))
     service.flow(V1Flow).login(account.username, account.password)
     message = churn_error(service)
     assert "First premature grant: S3" in message
@@ -198,11 +198,11 @@ def test_grants_requested_while_another_was_in_flight_are_a_herd(service: AuthSe
     arrivals = [service.request_arrived() for _ in range(3)]
     for arrived in arrivals:
         grant(service, account, arrived=arrived)
-    events = scene(service).events
+    events = evidence(service).events
     issued = [e for e in events if type(e).__name__ == "TokenIssued"]
     assert [e.concurrent_with for e in issued] == [(), ("T1",), ("T1", "T2")]  # type: ignore[attr-defined]
     with pytest.raises(AssertionError) as excinfo:
-        check_single_flight(scene(service))
+        check_single_flight(evidence(service))
     message = str(excinfo.value)
     assert f"thundering herd: 2 grant(s) to account {account.username!r}" in message
     assert "first: T2 at 00:00:00, requested before T1 was issued" in message
@@ -215,7 +215,7 @@ def test_sequential_grants_are_not_a_herd(service: AuthService, clock: ManualClo
     for _ in range(3):
         grant(service, account, arrived=service.request_arrived())
         clock.advance(1800)
-    check_single_flight(scene(service))
+    check_single_flight(evidence(service))
 
 
 def test_a_request_that_arrived_after_the_grant_was_issued_is_not_concurrent(
@@ -224,7 +224,7 @@ def test_a_request_that_arrived_after_the_grant_was_issued_is_not_concurrent(
     account = service.add_account()
     grant(service, account, arrived=service.request_arrived())
     grant(service, account, arrived=service.request_arrived())  # churn, but not a herd
-    check_single_flight(scene(service))
+    check_single_flight(evidence(service))
     assert "thundering herd" not in churn_error(service)
 
 
@@ -243,8 +243,8 @@ def test_proactive_refresh_passes_and_reactive_refresh_fails_expired_use(
             token, record = proactive.flow(V2Flow).grant(account.username, account.api_key)
         assert call(proactive, token) == 200
     assert proactive.auth_count() == 3  # at 0, 1740 and 3480 s
-    check_token_reused(scene(proactive))
-    check_no_expired_credential_used(scene(proactive))
+    check_token_reused(evidence(proactive))
+    check_no_expired_credential_used(evidence(proactive))
 
     reactive = make_service()
     account = reactive.add_account()
@@ -254,9 +254,9 @@ def test_proactive_refresh_passes_and_reactive_refresh_fails_expired_use(
         if call(reactive, token) == 1401:
             token = grant(reactive, account)
             assert call(reactive, token) == 200
-    check_token_reused(scene(reactive))
+    check_token_reused(evidence(reactive))
     with pytest.raises(AssertionError) as excinfo:
-        check_no_expired_credential_used(scene(reactive))
+        check_no_expired_credential_used(evidence(reactive))
     message = str(excinfo.value)
     assert "presented an expired credential 2 times" in message
     assert "first: GET /api/things with T1 at 00:30:00 -> 401 (token T1 expired 0 s ago" in message
@@ -276,7 +276,7 @@ def test_ended_session_presented_fails_expired_use(service: AuthService) -> None
             permission=None,
         )
     with pytest.raises(AssertionError, match="log in again before the next call"):
-        check_no_expired_credential_used(scene(service))
+        check_no_expired_credential_used(evidence(service))
 
 
 def test_logged_out_fails_for_a_session_left_open_and_names_it(
@@ -285,14 +285,14 @@ def test_logged_out_fails_for_a_session_left_open_and_names_it(
     account = service.add_account()
     closed = service.flow(V1Flow).login(account.username, account.password)
     service.flow(V1Flow).logout(closed.session_id)
-    check_logged_out(scene(service))
+    check_logged_out(evidence(service))
     service.flow(V1Flow).login(account.username, account.password)
     clock.advance(1800)
     # Ended by the service (idle timeout): "logout call is optional" then.
-    check_logged_out(scene(service))
+    check_logged_out(evidence(service))
     service.flow(V1Flow).login(account.username, account.password)
     with pytest.raises(AssertionError) as excinfo:
-        check_logged_out(scene(service))
+        check_logged_out(evidence(service))
     message = str(excinfo.value)
     assert "1 v1 session(s) were not ended with /v1/logout: S3" in message
     assert "still active" in message
@@ -303,18 +303,18 @@ def test_auth_count_is_exact_and_shows_the_timeline(service: AuthService) -> Non
     account = service.add_account()
     grant(service, account)
     service.flow(V1Flow).login(account.username, account.password)
-    check_auth_count(scene(service), 2)
-    check_auth_count(scene(service), 1, version="v2")
-    check_auth_count(scene(service), 1, version="v1", username=account.username)
+    check_auth_count(evidence(service), 2)
+    check_auth_count(evidence(service), 1, version="v2")
+    check_auth_count(evidence(service), 1, version="v1", username=account.username)
     with pytest.raises(AssertionError) as excinfo:
-        check_auth_count(scene(service), 1)
+        check_auth_count(evidence(service), 1)
     message = str(excinfo.value)
     assert message.startswith("pytest-mgmtauth: expected 1 credential grants, got 2: T1 at")
     assert "Timeline of all accounts" in message
     with pytest.raises(AssertionError, match="did the client reach /v2/auth at all"):
-        check_auth_count(scene(service), 1, username="nobody@example.com")
+        check_auth_count(evidence(service), 1, username="nobody@example.com")
     with pytest.raises(TypeError):
-        check_auth_count(scene(service), True)
+        check_auth_count(evidence(service), True)
 
 
 # -- the timeline ----------------------------------------------------------------------
@@ -330,7 +330,7 @@ def test_timeline_collapses_repeated_calls_and_lists_each_credential(
         clock.advance(60)
     clock.advance(1800)
     assert call(service, token) == 1401
-    text = format_timeline(scene(service), username=account.username)
+    text = format_timeline(evidence(service), username=account.username)
     lines = text.splitlines()
     assert lines[0] == (
         f"Timeline of account {account.username!r} (simulated time since the test started):"
@@ -436,8 +436,8 @@ def test_a_session_the_test_revoked_need_not_be_logged_out(service: AuthService)
     account = service.add_account()
     record = service.flow(V1Flow).login(account.username, account.password)
     service.revoke(record.session_id)
-    check_logged_out(scene(service))
-    text = format_timeline(scene(service))
+    check_logged_out(evidence(service))
+    text = format_timeline(evidence(service))
     assert "S1   " in text
     assert "revoked 00:00:00" in text
 
@@ -448,7 +448,7 @@ def test_v1_logins_in_flight_together_are_a_herd_too(service: AuthService) -> No
     for arrived in arrivals:
         service.flow(V1Flow).login(account.username, account.password, arrived=arrived)
     with pytest.raises(AssertionError, match=r"first: S2 at 00:00:00, requested before S1"):
-        check_single_flight(scene(service))
+        check_single_flight(evidence(service))
     message = churn_error(service)
     assert "First premature grant: S2" in message
     assert "refresh in single flight" in message
@@ -480,8 +480,8 @@ def test_finding_counts_count_every_kind_whether_it_is_a_finding_or_not(
     clock.advance(1800)
     assert call(service, token) == 1401  # sent after expiry
     service.flow(V1Flow).login(stale.username, stale.password)  # never logged out
-    counts = finding_counts(scene(service))
+    counts = finding_counts(evidence(service))
     assert (counts["churn"], counts["expired_use"], counts["open_session"]) == (2, 1, 1)
     assert (counts["grants"], counts["api_calls"], counts["rejections"]) == (5, 4, 1)
     # Open sessions are counted even though findings() leaves them out by default.
-    assert [f.kind for f in findings(scene(service))] == ["churn", "expired_use"]
+    assert [f.kind for f in findings(evidence(service))] == ["churn", "expired_use"]

@@ -22,7 +22,7 @@ from pytest_mgmtauth._service.flows.v1 import V1Flow
 from pytest_mgmtauth._service.flows.v2 import V2Flow
 from pytest_mgmtauth._service.service import AuthService, Refusal
 from pytest_mgmtauth._standalone.control import event_json
-from pytest_mgmtauth._verdicts.scene import Scene
+from pytest_mgmtauth._verdicts.evidence import Evidence
 
 MakeService = Callable[..., AuthService]
 
@@ -68,8 +68,8 @@ def test_the_time_origin_is_one_function_for_service_and_assertions(
     account = service.add_account()
     clock.advance(0.5)
     service.flow(V2Flow).grant(account.username, account.api_key)
-    scene = Scene(service.events, service.options, service.started_at, service.now())
-    assert scene.origin == timeline_origin(service.events, service.started_at)
+    evidence = Evidence(service.events, service.options, service.started_at, service.now())
+    assert evidence.origin == timeline_origin(service.events, service.started_at)
     assert format_offset(-1) == "-00:00:01"
 
 

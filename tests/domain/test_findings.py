@@ -15,6 +15,7 @@ from pytest_mgmtauth._service.flows.v2 import V2Flow
 from pytest_mgmtauth._service.options import Options
 from pytest_mgmtauth._service.service import AuthService, Refusal
 from pytest_mgmtauth._verdicts.checks import check_token_reused, churn_message
+from pytest_mgmtauth._verdicts.evidence import Evidence
 from pytest_mgmtauth._verdicts.findings import (
     KINDS,
     Finding,
@@ -22,13 +23,12 @@ from pytest_mgmtauth._verdicts.findings import (
     findings,
     report_section,
 )
-from pytest_mgmtauth._verdicts.scene import Scene
 
 MakeService = Callable[..., AuthService]
 
 
-def scene(service: AuthService) -> Scene:
-    return Scene(
+def evidence(service: AuthService) -> Evidence:
+    return Evidence(
         events=service.events,
         options=service.options,
         started_at=service.started_at,
@@ -60,7 +60,7 @@ def test_a_clean_timeline_has_no_findings_of_any_kind(service: AuthService) -> N
     account = service.add_account()
     token = grant(service, account)
     assert call(service, token) == 200
-    assert findings(scene(service), kinds=KINDS) == []
+    assert findings(evidence(service), kinds=KINDS) == []
 
 
 def test_churn_is_one_finding_per_account_with_the_assertions_message(
@@ -69,12 +69,12 @@ def test_churn_is_one_finding_per_account_with_the_assertions_message(
     alice, bob, carol = service.add_account(), service.add_account(), service.add_account()
     for account in (alice, alice, bob, bob, bob, carol):
         grant(service, account)
-    found = findings(scene(service))
+    found = findings(evidence(service))
     assert [(f.kind, f.username) for f in found] == [
         ("churn", alice.username),
         ("churn", bob.username),
     ]
-    assert found[1].message == churn_message(scene(service), username=bob.username)
+    assert found[1].message == churn_message(evidence(service), username=bob.username)
     assert found[1].headline.startswith(
         f"pytest-mgmtauth: token churn: account {bob.username!r} was granted 2 new"
     )
@@ -92,10 +92,10 @@ def test_expired_use_is_a_finding_by_default_and_open_sessions_only_with_require
         assert call(service, token) == 1401
         grant(service, account)  # after a 1401: reuse, not churn
         service.flow(V1Flow).login(account.username, account.password)  # never logged out
-        kinds = [f.kind for f in findings(scene(service))]
+        kinds = [f.kind for f in findings(evidence(service))]
         assert kinds == (["expired_use", "open_session"] if require_logout else ["expired_use"])
         assert default_kinds(service.options) == (KINDS if require_logout else KINDS[:3])
-    found = findings(scene(service), kinds=["open_session"])
+    found = findings(evidence(service), kinds=["open_session"])
     assert found == [Finding("open_session", account.username, found[0].message)]
     assert found[0].headline.startswith(
         "pytest-mgmtauth: 1 v1 session(s) were not ended with /v1/logout: S1"
@@ -108,12 +108,12 @@ def test_a_revoked_token_is_not_expired_use(service: AuthService) -> None:
     token = grant(service, account)
     service.revoke(token)
     assert call(service, token) == 1401
-    assert findings(scene(service), kinds=KINDS) == []
+    assert findings(evidence(service), kinds=KINDS) == []
 
 
 def test_unknown_kinds_are_refused_with_the_known_ones(service: AuthService) -> None:
     with pytest.raises(ValueError, match="known: churn, expired_use, refused_call, open_session"):
-        findings(scene(service), kinds=["chrun"])
+        findings(evidence(service), kinds=["chrun"])
 
 
 def test_reauthenticating_after_a_1469_gets_its_own_diagnosis_and_fix(
@@ -123,7 +123,7 @@ def test_reauthenticating_after_a_1469_gets_its_own_diagnosis_and_fix(
     token = grant(service, account)
     assert call(service, token, permission="admin") == 1469
     grant(service, account)
-    message = churn_message(scene(service))
+    message = churn_message(evidence(service))
     assert message is not None
     assert (
         "the call before it: GET /api/things with T1 -> 401 (1469) at 00:00:00: 1469 is a "
@@ -133,7 +133,7 @@ def test_reauthenticating_after_a_1469_gets_its_own_diagnosis_and_fix(
     # Not the generic churn advice: keeping the token would not have helped.
     assert "keep the token from /v2/auth" not in message
     with pytest.raises(AssertionError, match="logging in again cannot help"):
-        check_token_reused(scene(service))
+        check_token_reused(evidence(service))
 
 
 def test_a_1401_before_the_grant_is_not_the_1469_diagnosis() -> None:
@@ -150,7 +150,7 @@ def test_report_section_has_the_timeline_rejections_and_every_verdict(
     clock.advance(1900)
     assert call(service, token) == 1401
     service.flow(V1Flow).login(account.username, account.password)
-    text = report_section(scene(service))
+    text = report_section(evidence(service))
     lines = text.splitlines()
     assert lines[0] == "Timeline of all accounts (simulated time since the test started):"
     assert "  00:31:40  GET /api/things with T1 -> 401 (1401: token T1 expired 100 s ago" in text
@@ -180,7 +180,7 @@ def test_report_section_of_a_long_timeline_is_cut_and_lists_the_rejections(
     stale = grant(service, account)
     service.revoke(stale)
     assert call(service, stale) == 1401
-    text = report_section(scene(service))
+    text = report_section(evidence(service))
     assert "more line(s): mgmt_server.timeline() shows them all" in text
     assert "Rejections (1):\n  00:00:00  GET /api/things with T61 -> 401 (1401:" in text
     assert "  churn: pytest-mgmtauth" not in text

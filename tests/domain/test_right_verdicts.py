@@ -16,15 +16,15 @@ from pytest_mgmtauth._service.flows.v3 import V3Flow, named_scopes
 from pytest_mgmtauth._service.records import SessionRecord
 from pytest_mgmtauth._service.service import AuthService, Refusal
 from pytest_mgmtauth._verdicts.checks import churn_message
+from pytest_mgmtauth._verdicts.evidence import Evidence
 from pytest_mgmtauth._verdicts.findings import KINDS, findings, report_section
-from pytest_mgmtauth._verdicts.scene import Scene
 from pytest_mgmtauth._verdicts.timeline_text import format_timeline
 
 MakeService = Callable[..., AuthService]
 
 
-def scene(service: AuthService) -> Scene:
-    return Scene(
+def evidence(service: AuthService) -> Evidence:
+    return Evidence(
         events=service.events,
         options=service.options,
         started_at=service.started_at,
@@ -33,7 +33,7 @@ def scene(service: AuthService) -> Scene:
 
 
 def kinds(service: AuthService) -> list[str]:
-    return [f.kind for f in findings(scene(service), kinds=KINDS)]
+    return [f.kind for f in findings(evidence(service), kinds=KINDS)]
 
 
 def v2_token(service: AuthService, account: Account) -> str:
@@ -84,7 +84,7 @@ def test_renewing_up_to_five_minutes_before_expiry_is_no_churn(
     clock.advance(1800 - early)
     token = v2_token(service, account)
     assert bearer_call(service, "v2", token, "/api/things") == 200
-    assert churn_message(scene(service)) is None
+    assert churn_message(evidence(service)) is None
     assert kinds(service) == []
 
 
@@ -96,7 +96,7 @@ def test_renewing_earlier_is_churn_and_names_the_setting_by_every_name(
     v2_token(service, account)
     clock.advance(1800 - 301)
     v2_token(service, account)
-    message = churn_message(scene(service))
+    message = churn_message(evidence(service))
     assert message is not None
     assert "PREMATURE: T1 still valid for another 5m01s" in message
     for name in (
@@ -112,7 +112,7 @@ def test_renewing_earlier_is_churn_and_names_the_setting_by_every_name(
     v2_token(short, account)
     clock.advance(50)
     v2_token(short, account)
-    assert churn_message(scene(short)) is None
+    assert churn_message(evidence(short)) is None
 
 
 # -- item 2: a session the service ended is not open; one unforeseeable 401 is no finding
@@ -154,7 +154,7 @@ def test_going_on_with_a_session_the_service_ended_is_still_expired_use(
     assert v1_call(service, first) == 1401
     flow.login(account.username, account.password)
     assert v1_call(service, first) == 1401
-    found = findings(scene(service))
+    found = findings(evidence(service))
     assert [f.kind for f in found] == ["expired_use"]
     assert "presented an expired credential 2 times" in found[0].headline
 
@@ -171,7 +171,7 @@ def test_v1_calls_without_the_cookie_are_refused_calls_and_the_login_after_is_no
     for _ in range(3):  # a client that logs in again after each 401
         session = flow.login(account.username, account.password)
         assert v1_call(service, session, cookie=False) == 1401
-    found = findings(scene(service), kinds=KINDS)
+    found = findings(evidence(service), kinds=KINDS)
     assert [(f.kind, f.username) for f in found] == [("refused_call", account.username)]
     assert found[0].headline.startswith(
         f"pytest-mgmtauth: 3 protected call(s) of account {account.username!r} were refused "
@@ -192,7 +192,7 @@ def test_a_v3_token_of_another_profile_is_a_refused_call_even_when_the_client_re
         assert bearer_call(service, "v3", main, "/v3/x/accounts/acme/profiles/dev") == 1401
         dev = v3_token(service, account, "dev")
         assert bearer_call(service, "v3", dev, "/v3/x/accounts/acme/profiles/dev") == 200
-    found = findings(scene(service))
+    found = findings(evidence(service))
     assert [f.kind for f in found] == ["refused_call"]
     assert "4 protected call(s)" in found[0].headline
     assert "token T1 is for acme/main, but this call is for profile acme/dev" in found[0].headline
@@ -202,7 +202,7 @@ def test_unknown_and_malformed_tokens_are_refused_calls_of_no_known_account(
     service: AuthService,
 ) -> None:
     assert bearer_call(service, "v2", "not-a-jwt", "/api/things") == 1401
-    found = findings(scene(service))
+    found = findings(evidence(service))
     assert [(f.kind, f.username) for f in found] == [("refused_call", None)]
 
 
@@ -271,13 +271,13 @@ def test_a_path_with_a_newline_is_shown_escaped(service: AuthService) -> None:
     assert bearer_call(service, "v3", token, "/v3/accounts/acme/profiles/dev" + FORGED) == 1401
     assert bearer_call(service, "v3", token, "/v3/accounts/acme/profiles/m\nain/x") == 1401
     for text in (
-        format_timeline(scene(service), whole=True),
-        report_section(scene(service)),
-        *(f.message for f in findings(scene(service), kinds=KINDS)),
+        format_timeline(evidence(service), whole=True),
+        report_section(evidence(service)),
+        *(f.message for f in findings(evidence(service), kinds=KINDS)),
     ):
         lines = text.splitlines()
         assert not [line for line in lines if line.lstrip().startswith("00:00:00  T9")], text
-    timeline = format_timeline(scene(service), whole=True)
+    timeline = format_timeline(evidence(service), whole=True)
     assert (
         "GET '/v2/x\\n  00:00:00  T9 issued by /v2/auth (#abcdef), valid until 00:30:00' -> "
         "404: no route declares it"
@@ -290,7 +290,7 @@ def test_v3_names_in_a_grant_and_a_refused_grant_are_shown_escaped(service: Auth
     with pytest.raises(Refusal):
         service.flow(V3Flow).grant(account.username, account.api_key, "acme", "x" + FORGED)
     service.flow(V3Flow).grant(account.username, account.api_key, "acme", "main")
-    text = format_timeline(scene(service), whole=True)
+    text = format_timeline(evidence(service), whole=True)
     assert not [line for line in text.splitlines() if line.startswith("  00:00:00  T9")], text
     assert "for acme/'x\\n  00:00:00  T9" in text
 
@@ -310,11 +310,11 @@ def test_a_jump_before_the_first_event_moves_time_zero_also_for_reasons(
     with pytest.raises(Refusal) as locked:
         flow.login(account.username, account.password)
     assert "account locked since 00:00:00 until 00:10:00" in locked.value.reason
-    lines = format_timeline(scene(service), whole=True).splitlines()
+    lines = format_timeline(evidence(service), whole=True).splitlines()
     assert lines[1].startswith("  00:00:00  /v1/login rejected (1401)")
     # A move of the plugin's own clock is part of the story: it still shows.
     service = make_service()
     account = service.add_account()
     clock.advance(3600)
     v2_token(service, account)
-    assert "  01:00:00  T1 issued by /v2/auth" in format_timeline(scene(service), whole=True)
+    assert "  01:00:00  T1 issued by /v2/auth" in format_timeline(evidence(service), whole=True)

@@ -37,7 +37,7 @@ def test_glue_calls_no_private_attribute_of_a_fake(module: str) -> None:
 
 def test_lifecycle_methods_exist_for_the_plugin() -> None:
     for name in (
-        "scene",
+        "evidence",
         "check",
         "teardown_findings",
         "report_section",

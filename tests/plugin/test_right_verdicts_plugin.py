@@ -257,7 +257,7 @@ def test_the_wire_attributes_a_v1_call_without_its_cookie_by_its_utk(
     assert found == []  # expect_refusals took it over
     from pytest_mgmtauth._verdicts.findings import findings
 
-    assert [(f.kind, f.username) for f in findings(mgmt_server.scene())] == [
+    assert [(f.kind, f.username) for f in findings(mgmt_server.evidence())] == [
         ("refused_call", mgmt_account.username)
     ]
 

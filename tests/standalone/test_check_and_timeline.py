@@ -103,7 +103,7 @@ def test_check_reports_churn_with_the_message_of_assert_token_reused(
     assert finding["username"] == "alice@example.com"
     assert finding["message"].startswith("pytest-mgmtauth: token churn: account 'alice@")
     assert finding["message"] == _raised(
-        check_token_reused, server.fake.scene(), username="alice@example.com"
+        check_token_reused, server.fake.evidence(), username="alice@example.com"
     )
     assert verdict["counts"]["churn"] == 2
     for secret in (ALICE.api_key, ALICE.password):
@@ -124,7 +124,7 @@ def test_check_reports_an_expired_token_used_per_account(
     (finding,) = verdict["findings"]
     assert (finding["kind"], finding["username"]) == ("expired_use", "bob@example.com")
     assert finding["message"] == _raised(
-        check_no_expired_credential_used, server.fake.scene(), username="bob@example.com"
+        check_no_expired_credential_used, server.fake.evidence(), username="bob@example.com"
     )
     assert verdict["counts"]["expired_use"] == 1
     assert get("/check", expired_use="false").json()["ok"] is True
@@ -165,7 +165,7 @@ def test_open_sessions_are_findings_only_when_logout_is_required(
     (finding,) = required["findings"]
     assert (finding["kind"], finding["username"]) == ("open_session", "alice@example.com")
     assert finding["message"] == _raised(
-        check_logged_out, server.fake.scene(), username="alice@example.com"
+        check_logged_out, server.fake.evidence(), username="alice@example.com"
     )
     session = login.cookies["JSESSIONID"]
     assert session not in get("/check", require_logout="true").text
@@ -232,7 +232,7 @@ def test_timeline_is_the_text_of_the_python_failure_messages(
     assert answer.status_code == 200
     assert answer.headers["Content-Type"] == "text/plain; charset=utf-8"
     text = answer.text
-    assert text == format_timeline(server.fake.scene()) + "\n"
+    assert text == format_timeline(server.fake.evidence()) + "\n"
     assert text.startswith("Timeline of all accounts (simulated time since the test started):")
     assert "T1 issued by /v2/auth" in text
     assert "<-- PREMATURE: T1 still valid" in text
@@ -253,7 +253,7 @@ def test_a_long_timeline_is_shown_whole(
     assert text.count("GET /v2/things with T1 -> 200") == 20
     # The failure messages cut it around the event they are about, and send the
     # reader to where it is whole: mgmt_server.timeline() in a test...
-    cut = format_timeline(server.fake.scene())
+    cut = format_timeline(server.fake.evidence())
     assert "more line(s): mgmt_server.timeline() shows them all" in cut
     whole = server.fake.timeline()
     assert "more line(s)" not in whole

@@ -15,7 +15,7 @@ import pytest
 
 from pytest_mgmtauth import Options, UnknownRoute
 from pytest_mgmtauth._fake.server import MgmtServer
-from pytest_mgmtauth._fake.session import SessionPool
+from pytest_mgmtauth._fake.session import SessionResources
 
 PROBE = b"GET /nowhere HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
 
@@ -28,13 +28,13 @@ def _read_all(sock: socket.socket) -> bytes:
 
 
 @pytest.fixture
-def pool(request: pytest.FixtureRequest) -> SessionPool:
+def pool(request: pytest.FixtureRequest) -> SessionResources:
     """The plugin's session pool (an internal fixture)."""
-    pool: SessionPool = request.getfixturevalue("_mgmtauth_pool")
+    pool: SessionResources = request.getfixturevalue("_mgmtauth_pool")
     return pool
 
 
-def test_a_request_sent_after_its_test_ended_reaches_no_later_test(pool: SessionPool) -> None:
+def test_a_request_sent_after_its_test_ended_reaches_no_later_test(pool: SessionResources) -> None:
     first = MgmtServer(Options(), pool)
     parts = urlsplit(first.url)
     address = (parts.hostname or "127.0.0.1", parts.port or 80)

@@ -14,7 +14,7 @@ import requests
 from wire_support import PROBE, one_request
 
 from pytest_mgmtauth._fake.server import MgmtServer
-from pytest_mgmtauth._fake.session import SessionPool
+from pytest_mgmtauth._fake.session import SessionResources
 from pytest_mgmtauth._http import connections as _connections
 from pytest_mgmtauth._http.connections import _Server
 from pytest_mgmtauth._http.server import FakeHTTPServer
@@ -97,11 +97,11 @@ def test_a_waiting_thread_keeps_no_tests_state_alive(request: pytest.FixtureRequ
 
     from pytest_mgmtauth import Options
     from pytest_mgmtauth._fake.server import MgmtServer
-    from pytest_mgmtauth._fake.session import SessionPool
+    from pytest_mgmtauth._fake.session import SessionResources
 
     # A pool of its own (the session's key): its server has no other test's threads.
-    session_pool: SessionPool = request.getfixturevalue("_mgmtauth_pool")
-    pool = SessionPool(signing_key=session_pool.signing_key)
+    session_pool: SessionResources = request.getfixturevalue("_mgmtauth_pool")
+    pool = SessionResources(signing_key=session_pool.signing_key)
     request.addfinalizer(pool.close)
     fake = MgmtServer(Options(), pool)
     inner = pool.server(https=False).server
@@ -125,7 +125,7 @@ def test_a_connection_no_thread_can_serve_is_closed_and_the_test_told_why(
 ) -> None:
     # At the process's thread limit: the client sees its connection closed, the test
     # gets the reason at its end (fake.check()), and the server goes on accepting.
-    pool = SessionPool()  # a server of its own, without waiting connection threads
+    pool = SessionResources()  # a server of its own, without waiting connection threads
     try:
         fake = MgmtServer(Options(), pool)
         fake.route("GET", "/api/ping").respond_with_json({"ok": True})

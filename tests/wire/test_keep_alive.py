@@ -14,12 +14,12 @@ import requests
 
 from pytest_mgmtauth import Options
 from pytest_mgmtauth._fake.server import MgmtServer
-from pytest_mgmtauth._fake.session import SessionPool
+from pytest_mgmtauth._fake.session import SessionResources
 
 
 @pytest.fixture
-def pool(request: pytest.FixtureRequest) -> SessionPool:
-    pool: SessionPool = request.getfixturevalue("_mgmtauth_pool")
+def pool(request: pytest.FixtureRequest) -> SessionResources:
+    pool: SessionResources = request.getfixturevalue("_mgmtauth_pool")
     return pool
 
 
@@ -36,7 +36,9 @@ def _auth(base: str, client: requests.Session | httpx.Client, username: str, key
     return token
 
 
-def test_one_connection_serves_many_calls(pool: SessionPool, session: requests.Session) -> None:
+def test_one_connection_serves_many_calls(
+    pool: SessionResources, session: requests.Session
+) -> None:
     fake = MgmtServer(Options(), pool)
     try:
         account = fake.add_account()
@@ -53,7 +55,7 @@ def test_one_connection_serves_many_calls(pool: SessionPool, session: requests.S
 
 
 def test_keep_alive_false_answers_connection_close(
-    pool: SessionPool, session: requests.Session
+    pool: SessionResources, session: requests.Session
 ) -> None:
     fake = MgmtServer(Options(keep_alive=False), pool)
     try:
@@ -68,7 +70,9 @@ def test_keep_alive_false_answers_connection_close(
 
 
 @pytest.mark.parametrize("library", ["requests", "httpx"])
-def test_a_client_kept_across_tests_works_in_the_next_test(pool: SessionPool, library: str) -> None:
+def test_a_client_kept_across_tests_works_in_the_next_test(
+    pool: SessionResources, library: str
+) -> None:
     client: requests.Session | httpx.Client = (
         requests.Session() if library == "requests" else httpx.Client()
     )
@@ -102,7 +106,7 @@ def _read_answer(sock: socket.socket) -> bytes:
     return head + b"\r\n\r\n" + body
 
 
-def test_an_idle_connection_is_closed_at_the_tests_end(pool: SessionPool) -> None:
+def test_an_idle_connection_is_closed_at_the_tests_end(pool: SessionResources) -> None:
     fake = MgmtServer(Options(), pool)
     parts = urlsplit(fake.url)
     with socket.create_connection((parts.hostname, parts.port), timeout=10) as sock:
@@ -130,7 +134,7 @@ def test_peer_closed_reads_the_fin_without_waiting_for_data() -> None:
     assert _peer_closed(server) is False  # closed here: no answer, no exception
 
 
-def test_a_request_whose_headers_did_not_parse_cleanly_closes(pool: SessionPool) -> None:
+def test_a_request_whose_headers_did_not_parse_cleanly_closes(pool: SessionResources) -> None:
     # "Bad Name: x" is no header line: the parser stops there, and the Content-Length
     # after it is lost. Kept alive, the body would be read as a second request (found by
     # the hostile suite: two answers on one connection).
@@ -231,7 +235,7 @@ def test_a_session_scoped_client_fixture_works_from_test_to_test(
     result.assert_outcomes(passed=4)
 
 
-def test_a_request_begun_in_one_test_is_not_counted_in_the_next(pool: SessionPool) -> None:
+def test_a_request_begun_in_one_test_is_not_counted_in_the_next(pool: SessionResources) -> None:
     # The second request on a kept-alive connection starts (its first bytes arrive)
     # during the first test and ends during the second: it belongs to the first test,
     # which has ended, so it is refused and lands in neither timeline.

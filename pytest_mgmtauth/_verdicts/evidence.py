@@ -1,4 +1,4 @@
-"""What the checks look at: the events of one test placed in time (Scene), the
+"""What the checks look at: the events of one test placed in time (Evidence), the
 grants among them and the figures of the summary."""
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 
 @dataclasses.dataclass(frozen=True)
-class Scene:
+class Evidence:
     """What a check looks at: the events of one test and how to place them in time."""
 
     events: Sequence[Event]
@@ -60,7 +60,7 @@ class Scene:
         """The :data:`TimeFormat` of this timeline: offsets from its origin."""
         return self.offset(value.timestamp())
 
-    # Computed once per scene: a churning test has hundreds of grants and calls.
+    # Computed once per evidence: a churning test has hundreds of grants and calls.
 
     @functools.cached_property
     def uses(self) -> dict[str, int]:
