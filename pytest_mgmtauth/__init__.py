@@ -36,6 +36,7 @@ if TYPE_CHECKING:
         Throttled,
         TokenIssued,
         UnknownRoute,
+        WrongHost,
     )
     from ._service.faults import ScheduledFault, ScriptedFault
     from ._service.options import Options
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
         OpenSessionWarning,
         RefusedCallWarning,
         TokenChurnWarning,
+        WrongHostWarning,
     )
     from .plugin import SigningKeyCacheWarning
 
@@ -85,6 +87,8 @@ __all__ = [
     "TokenChurnWarning",
     "TokenIssued",
     "UnknownRoute",
+    "WrongHost",
+    "WrongHostWarning",
     "__version__",
 ]
 
@@ -126,6 +130,8 @@ _LAZY: dict[str, str] = {
     "TokenChurnWarning": "._verdicts.findings",
     "TokenIssued": "._service.events",
     "UnknownRoute": "._service.events",
+    "WrongHost": "._service.events",
+    "WrongHostWarning": "._verdicts.findings",
 }
 
 #: Renamed public names: old name -> new name. The old names keep working (the same

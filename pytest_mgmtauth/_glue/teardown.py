@@ -29,6 +29,12 @@ _ASSERTIONS = {
 
 
 def _strict_hint(kind: str) -> str:
+    assertion = _ASSERTIONS.get(kind)
+    instead = (
+        f"; check it in the test with mgmt_server.{assertion}(), which replaces this check"
+        if assertion
+        else ""
+    )
     on_purpose = (
         " A test that sends wrong credentials on purpose says so with "
         "mgmt_server.expect_refusals()."
@@ -38,8 +44,7 @@ def _strict_hint(kind: str) -> str:
     return (
         "(pytest-mgmtauth checks this at the end of every test that uses mgmt_server. "
         "Fail such tests with @pytest.mark.mgmtauth(strict=True), the ini setting "
-        "mgmtauth_strict = true or --mgmtauth-strict; check it in the test with "
-        f"mgmt_server.{_ASSERTIONS[kind]}(), which replaces this check.{on_purpose})"
+        f"mgmtauth_strict = true or --mgmtauth-strict{instead}.{on_purpose})"
     )
 
 

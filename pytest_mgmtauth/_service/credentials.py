@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
     from .account_book import AccountBook
+    from .flows.base import Presented
     from .options import Options
     from .timeline import Timeline
 
@@ -29,6 +30,8 @@ class Call:
     method: str
     path: str
     now: float
+    #: The host it reached where that is not its flow's usual one (else ``None``).
+    host: str | None = None
 
 
 class Credentials:
@@ -179,6 +182,22 @@ class Credentials:
 
     # -- protected calls -----------------------------------------------------------
 
+    def owner_of(self, presented: Presented | None) -> tuple[str | None, str | None]:
+        """The account and label of the credential a call presented, when this test
+        issued it (a refusal before authentication names them); else ``None``s."""
+        if presented is None:
+            return None, None
+        with self._lock:
+            if presented.token is not None:
+                token = self.by_token.get(presented.token)
+                if token is not None:
+                    return token.username, token.label
+            if presented.session_id is not None:
+                session = self.sessions.get(presented.session_id)
+                if session is not None:
+                    return session.username, session.label
+        return None, None
+
     def refuse_call(
         self,
         call: Call,
@@ -210,6 +229,7 @@ class Credentials:
                 reason=reason,
                 credential_expired=expired,
                 wrong_credential=wrong,
+                host=call.host,
             ),
             code,
             reason,

@@ -258,6 +258,9 @@ class ApiCall(Event):
     #: its session (a ``refused_call`` finding). ``False`` for refusals the test brought
     #: about (expire, revoke on cue, faults) and for expired credentials.
     wrong_credential: bool = False
+    #: The host it reached, where that is not its flow's usual one (a v1 call at
+    #: my.tealiumiq.com, a route declared with ``host=``); else ``None``.
+    host: str | None = None
 
     @property
     def authenticated(self) -> bool:
@@ -265,10 +268,37 @@ class ApiCall(Event):
 
     def describe(self, when: TimeFormat = iso_time) -> str:
         cred = self.credential or "no known credential"
-        text = f"{shown(self.method)} {shown(self.path)} with {cred} -> {self.status}"
+        at = f" at {self.host}" if self.host else ""
+        text = f"{shown(self.method)} {shown(self.path)}{at} with {cred} -> {self.status}"
         if self.return_code is not None:
             text += f" ({self.return_code}: {shown(self.reason or '')})"
         return text
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class WrongHost(Event):
+    """A request sent to a host of the service that does not serve it, refused before
+    any auth decision (see docs/hosts.md). ``went`` is where it went and ``expected``
+    where it belongs, as the client can reach them; ``username`` and ``credential`` are
+    those of the credential it presented, when the fake knows it."""
+
+    method: str
+    path: str
+    version: str
+    went: str
+    expected: str
+    credential: str | None
+    status: int
+    reason: str
+    #: Whether it was an API call (a declared route) rather than an authentication.
+    api: bool = True
+
+    def describe(self, when: TimeFormat = iso_time) -> str:
+        cred = f" with {self.credential}" if self.credential else ""
+        return (
+            f"{self.method} {self.path} at {self.went}{cred} -> {self.status} wrong host: "
+            f"{self.reason}"
+        )
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

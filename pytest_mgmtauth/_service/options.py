@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import re
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 if TYPE_CHECKING:
@@ -34,6 +35,7 @@ ISSUER = "https://api.tealiumiq.com"
 
 #: Importable from here as before the limits had a module of their own.
 __all__ = [
+    "DEFAULT_V3_HOST",
     "ISSUER",
     "LATEST_TIME",
     "MAX_ADVANCE",
@@ -51,12 +53,26 @@ __all__ = [
     "check_option_names",
     "check_seconds",
     "derived_refresh_margin",
+    "is_host_name",
     "name_source",
     "setting_names",
     "shown",
 ]
 
 Seconds = float
+
+#: The region host v3 API calls go to unless the option ``v3_host`` says otherwise (a
+#: real region host seen in public clients).
+DEFAULT_V3_HOST = "us-west-2-platform.tealiumapis.com"
+
+_LABEL = r"(?!-)[a-z0-9-]{1,63}(?<!-)"
+_HOST_NAME = re.compile(rf"^{_LABEL}(\.{_LABEL})+$")
+
+
+def is_host_name(value: object) -> bool:
+    """A DNS name of two labels or more, lower case, without scheme, port or path."""
+    return isinstance(value, str) and len(value) <= 253 and bool(_HOST_NAME.match(value))
+
 
 #: What a duration option reads back as: seconds (``float``), or ``float | None`` for
 #: ``refresh_margin``, whose ``None`` means "derive it".
@@ -146,6 +162,12 @@ class Options:
     #: HTTP/1.1 keep-alive, as the real service answers (``Connection: keep-alive``);
     #: ``False`` answers ``Connection: close`` and closes every connection after its answer.
     keep_alive: bool = True
+    #: The region host of v3 API calls: the ``host`` of v3 auth answers under
+    #: ``intercept`` (without it, a second address of the fake stands for it).
+    v3_host: str = DEFAULT_V3_HOST
+    #: Be an HTTP proxy for the service's hosts too, and point the process's proxy and
+    #: CA variables at it for the test: unchanged clients with hard-coded hosts reach it.
+    intercept: bool = False
     #: Whether ``refresh_margin`` was derived from ``token_ttl`` (not set explicitly):
     #: :func:`build_options` derives it again when only ``token_ttl`` changes.
     refresh_margin_derived: bool = dataclasses.field(
@@ -189,7 +211,13 @@ class Options:
         if self.throttle is not None:
             hint = " (premature grants per 60 s), or None to switch throttling off"
             check_count("throttle", self.throttle, hint=hint)
-        for name in ("strict", "https", "require_logout", "keep_alive"):
+        if not is_host_name(self.v3_host):
+            raise ValueError(
+                "mgmtauth option 'v3_host' must be a host name in lower case without "
+                "scheme, port or path (like 'us-east-1-platform.tealiumapis.com'), got "
+                f"{shown(self.v3_host)}"
+            )
+        for name in ("strict", "https", "require_logout", "keep_alive", "intercept"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(
                     f"mgmtauth option {name!r} must be True or False, "
@@ -221,6 +249,10 @@ class Options:
             parts.append(f"v3_scope={self.v3_scope}")
         if not self.keep_alive:
             parts.append("keep_alive=False")
+        if self.v3_host != DEFAULT_V3_HOST:
+            parts.append(f"v3_host={self.v3_host}")
+        if self.intercept:
+            parts.append("intercept=True")
         return " ".join(parts)
 
 
@@ -413,6 +445,20 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
         "Connection: close and closes every connection after its answer",
         off_help="answer Connection: close and close every connection after its answer "
         "(default: HTTP/1.1 keep-alive, as the real service)",
+    ),
+    OptionSpec(
+        "v3_host",
+        "text",
+        "the region host of v3 API calls, the host of v3 auth answers under intercept "
+        f"(default {DEFAULT_V3_HOST})",
+        metavar="HOST",
+    ),
+    OptionSpec(
+        "intercept",
+        "bool",
+        "also be an HTTP proxy for the service's hosts (api.tealiumiq.com, "
+        "platform.tealiumapis.com...) and set HTTPS_PROXY and the CA variables for the "
+        "test, so that clients with hard-coded hosts reach the fake (default false)",
     ),
 )
 OPTION_SPEC: dict[str, OptionSpec] = {spec.name: spec for spec in OPTION_SPECS}

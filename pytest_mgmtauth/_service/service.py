@@ -9,14 +9,15 @@ All public methods are thread-safe: the HTTP server calls them from many threads
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, TypeVar, overload
+from typing import TYPE_CHECKING, NoReturn, TypeVar, overload
 
 from .account_book import AccountBook
-from .clock import Clock, system_clock
+from .clock import Clock, system_clock, to_datetime
 from .credentials import Call, Credentials
-from .events import format_offset, grants
+from .events import WrongHost, format_offset, grants
 from .fault_runner import FaultRunner
 from .flows.registry import FLOWS, check_version
+from .hosts import WRONG_HOST_STATUS
 from .records import (
     AUTH_FAILED,
     DIAGNOSIS_BUDGET,
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     from .events import Event
     from .faults import FiredFault, ScheduledFault
     from .flows.base import Flow, Presented
+    from .hosts import Where
     from .options import Options
     from .tokens import TokenSigner
     from .types import SecretKind
@@ -116,8 +118,16 @@ class AuthService:
     def keep_masking(self, previous: AuthService) -> None:
         self.timeline.keep_masking(previous.timeline)
 
-    def record_call(self, auth: Authorization, method: str, path: str, status: int) -> None:
-        self.timeline.record_call(auth, method, path, status)
+    def record_call(
+        self,
+        auth: Authorization,
+        method: str,
+        path: str,
+        status: int,
+        *,
+        host: str | None = None,
+    ) -> None:
+        self.timeline.record_call(auth, method, path, status, host=host)
 
     def record_bad_request(self, method: str, path: str, status: int, reason: str) -> None:
         self.timeline.record_bad_request(method, path, status, reason)
@@ -187,12 +197,54 @@ class AuthService:
         method: str,
         path: str,
         permission: str | None,
+        host: str | None = None,
     ) -> Authorization:
-        """Authenticate a protected call of a route declared for the flow ``version``;
-        :class:`Refusal` if not."""
+        """Authenticate a protected call of a route declared for the flow ``version``
+        (``host``: where it went, if not the flow's usual host); :class:`Refusal` if
+        not."""
         with self.mutex:
-            call = Call(version, method, path, self.now())
+            call = Call(version, method, path, self.now(), host)
             return self.flows[version].authorize(presented, call, permission)
+
+    # -- hosts ---------------------------------------------------------------------
+
+    def refuse_wrong_host(
+        self,
+        version: str,
+        where: Where,
+        expected: str,
+        *,
+        method: str,
+        path: str,
+        api: bool,
+        presented: Presented | None = None,
+    ) -> NoReturn:
+        """Refuse a request that reached a host its endpoint or route does not answer
+        on (404, see docs/hosts.md): record a :class:`WrongHost` naming where it belongs,
+        attributed to the credential it presented when this test issued it."""
+        flow = self.flows[version]
+        reason = flow.wrong_host_reason(where, expected, api=api)
+        with self.mutex:
+            username, credential = self.credentials.owner_of(presented)
+            self.timeline.refuse(
+                WrongHost(
+                    at=to_datetime(self.now()),
+                    username=username,
+                    method=method,
+                    path=path,
+                    version=version,
+                    went=where.shown,
+                    expected=expected,
+                    credential=credential,
+                    status=WRONG_HOST_STATUS,
+                    reason=reason,
+                    api=api,
+                ),
+                WRONG_HOST_STATUS,
+                reason,
+                status=WRONG_HOST_STATUS,
+                message="Not Found",
+            )
 
     # -- faults --------------------------------------------------------------------
 

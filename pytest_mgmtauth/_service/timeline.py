@@ -118,8 +118,17 @@ class Timeline:
         """``HH:MM:SS`` from the same origin as the verdicts' timelines."""
         return format_offset(timestamp - timeline_origin(self._events, self.started_at))
 
-    def record_call(self, auth: Authorization, method: str, path: str, status: int) -> None:
-        """An authenticated call reached its route's handler and got ``status``."""
+    def record_call(
+        self,
+        auth: Authorization,
+        method: str,
+        path: str,
+        status: int,
+        *,
+        host: str | None = None,
+    ) -> None:
+        """An authenticated call reached its route's handler and got ``status``
+        (``host``: where it went, if not its flow's usual host)."""
         with self._lock:
             self.record(
                 ApiCall(
@@ -130,6 +139,7 @@ class Timeline:
                     version=auth.version,
                     credential=auth.credential,
                     status=status,
+                    host=host,
                 )
             )
 

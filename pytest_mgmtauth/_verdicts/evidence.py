@@ -18,6 +18,7 @@ from .._service.events import (
     LogoutRejected,
     Throttled,
     TokenIssued,
+    WrongHost,
     format_offset,
     grants,
     timeline_origin,
@@ -103,7 +104,9 @@ def concurrent_grants(events: Sequence[Event], *, username: str | None = None) -
 def is_rejection(event: Event) -> bool:
     if isinstance(event, ApiCall):
         return event.return_code is not None
-    return isinstance(event, (AuthRejected, LoginRejected, LogoutRejected, Throttled, BadRequest))
+    return isinstance(
+        event, (AuthRejected, LoginRejected, LogoutRejected, Throttled, BadRequest, WrongHost)
+    )
 
 
 @dataclasses.dataclass(frozen=True)

@@ -34,6 +34,7 @@ from .evidence import (
     premature_grants,
     summarize,
 )
+from .hosts import wrong_host_findings, wrong_hosts
 from .timeline_text import (
     event_text,
     format_timeline,
@@ -43,7 +44,7 @@ from .timeline_text import (
 # -- verdicts: what the teardown check and the report section say ---------------------
 
 #: The kinds of finding, in the order they are reported.
-KINDS: tuple[str, ...] = ("churn", "expired_use", "refused_call", "open_session")
+KINDS: tuple[str, ...] = ("churn", "expired_use", "refused_call", "open_session", "wrong_host")
 
 #: How each kind is named in the report section.
 _KIND_TITLES = {
@@ -51,6 +52,7 @@ _KIND_TITLES = {
     "expired_use": "expired-credential use",
     "refused_call": "refused calls (wrong credential)",
     "open_session": "open v1 sessions",
+    "wrong_host": "wrong host",
 }
 
 
@@ -103,9 +105,10 @@ def _accounts_of(evidence: Evidence, kind: str) -> list[str]:
 
 
 def default_kinds(options: Options) -> tuple[str, ...]:
-    """The kinds the teardown check counts: churn, expired-credential use and refused
-    calls always, open v1 sessions with ``require_logout``."""
-    return KINDS if options.require_logout else KINDS[:3]
+    """The kinds the teardown check counts: churn, expired-credential use, refused
+    calls and requests to the wrong host always, open v1 sessions with
+    ``require_logout``."""
+    return tuple(k for k in KINDS if k != "open_session" or options.require_logout)
 
 
 def findings(evidence: Evidence, *, kinds: Collection[str] | None = None) -> list[Finding]:
@@ -119,6 +122,9 @@ def findings(evidence: Evidence, *, kinds: Collection[str] | None = None) -> lis
     found = []
     for kind in KINDS:
         if kind not in wanted:
+            continue
+        if kind == "wrong_host":
+            found += [Finding(kind, u, m) for u, m in wrong_host_findings(evidence)]
             continue
         for username in _accounts_of(evidence, kind):
             message = _MESSAGES[kind](evidence, username=username)
@@ -143,6 +149,7 @@ def finding_counts(evidence: Evidence) -> dict[str, int]:
         "expired_use": len(expired_uses(evidence)),
         "refused_call": len(refused_calls(evidence)),
         "open_session": len(open_sessions(evidence)),
+        "wrong_host": len(wrong_hosts(evidence)),
     }
 
 
@@ -238,6 +245,17 @@ class RefusedCallWarning(AuthFindingWarning):
     __module__ = "pytest_mgmtauth"
 
 
+class WrongHostWarning(AuthFindingWarning):
+    """A test's client sent a request to a host of the service that does not serve it
+    (a v3 API call to the v3 auth host instead of the ``host`` of the auth answer).
+
+    Emitted at the end of a test that uses ``mgmt_server``; with ``strict`` the test
+    fails instead. See docs/hosts.md.
+    """
+
+    __module__ = "pytest_mgmtauth"
+
+
 class OpenSessionWarning(AuthFindingWarning):
     """A v1 session opened in the test was not ended with ``/v1/logout``.
 
@@ -254,4 +272,5 @@ WARNINGS: dict[str, type[AuthFindingWarning]] = {
     "expired_use": ExpiredCredentialWarning,
     "refused_call": RefusedCallWarning,
     "open_session": OpenSessionWarning,
+    "wrong_host": WrongHostWarning,
 }

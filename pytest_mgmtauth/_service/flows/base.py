@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from ..credentials import Call
+    from ..hosts import Where
     from ..options import Options
     from ..service import AuthService
     from ..types import SecretKind
@@ -131,6 +132,12 @@ class Flow:
     #: What ``auth_count`` messages say it counts.
     grants_phrase: ClassVar[str]
     endpoints: ClassVar[tuple[Endpoint, ...]]
+    #: The hosts of the service its endpoints (authentication) answer on.
+    auth_hosts: ClassVar[tuple[str, ...]]
+    #: The hosts of the service its API calls (declared routes) answer on.
+    api_hosts: ClassVar[tuple[str, ...]] = ()
+    #: Its API calls go to the region host (the option ``v3_host``) instead.
+    api_on_region_host: ClassVar[bool] = False
 
     def __init__(self, service: AuthService) -> None:
         self.service = service
@@ -144,6 +151,26 @@ class Flow:
     def fix_expired(cls, options: Options) -> str:
         """How a client of this flow avoids using an expired credential."""
         raise NotImplementedError
+
+    @classmethod
+    def api_host_names(cls, options: Options) -> tuple[str, ...]:
+        """The hosts its API calls answer on (a route's unless it names its own)."""
+        return (options.v3_host,) if cls.api_on_region_host else cls.api_hosts
+
+    @classmethod
+    def usual_host(cls, options: Options, *, api: bool) -> str:
+        """The host its calls (``api``) or its authentication usually go to: a timeline
+        names the host of a call only where it is another."""
+        return cls.api_host_names(options)[0] if api else cls.auth_hosts[0]
+
+    @classmethod
+    def wrong_host_reason(cls, where: Where, expected: str, *, api: bool) -> str:
+        """Why a request that reached ``where`` is refused: it belongs on ``expected``
+        (the hosts it answers on, as the client can reach them)."""
+        what = f"{cls.name} API calls" if api else f"{cls.title}"
+        return (
+            f"this call went to {where.shown}, which does not serve {what}; send it to {expected}"
+        )
 
     @classmethod
     def auth_endpoint(cls) -> str:

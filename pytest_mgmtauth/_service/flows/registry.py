@@ -12,6 +12,7 @@ from .v2 import V2Flow
 from .v3 import V3Flow
 
 if TYPE_CHECKING:
+    from ..options import Options
     from .base import Endpoint, Flow
 
 #: An auth flow's name: what ``route(auth=...)``, ``auth_count(version=...)`` and the
@@ -84,3 +85,29 @@ def endpoint_families() -> tuple[str, ...]:
         for endpoint in flow.endpoints
         if endpoint.family is not None
     )
+
+
+def fixed_hosts() -> tuple[str, ...]:
+    """The hosts the flows name themselves, in the order of :data:`FLOWS` (auth hosts
+    first): every host of the service but the region host."""
+    names = [h for flow in FLOWS.values() for h in flow.auth_hosts]
+    names += [h for flow in FLOWS.values() for h in flow.api_hosts]
+    return tuple(dict.fromkeys(names))
+
+
+def service_hosts(options: Options) -> tuple[str, ...]:
+    """Every host the fake stands in for: the flows' hosts and the region host."""
+    return tuple(dict.fromkeys((*fixed_hosts(), options.v3_host)))
+
+
+def endpoint_hosts(flow: type[Flow]) -> tuple[str, ...]:
+    """The hosts a flow's own endpoints (its authentication) answer on."""
+    return flow.auth_hosts
+
+
+def route_hosts(flow_name: str, options: Options, host: str | None = None) -> tuple[str, ...]:
+    """The hosts a declared route of ``flow_name`` answers on: ``host`` alone when the
+    route names one, else its flow's API hosts."""
+    if host is not None:
+        return (host,)
+    return FLOWS[flow_name].api_host_names(options)

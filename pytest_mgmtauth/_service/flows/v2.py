@@ -17,6 +17,8 @@ class V2Flow(BearerFlow):
     title = "/v2/auth"
     path_title = "/v2/auth"
     grants_phrase = "/v2/auth tokens"
+    auth_hosts = ("api.tealiumiq.com",)
+    api_hosts = ("api.tealiumiq.com",)
     endpoints = (Endpoint("grant", "/v2/auth", form=("username", "key")),)
 
     def grant(

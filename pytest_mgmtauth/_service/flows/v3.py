@@ -16,6 +16,7 @@ from .base import REMEMBER_ME, Answer, BearerFlow, Endpoint, Incoming
 
 if TYPE_CHECKING:
     from ..credentials import Call
+    from ..hosts import Where
     from ..options import Options
     from ..records import TokenRecord
 
@@ -77,6 +78,9 @@ class V3Flow(BearerFlow):
     path_title = "/v3/auth"
     grants_phrase = "v3 tokens"
     route_prefix = "/v3/"
+    auth_hosts = ("platform.tealiumapis.com",)
+    #: "The host value must be used in subsequent API calls that are region-specific."
+    api_on_region_host = True
     endpoints = (Endpoint("grant", AUTH_TEMPLATE, form=("username", "key"), statuses=STATUSES),)
 
     @classmethod
@@ -126,6 +130,20 @@ class V3Flow(BearerFlow):
         )
         # The published v3 answer carries v2's rememberMe deletion too.
         return Answer({"token": token, "host": incoming.host}, cookies=(REMEMBER_ME,))
+
+    @classmethod
+    def wrong_host_reason(cls, where: Where, expected: str, *, api: bool) -> str:
+        if api and (where.host is None or where.host in cls.auth_hosts):
+            return (
+                "this call went to the v3 auth host; send v3 API calls to the `host` of "
+                f"the auth answer ({expected})"
+            )
+        if api:
+            return (
+                f"this call went to {where.shown}, which does not serve v3 API calls; send "
+                f"v3 API calls to the `host` of the auth answer ({expected})"
+            )
+        return super().wrong_host_reason(where, expected, api=api)
 
     def wrong_flow_reason(self, record: TokenRecord) -> str:
         return (
