@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         SessionExpired,
         Throttled,
         TokenIssued,
+        TunnelClosed,
         UnknownRoute,
         WrongHost,
     )
@@ -86,6 +87,7 @@ __all__ = [
     "Throttled",
     "TokenChurnWarning",
     "TokenIssued",
+    "TunnelClosed",
     "UnknownRoute",
     "WrongHost",
     "WrongHostWarning",
@@ -129,6 +131,7 @@ _LAZY: dict[str, str] = {
     "Throttled": "._service.events",
     "TokenChurnWarning": "._verdicts.findings",
     "TokenIssued": "._service.events",
+    "TunnelClosed": "._service.events",
     "UnknownRoute": "._service.events",
     "WrongHost": "._service.events",
     "WrongHostWarning": "._verdicts.findings",

@@ -313,6 +313,7 @@ def mgmt_server(
     item.stash[_FAKE] = fake
     fake.use_clock_mover(_clock_mover(item))
     _sweep.arm(item, _mgmtauth_sweep, fake)
+    restore_environment = fake.apply_environment()  # the intercept option's variables
     try:
         yield fake
         fake.check()
@@ -327,6 +328,7 @@ def mgmt_server(
         # terminal summary (also from xdist workers).
         item.user_properties.extend(fake.summary().as_properties())
         _sweep.disarm(item)
+        restore_environment()
         fake.close()
 
 

@@ -54,7 +54,7 @@ def test_a_client_that_builds_https_host_needs_the_https_fake(
     client = _client(mgmt_server, mgmt_account)
     answer = client.get("acme", "dev", "customers/accounts/acme/profiles/dev/visitors")
     assert answer.status_code == 200
-    assert mgmt_server.url == f"https://{client.token_for('acme', 'dev').host}"
+    assert mgmt_server.region_url == f"https://{client.token_for('acme', 'dev').host}"
 
 
 # --8<-- [end:https]

@@ -3,7 +3,7 @@ and every call sent to the ``host`` the auth answer names.
 
 It knows nothing about pytest: the tests point it at ``mgmt_server.url``. Against the
 real service ``base_url`` is ``https://api.tealiumiq.com`` and ``host`` a region host;
-against the fake, ``host`` is the fake's own ``host:port``.
+against the fake, ``host`` is its region address, a second ``host:port`` of its own.
 """
 
 from __future__ import annotations

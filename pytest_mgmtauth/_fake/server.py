@@ -13,18 +13,22 @@ from .._service.flows.registry import (
     builtin_paths,
     check_version,
     endpoint_families,
+    fixed_hosts,
     route_flow,
+    service_hosts,
 )
 from .._service.service import AuthService
 from .._verdicts import checks, findings, timeline_text
 from .._verdicts.evidence import AuthSummary, Evidence, summarize
 from .faults import FaultMethods
+from .intercept import intercept_environment, set_environment, trust_in_aiohttp
 
 if TYPE_CHECKING:
     import ssl
     from collections.abc import Callable, Iterable
 
     from .._http.request_log import RecordedRequest
+    from .._http.server import FakeHTTPServer
     from .._service.accounts import Account
     from .._service.clock import Clock
     from .._service.events import Event
@@ -48,6 +52,11 @@ class MgmtServer(FaultMethods):
         *,
         test_id: str = "",
     ) -> None:
+        if options.v3_host in fixed_hosts():
+            raise ValueError(
+                f"mgmtauth option 'v3_host' must be a region host of its own, not "
+                f"{options.v3_host} (a host of v1, v2 or v3 auth)"
+            )
         self.options = options
         self._pool = pool
         self._http = pool.server(https=options.https)
@@ -61,7 +70,14 @@ class MgmtServer(FaultMethods):
         #: expect_refusals: "refused_call", assert_logged_out: "open_session"): the
         #: teardown check leaves them out.
         self._checked: set[str] = set()
+        #: The region address's listener, once a request needed it.
+        self._region: FakeHTTPServer | None = None
+        self._binding.region_port = self._region_port
         self._http.app.bind(self._binding)
+        #: The proxy of the intercept option; None without it.
+        self._proxy = pool.proxy_server() if options.intercept else None
+        if self._proxy is not None:
+            self._proxy.app.bind(self._binding)
 
     # -- where ---------------------------------------------------------------------
 
@@ -70,17 +86,79 @@ class MgmtServer(FaultMethods):
         """The service's base URL: endpoints are ``{url}/v2/auth``, ``{url}/v1/login``..."""
         return self._http.base_url
 
+    @property
+    def region_url(self) -> str:
+        """The base URL of the fake's region address: where v3 API calls go without
+        interception (``https://`` + the ``host`` of a v3 auth answer). The fake's own
+        address (:attr:`url`) refuses them, as the real v3 auth host would."""
+        return self._http.base_url.rsplit(":", 1)[0] + f":{self._region_port()}"
+
     def url_for(self, path: str) -> str:
         return self.url + ("" if path.startswith("/") else "/") + path
 
     @property
     def ca_bundle(self) -> str | None:
-        """Path of the test CA's certificate (PEM) when serving HTTPS, else ``None``."""
-        return self._pool.ca.ca_bundle if self.options.https else None
+        """Path of the test CA's certificate (PEM) when serving HTTPS or intercepting,
+        else ``None``."""
+        return self._pool.ca.ca_bundle if self._uses_ca else None
 
     def client_ssl_context(self) -> ssl.SSLContext | None:
-        """A new client ``SSLContext`` that trusts the test CA (HTTPS only, else None)."""
-        return self._pool.ca.client_context() if self.options.https else None
+        """A new client ``SSLContext`` that trusts the test CA (HTTPS or interception
+        only, else None)."""
+        return self._pool.ca.client_context() if self._uses_ca else None
+
+    def _region_port(self) -> int:
+        self._region = self._pool.region_server(https=self.options.https)
+        return self._region.port
+
+    @property
+    def _uses_ca(self) -> bool:
+        return self.options.https or self.options.intercept
+
+    @property
+    def hosts(self) -> tuple[str, ...]:
+        """The hosts of the service the fake stands in for (names, no scheme or port):
+        ``api.tealiumiq.com``, ``platform.tealiumapis.com``, ``my.tealiumiq.com`` and
+        the region host of v3 API calls (the option ``v3_host``). See docs/hosts.md."""
+        return service_hosts(self.options)
+
+    @property
+    def proxy_url(self) -> str | None:
+        """The URL of the fake's HTTP proxy (``HTTPS_PROXY``) under the intercept
+        option, else ``None``."""
+        if self._proxy is None:
+            return None
+        host = self._proxy.host
+        if host in ("0.0.0.0", "::", ""):
+            host = "127.0.0.1"
+        elif ":" in host:
+            host = f"[{host}]"
+        return f"http://{host}:{self._proxy.port}"
+
+    @property
+    def env(self) -> dict[str, str]:
+        """The environment variables of interception, for subprocesses: the proxy
+        variables (``HTTPS_PROXY``, ``HTTP_PROXY``, ``NO_PROXY``, also in lower case)
+        and the CA variables (``REQUESTS_CA_BUNDLE``, ``SSL_CERT_FILE``,
+        ``CURL_CA_BUNDLE``, ``NODE_EXTRA_CA_CERTS``). The plugin sets them in this
+        process for the test's duration. Only with the intercept option."""
+        __tracebackhide__ = True
+        if self.proxy_url is None:
+            raise ValueError(
+                "mgmt_server.env holds the variables of interception: turn it on with "
+                "@pytest.mark.mgmtauth(intercept=True) (or use mgmt_server.url directly)"
+            )
+        return intercept_environment(self.proxy_url, self._pool.ca.intercept_bundle)
+
+    def apply_environment(self) -> Callable[[], None]:
+        """Under interception, set :attr:`env` in this process (and have aiohttp's
+        default SSL context trust the test CA); returns what restores the variables
+        (internal: the plugin calls it around the test)."""
+        if self._proxy is None:
+            return lambda: None
+        env = self.env
+        trust_in_aiohttp(env["SSL_CERT_FILE"])
+        return set_environment(env)
 
     # -- setup ---------------------------------------------------------------------
 
@@ -117,6 +195,7 @@ class MgmtServer(FaultMethods):
         *,
         permission: str | None = None,
         auth: str | None = None,
+        host: str | None = None,
     ) -> RouteHandler:
         """Declare an operation of the management API the client under test calls.
 
@@ -126,6 +205,10 @@ class MgmtServer(FaultMethods):
         bearer token; ``auth="v1"``/``"v2"``/``"v3"`` overrides. Returns a
         pytest-httpserver handler: ``.respond_with_json(...)``, ``.respond_with_data(...)``,
         ``.respond_with_handler(fn)``.
+
+        The route answers on the hosts of its flow (v1: ``api.tealiumiq.com`` and
+        ``my.tealiumiq.com``, v2: ``api.tealiumiq.com``, v3: the region host);
+        ``host=`` (one of :attr:`hosts`) makes it answer on that host only.
         """
         __tracebackhide__ = True
         if not isinstance(method, str) or method.upper() not in _METHODS:
@@ -156,7 +239,12 @@ class MgmtServer(FaultMethods):
         if auth is None:
             auth = route_flow(pattern)
         check_version(auth, what="route(): auth", none="by the path")
-        handler = RouteHandler(method.upper(), path, permission=permission, auth=auth)
+        if host is not None and host not in self.hosts:
+            raise ValueError(
+                f"route(): host must be one of the service's hosts ({', '.join(self.hosts)}), "
+                f"got {host!r}"
+            )
+        handler = RouteHandler(method.upper(), path, permission=permission, auth=auth, host=host)
         with self._binding.lock:
             self._binding.routes.append(handler)
         return handler
@@ -330,10 +418,15 @@ class MgmtServer(FaultMethods):
     def close(self) -> None:
         """Stop answering for this test (internal: the fixture and mgmtauth-server)."""
         self._http.app.unbind(self._binding)
+        if self._proxy is not None:
+            self._proxy.app.unbind(self._binding)
         self._binding.close()  # requests held by a scripted hang give up now
         # Kept-alive connections idle now are closed, as a server's idle timeout would:
         # the next test's requests come on new connections (clients reconnect).
         self._http.drop_idle_connections()
+        for other in (self._region, self._proxy):
+            if other is not None:
+                other.drop_idle_connections()
 
     def __repr__(self) -> str:
         return f"<MgmtServer {self.url} {self.options.describe()}>"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 
 from .._http.app import LateErrors
+from .._http.hosts import REGION_LISTENER
 from .._http.server import FakeHTTPServer
 from .._http.tls import TestCA
 from .._service.tokens import TokenSigner
@@ -35,7 +36,10 @@ class SessionResources:
         self._lock = threading.Lock()
         self._signer: TokenSigner | None = None
         self._ca: TestCA | None = None
-        self._servers: dict[bool, FakeHTTPServer] = {}
+        #: By role and scheme: the fake's own address ("main"), the region address
+        #: that stands for the v3 region host ("region", sharing the main one's app),
+        #: the proxy of the intercept option ("proxy", plain HTTP).
+        self._servers: dict[tuple[str, bool], FakeHTTPServer] = {}
         #: Errors raised in the server for a test that had already ended.
         self.late_errors = LateErrors()
 
@@ -56,14 +60,45 @@ class SessionResources:
     def server(self, *, https: bool) -> FakeHTTPServer:
         ca = self.ca if https else None
         with self._lock:
-            server = self._servers.get(https)
+            server = self._servers.get(("main", https))
             if server is None:
                 server = FakeHTTPServer(
                     host=self._host,
                     port=self._port,
                     ssl_context=ca.server_context() if ca else None,
                 )
-                self._servers[https] = server
+                self._servers[("main", https)] = server
+        server.start()
+        return server
+
+    def region_server(self, *, https: bool) -> FakeHTTPServer:
+        """The second address of the fake (any free port), which stands for the v3
+        region host without interception: it answers for the same test as
+        :meth:`server`, whose app it shares. Started on first use."""
+        main = self.server(https=https)
+        with self._lock:
+            server = self._servers.get(("region", https))
+            if server is None:
+                server = FakeHTTPServer(
+                    host=self._host,
+                    port=0,
+                    ssl_context=main.ssl_context,
+                    app=main.app,
+                    listener=REGION_LISTENER,
+                )
+                self._servers[("region", https)] = server
+        server.start()
+        return server
+
+    def proxy_server(self) -> FakeHTTPServer:
+        """The HTTP proxy of the intercept option (plain HTTP, any free port): tunnels to
+        the service's hosts end in it, in TLS from the test CA. Started on first use."""
+        ca = self.ca
+        with self._lock:
+            server = self._servers.get(("proxy", False))
+            if server is None:
+                server = FakeHTTPServer(host=self._host, port=0, tunnel_context=ca.host_context)
+                self._servers[("proxy", False)] = server
         server.start()
         return server
 

@@ -25,6 +25,13 @@ from .binding import Binding, LateErrors, RouteHandler
 from .credentials import READERS
 from .endpoints import ARRIVED, answer
 from .errors import BODY_READ, error_response, masked_error, refusal_response
+from .hosts import (
+    check_endpoint_host,
+    check_route_host,
+    foreign_target,
+    region_host,
+    route_answers_here,
+)
 from .parsing import BadInput, read_body
 from .playback import ConnectionResetOnCue, carry_out, reset_connection, scripted_fault
 from .request_log import RecordedRequest
@@ -34,7 +41,6 @@ if TYPE_CHECKING:
 
     from werkzeug import Request
 
-    from .._service.service import Authorization, AuthService
 
 __all__ = [
     "ACCEPTED_BINDING",
@@ -206,6 +212,10 @@ class FakeApp:
     def _dispatch(self, binding: Binding, request: Request) -> Response:
         service = binding.service
         path, method = request.path, request.method
+        foreign = foreign_target(binding, request)
+        if foreign is not None:  # never forwarded (docs/hosts.md)
+            service.record_bad_request(method, path, 403, foreign)
+            return error_response(403, 403, foreign)
         found = endpoint_for(path)
         family = endpoint_family(path) if found is None else None
         endpoint = found[1] if found else family[1] if family else None
@@ -230,13 +240,21 @@ class FakeApp:
                 raise BadInput(405, f"{path} takes {endpoint.method}, not {method}")
             if found is None:
                 raise BadInput(404, flow.wrong_path(path))
+            check_endpoint_host(binding, request, flow)
             if endpoint.fault_point:
                 fault = scripted_fault(binding, request, flow, endpoint)
                 if fault is not None:
                     fault_answer = carry_out(fault, binding, request, flow)
                     if fault_answer is not None:
                         return fault_answer
-            return answer(service, flow, endpoint, found[2], request)
+            return answer(
+                service,
+                flow,
+                endpoint,
+                found[2],
+                request,
+                host=region_host(binding, request) if flow.api_on_region_host else None,
+            )
         except BadInput as exc:
             status = exc.status
             if endpoint is not None and endpoint.statuses and status not in endpoint.statuses:
@@ -249,7 +267,12 @@ class FakeApp:
 
     def _protected(self, binding: Binding, request: Request) -> Response:
         service = binding.service
-        route = next((r for r in binding.routes if r.matcher.match(request)), None)
+        matching = [r for r in binding.routes if r.matcher.match(request)]
+        # A route that answers on the host the request reached first (route(host=...)).
+        route = next(
+            (r for r in matching if route_answers_here(binding, request, r.auth, r.host)),
+            matching[0] if matching else None,
+        )
         if route is None:
             same_path = [r for r in binding.routes if r.matcher.match_uri(request)]
             status = 405 if same_path else 404
@@ -276,7 +299,17 @@ class FakeApp:
         service = binding.service
         if service.protected_call_arrived() is not None:
             reset_connection(request)  # a scheduled reset of this call
-        auth = self._authorize(service, route, request)
+        flow = flow_class(route.auth)
+        presented = READERS[flow.presents](request)
+        host = check_route_host(binding, request, flow, route.host, presented)
+        auth = service.authorize(
+            route.auth,
+            presented,
+            method=request.method,
+            path=request.path,
+            permission=route.permission,
+            host=host,
+        )
         with binding.lock:
             route.call_count += 1
         where = f"the handler of {route!r}"
@@ -286,7 +319,7 @@ class FakeApp:
                 response: object = route.respond(request)
         except Exception as exc:
             binding.add_error(exc, where)
-            service.record_call(auth, request.method, request.path, 500)
+            service.record_call(auth, request.method, request.path, 500, host=host)
             return error_response(
                 500,
                 500,
@@ -303,22 +336,11 @@ class FakeApp:
                 ".respond_with_json(...) instead of .respond_with_handler(...)"
             )
             binding.add_error(error, where)
-            service.record_call(auth, request.method, request.path, 500)
+            service.record_call(auth, request.method, request.path, 500, host=host)
             return error_response(500, 500, f"{error} (re-raised in the test)")
-        service.record_call(auth, request.method, request.path, response.status_code)
+        service.record_call(auth, request.method, request.path, response.status_code, host=host)
         request.environ[_HANDLER_ANSWERED] = True
         return response
-
-    @staticmethod
-    def _authorize(service: AuthService, route: RouteHandler, request: Request) -> Authorization:
-        presented = READERS[flow_class(route.auth).presents](request)
-        return service.authorize(
-            route.auth,
-            presented,
-            method=request.method,
-            path=request.path,
-            permission=route.permission,
-        )
 
 
 def _recorded(

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_httpserver import RequestHandler, RequestMatcher
 
+from .._service.hosts import HostPlan
 from .request_log import RequestLog
 
 if TYPE_CHECKING:
@@ -29,13 +30,21 @@ class RouteHandler(RequestHandler):
     authenticates every call to before it answers."""
 
     def __init__(
-        self, method: str, path: str | re.Pattern[str], *, permission: str | None, auth: str
+        self,
+        method: str,
+        path: str | re.Pattern[str],
+        *,
+        permission: str | None,
+        auth: str,
+        host: str | None = None,
     ) -> None:
         super().__init__(RequestMatcher(path, method=method))
         self.method = method
         self.path = path
         self.permission = permission
         self.auth = auth
+        #: The only host it answers on (``route(host=...)``); None: its flow's API hosts.
+        self.host = host
         #: Calls that passed authentication and reached this handler.
         self.call_count = 0
 
@@ -80,7 +89,8 @@ class RouteHandler(RequestHandler):
 
     def __repr__(self) -> str:
         perm = f", permission={self.permission!r}" if self.permission else ""
-        return f"<route {self.method} {self.path} auth={self.auth}{perm}>"
+        host = f", host={self.host}" if self.host else ""
+        return f"<route {self.method} {self.path} auth={self.auth}{perm}{host}>"
 
 
 class LateErrors:
@@ -145,6 +155,11 @@ class Binding:
         self.lock = threading.Lock()
         #: Set when the test ends: requests held by a scripted hang give up at once.
         self.closed = threading.Event()
+        #: How this test's fake stands in for the service's hosts (set by the fake).
+        self.hosts = HostPlan(service.options.v3_host, service.options.intercept)
+        #: The port of the region address (its listener started on first use); 0 when
+        #: the app is driven without one.
+        self.region_port: Callable[[], int] = lambda: 0
 
     def add_error(self, error: BaseException, where: str) -> None:
         with self.lock:

@@ -19,6 +19,7 @@ from werkzeug.serving import ThreadedWSGIServer
 
 if TYPE_CHECKING:
     import ssl
+    from collections.abc import Callable
 
     from .app import FakeApp
     from .binding import Binding
@@ -62,6 +63,8 @@ class _Server(ThreadedWSGIServer):
     daemon_threads = True
     block_on_close = False
     fake_app: FakeApp | None = None
+    #: Set on the proxy's listener (intercept option): see _http/proxy.py.
+    tunnel_context: Callable[[str], ssl.SSLContext] | None = None
     #: Connections accepted so far (the keep-alive benchmark counts them).
     connections_accepted = 0
 

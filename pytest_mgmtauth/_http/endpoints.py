@@ -45,8 +45,11 @@ def answer(
     endpoint: Endpoint,
     params: dict[str, str],
     request: Request,
+    *,
+    host: str | None = None,
 ) -> Response:
-    """Serve a flow's endpoint: its form in, its answer out."""
+    """Serve a flow's endpoint: its form in, its answer out. ``host``: where the calls
+    of what it grants go (v3's ``host``), by default the fake's own address."""
     arrived = arrival(service, request)
     if endpoint.form:
         form = read_form(request, request.path, endpoint.form)
@@ -60,7 +63,7 @@ def answer(
         cookies=dict(request.cookies),
         arrived=arrived,
         client=client_kind(request),
-        host=fake_host(request),
+        host=host if host is not None else fake_host(request),
     )
     result = service.flow(flow.name).answer(endpoint.operation, incoming)
     cookies = tuple(("Set-Cookie", cookie) for cookie in result.cookies)

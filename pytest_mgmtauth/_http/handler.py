@@ -27,6 +27,7 @@ from .app import (
 from .connections import _accepted, _Server
 from .errors import MAX_BODY_BYTES, error_bytes
 from .headers import HTTP_WHITESPACE, chunked, framing_problem
+from .proxy import serve_connect, tunnel_environ
 from .streams import _BriefDrain, _ContinueOnRead, _CountedInput, _Dechunked, _SkipDrain
 
 if TYPE_CHECKING:
@@ -85,6 +86,11 @@ class _RequestHandler(WSGIRequestHandler):
     _served = 0
     #: Whether this request's answer keeps the connection open.
     _keep = False
+    #: The host of the proxy tunnel this connection became (see _http/proxy.py).
+    tunnel_host: str | None = None
+
+    def do_CONNECT(self) -> None:
+        serve_connect(self)
 
     def handle_one_request(self) -> None:
         self._keep = False
@@ -219,6 +225,7 @@ class _RequestHandler(WSGIRequestHandler):
             environ["wsgi.input"] = _CountedInput(reader)
         environ[AFTER_ANSWER] = self._after_answer
         environ[ARRIVED_HEADERS] = tuple(getattr(self, "_arrived", ()))
+        tunnel_environ(self, environ)
         return environ
 
     def _unparsed_line(self) -> str | None:

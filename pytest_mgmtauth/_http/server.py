@@ -44,6 +44,7 @@ from pytest_httpserver import HTTPServer
 from .app import AFTER_ANSWER, FakeApp
 from .connections import DROP_WAIT, _Server
 from .handler import STALL_TIMEOUT, _FakeRequest, _RequestHandler
+from .hosts import LISTENER
 from .streams import DRAIN_SECONDS, DRAIN_SILENCE
 
 if TYPE_CHECKING:
@@ -81,10 +82,24 @@ class FakeHTTPServer(HTTPServer):
     :attr:`app` for their duration."""
 
     def __init__(
-        self, *, host: str = "127.0.0.1", port: int = 0, ssl_context: ssl.SSLContext | None = None
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        ssl_context: ssl.SSLContext | None = None,
+        app: FakeApp | None = None,
+        listener: str | None = None,
+        tunnel_context: Callable[[str], ssl.SSLContext] | None = None,
     ) -> None:
         super().__init__(host=host, port=port, ssl_context=ssl_context, threaded=True)
-        self.app = FakeApp()
+        #: Another listener's app to share (the region address answers for the same
+        #: test as the fake's own address), else one of its own.
+        self.app = app if app is not None else FakeApp()
+        #: Which listener it is, for the requests it reads (see _http/hosts.py).
+        self.listener = listener
+        #: The TLS context of a tunnel to a host: set, this listener is the proxy of the
+        #: intercept option (see _http/proxy.py).
+        self.tunnel_context = tunnel_context
         self.no_handler_status_code = 404
         self._start_lock = threading.Lock()
 
@@ -100,6 +115,7 @@ class FakeHTTPServer(HTTPServer):
             # Plain TCP server; TLS is layered per connection in get_request.
             server = _Server(self.host, self.port, app, handler=_RequestHandler)
             server.fake_app = self.app
+            server.tunnel_context = self.tunnel_context
             if self.ssl_context is not None:
                 server._tls_context = self.ssl_context
                 server.ssl_context = self.ssl_context  # Werkzeug reports wsgi.url_scheme
@@ -116,6 +132,8 @@ class FakeHTTPServer(HTTPServer):
         self.server.serve_forever()
 
     def application(self, request: Request) -> Response:
+        if self.listener is not None:
+            request.environ[LISTENER] = self.listener
         return self.app(request)
 
     @property

@@ -302,6 +302,21 @@ class WrongHost(Event):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
+class TunnelClosed(Event):
+    """A tunnel through the fake's proxy (the ``intercept`` option) closed before its
+    first request: its TLS handshake failed (no SNI, another name) or never came."""
+
+    _names_account: ClassVar[bool] = False
+
+    #: What the CONNECT named: ``host:443``.
+    target: str
+    reason: str
+
+    def describe(self, when: TimeFormat = iso_time) -> str:
+        return f"CONNECT {self.target} -> tunnel closed: {self.reason}"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class BadRequest(Event):
     """A malformed request the fake answered with a 4xx before any auth decision."""
 

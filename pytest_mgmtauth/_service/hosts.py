@@ -56,10 +56,9 @@ FAKE_ADDRESS = Where(None, "the fake's address")
 
 @dataclasses.dataclass(frozen=True)
 class HostPlan:
-    """How one test's fake stands in for the hosts: the region host (``v3_host``),
-    whether it intercepts (then clients name the hosts themselves), and the port of the
-    second address that stands for the region host without interception."""
+    """How one test's fake stands in for the hosts: the region host (``v3_host``), and
+    whether it intercepts (then clients name the hosts themselves; without, a second
+    address of the fake stands for the region host)."""
 
     region_host: str = DEFAULT_V3_HOST
     intercept: bool = False
-    region_port: int | None = None

@@ -8,7 +8,15 @@ import dataclasses
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from .clock import known_moves, real_seconds, to_datetime
-from .events import ApiCall, BadRequest, Event, UnknownRoute, format_offset, timeline_origin
+from .events import (
+    ApiCall,
+    BadRequest,
+    Event,
+    TunnelClosed,
+    UnknownRoute,
+    format_offset,
+    timeline_origin,
+)
 from .records import Refusal
 from .redact import SecretMasker
 
@@ -153,6 +161,14 @@ class Timeline:
                     path=path,
                     status=status,
                     reason=reason,
+                )
+            )
+
+    def record_tunnel_closed(self, target: str, reason: str) -> None:
+        with self._lock:
+            self.record(
+                TunnelClosed(
+                    at=to_datetime(self.now()), username=None, target=target, reason=reason
                 )
             )
 

@@ -18,6 +18,7 @@ from .._service.events import (
     LogoutRejected,
     Throttled,
     TokenIssued,
+    TunnelClosed,
     WrongHost,
     format_offset,
     grants,
@@ -105,7 +106,16 @@ def is_rejection(event: Event) -> bool:
     if isinstance(event, ApiCall):
         return event.return_code is not None
     return isinstance(
-        event, (AuthRejected, LoginRejected, LogoutRejected, Throttled, BadRequest, WrongHost)
+        event,
+        (
+            AuthRejected,
+            LoginRejected,
+            LogoutRejected,
+            Throttled,
+            BadRequest,
+            WrongHost,
+            TunnelClosed,
+        ),
     )
 
 

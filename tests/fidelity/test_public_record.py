@@ -66,7 +66,8 @@ def _success_headers(s: Service) -> None:
 
 
 def _host(s: Service) -> None:
-    assert v3_token(s)["host"] == urlsplit(s.server.url).netloc
+    host = v3_token(s)["host"]
+    assert host == urlsplit(s.server.region_url).netloc != urlsplit(s.server.url).netloc
 
 
 def _token(s: Service) -> None:
@@ -87,7 +88,7 @@ def _later_calls(s: Service) -> None:
 def _scope(s: Service) -> None:
     token = v3_token(s)["token"]
     reply = s.http.get(
-        s.url("/v3/customers/accounts/acme/profiles/dev"),
+        s.server.region_url + "/v3/customers/accounts/acme/profiles/dev",
         headers={"Authorization": f"Bearer {token}"},
     )
     assert reply.status_code == 401

@@ -64,7 +64,9 @@ def test_v3_auth_with_profiles_on_a_frozen_clock(key_file: Path, http: requests.
         answer = _auth(http, url, "main")
         assert answer.status_code == 200
         body = answer.json()
-        assert f"http://{body['host']}" == url
+        # The region address: a second port of the server, never the auth address.
+        assert f"http://{body['host']}" != url
+        assert body["host"].startswith("127.0.0.1:")
         # The frozen clock starts on a whole second: the token lives exactly token_ttl.
         clock = http.get(f"{url}/_mgmtauth/clock").json()["now"]
         assert _iat(body["token"]) == parsedate_to_datetime(answer.headers["Date"]).timestamp()
@@ -83,7 +85,7 @@ def test_v3_auth_with_profiles_on_a_frozen_clock(key_file: Path, http: requests.
         # An expired v3 token's message states token_ttl exactly (issued on a whole second).
         http.post(f"{url}/_mgmtauth/clock/advance", json={"minutes": 1}).raise_for_status()
         expired = http.get(
-            f"{url}/v3/customers/accounts/acme/profiles/main",
+            f"http://{body['host']}/v3/customers/accounts/acme/profiles/main",
             headers={"Authorization": f"Bearer {body['token']}"},
         )
         assert expired.status_code == 401

@@ -121,7 +121,7 @@ def test_v3_scope_and_issuer_from_the_ini_and_a_marker(pytester: pytest.Pytester
 
         def get(mgmt_server, token, profile):
             return requests.get(
-                mgmt_server.url + "/v3/x/accounts/acme/profiles/" + profile,
+                mgmt_server.region_url + "/v3/x/accounts/acme/profiles/" + profile,
                 headers={"Authorization": "Bearer " + token},
             ).status_code
 

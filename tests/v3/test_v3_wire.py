@@ -81,7 +81,9 @@ def test_success_is_token_and_host_with_the_documented_headers(
     assert response.headers["Connection"] == "keep-alive"
     body = response.json()
     assert body.keys() == {"token", "host"}
-    assert body["host"] == urlsplit(mgmt_server.url).netloc
+    # The region address, a second address of the fake: never the auth address.
+    assert body["host"] == urlsplit(mgmt_server.region_url).netloc
+    assert body["host"] != urlsplit(mgmt_server.url).netloc
     header = json.loads(base64.urlsafe_b64decode(body["token"].split(".")[0] + "==="))
     assert header["alg"] == "RS512"
     claims = _claims(body["token"])
@@ -157,7 +159,7 @@ def test_a_call_for_another_profile_is_refused_naming_both(
     mgmt_server.expect_refusals()  # wrong tokens on purpose
     mgmt_server.route("GET", "/v3/x/accounts/acme/profiles/dev").respond_with_json({})
     token = _token(mgmt_server, http, mgmt_account, "main")
-    answer = _get(http, f"{mgmt_server.url}/v3/x/accounts/acme/profiles/dev", token)
+    answer = _get(http, f"{mgmt_server.region_url}/v3/x/accounts/acme/profiles/dev", token)
     assert answer.status_code == 401
     body = answer.json()
     assert body["returnCode"] == 1401
@@ -173,8 +175,8 @@ def test_the_v3_scope_option_relaxes_the_binding_to_the_account(
     mgmt_server.route("GET", "/v3/x/accounts/acme/profiles/dev").respond_with_json({})
     mgmt_server.route("GET", "/v3/x/accounts/umbrella/profiles/main").respond_with_json({})
     token = _token(mgmt_server, http, mgmt_account, "main")
-    assert _get(http, f"{mgmt_server.url}/v3/x/accounts/acme/profiles/dev", token).ok
-    other = _get(http, f"{mgmt_server.url}/v3/x/accounts/umbrella/profiles/main", token)
+    assert _get(http, f"{mgmt_server.region_url}/v3/x/accounts/acme/profiles/dev", token).ok
+    other = _get(http, f"{mgmt_server.region_url}/v3/x/accounts/umbrella/profiles/main", token)
     assert other.status_code == 401
     assert "umbrella" in other.json()["message"]
 
@@ -192,7 +194,7 @@ def test_v2_token_on_a_v3_route_and_the_reverse_are_refused(
         data={"username": mgmt_account.username, "key": mgmt_account.api_key},
     ).json()["token"]
     v3 = _token(mgmt_server, http, mgmt_account, "main")
-    on_v3 = _get(http, f"{mgmt_server.url}/v3/x/accounts/acme/profiles/main", v2)
+    on_v3 = _get(http, f"{mgmt_server.region_url}/v3/x/accounts/acme/profiles/main", v2)
     assert on_v3.status_code == 401
     assert "is a v2 token" in on_v3.json()["message"]
     on_v2 = _get(http, f"{mgmt_server.url}/api/things", v3)
@@ -208,7 +210,7 @@ def test_route_auth_v3_outside_v3_paths(
     assert route.auth == "v3"
     assert mgmt_server.route("GET", "/v3/status").auth == "v3"
     token = _token(mgmt_server, http, mgmt_account, "main")
-    assert _get(http, f"{mgmt_server.url}/platform/accounts/acme/profiles/main", token).ok
+    assert _get(http, f"{mgmt_server.region_url}/platform/accounts/acme/profiles/main", token).ok
 
 
 def test_one_token_per_profile_is_no_churn_a_second_for_one_profile_is(
@@ -250,7 +252,7 @@ def test_a_v3_token_expires_on_the_clock(
 ) -> None:
     mgmt_server.route("GET", "/v3/x/accounts/acme/profiles/main").respond_with_json({})
     token = _token(mgmt_server, http, mgmt_account, "main")
-    url = f"{mgmt_server.url}/v3/x/accounts/acme/profiles/main"
+    url = f"{mgmt_server.region_url}/v3/x/accounts/acme/profiles/main"
     mgmt_clock.advance(timedelta(seconds=1799))
     assert _get(http, url, token).ok
     mgmt_clock.advance(timedelta(seconds=1))
@@ -316,7 +318,7 @@ def test_expire_and_revoke_on_cue_then_reauthenticating_is_no_churn(
     mgmt_server: MgmtServer, mgmt_account: Account, http: requests.Session
 ) -> None:
     mgmt_server.route("GET", "/v3/x/accounts/acme/profiles/main").respond_with_json({})
-    url = f"{mgmt_server.url}/v3/x/accounts/acme/profiles/main"
+    url = f"{mgmt_server.region_url}/v3/x/accounts/acme/profiles/main"
     token = _token(mgmt_server, http, mgmt_account, "main")
     assert mgmt_server.revoke(token) == "T1"
     revoked = _get(http, url, token)
@@ -397,7 +399,7 @@ def test_plain_http_to_the_https_fake_gets_a_plain_400_saying_so(
     assert "this fake serves HTTPS" in bad.reason
     # And the HTTPS client that follows host works.
     body = _auth(mgmt_server, http, mgmt_account, verify=mgmt_server.ca_bundle).json()
-    assert mgmt_server.url == f"https://{body['host']}"
+    assert mgmt_server.region_url == f"https://{body['host']}"
 
 
 def test_a_tls_handshake_at_the_plain_fake_is_diagnosed_in_the_timeline(

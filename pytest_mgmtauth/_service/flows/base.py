@@ -88,7 +88,8 @@ class Incoming:
     #: The tick at which it arrived (:meth:`AuthService.request_arrived`).
     arrived: int | None = None
     client: ClientKind = ClientKind.OTHER
-    #: Where the fake can be reached, as ``host:port`` (v3's ``host``).
+    #: Where the calls of what it grants go (v3's ``host``): the region host under
+    #: interception, else the fake's region address (``host:port``).
     host: str = ""
 
 
