@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import ssl
 from socketserver import _SocketWriter  # type: ignore[attr-defined]
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
@@ -25,7 +26,6 @@ from .errors import error_bytes
 from .tls import SNI_PROBLEM
 
 if TYPE_CHECKING:
-    import ssl
     from collections.abc import Callable, Iterable
 
     from .binding import Binding
@@ -189,6 +189,11 @@ def _handshake(
             reason = (
                 f"the client sent no TLS handshake within {HANDSHAKE_TIMEOUT:g} s of the "
                 "200 answer; the tunnel speaks TLS only"
+            )
+        elif isinstance(exc, ssl.SSLError) and exc.reason == "HTTP_REQUEST":
+            reason = (
+                f"plain HTTP arrived in the tunnel to {host}, which speaks TLS: a client "
+                "tunnels https:// URLs only"
             )
         else:
             reason = getattr(tunnel, SNI_PROBLEM, None) or (

@@ -1,0 +1,137 @@
+"""Unchanged clients with hard-coded hosts reach the fake through interception: in this
+process (requests, httpx, aiohttp with trust_env, urllib), with only the variables the
+plugin sets for the test."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Mapping
+
+import aiohttp
+import httpx
+import pytest
+import requests
+from hosts_support import Reply, check_timeline, declare_routes, scenario
+
+from pytest_mgmtauth import Account, MgmtServer
+
+pytestmark = pytest.mark.mgmtauth(intercept=True)
+
+
+def _json(text: str) -> object:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def test_requests(mgmt_server: MgmtServer, mgmt_account: Account) -> None:
+    declare_routes(mgmt_server)
+    with requests.Session() as http:
+
+        def send(
+            method: str, url: str, form: Mapping[str, str] | None, headers: Mapping[str, str]
+        ) -> Reply:
+            r = http.request(method, url, data=form, headers=dict(headers), timeout=10)
+            return Reply(r.status_code, r.text, _json(r.text), r.headers)
+
+        scenario(mgmt_server, mgmt_account, send)
+    check_timeline(mgmt_server)
+
+
+def test_httpx(mgmt_server: MgmtServer, mgmt_account: Account) -> None:
+    declare_routes(mgmt_server)
+    with httpx.Client(timeout=10) as http:
+
+        def send(
+            method: str, url: str, form: Mapping[str, str] | None, headers: Mapping[str, str]
+        ) -> Reply:
+            r = http.request(method, url, data=form, headers=dict(headers))
+            return Reply(r.status_code, r.text, _json(r.text), r.headers)
+
+        scenario(mgmt_server, mgmt_account, send)
+    check_timeline(mgmt_server)
+
+
+def test_urllib(mgmt_server: MgmtServer, mgmt_account: Account) -> None:
+    declare_routes(mgmt_server)
+
+    def send(
+        method: str, url: str, form: Mapping[str, str] | None, headers: Mapping[str, str]
+    ) -> Reply:
+        body = urllib.parse.urlencode(form).encode() if form is not None else None
+        request = urllib.request.Request(url, data=body, headers=dict(headers), method=method)
+        try:
+            with urllib.request.urlopen(request, timeout=10) as answer:
+                text = answer.read().decode()
+                return Reply(answer.status, text, _json(text), dict(answer.headers))
+        except urllib.error.HTTPError as error:
+            text = error.read().decode()
+            return Reply(error.code, text, _json(text), dict(error.headers))
+
+    scenario(mgmt_server, mgmt_account, send)
+    check_timeline(mgmt_server)
+
+
+def test_aiohttp_with_trust_env_and_default_ssl(
+    mgmt_server: MgmtServer, mgmt_account: Account
+) -> None:
+    # aiohttp (imported at this module's top, before the test) made its default SSL
+    # context at import: the plugin has it trust the test CA for interception.
+    declare_routes(mgmt_server)
+    replies: list[Reply] = []
+
+    async def main() -> None:
+        async with aiohttp.ClientSession(trust_env=True) as http:
+            loop = asyncio.get_running_loop()
+
+            async def fetch(
+                method: str, url: str, form: Mapping[str, str] | None, headers: Mapping[str, str]
+            ) -> Reply:
+                async with http.request(method, url, data=form, headers=dict(headers)) as r:
+                    text = await r.text()
+                    return Reply(r.status, text, _json(text), r.headers)
+
+            # The scenario is synchronous: run each request on the loop from a thread.
+            def blocking(
+                method: str, url: str, form: Mapping[str, str] | None, headers: Mapping[str, str]
+            ) -> Reply:
+                future = asyncio.run_coroutine_threadsafe(fetch(method, url, form, headers), loop)
+                reply = future.result(timeout=10)
+                replies.append(reply)
+                return reply
+
+            await loop.run_in_executor(None, scenario, mgmt_server, mgmt_account, blocking)
+
+    asyncio.run(main())
+    assert len(replies) == 6
+    check_timeline(mgmt_server)
+
+
+def test_the_environment_is_set_for_the_test_and_names_the_proxy_and_ca(
+    mgmt_server: MgmtServer,
+) -> None:
+    env = mgmt_server.env
+    assert mgmt_server.proxy_url is not None
+    assert mgmt_server.proxy_url.startswith("http://127.0.0.1:")
+    for name in ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"):
+        assert env[name] == os.environ[name] == mgmt_server.proxy_url
+    for name in ("NO_PROXY", "no_proxy"):
+        assert env[name] == os.environ[name] == "localhost,127.0.0.1,::1"
+    for name in ("REQUESTS_CA_BUNDLE", "SSL_CERT_FILE", "CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS"):
+        assert env[name] == os.environ[name]
+        with open(env[name], "rb") as bundle:
+            assert b"BEGIN CERTIFICATE" in bundle.read()
+    # mgmt_server.url is loopback: reached directly, not through the proxy.
+    assert requests.get(mgmt_server.url + "/nowhere", timeout=10).status_code == 404
+    assert mgmt_server.hosts == (
+        "api.tealiumiq.com",
+        "platform.tealiumapis.com",
+        "my.tealiumiq.com",
+        "us-west-2-platform.tealiumapis.com",
+    )
