@@ -73,6 +73,7 @@ class MgmtServer(FaultMethods):
         #: The region address's listener, once a request needed it.
         self._region: FakeHTTPServer | None = None
         self._binding.region_port = self._region_port
+        self._binding.main_port = self._http.port
         self._http.app.bind(self._binding)
         #: The proxy of the intercept option; None without it.
         self._proxy = pool.proxy_server() if options.intercept else None

@@ -160,6 +160,8 @@ class Binding:
         #: The port of the region address (its listener started on first use); 0 when
         #: the app is driven without one.
         self.region_port: Callable[[], int] = lambda: 0
+        #: The port of the fake's own address (0: the one a request arrived at).
+        self.main_port = 0
 
     def add_error(self, error: BaseException, where: str) -> None:
         with self.lock:

@@ -51,12 +51,25 @@ def where(binding: Binding, request: Request) -> Where:
     return Where(None, fake_host(request))
 
 
+def _with_port(request: Request, port: int) -> str:
+    """The fake's address as this request's client reached it, with ``port``."""
+    own = fake_host(request)
+    host = own[: own.rfind(":")] if own.rfind(":") > own.rfind("]") else own
+    return f"{host}:{port}"
+
+
 def region_address(binding: Binding, request: Request) -> str:
     """The region address (``host:port`` of the second listener) as this request's
     client can reach it: the same host it reached the fake by."""
-    own = fake_host(request)
-    host = own[: own.rfind(":")] if own.rfind(":") > own.rfind("]") else own
-    return f"{host}:{binding.region_port()}"
+    return _with_port(request, binding.region_port())
+
+
+def own_address(binding: Binding, request: Request) -> str:
+    """The fake's own address (which stands for every host but the region host) as this
+    request's client can reach it."""
+    if request.environ.get(LISTENER) == REGION_LISTENER and binding.main_port:
+        return _with_port(request, binding.main_port)
+    return fake_host(request)
 
 
 def region_host(binding: Binding, request: Request) -> str:
@@ -74,7 +87,8 @@ def shown(binding: Binding, request: Request, hosts: tuple[str, ...]) -> str:
         return " or ".join(hosts)
     region = binding.hosts.region_host
     addresses = [
-        region_address(binding, request) if h == region else fake_host(request) for h in hosts
+        region_address(binding, request) if h == region else own_address(binding, request)
+        for h in hosts
     ]
     return " or ".join(dict.fromkeys(addresses))
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .._service.events import WrongHost
-from .timeline_text import format_timeline, times_text
+from .timeline_text import format_timeline
 
 if TYPE_CHECKING:
     from .evidence import Evidence
@@ -30,10 +30,13 @@ def wrong_host_message(evidence: Evidence, username: str | None) -> str | None:
     first = wrong[0]
     where = list(dict.fromkeys(f"{e.method} {e.path} to {e.expected}" for e in wrong))
     more = f" and {len(where) - _FIX_LIMIT} more" if len(where) > _FIX_LIMIT else ""
-    who = f"account {username!r}" if username else "requests that named no known account"
+    n = len(wrong)
+    requests = "1 request" if n == 1 else f"{n} requests"
+    who = f"of account {username!r}" if username else "that named no known account"
+    them = "it" if n == 1 else "them"
     return (
-        f"pytest-mgmtauth: {times_text(len(wrong))} a request of {who} went to a host "
-        f"that does not serve it; first: {first.method} {first.path} at {first.went} at "
+        f"pytest-mgmtauth: {requests} {who} went to a host that does not serve {them}; "
+        f"first: {first.method} {first.path} at {first.went} at "
         f"{evidence.offset(first.at.timestamp())} -> {first.status} ({first.reason})\n\n"
         + format_timeline(evidence, username=username, focus=first)
         + "\n\nFix: send "
