@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import subprocess
+import sys
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -135,3 +137,38 @@ def test_the_environment_is_set_for_the_test_and_names_the_proxy_and_ca(
         "my.tealiumiq.com",
         "us-west-2-platform.tealiumapis.com",
     )
+
+
+SUBPROCESS_CLIENT = """
+import os, requests, httpx
+form = {"username": os.environ["MGMT_USERNAME"], "key": os.environ["MGMT_API_KEY"]}
+token = requests.post("https://api.tealiumiq.com/v2/auth", data=form, timeout=10).json()["token"]
+body = httpx.post(
+    "https://platform.tealiumapis.com/v3/auth/accounts/acme/profiles/main", data=form, timeout=10
+).json()
+call = httpx.get(
+    "https://" + body["host"] + "/v3/things/accounts/acme/profiles/main",
+    headers={"Authorization": "Bearer " + body["token"]},
+    timeout=10,
+)
+print(len(token) > 100, body["host"], call.status_code)
+"""
+
+
+def test_a_python_subprocess_with_the_env(mgmt_server: MgmtServer, mgmt_account: Account) -> None:
+    declare_routes(mgmt_server)
+    env = {
+        **{k: v for k, v in os.environ.items() if k not in mgmt_server.env},
+        **mgmt_server.env,
+        "MGMT_USERNAME": mgmt_account.username,
+        "MGMT_API_KEY": mgmt_account.api_key,
+    }
+    result = subprocess.run(
+        [sys.executable, "-c", SUBPROCESS_CLIENT],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["True", "us-west-2-platform.tealiumapis.com", "200"]
