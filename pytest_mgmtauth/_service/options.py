@@ -457,8 +457,9 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
         "intercept",
         "bool",
         "also be an HTTP proxy for the service's hosts (api.tealiumiq.com, "
-        "platform.tealiumapis.com...) and set HTTPS_PROXY and the CA variables for the "
-        "test, so that clients with hard-coded hosts reach the fake (default false)",
+        "platform.tealiumapis.com...), so that clients with hard-coded hosts reach the "
+        "fake through HTTPS_PROXY and the CA variables (set for each test under pytest; "
+        "the 'env' of mgmtauth-server --json) (default false)",
     ),
 )
 OPTION_SPEC: dict[str, OptionSpec] = {spec.name: spec for spec in OPTION_SPECS}

@@ -40,7 +40,11 @@ def print_banner(server: StandaloneServer, out: TextIO) -> None:
         f"mgmtauth-server {__version__}: the fake management auth service is up",
         f"  base URL     {info['url']}",
         f"  control API  {info['control']}",
+        f"  v3 API calls {info['region_url']}  (the host of v3 auth answers)",
     ]
+    if info["proxy"]:
+        lines.append(f"  proxy        {info['proxy']}  (for {', '.join(info['hosts'])})")
+        lines += [f"    export {name}={value}" for name, value in info["env"].items()]
     if info["ca_bundle"]:
         lines.append(f"  CA bundle    {info['ca_bundle']}  (trust it: curl --cacert <path>)")
     clock = (

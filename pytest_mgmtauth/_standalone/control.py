@@ -51,7 +51,13 @@ class Verdicts(Protocol):
     ``{"ok", "findings", "counts"}``; the switches say which kinds count."""
 
     def __call__(
-        self, *, require_logout: bool, churn: bool, expired_use: bool, refused_call: bool
+        self,
+        *,
+        require_logout: bool,
+        churn: bool,
+        expired_use: bool,
+        refused_call: bool,
+        wrong_host: bool,
     ) -> dict[str, Any]: ...
 
 
@@ -120,9 +126,9 @@ class ControlAPI:
             ),
             ("GET", "/check"): (
                 self._verdicts,
-                ("?require_logout", "?churn", "?expired_use", "?refused_call"),
+                ("?require_logout", "?churn", "?expired_use", "?refused_call", "?wrong_host"),
                 "the verdicts since the last reset: ok, findings (churn, expired_use, "
-                "refused_call, open_session) with the assertions' messages, counts",
+                "refused_call, open_session, wrong_host) with the assertions' messages, counts",
             ),
             ("GET", "/clock"): (self._now, (), "the simulated time"),
             ("POST", "/clock/advance"): (
@@ -268,6 +274,7 @@ class ControlAPI:
             churn=body.flag("churn", True),
             expired_use=body.flag("expired_use", True),
             refused_call=body.flag("refused_call", True),
+            wrong_host=body.flag("wrong_host", True),
         )
 
     def _now(self, body: Body) -> tuple[int, Any]:

@@ -293,6 +293,7 @@ class StandaloneServer:
         churn: bool = True,
         expired_use: bool = True,
         refused_call: bool = True,
+        wrong_host: bool = True,
     ) -> dict[str, Any]:
         """The verdicts since the last reset (``GET /_mgmtauth/check``), as JSON."""
         # A long timeline in a message is cut; say where a client in any language
@@ -307,6 +308,7 @@ class StandaloneServer:
                 ("expired_use", expired_use),
                 ("refused_call", refused_call),
                 ("open_session", require_logout),
+                ("wrong_host", wrong_host),
             )
             if counted
         ]
@@ -320,6 +322,7 @@ class StandaloneServer:
                 "expired_use": expired_use,
                 "refused_call": refused_call,
                 "open_session": require_logout,
+                "wrong_host": wrong_host,
             },
         }
 
@@ -350,4 +353,10 @@ class StandaloneServer:
             "options": options_json(self.options),
             "accounts": [account_json(a) for a in self.startup_accounts],
             "routes": [f"{m} {p}" for m, p in self._routes],
+            "hosts": list(self.fake.hosts),
+            # Where v3 API calls go without interception: the host of v3 auth answers.
+            "region_url": self.fake.region_url,
+            "proxy": self.fake.proxy_url,
+            # The proxy and CA variables of --intercept, for the clients' environment.
+            "env": self.fake.env if self.fake.proxy_url else {},
         }

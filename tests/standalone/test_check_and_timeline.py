@@ -88,6 +88,7 @@ def test_check_of_a_client_that_reuses_its_token_is_ok(
         "expired_use": True,
         "refused_call": True,
         "open_session": False,
+        "wrong_host": True,
     }
 
 
@@ -192,12 +193,14 @@ def test_a_reset_clears_the_verdicts(
             "expired_use": 0,
             "refused_call": 0,
             "open_session": 0,
+            "wrong_host": 0,
         },
         "counted": {
             "churn": True,
             "expired_use": True,
             "refused_call": True,
             "open_session": False,
+            "wrong_host": True,
         },
     }
 
@@ -293,6 +296,7 @@ def test_the_new_endpoints_are_listed_and_take_only_get(
         "churn",
         "expired_use",
         "refused_call",
+        "wrong_host",
     ]
     assert "query" not in endpoints["GET", "/_mgmtauth/events"]
     # Endpoints that take no query parameters still ignore them (a cache-buster, say).
