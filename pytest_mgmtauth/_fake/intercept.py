@@ -38,7 +38,11 @@ def intercept_environment(proxy_url: str, ca_bundle: str) -> dict[str, str]:
 
 def set_environment(env: Mapping[str, str]) -> Callable[[], None]:
     """Set ``env`` in ``os.environ``; returns what restores each variable as it was
-    (unset again where it was unset)."""
+    (unset again where it was unset), and urllib's global opener: ``urlopen`` builds it
+    on first use with the proxies of that moment and keeps it, so one built during the
+    test would send every later test's requests to this test's proxy."""
+    urllib_request = sys.modules.get("urllib.request")
+    opener = getattr(urllib_request, "_opener", None)
     with _environ_lock:
         before = {name: os.environ.get(name) for name in env}
         os.environ.update(env)
@@ -50,6 +54,9 @@ def set_environment(env: Mapping[str, str]) -> Callable[[], None]:
                     os.environ.pop(name, None)
                 else:
                     os.environ[name] = value
+        module = sys.modules.get("urllib.request")
+        if module is not None and getattr(module, "_opener", None) is not opener:
+            module._opener = opener  # type: ignore[attr-defined]
 
     return restore
 

@@ -163,6 +163,9 @@ def pytester(mgmt_pytester: pytest.Pytester) -> pytest.Pytester:
 
 IGNORES_HOST = """
 import os
+import urllib.error
+import urllib.request
+
 import pytest
 import requests
 
@@ -189,13 +192,25 @@ def test_strict(mgmt_server, mgmt_account):
     assert run(mgmt_server, mgmt_account) == 404
 
 
+def status(url):
+    try:
+        with urllib.request.urlopen(url, timeout=10) as answer:
+            return answer.status
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
 @pytest.mark.mgmtauth(intercept=True)
 def test_intercepts(mgmt_server):
     assert os.environ["HTTPS_PROXY"] == mgmt_server.proxy_url
+    # urlopen's global opener, built now, holds this test's proxy.
+    assert status("http://api.tealiumiq.com/nowhere") == 404
 
 
-def test_after():
+def test_after(mgmt_server):
     assert os.environ.get("HTTPS_PROXY") == os.environ.get("MGMTAUTH_OUTER_PROXY")
+    # Not sent to the last test's proxy (which would answer 503: no test bound there).
+    assert status(mgmt_server.url + "/nowhere") == 404
 """
 
 
