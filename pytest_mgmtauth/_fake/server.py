@@ -28,7 +28,6 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
     from .._http.request_log import RecordedRequest
-    from .._http.server import FakeHTTPServer
     from .._service.accounts import Account
     from .._service.clock import Clock
     from .._service.events import Event
@@ -70,9 +69,10 @@ class MgmtServer(FaultMethods):
         #: expect_refusals: "refused_call", assert_logged_out: "open_session"): the
         #: teardown check leaves them out.
         self._checked: set[str] = set()
-        #: The region address's listener, once a request needed it.
-        self._region: FakeHTTPServer | None = None
-        self._binding.region_port = self._region_port
+        # Not a bound method: the binding (which a connection's thread may hold a while
+        # after the test) must not keep this fake alive.
+        https = options.https
+        self._binding.region_port = lambda: pool.region_server(https=https).port
         self._binding.main_port = self._http.port
         self._http.app.bind(self._binding)
         #: The proxy of the intercept option; None without it.
@@ -92,7 +92,7 @@ class MgmtServer(FaultMethods):
         """The base URL of the fake's region address: where v3 API calls go without
         interception (``https://`` + the ``host`` of a v3 auth answer). The fake's own
         address (:attr:`url`) refuses them, as the real v3 auth host would."""
-        return self._http.base_url.rsplit(":", 1)[0] + f":{self._region_port()}"
+        return self._http.base_url.rsplit(":", 1)[0] + f":{self._binding.region_port()}"
 
     def url_for(self, path: str) -> str:
         return self.url + ("" if path.startswith("/") else "/") + path
@@ -107,10 +107,6 @@ class MgmtServer(FaultMethods):
         """A new client ``SSLContext`` that trusts the test CA (HTTPS or interception
         only, else None)."""
         return self._pool.ca.client_context() if self._uses_ca else None
-
-    def _region_port(self) -> int:
-        self._region = self._pool.region_server(https=self.options.https)
-        return self._region.port
 
     @property
     def _uses_ca(self) -> bool:
@@ -425,7 +421,7 @@ class MgmtServer(FaultMethods):
         # Kept-alive connections idle now are closed, as a server's idle timeout would:
         # the next test's requests come on new connections (clients reconnect).
         self._http.drop_idle_connections()
-        for other in (self._region, self._proxy):
+        for other in (self._pool.started_region(https=self.options.https), self._proxy):
             if other is not None:
                 other.drop_idle_connections()
 

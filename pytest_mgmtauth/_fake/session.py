@@ -90,6 +90,11 @@ class SessionResources:
         server.start()
         return server
 
+    def started_region(self, *, https: bool) -> FakeHTTPServer | None:
+        """The region address's listener if a request has needed it, else None."""
+        with self._lock:
+            return self._servers.get(("region", https))
+
     def proxy_server(self) -> FakeHTTPServer:
         """The HTTP proxy of the intercept option (plain HTTP, any free port): tunnels to
         the service's hosts end in it, in TLS from the test CA. Started on first use."""

@@ -172,3 +172,22 @@ def test_a_python_subprocess_with_the_env(mgmt_server: MgmtServer, mgmt_account:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["True", "us-west-2-platform.tealiumapis.com", "200"]
+
+
+@pytest.mark.mgmtauth(intercept=True, https=True)
+def test_interception_beside_the_https_fake(mgmt_server: MgmtServer, mgmt_account: Account) -> None:
+    # The proxy is plain HTTP whatever the fake's own scheme; its tunnels are TLS.
+    declare_routes(mgmt_server)
+    with requests.Session() as http:
+
+        def send(
+            method: str, url: str, form: Mapping[str, str] | None, headers: Mapping[str, str]
+        ) -> Reply:
+            r = http.request(method, url, data=form, headers=dict(headers), timeout=10)
+            return Reply(r.status_code, r.text, _json(r.text), r.headers)
+
+        scenario(mgmt_server, mgmt_account, send)
+    check_timeline(mgmt_server)
+    assert mgmt_server.url.startswith("https://")
+    assert mgmt_server.proxy_url is not None
+    assert mgmt_server.proxy_url.startswith("http://")
