@@ -38,14 +38,19 @@ def intercept_environment(proxy_url: str, ca_bundle: str) -> dict[str, str]:
 
 def set_environment(env: Mapping[str, str]) -> Callable[[], None]:
     """Set ``env`` in ``os.environ``; returns what restores each variable as it was
-    (unset again where it was unset), and urllib's global opener: ``urlopen`` builds it
-    on first use with the proxies of that moment and keeps it, so one built during the
-    test would send every later test's requests to this test's proxy."""
+    (unset again where it was unset).
+
+    urllib's global opener is set aside for the test and restored after it: ``urlopen``
+    builds it on first use with the proxies of that moment and keeps it, so one built
+    before the test would go around the proxy (to the real host), and one built during
+    the test would send every later test's requests to this test's proxy."""
     urllib_request = sys.modules.get("urllib.request")
     opener = getattr(urllib_request, "_opener", None)
     with _environ_lock:
         before = {name: os.environ.get(name) for name in env}
         os.environ.update(env)
+        if urllib_request is not None:
+            urllib_request._opener = None  # type: ignore[attr-defined]
 
     def restore() -> None:
         with _environ_lock:

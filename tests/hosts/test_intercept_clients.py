@@ -191,3 +191,40 @@ def test_interception_beside_the_https_fake(mgmt_server: MgmtServer, mgmt_accoun
     assert mgmt_server.url.startswith("https://")
     assert mgmt_server.proxy_url is not None
     assert mgmt_server.proxy_url.startswith("http://")
+
+
+@pytest.fixture
+def pytester(mgmt_pytester: pytest.Pytester) -> pytest.Pytester:
+    return mgmt_pytester
+
+
+def test_urllib_with_an_opener_built_before_the_test(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_inner="""
+        import urllib.request
+
+        import pytest
+
+
+        def test_builds_the_opener():
+            opener = urllib.request.build_opener()
+            urllib.request.install_opener(opener)  # what a first urlopen() does
+
+
+        @pytest.mark.mgmtauth(intercept=True)
+        def test_goes_through_the_proxy(mgmt_server):
+            # The opener of the last test had no proxy: a request for the real host would
+            # have left the machine. Set aside, a new one goes through the proxy.
+            try:
+                urllib.request.urlopen("http://api.tealiumiq.com/nowhere", timeout=10)
+            except urllib.error.HTTPError as error:
+                assert error.code == 404
+            assert mgmt_server.requests
+
+
+        def test_the_opener_is_back():
+            assert urllib.request._opener is not None
+        """
+    )
+    result = pytester.runpytest_inprocess("-p", "no:randomly", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=3)
