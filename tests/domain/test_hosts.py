@@ -56,6 +56,14 @@ def test_the_flows_declare_the_hosts_of_the_service() -> None:
     assert options.v3_host not in fixed_hosts()
 
 
+@pytest.mark.parametrize("name", list(FLOWS))
+def test_every_flow_declares_where_it_authenticates_and_where_its_calls_go(name: str) -> None:
+    flow = FLOWS[name]
+    assert flow.auth_hosts, f"{flow.__name__} declares no auth_hosts"
+    assert flow.api_hosts or flow.api_on_region_host, f"{flow.__name__} declares no API host"
+    assert all(h in fixed_hosts() for h in (*flow.auth_hosts, *flow.api_hosts))
+
+
 @pytest.mark.parametrize(
     "bad", ["", "https://x.example.com", "x.example.com:443", "X.Example.com", "local", 3]
 )
