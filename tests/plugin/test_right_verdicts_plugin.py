@@ -187,7 +187,7 @@ def client_run(mgmt_server, account):
         ).json()["token"]
         for profile in ("main", "dev"):
             requests.get(
-                f"{mgmt_server.url}/v3/x/accounts/acme/profiles/{profile}/visitors",
+                f"{mgmt_server.region_url}/v3/x/accounts/acme/profiles/{profile}/visitors",
                 headers={"Authorization": "Bearer " + token},
             )
 
@@ -285,7 +285,7 @@ def test_a_v3_token_is_refused_on_a_path_that_names_another_account_anywhere(
         mgmt_server.url + "/v3/auth/accounts/acme/profiles/main",
         data={"username": mgmt_account.username, "key": mgmt_account.api_key},
     ).json()["token"]
-    host, port = mgmt_server.url.removeprefix("http://").split(":")
+    host, port = mgmt_server.region_url.removeprefix("http://").split(":")
     connection = http.client.HTTPConnection(host, int(port), timeout=10)
     try:
         connection.request("GET", raw, headers={"Authorization": "Bearer " + token})
@@ -295,7 +295,7 @@ def test_a_v3_token_is_refused_on_a_path_that_names_another_account_anywhere(
         connection.close()
     assert answer.status == 401
     own = requests.get(
-        mgmt_server.url + "/v3/accounts/acme/profiles/main/visitors",
+        mgmt_server.region_url + "/v3/accounts/acme/profiles/main/visitors",
         headers={"Authorization": "Bearer " + token},
     )
     assert own.status_code == 200
@@ -438,7 +438,7 @@ def test_v3_wrong_profile(mgmt_server, mgmt_account):
         ).json()["token"]
         for p in ("main", "dev"):
             requests.get(
-                f"{mgmt_server.url}/v3/x/accounts/acme/profiles/{p}/v",
+                f"{mgmt_server.region_url}/v3/x/accounts/acme/profiles/{p}/v",
                 headers={"Authorization": "Bearer " + token},
             )
 
@@ -452,7 +452,7 @@ def test_v3_no_renewal(mgmt_server, mgmt_account, mgmt_clock):
     token = auth()
     for _ in range(3):
         answer = requests.get(
-            f"{mgmt_server.url}/v3/x/accounts/acme/profiles/main/v",
+            f"{mgmt_server.region_url}/v3/x/accounts/acme/profiles/main/v",
             headers={"Authorization": "Bearer " + token},
         )
         if answer.status_code == 401:
