@@ -30,9 +30,6 @@ DROP_WAIT = 1.0
 #: Seconds a connection thread waits for another connection before it ends.
 WORKER_IDLE = 30.0
 
-#: Per connection thread: the test binding current when the connection was accepted.
-_accepted = threading.local()
-
 
 def _peer_closed(connection: socket.socket) -> bool:
     """Whether the client has closed its end (its FIN is waiting to be read): then no
@@ -74,6 +71,10 @@ class _Server(ThreadedWSGIServer):
         self._idle: set[_Connection] = set()
         #: Per open connection: set once its thread has closed it.
         self._closed: dict[Any, threading.Event] = {}
+        #: Per open connection: the test binding current when it was accepted. The one
+        #: way a binding reaches a request: from here to the connection's handler
+        #: (binding_of), which puts it in each request's environ for the app.
+        self._bindings: dict[Any, Binding | None] = {}
         #: Connection threads done with their connection, waiting for another one.
         self._waiting_workers = 0
         self._handoff: queue.SimpleQueue[tuple[Any, Any, Binding | None]] = queue.SimpleQueue()
@@ -246,17 +247,22 @@ class _Server(ThreadedWSGIServer):
                 job = self._handoff.get()
 
     def _serve_connection(self, request: Any, client_address: Any, binding: Binding | None) -> None:
-        _accepted.binding = binding
         closed = threading.Event()
         with self._idle_lock:
             self._closed[request] = closed
+            self._bindings[request] = binding
         try:
             self.process_request_thread(request, client_address)
         finally:
             with self._idle_lock:
                 self._closed.pop(request, None)
+                self._bindings.pop(request, None)
             closed.set()
-            del _accepted.binding  # the thread may wait for another connection
+
+    def binding_of(self, connection: Any) -> Binding | None:
+        """The binding current when ``connection`` was accepted (its handler asks once)."""
+        with self._idle_lock:
+            return self._bindings.get(connection)
 
     def get_request(self) -> tuple[socket.socket, Any]:
         sock, address = self.socket.accept()

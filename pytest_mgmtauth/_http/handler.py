@@ -24,7 +24,6 @@ from .app import (
     CHUNKED_PROBLEM,
     FRAMING_PROBLEM,
 )
-from .connections import _accepted, _Server
 from .errors import MAX_BODY_BYTES, error_bytes
 from .headers import HTTP_WHITESPACE, chunked, framing_problem
 from .proxy import serve_connect, tunnel_environ
@@ -32,6 +31,9 @@ from .streams import _BriefDrain, _ContinueOnRead, _CountedInput, _Dechunked, _S
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+
+    from .binding import Binding
+    from .connections import _Server
 
 #: Seconds a connection may sit idle mid-request before its thread gives up on it.
 STALL_TIMEOUT = 30.0
@@ -46,7 +48,8 @@ class _FakeRequest(Request):
     def __repr__(self) -> str:
         # Shown in tracebacks (pytest prints a frame's arguments): Werkzeug's repr holds
         # the whole URL, and with it a utk in the query or a jsessionid in the path.
-        return f"<{type(self).__name__} {_mask_for(self.environ)(_target(self))!r} [{self.method}]>"
+        masked = _mask_for(self.environ.get(ACCEPTED_BINDING))(_target(self))
+        return f"<{type(self).__name__} {masked!r} [{self.method}]>"
 
 
 def _target(request: Request) -> str:
@@ -57,11 +60,8 @@ def _target(request: Request) -> str:
     return request.path + (f"?{query}" if query else "")
 
 
-def _mask_for(environ: Any) -> Callable[[str], str]:
+def _mask_for(binding: Binding | None) -> Callable[[str], str]:
     """The secret masker of the test a connection belongs to (JWTs only without one)."""
-    binding = environ.get(ACCEPTED_BINDING) if environ is not None else None
-    if binding is None:
-        binding = getattr(_accepted, "binding", None)
     return binding.service.redact if binding is not None else SecretMasker().mask
 
 
@@ -88,6 +88,9 @@ class _RequestHandler(WSGIRequestHandler):
     _keep = False
     #: The host of the proxy tunnel this connection became (see _http/proxy.py).
     tunnel_host: str | None = None
+    #: The test this connection's current request belongs to: the one bound when the
+    #: connection was accepted, then the one bound when each further request began.
+    binding: Binding | None = None
 
     def do_CONNECT(self) -> None:
         serve_connect(self)
@@ -106,7 +109,7 @@ class _RequestHandler(WSGIRequestHandler):
             if not first or not still_open:
                 self.close_connection = True
                 return
-            _accepted.binding = binding
+            self.binding = binding
         self._served += 1
         super().handle_one_request()
 
@@ -136,6 +139,7 @@ class _RequestHandler(WSGIRequestHandler):
 
     def setup(self) -> None:
         super().setup()
+        self.binding = self.server.binding_of(self.request)
         if isinstance(self.connection, ssl.SSLSocket):
             # Deferred from accept() (see _Server.get_request); a failed handshake
             # closes this connection only.
@@ -165,7 +169,7 @@ class _RequestHandler(WSGIRequestHandler):
         ).encode()
         # Recorded before the answer goes out: a client that reads the answer and then
         # the timeline finds the event there.
-        binding = getattr(_accepted, "binding", None)
+        binding = self.binding
         if binding is not None and not binding.closed.is_set():
             binding.service.record_bad_request("-", "-", 400, reason)
         try:
@@ -190,8 +194,7 @@ class _RequestHandler(WSGIRequestHandler):
 
     def make_environ(self) -> dict[str, Any]:
         environ = super().make_environ()
-        if hasattr(_accepted, "binding"):
-            environ[ACCEPTED_BINDING] = _accepted.binding
+        environ[ACCEPTED_BINDING] = self.binding
         headers = [(name, value.replace("\r\n", "")) for name, value in self.headers.items()]
         problem = framing_problem(self.request_version, headers, unparsed=self._unparsed_line())
         if problem is not None:
@@ -296,7 +299,7 @@ class _RequestHandler(WSGIRequestHandler):
     def date_time_string(self, timestamp: float | None = None) -> str:
         # The Date header tells the fake's time: mgmt_clock's under pytest, the control
         # API's (advanced, or frozen) in the standalone server.
-        binding = getattr(_accepted, "binding", None)
+        binding = self.binding
         if timestamp is None and binding is not None:
             timestamp = binding.service.now()
         return super().date_time_string(timestamp)
@@ -320,7 +323,7 @@ class _RequestHandler(WSGIRequestHandler):
             self.request_version = "HTTP/1.0"
         short, long = self.responses.get(code, ("Error", ""))
         # http.server quotes the request line ("Bad request syntax ('GET /?utk=...')").
-        text = _mask_for(None)(f"{message or short}: {explain or long}".rstrip(": "))
+        text = _mask_for(self.binding)(f"{message or short}: {explain or long}".rstrip(": "))
         if getattr(self, "raw_requestline", b"")[:2] in _TLS_RECORD_STARTS:
             # A TLS ClientHello at the plain-HTTP fake: the client cannot read this
             # answer, so the diagnosis goes to the timeline too.
@@ -329,7 +332,7 @@ class _RequestHandler(WSGIRequestHandler):
                 "serve HTTPS (the https option) for clients that build https://{host}"
             )
             self.request_version = "HTTP/1.0"  # a status line, as the event says 400
-            binding = getattr(_accepted, "binding", None)
+            binding = self.binding
             if binding is not None and not binding.closed.is_set():
                 binding.service.record_bad_request("-", "-", 400, text)
         body = error_bytes(code, text)

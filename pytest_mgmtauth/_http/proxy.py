@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
 from .._service.flows.registry import service_hosts
-from .connections import _accepted
 from .errors import error_bytes
 from .tls import SNI_PROBLEM
 
@@ -64,6 +63,7 @@ class _Handler(Protocol):
     wfile: Any
     close_connection: bool
     tunnel_host: str | None
+    binding: Binding | None
 
     def send_response(self, code: int, message: str | None = None) -> None: ...
     def send_header(self, keyword: str, value: str) -> None: ...
@@ -127,7 +127,7 @@ def serve_connect(handler: _Handler) -> None:
     """Answer a ``CONNECT``: refuse it, or open the TLS tunnel and serve the requests
     that come through it until the connection closes."""
     handler.close_connection = True
-    binding: Binding | None = getattr(_accepted, "binding", None)
+    binding: Binding | None = handler.binding
     target = handler.path
     contexts: Callable[[str], ssl.SSLContext] | None = getattr(
         handler.server, "tunnel_context", None
