@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from cryptography.hazmat.primitives.asymmetric import rsa
 
 ALGORITHM = "RS512"
@@ -101,11 +103,22 @@ class TokenSigner:
         self.misses = 0
 
     def issue(
-        self, subject: str, issued_at: int, ttl: int, *, issuer: str | None = None
+        self,
+        subject: str,
+        issued_at: int,
+        ttl: int,
+        *,
+        issuer: str | None = None,
+        extra: Mapping[str, object] | None = None,
     ) -> tuple[str, Claims]:
         """A new token for ``subject``: the one :meth:`prefetch` signed for exactly these
-        arguments if there is one, else one signed now, in the caller."""
+        arguments if there is one, else one signed now, in the caller. ``extra``: more
+        claims after the standard ones (OAuth's ``scope`` and ``client_id``); such a
+        token is always signed now."""
         iss = self.issuer if issuer is None else issuer
+        if extra:
+            unsigned, claims = self._unsigned(subject, issued_at, ttl, iss, extra)
+            return self._signed(unsigned), claims
         ahead = self._take((subject, issued_at, ttl, iss))
         if ahead is not None:
             return ahead
@@ -182,7 +195,13 @@ class TokenSigner:
                 future.set_exception(exc)
 
     @staticmethod
-    def _unsigned(subject: str, issued_at: int, ttl: int, issuer: str) -> tuple[bytes, Claims]:
+    def _unsigned(
+        subject: str,
+        issued_at: int,
+        ttl: int,
+        issuer: str,
+        extra: Mapping[str, object] | None = None,
+    ) -> tuple[bytes, Claims]:
         """The JWS signing input (``header.payload``, base64url) and the claims."""
         claims = Claims(
             sub=subject,
@@ -199,6 +218,8 @@ class TokenSigner:
             "exp": claims.exp,
             "jti": claims.jti,
         }
+        if extra:
+            payload.update({k: v for k, v in extra.items() if k not in payload})
         return _HEADER_SEGMENT + b"." + _segment(payload), claims
 
     def _signed(self, unsigned: bytes) -> str:
