@@ -396,9 +396,13 @@ class BearerFlow(Flow):
         # other requests (other accounts' grants, protected calls) need not queue behind
         # it. The grant takes effect below, when it is recorded: what it is judged
         # against (tokens held, grants in flight, the throttle window) is read then.
-        token, claims = service.signer.issue(
-            username, int(now), lifetime, issuer=service.options.issuer, extra=extra
-        )
+        issuer = service.options.issuer
+        if extra:
+            token, claims = service.signer.issue(
+                username, int(now), lifetime, issuer=issuer, extra=extra
+            )
+        else:
+            token, claims = service.signer.issue(username, int(now), lifetime, issuer=issuer)
         with service.mutex:
             now = service.now()
             self.check_throttle(username, now)
