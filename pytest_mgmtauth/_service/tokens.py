@@ -103,26 +103,30 @@ class TokenSigner:
         self.misses = 0
 
     def issue(
-        self,
-        subject: str,
-        issued_at: int,
-        ttl: int,
-        *,
-        issuer: str | None = None,
-        extra: Mapping[str, object] | None = None,
+        self, subject: str, issued_at: int, ttl: int, *, issuer: str | None = None
     ) -> tuple[str, Claims]:
         """A new token for ``subject``: the one :meth:`prefetch` signed for exactly these
-        arguments if there is one, else one signed now, in the caller. ``extra``: more
-        claims after the standard ones (OAuth's ``scope`` and ``client_id``); such a
-        token is always signed now."""
+        arguments if there is one, else one signed now, in the caller."""
         iss = self.issuer if issuer is None else issuer
-        if extra:
-            unsigned, claims = self._unsigned(subject, issued_at, ttl, iss, extra)
-            return self._signed(unsigned), claims
         ahead = self._take((subject, issued_at, ttl, iss))
         if ahead is not None:
             return ahead
         unsigned, claims = self._unsigned(subject, issued_at, ttl, iss)
+        return self._signed(unsigned), claims
+
+    def issue_with(
+        self,
+        subject: str,
+        issued_at: int,
+        ttl: int,
+        extra: Mapping[str, object],
+        *,
+        issuer: str | None = None,
+    ) -> tuple[str, Claims]:
+        """A new token for ``subject`` with ``extra`` claims after the standard ones
+        (OAuth's ``scope`` and ``client_id``), signed now."""
+        iss = self.issuer if issuer is None else issuer
+        unsigned, claims = self._unsigned(subject, issued_at, ttl, iss, extra)
         return self._signed(unsigned), claims
 
     def prefetch(

@@ -398,8 +398,8 @@ class BearerFlow(Flow):
         # against (tokens held, grants in flight, the throttle window) is read then.
         issuer = service.options.issuer
         if extra:
-            token, claims = service.signer.issue(
-                username, int(now), lifetime, issuer=issuer, extra=extra
+            token, claims = service.signer.issue_with(
+                username, int(now), lifetime, extra, issuer=issuer
             )
         else:
             token, claims = service.signer.issue(username, int(now), lifetime, issuer=issuer)
