@@ -216,9 +216,10 @@ class FakeApp:
         if foreign is not None:  # never forwarded (docs/hosts.md)
             service.record_bad_request(method, path, 403, foreign)
             return error_response(403, 403, foreign)
-        found = endpoint_for(path)
+        found = endpoint_for(path, service.options)
         family = endpoint_family(path) if found is None else None
         endpoint = found[1] if found else family[1] if family else None
+        flow = found[0] if found else family[0] if family else None
         if endpoint is not None:
             # Before anything reads the body: grants issued from here on were made while
             # this request was in flight (thundering-herd detection).
@@ -226,7 +227,6 @@ class FakeApp:
         try:
             if endpoint is None:
                 return self._protected(binding, request)
-            flow = found[0] if found else family[0] if family else None
             assert flow is not None
             if method != endpoint.method:
                 if endpoint.wrong_method_status == 404:
@@ -261,9 +261,16 @@ class FakeApp:
                 status = 400  # not among the endpoint's published statuses (v3: 413, 415)
             service.record_bad_request(method, path, status, exc.reason)
             allow = endpoint.method if status == 405 and endpoint is not None else None
+            styled = flow.style(Refusal(status, status, exc.reason)) if flow else None
+            if styled is not None and styled.body is not None:
+                # The flow's own error shape (OAuth's RFC 6749 errors).
+                response = refusal_response(styled)
+                if allow is not None:
+                    response.headers["Allow"] = allow
+                return response
             return error_response(status, status, exc.reason, allow=allow)
         except Refusal as refusal:
-            return refusal_response(refusal)
+            return refusal_response(flow.style(refusal) if flow else refusal)
 
     def _protected(self, binding: Binding, request: Request) -> Response:
         service = binding.service
@@ -309,6 +316,7 @@ class FakeApp:
             path=request.path,
             permission=route.permission,
             host=host,
+            scope=route.required_scope(request),
         )
         with binding.lock:
             route.call_count += 1

@@ -576,8 +576,8 @@ class OAuthFlow(BearerFlow):
                 call,
                 None,
                 None,
-                "no Authorization header: send 'Authorization: Bearer <access_token>' with a "
-                "token from the token endpoint",
+                "no Authorization header: send 'Authorization: Bearer <access_token>' with the "
+                "access_token of the token endpoint's answer",
                 error=None,
                 wrong=True,
             )
