@@ -37,7 +37,8 @@ class Client:
                 )
                 answer.raise_for_status()
                 self.token = answer.json()["access_token"]
-            answer = requests.get(self.url + path, headers={"Authorization": "Bearer " + self.token})
+            headers = {"Authorization": "Bearer " + self.token}
+            answer = requests.get(self.url + path, headers=headers)
             if answer.status_code == 401 and attempt == 1:
                 self.token = None
                 continue
