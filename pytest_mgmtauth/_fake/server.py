@@ -348,10 +348,12 @@ class MgmtServer(FaultMethods):
         names = self._service.principals()
         if username not in names:
             known = ", ".join(repr(u) for u in names) or "none"
+            accounts = [a.username for a in self._service.account_list()]
+            # OAuth clients are named too once there are any.
+            who = "account" if names == accounts else "account or OAuth client"
+            what = "accounts" if names == accounts else "known"
             raise ValueError(
-                self._service.redact(
-                    f"no account or OAuth client {username!r} in this test; known: {known}"
-                )
+                self._service.redact(f"no {who} {username!r} in this test; {what}: {known}")
             )
 
     def timeline(self, username: str | None = None) -> str:
