@@ -10,6 +10,8 @@ from urllib.parse import quote_plus, urlencode
 
 import jwt
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from pytest_mgmtauth import AuthRejected, TokenIssued
 from pytest_mgmtauth._service.clock import ManualClock
@@ -473,3 +475,71 @@ def test_a_route_scope_is_checked_when_the_route_is_declared() -> None:
         OAuthFlow.check_route("read", None)
     with pytest.raises(ValueError, match="carry no scopes"):
         FLOWS["v2"].check_route(None, READ)
+
+
+# -- hostile input: an RFC error or a token, never anything else ----------------------
+
+_PARAM = st.sampled_from(
+    ["grant_type", "client_id", "client_secret", "scope", "x", "grant_type%00", ""]
+)
+_VALUE = st.one_of(
+    st.sampled_from(["client_credentials", "password", "", "%ff", "%", "a:b:c:2026-07:d:read"]),
+    st.text(max_size=30),
+)
+
+
+# make_service is a factory: each example builds its own service.
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(
+    pairs=st.lists(st.tuples(_PARAM, _VALUE), max_size=6),
+    raw=st.one_of(st.none(), st.binary(max_size=60)),
+    content_type=st.sampled_from([FORM, None, "application/json", f"{FORM}; charset=utf-8"]),
+    authorization=st.lists(
+        st.one_of(
+            st.sampled_from(["Basic", "Basic ", "Bearer x", "Basic Og==", "Basic YTpi"]),
+            st.text(max_size=20).map(lambda t: "Basic " + t),
+        ),
+        max_size=2,
+    ),
+    with_secret=st.booleans(),
+)
+def test_any_token_request_gets_an_rfc_error_or_a_token_never_the_secret(
+    make_service: Callable[..., AuthService],
+    pairs: list[tuple[str, str]],
+    raw: bytes | None,
+    content_type: str | None,
+    authorization: list[str],
+    with_secret: bool,
+) -> None:
+    service = make_service()
+    client = service.flow(OAuthFlow).add_client()
+    if with_secret:
+        pairs = [*pairs, ("client_id", client.client_id), ("client_secret", client.client_secret)]
+    body = urlencode(pairs).encode() if raw is None else raw
+    outcome: Answer | Refusal
+    try:
+        outcome = request(
+            service, body=body, content_type=content_type, authorization=tuple(authorization)
+        )
+    except Refusal as refusal:
+        outcome = refusal
+    if isinstance(outcome, Answer):
+        assert outcome.body["token_type"] == "Bearer"
+        return
+    assert outcome.body is not None
+    assert outcome.status in (400, 401, 429)
+    assert outcome.body["error"] in {
+        "invalid_request",
+        "invalid_client",
+        "invalid_grant",
+        "invalid_scope",
+        "unauthorized_client",
+        "unsupported_grant_type",
+        "temporarily_unavailable",
+    }
+    # What the transport sends: the body with every known secret masked.
+    assert client.client_secret not in service.redact(str(outcome.body))

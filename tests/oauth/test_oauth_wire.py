@@ -283,3 +283,34 @@ def test_basic_auth_by_hand_with_base64(
         headers={"Authorization": header},
     )
     assert response.status_code == 200
+
+
+def test_a_malformed_authorization_on_an_oauth_route_is_invalid_request(
+    mgmt_server: MgmtServer, mgmt_oauth_client: OAuthClient, http: requests.Session
+) -> None:
+    mgmt_server.route("GET", "/api/x", scope=READ).respond_with_json({})
+    token = access_token(mgmt_server, http, mgmt_oauth_client)
+    for header in (f"Token {token}", "Bearer", f"Bearer {token} extra"):
+        answer = http.get(mgmt_server.url_for("/api/x"), headers={"Authorization": header})
+        assert answer.status_code == 400, header
+        assert answer.headers["WWW-Authenticate"] == 'Bearer error="invalid_request"'
+        assert answer.json()["error"] == "invalid_request"
+        assert token not in answer.text
+
+
+@pytest.mark.mgmtauth(https=True)
+def test_over_https_with_httpx(mgmt_server: MgmtServer, mgmt_oauth_client: OAuthClient) -> None:
+    mgmt_server.route("GET", "/api/x", scope=READ).respond_with_json({"ok": 1})
+    context = mgmt_server.client_ssl_context()
+    assert context is not None
+    with httpx.Client(base_url=mgmt_server.url, verify=context, trust_env=False) as client:
+        answer = client.post(
+            "/oauth2/token",
+            data={"grant_type": "client_credentials", "scope": READ},
+            auth=httpx.BasicAuth(*encoded_auth(mgmt_oauth_client)),
+        )
+        assert answer.status_code == 200, answer.text
+        token = answer.json()["access_token"]
+        assert client.get("/api/x", headers={"Authorization": f"Bearer {token}"}).json() == {
+            "ok": 1
+        }
