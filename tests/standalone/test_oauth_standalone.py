@@ -4,6 +4,7 @@ and revocation, a scoped route, the RFC errors, expiry on the frozen clock, and 
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 from urllib.parse import quote_plus
@@ -12,7 +13,7 @@ import pytest
 import requests
 from standalone_support import ServerProcess
 
-from pytest_mgmtauth._standalone import UsageError, build_parser, server_from_args
+from pytest_mgmtauth._standalone import UsageError, build_parser, print_banner, server_from_args
 
 READ = "acme:main:tiq:2026-07:profiles:read"
 CLIENT = json.dumps({"client_id": "portal-app", "client_secret": "s+e&c=%/1", "scopes": [READ]})
@@ -108,3 +109,20 @@ def test_bad_client_arguments_are_usage_errors(client: str, message: str) -> Non
     args = build_parser().parse_args(["--client", client])
     with pytest.raises(UsageError, match=message):
         server_from_args(args)
+
+
+def test_the_banner_shows_each_startup_client_with_its_secret(key_file: Path) -> None:
+    args = build_parser().parse_args(
+        ["--port", "0", "--key-file", str(key_file), "--client", CLIENT]
+    )
+    server = server_from_args(args)
+    server.start()
+    try:
+        out = io.StringIO()
+        print_banner(server, out)
+    finally:
+        server.stop()
+    lines = out.getvalue().splitlines()
+    assert "  oauth client portal-app" in lines
+    assert "    secret     s+e&c=%/1" in lines
+    assert f"    scopes     {READ}" in lines
