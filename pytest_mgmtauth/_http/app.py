@@ -199,6 +199,9 @@ class FakeApp:
                     "a malformed chunked body"
                 )
             binding.service.record_bad_request(request.method, request.path, status, reason)
+            found = endpoint_for(request.path, binding.service.options)
+            if found is not None:  # a flow's endpoint answers in the flow's error shape
+                return refusal_response(found[0].style(Refusal(status, status, reason)))
             return error_response(status, status, reason)
         except BaseException as exc:  # the fake's own bug: never lose it
             binding.add_error(exc, "pytest-mgmtauth itself")

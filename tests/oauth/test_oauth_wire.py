@@ -314,3 +314,52 @@ def test_over_https_with_httpx(mgmt_server: MgmtServer, mgmt_oauth_client: OAuth
         assert client.get("/api/x", headers={"Authorization": f"Bearer {token}"}).json() == {
             "ok": 1
         }
+
+
+def test_an_oversized_chunked_body_gets_the_rfc_shape(
+    mgmt_server: MgmtServer, mgmt_oauth_client: OAuthClient
+) -> None:
+    import http.client
+    import json
+    from urllib.parse import urlsplit
+
+    def chunks() -> object:
+        yield b"grant_type=client_credentials&scope="
+        for _ in range(20):
+            yield b"x" * 8192
+
+    parts = urlsplit(mgmt_server.url)
+    connection = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=10)
+    connection.request(
+        "POST",
+        "/oauth2/token",
+        chunks(),  # type: ignore[arg-type]
+        {"Content-Type": "application/x-www-form-urlencoded"},
+        encode_chunked=True,
+    )
+    response = connection.getresponse()
+    body = json.loads(response.read())
+    connection.close()
+    assert response.status in (400, 413)
+    assert body["error"] == "invalid_request"
+    assert "returnCode" not in body
+
+
+def test_a_malformed_chunked_body_gets_the_rfc_shape(mgmt_server: MgmtServer) -> None:
+    import json
+    import socket
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(mgmt_server.url)
+    with socket.create_connection((parts.hostname or "", parts.port or 80), timeout=10) as sock:
+        sock.sendall(
+            b"POST /oauth2/token HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+            b"Content-Type: application/x-www-form-urlencoded\r\nConnection: close\r\n\r\n"
+            b"zz\r\ngrant_type\r\n0\r\n\r\n"
+        )
+        raw = b""
+        while chunk := sock.recv(65536):
+            raw += chunk
+    head, _, body = raw.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400"), head
+    assert json.loads(body)["error"] == "invalid_request"
