@@ -448,11 +448,16 @@ class OAuthFlow(BearerFlow):
             return form_id, form_secret, None
         scheme, _, rest = values[0].partition(" ")
         if scheme.lower() != "basic":
-            shown = scheme if len(scheme) <= 20 and scheme.isalpha() else "another"
+            named = len(scheme) <= 20 and scheme.isalpha()  # a scheme, never a secret
+            sent = (
+                f"the Authorization scheme is {scheme!r}, not Basic"
+                if named
+                else ("the Authorization header is not 'Basic <credentials>'")
+            )
             self._reject(
                 "invalid_client",
-                f"the Authorization scheme is {shown!r}, not Basic: the token endpoint takes "
-                "the client's id and secret by HTTP Basic (or in the form), not a token",
+                f"{sent}: the token endpoint takes the client's id and secret by HTTP Basic "
+                "(or in the form), not a token",
             )
         if form_secret is not None:
             self._reject(
