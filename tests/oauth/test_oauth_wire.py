@@ -5,6 +5,7 @@ client sees it, RFC 6750 refusals of API calls, faults, and the timeline."""
 from __future__ import annotations
 
 import base64
+import re
 from urllib.parse import quote_plus
 
 import httpx
@@ -363,3 +364,19 @@ def test_a_malformed_chunked_body_gets_the_rfc_shape(mgmt_server: MgmtServer) ->
     head, _, body = raw.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 400"), head
     assert json.loads(body)["error"] == "invalid_request"
+
+
+def test_the_request_log_masks_the_basic_credentials(
+    mgmt_server: MgmtServer, mgmt_oauth_client: OAuthClient, http: requests.Session
+) -> None:
+    token_request(mgmt_server, http, mgmt_oauth_client)
+    http.post(  # the un-encoded mistake
+        mgmt_server.url_for("/oauth2/token"),
+        data={"grant_type": "client_credentials"},
+        auth=(mgmt_oauth_client.client_id, mgmt_oauth_client.client_secret),
+    )
+    logged = [r.header("Authorization") or "" for r in mgmt_server.requests]
+    assert len(logged) == 2
+    for value in logged:
+        # "Basic " and the fingerprint of the Base64 credentials, which carry the secret
+        assert re.fullmatch(r"Basic #[0-9a-f]{6}", value), value

@@ -19,7 +19,7 @@ import re
 import secrets
 from collections import deque
 from typing import TYPE_CHECKING, Any, NoReturn
-from urllib.parse import parse_qsl, unquote, unquote_plus
+from urllib.parse import parse_qsl, quote_plus, unquote, unquote_plus
 
 from ..accounts import fingerprint, generate_api_key
 from ..clock import to_datetime
@@ -72,6 +72,13 @@ def _rfc_text(text: str) -> str:
     """``text`` in the characters RFC 6749 allows in ``error_description``."""
     text = text.replace('"', "'").replace("\\", "/")
     return "".join(c if c.isascii() and c.isprintable() else "?" for c in text)
+
+
+def basic_spellings(client_id: str, secret: str) -> tuple[str, ...]:
+    """The Basic credentials that carry ``secret`` (form-encoded first, or not): held
+    as secrets, so that a logged ``Authorization`` header is masked too."""
+    pairs = ((quote_plus(client_id), quote_plus(secret)), (client_id, secret))
+    return tuple(base64.b64encode(f"{i}:{s}".encode()).decode() for i, s in pairs)
 
 
 def parse_scope(scope: str) -> tuple[str, ...]:
@@ -254,7 +261,9 @@ class OAuthFlow(BearerFlow):
                 raise ValueError(f"add_client: a client {client_id!r} exists already in this test")
             client = OAuthClient(client_id, client_secret or generate_api_key(), scopes)
             self.clients[client_id] = client
-            self.service.timeline.hold_secrets(client.client_secret)
+            self.service.timeline.hold_secrets(
+                client.client_secret, *basic_spellings(client_id, client.client_secret)
+            )
             return client
 
     def known_client(self, client_id: str) -> OAuthClient:
@@ -277,7 +286,7 @@ class OAuthFlow(BearerFlow):
                 raise ValueError("the new client secret is the client's current one")
             rotated = dataclasses.replace(client, client_secret=new_secret)
             self.clients[client_id] = rotated
-            self.service.timeline.hold_secrets(new_secret)
+            self.service.timeline.hold_secrets(new_secret, *basic_spellings(client_id, new_secret))
             now = self.service.now()
             self._rotated.setdefault(client_id, []).append((client.client_secret, now))
             self.service.timeline.record(
