@@ -286,10 +286,17 @@ def _check_path(name: str, path: object) -> None:
         raise ValueError(
             f"mgmtauth option {name!r} must be a path like '/oauth2/token', got {shown(path)}"
         )
-    if any(c in path for c in "?#{}") or not path.isascii() or not path.isprintable():
+    if (
+        any(c in path for c in "?#{}%")
+        or path.startswith("//")
+        or not path.isascii()
+        or not path.isprintable()
+    ):
+        # What no request reaches as written: the path is matched decoded, without the
+        # query, and '//x' is read as a host.
         raise ValueError(
             f"mgmtauth option {name!r} must be a plain path (no query, fragment, braces, "
-            f"spaces or non-ASCII), got {shown(path)}"
+            f"percent-escapes, leading '//', spaces or non-ASCII), got {shown(path)}"
         )
     if " " in path or path.startswith("/_mgmtauth"):
         raise ValueError(

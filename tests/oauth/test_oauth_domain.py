@@ -543,3 +543,11 @@ def test_any_token_request_gets_an_rfc_error_or_a_token_never_the_secret(
     }
     # What the transport sends: the body with every known secret masked.
     assert client.client_secret not in service.redact(str(outcome.body))
+
+
+@pytest.mark.parametrize(
+    "path", ["token", "/", "/a?b", "/a#b", "/a%2Fb", "//host/token", "/a b", "/_mgmtauth/t"]
+)
+def test_a_token_path_no_request_can_reach_is_refused(path: str) -> None:
+    with pytest.raises(ValueError, match="oauth_token_path"):
+        Options(oauth_token_path=path)

@@ -258,7 +258,6 @@ def test_expire_and_revoke_on_cue_and_rotation(
 
 
 def test_route_scope_from_a_regex_pattern(mgmt_server: MgmtServer, http: requests.Session) -> None:
-    import re
 
     client = mgmt_server.add_client(["acme:main:tiq:2026-07:profiles:read"])
     pattern = re.compile(r"/api/(?P<profile>[^/]+)/visitors")
