@@ -251,7 +251,9 @@ class OAuthFlow(BearerFlow):
         scopes = check_scopes([DEFAULT_SCOPE] if scopes is None else scopes, what="add_client")
         for what, value in (("client_id", client_id), ("client_secret", client_secret)):
             if value is not None and (not isinstance(value, str) or not value.isprintable()):
-                raise ValueError(f"add_client({what}=...) must be a printable str, got {value!r}")
+                # A secret is never echoed, not even a wrong one.
+                got = repr(value) if what == "client_id" else f"a {type(value).__name__}"
+                raise ValueError(f"add_client({what}=...) must be a printable str, got {got}")
             if value == "":
                 raise ValueError(f"add_client({what}=...) must not be empty")
         with self.service.mutex:
