@@ -174,7 +174,7 @@ class FakeApp:
             # Before anything else reads the request: its body's length is unknown.
             status, reason = framing
             binding.service.record_bad_request(request.method, request.path, status, reason)
-            return error_response(status, status, reason)
+            return _transport_error(binding, request, status, reason)
         response = self._answer(binding, request)
         if request.environ.get(_HANDLER_ANSWERED):
             return response  # the user's route handler's answer, as it made it
@@ -199,10 +199,7 @@ class FakeApp:
                     "a malformed chunked body"
                 )
             binding.service.record_bad_request(request.method, request.path, status, reason)
-            found = endpoint_for(request.path, binding.service.options)
-            if found is not None:  # a flow's endpoint answers in the flow's error shape
-                return refusal_response(found[0].style(Refusal(status, status, reason)))
-            return error_response(status, status, reason)
+            return _transport_error(binding, request, status, reason)
         except BaseException as exc:  # the fake's own bug: never lose it
             binding.add_error(exc, "pytest-mgmtauth itself")
             return error_response(
@@ -264,14 +261,7 @@ class FakeApp:
                 status = 400  # not among the endpoint's published statuses (v3: 413, 415)
             service.record_bad_request(method, path, status, exc.reason)
             allow = endpoint.method if status == 405 and endpoint is not None else None
-            styled = flow.style(Refusal(status, status, exc.reason)) if flow else None
-            if styled is not None and styled.body is not None:
-                # The flow's own error shape (OAuth's RFC 6749 errors).
-                response = refusal_response(styled)
-                if allow is not None:
-                    response.headers["Allow"] = allow
-                return response
-            return error_response(status, status, exc.reason, allow=allow)
+            return _transport_error(binding, request, status, exc.reason, allow=allow)
         except Refusal as refusal:
             return refusal_response(flow.style(refusal) if flow else refusal)
 
@@ -378,3 +368,19 @@ def _recorded(
         at=to_datetime(arrived),
         test=binding.test_id,
     )
+
+
+def _transport_error(
+    binding: Binding, request: Request, status: int, reason: str, *, allow: str | None = None
+) -> Response:
+    """The answer to what the transport refuses (bad input, framing, Werkzeug's own
+    4xx): in the error shape of the flow whose endpoint the path is (OAuth's RFC 6749
+    errors), else the service's."""
+    found = endpoint_for(request.path, binding.service.options)
+    styled = found[0].style(Refusal(status, status, reason)) if found is not None else None
+    if styled is None or styled.body is None:
+        return error_response(status, status, reason, allow=allow)
+    response = refusal_response(styled)
+    if allow is not None:
+        response.headers["Allow"] = allow
+    return response

@@ -345,7 +345,17 @@ def test_an_oversized_chunked_body_gets_the_rfc_shape(
     assert "returnCode" not in body
 
 
-def test_a_malformed_chunked_body_gets_the_rfc_shape(mgmt_server: MgmtServer) -> None:
+@pytest.mark.parametrize(
+    ("framing", "body", "status"),
+    [
+        (b"Transfer-Encoding: chunked\r\n", b"zz\r\ngrant_type\r\n0\r\n\r\n", 400),
+        (b"Content-Length: 5\r\nContent-Length: 6\r\n", b"grant", 400),
+        (b"Transfer-Encoding: gzip, chunked\r\n", b"0\r\n\r\n", 501),
+    ],
+)
+def test_framing_errors_at_the_token_endpoint_get_the_rfc_shape(
+    mgmt_server: MgmtServer, framing: bytes, body: bytes, status: int
+) -> None:
     import json
     import socket
     from urllib.parse import urlsplit
@@ -353,16 +363,17 @@ def test_a_malformed_chunked_body_gets_the_rfc_shape(mgmt_server: MgmtServer) ->
     parts = urlsplit(mgmt_server.url)
     with socket.create_connection((parts.hostname or "", parts.port or 80), timeout=10) as sock:
         sock.sendall(
-            b"POST /oauth2/token HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
-            b"Content-Type: application/x-www-form-urlencoded\r\nConnection: close\r\n\r\n"
-            b"zz\r\ngrant_type\r\n0\r\n\r\n"
+            b"POST /oauth2/token HTTP/1.1\r\nHost: x\r\n"
+            + framing
+            + b"Content-Type: application/x-www-form-urlencoded\r\nConnection: close\r\n\r\n"
+            + body
         )
         raw = b""
         while chunk := sock.recv(65536):
             raw += chunk
-    head, _, body = raw.partition(b"\r\n\r\n")
-    assert head.startswith(b"HTTP/1.1 400"), head
-    assert json.loads(body)["error"] == "invalid_request"
+    head, _, answer = raw.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 %d" % status), head
+    assert json.loads(answer)["error"] == "invalid_request"
 
 
 def test_the_request_log_masks_the_basic_credentials(

@@ -222,8 +222,9 @@ class OAuthFlow(BearerFlow):
         if refusal.body is not None:
             return refusal
         status = refusal.status
+        # 501 is the client's doing (a transfer coding the fake does not implement).
         error = {401: "invalid_client", 429: "temporarily_unavailable", 500: "server_error"}.get(
-            status, "temporarily_unavailable" if status > 500 else "invalid_request"
+            status, "temporarily_unavailable" if status > 501 else "invalid_request"
         )
         return Refusal(
             status,
