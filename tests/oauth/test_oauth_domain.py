@@ -107,7 +107,7 @@ def test_the_flow_is_registered_with_its_endpoint_from_the_option() -> None:
     moved = Options(oauth_token_path="/portal/token")
     assert endpoint_for("/portal/token", moved) is not None
     assert endpoint_for("/oauth2/token", moved) is None
-    assert OAuthFlow.hosts == ("developer.tealiumapis.com",)
+    assert OAuthFlow.auth_hosts == OAuthFlow.api_hosts == ("developer.tealiumapis.com",)
 
 
 def test_an_option_path_on_another_flows_endpoint_is_refused(
