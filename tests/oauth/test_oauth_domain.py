@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from pytest_mgmtauth import AuthRejected, TokenIssued
 from pytest_mgmtauth._service.clock import ManualClock
+from pytest_mgmtauth._service.diagnosis import ClientKind
 from pytest_mgmtauth._service.events import ApiCall, ClientRevoked, SecretRotated
 from pytest_mgmtauth._service.flows.base import Answer, Incoming, Presented
 from pytest_mgmtauth._service.flows.oauth import (
@@ -49,6 +50,7 @@ def request(
     authorization: tuple[str, ...] | None = None,
     query: tuple[tuple[str, str], ...] = (),
     scope: str | None = None,
+    kind: ClientKind = ClientKind.OTHER,
 ) -> Answer:
     if fields is None:
         fields = {"grant_type": "client_credentials"}
@@ -66,6 +68,7 @@ def request(
         content_type=content_type,
         authorization=authorization,
         query=query,
+        client=kind,
     )
     return service.flow(OAuthFlow).answer("token", incoming)
 
@@ -270,6 +273,8 @@ def test_a_secret_not_form_encoded_before_base64_is_diagnosed(
     assert error_of(refusal) == (401, "invalid_client")
     assert "without form-encoding" in refusal.reason
     assert "quote_plus" in refusal.reason
+    by_curl = refused(lambda: request(service, authorization=(header,), kind=ClientKind.CURL))
+    assert "--data-urlencode client_secret=" in by_curl.reason
 
 
 def test_a_secret_not_encoded_in_the_form_is_diagnosed(

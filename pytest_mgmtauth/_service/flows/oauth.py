@@ -54,6 +54,19 @@ _API_VERSION = re.compile(r"\d{4}-(0[1-9]|1[0-2])")
 _NO_STORE = (("Cache-Control", "no-store"), ("Pragma", "no-cache"))
 _BASIC = (("WWW-Authenticate", f'Basic realm="{HOST}", charset="UTF-8"'),)
 _PARAMS = ("grant_type", "client_id", "client_secret", "scope")
+#: How each client form-encodes the id and secret of HTTP Basic (RFC 6749 2.3.1).
+_ENCODE_FOR_BASIC = {
+    ClientKind.CURL: "curl -u does not form-encode them: send --data-urlencode client_id=... "
+    "--data-urlencode client_secret=... instead of -u",
+    ClientKind.NODE: "Encode each with new URLSearchParams({v}).toString().slice(2) before "
+    "joining them, or send client_id and client_secret in the form",
+    ClientKind.JAVA: "Encode each with URLEncoder.encode(value, StandardCharsets.UTF_8) before "
+    "joining them, or send client_id and client_secret in the form",
+    ClientKind.GO: "Encode each with url.QueryEscape before SetBasicAuth (golang.org/x/oauth2's "
+    "clientcredentials does), or send client_id and client_secret in the form",
+    ClientKind.OTHER: "Encode them first (Python: auth=(quote_plus(id), quote_plus(secret))), "
+    "or send client_id and client_secret in the form",
+}
 _OTHER_GRANTS = {
     "password": "the password grant takes a user's password",
     "authorization_code": "the authorization code grant needs a user's consent",
@@ -551,8 +564,7 @@ class OAuthFlow(BearerFlow):
                 "the client secret went into the Basic header without form-encoding: RFC "
                 "6749 2.3.1 has the id and secret form-encoded before they are joined with "
                 "':' and Base64-encoded, so its '+' arrived as a space and its '%XX' were "
-                "decoded. Encode them first (Python: auth=(quote_plus(id), quote_plus("
-                "secret))), or send client_id and client_secret in the form"
+                f"decoded. {_ENCODE_FOR_BASIC.get(kind, _ENCODE_FOR_BASIC[ClientKind.OTHER])}"
             )
         if raw is not None and unquote(secret) == expected:
             return "the client secret was form-encoded twice: encode it once"
