@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
+import subprocess
 from pathlib import Path
 from urllib.parse import quote_plus
 
@@ -126,3 +128,31 @@ def test_the_banner_shows_each_startup_client_with_its_secret(key_file: Path) ->
     assert "  oauth client portal-app" in lines
     assert "    secret     s+e&c=%/1" in lines
     assert f"    scopes     {READ}" in lines
+
+
+@pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")
+def test_curl_gets_a_token_with_form_fields_and_is_told_why_u_fails(
+    key_file: Path, http: requests.Session
+) -> None:
+    def curl(*args: str) -> dict[str, str]:
+        out = subprocess.run(
+            ["curl", "-s", "--max-time", "10", *args], capture_output=True, text=True, check=True
+        )
+        answer: dict[str, str] = json.loads(out.stdout)
+        return answer
+
+    with ServerProcess(["--key-file", str(key_file), "--client", CLIENT]) as server:
+        token_url = f"{server.url}/oauth2/token"
+        good = curl(
+            token_url,
+            "--data-urlencode",
+            "grant_type=client_credentials",
+            "--data-urlencode",
+            "client_id=portal-app",
+            "--data-urlencode",
+            "client_secret=s+e&c=%/1",
+        )
+        assert good["token_type"] == "Bearer"
+        raw = curl("-u", "portal-app:s+e&c=%/1", token_url, "-d", "grant_type=client_credentials")
+        assert raw["error"] == "invalid_client"
+        assert "--data-urlencode" in raw["error_description"]
