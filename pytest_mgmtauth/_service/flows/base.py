@@ -170,9 +170,12 @@ class Flow:
     def check_route(cls, permission: str | None, scope: str | None) -> None:
         """ValueError if a route of this flow cannot take ``permission`` or ``scope``."""
         if scope is not None:
+            from .registry import FLOWS  # the registry imports every flow module
+
+            scoped = " or ".join(f"auth={n!r}" for n, f in FLOWS.items() if f.takes_scope)
             raise ValueError(
                 f"route(scope=...): {cls.name} tokens carry no scopes; scopes belong to "
-                "routes of a flow whose tokens do (auth='oauth')"
+                f"routes of a flow whose tokens do ({scoped or 'none'})"
             )
 
     @classmethod
