@@ -88,7 +88,10 @@ def churn_message(evidence: Evidence, *, username: str | None = None) -> str | N
         label = grant_label(first)
         held = list_labels(first.while_valid)
         call = preceding_call(evidence, first)
-        code = f" ({call.return_code})" if call is not None and call.return_code else ""
+        # A flow's own error code where its refusals have one (OAuth's invalid_token).
+        code = (
+            f" ({call.error or call.return_code})" if call is not None and call.return_code else ""
+        )
         before = (
             f"the call before it: {shown(call.method)} {shown(call.path)} with "
             f"{call.credential or '?'} -> {call.status}{code} at "
@@ -308,7 +311,8 @@ def refused_call_message(
     return (
         f"pytest-mgmtauth: {len(refused)} protected call(s){who} were refused because the "
         f"client sent the wrong credential; first: {call_text(first)} at "
-        f"{evidence.offset(first.at.timestamp())} -> {first.status} ({first.return_code}: "
+        f"{evidence.offset(first.at.timestamp())} -> {first.status} "
+        f"({first.error or first.return_code}: "
         f"{shown(first.reason or '')})\n\n"
         + format_timeline(evidence, username=first.username, focus=first)
         + "\n\nFix: send every call the credential the service granted for it (each "
