@@ -38,6 +38,7 @@ class PortalClient:
         token_path: str = "/oauth2/token",
         refresh_margin: float = 60.0,
         verify: str | bool = True,
+        trust_env: bool = False,
     ) -> None:
         self.base_url = base_url
         self.token_url = base_url + token_path
@@ -47,7 +48,9 @@ class PortalClient:
         self._auth = (quote_plus(client_id), quote_plus(client_secret))
         self.refresh_margin = refresh_margin
         self._http = requests.Session()
-        self._http.trust_env = False
+        # Proxy and CA variables of the environment (interception sets them) only when
+        # asked: a client should not pick up a stray REQUESTS_CA_BUNDLE by accident.
+        self._http.trust_env = trust_env
         self._http.verify = verify
         self._tokens: dict[frozenset[str], AccessToken] = {}  # per set of scopes
         self._lock = threading.Lock()

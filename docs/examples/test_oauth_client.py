@@ -50,6 +50,7 @@ def test_one_token_per_scope_set_reused_and_renewed_before_expiry(
 def test_a_token_without_the_routes_scope_is_403_and_not_renewed(
     mgmt_server: MgmtServer, mgmt_oauth_client: OAuthClient, profiles: None
 ) -> None:
+    mgmt_server.expect_refusals()  # the 403 is this test's point, not a client bug
     client = _client(mgmt_server, mgmt_oauth_client)
     answer = client.request("PUT", "/profiles/main", [READ], json={})
     assert answer.status_code == 403
@@ -76,3 +77,22 @@ def test_a_revoked_token_is_replaced_once(
 
 
 # --8<-- [end:revoked]
+
+
+# --8<-- [start:intercept]
+@pytest.mark.mgmtauth(intercept=True)
+def test_the_gateway_host_unchanged_through_interception(
+    mgmt_server: MgmtServer, mgmt_oauth_client: OAuthClient, profiles: None
+) -> None:
+    # The base URL public code uses; the plugin's proxy and CA variables do the rest.
+    client = PortalClient(
+        "https://developer.tealiumapis.com",
+        mgmt_oauth_client.client_id,
+        mgmt_oauth_client.client_secret,
+        trust_env=True,  # the proxy and CA variables the plugin sets for the test
+    )
+    assert client.request("GET", "/profiles", [READ]).json() == ["main"]
+    mgmt_server.assert_auth_count(1, version="oauth")
+
+
+# --8<-- [end:intercept]
