@@ -83,7 +83,9 @@ def test_churn_warns_junit_counts_and_a_sweep_runs(pytester: pytest.Pytester) ->
     result = pytester.runpytest_inprocess("--junitxml=report.xml", "-p", "no:randomly", "-rs")
     result.stdout.fnmatch_lines(
         [
-            "*TokenChurnWarning: pytest-mgmtauth: token churn:*client1-*was granted 2 new*",
+            "*TokenChurnWarning: pytest-mgmtauth: token churn: OAuth client 'client1-*' was "
+            "granted 2 new*",
+            "  Timeline of OAuth client 'client1-*' (simulated time since the test started):",
             "    00:00:00  T1 issued by the OAuth 2.0 token endpoint for "
             "acme:main:tiq:2026-07:profiles:manage (#*), valid until 00:30:00",
             "*Fix: keep one OAuth access token per set of scopes*",

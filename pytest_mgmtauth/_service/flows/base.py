@@ -156,6 +156,8 @@ class Flow:
     answer_field: ClassVar[str] = "token"
     #: Its tokens carry scopes: ``route(..., scope=...)`` belongs to it.
     takes_scope: ClassVar[bool] = False
+    #: How texts name whom it grants credentials (the ``username`` of its events).
+    principal: ClassVar[str] = "account"
 
     def __init__(self, service: AuthService) -> None:
         self.service = service

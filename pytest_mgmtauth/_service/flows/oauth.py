@@ -182,6 +182,7 @@ class OAuthFlow(BearerFlow):
     auth_hosts = (HOST,)
     api_hosts = (HOST,)
     takes_scope = True
+    principal = "OAuth client"
     endpoints = (Endpoint("token", OAUTH_TOKEN_PATH, statuses=STATUSES),)
 
     def __init__(self, service: AuthService) -> None:
