@@ -22,6 +22,7 @@ if TYPE_CHECKING:
         ApiCall,
         AuthRejected,
         BadRequest,
+        ClientRevoked,
         CredentialExpired,
         CredentialRevoked,
         Event,
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
         WrongHost,
     )
     from ._service.faults import ScheduledFault, ScriptedFault
+    from ._service.flows.oauth import OAuthClient
     from ._service.options import Options
     from ._verdicts.findings import (
         AuthFindingWarning,
@@ -62,6 +64,7 @@ __all__ = [
     "AuthFindingWarning",
     "AuthRejected",
     "BadRequest",
+    "ClientRevoked",
     "CredentialExpired",
     "CredentialRevoked",
     "Event",
@@ -73,6 +76,7 @@ __all__ = [
     "LogoutRejected",
     "MgmtClock",
     "MgmtServer",
+    "OAuthClient",
     "OpenSessionWarning",
     "Options",
     "RecordedRequest",
@@ -106,6 +110,7 @@ _LAZY: dict[str, str] = {
     "AuthFindingWarning": "._verdicts.findings",
     "AuthRejected": "._service.events",
     "BadRequest": "._service.events",
+    "ClientRevoked": "._service.events",
     "CredentialExpired": "._service.events",
     "CredentialRevoked": "._service.events",
     "Event": "._service.events",
@@ -117,6 +122,7 @@ _LAZY: dict[str, str] = {
     "LogoutRejected": "._service.events",
     "MgmtClock": "._glue.clock",
     "MgmtServer": "._fake.server",
+    "OAuthClient": "._service.flows.oauth",
     "OpenSessionWarning": "._verdicts.findings",
     "Options": "._service.options",
     "RecordedRequest": "._http.request_log",

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from ._glue.report import SECTION_TITLE, section_text
     from ._glue.sweep import SweepReport
     from ._service.accounts import Account
+    from ._service.flows.oauth import OAuthClient
 
 _BASE_OPTIONS = pytest.StashKey[Options]()
 #: Whether the test's setup or call phase did not pass (the teardown check then only warns).
@@ -374,6 +375,13 @@ def pytest_runtest_makereport(
 def mgmt_account(mgmt_server: MgmtServer) -> Account:
     """One account on ``mgmt_server`` with every permission."""
     return mgmt_server.add_account()
+
+
+@pytest.fixture
+def mgmt_oauth_client(mgmt_server: MgmtServer) -> OAuthClient:
+    """One OAuth client on ``mgmt_server`` whose scope is
+    ``acme:main:tiq:2026-07:profiles:manage`` (account ``acme``, profile ``main``)."""
+    return mgmt_server.add_client()
 
 
 @pytest.fixture

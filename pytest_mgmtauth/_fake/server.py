@@ -9,11 +9,13 @@ from typing import TYPE_CHECKING
 from .._http.app import CONTROL_PREFIX, Binding, RouteHandler
 from .._http.parsing import unreachable_path
 from .._service.clock import system_clock
+from .._service.flows.oauth import OAuthFlow
 from .._service.flows.registry import (
     builtin_paths,
     check_version,
     endpoint_families,
     fixed_hosts,
+    flow_class,
     route_flow,
     service_hosts,
 )
@@ -31,6 +33,7 @@ if TYPE_CHECKING:
     from .._service.accounts import Account
     from .._service.clock import Clock
     from .._service.events import Event
+    from .._service.flows.oauth import OAuthClient
     from .._service.options import Options
     from .session import SessionResources
 
@@ -185,6 +188,40 @@ class MgmtServer(FaultMethods):
     def accounts(self) -> list[Account]:
         return self._service.account_list()
 
+    # -- OAuth clients (the developer portal's client credentials, docs/oauth.md) ------
+
+    def add_client(
+        self,
+        scopes: Iterable[str] | None = None,
+        *,
+        client_id: str | None = None,
+        client_secret: str | None = None,
+    ) -> OAuthClient:
+        """Register an OAuth client that may get tokens for ``scopes`` (``None``: the
+        default scope ``acme:main:tiq:2026-07:profiles:manage``); the id and secret are
+        generated unless given (the secret with characters that must be encoded)."""
+        return self._service.flow(OAuthFlow).add_client(
+            scopes, client_id=client_id, client_secret=client_secret
+        )
+
+    @property
+    def clients(self) -> list[OAuthClient]:
+        """The OAuth clients of this test, oldest first."""
+        with self._service.mutex:
+            return list(self._service.flow(OAuthFlow).clients.values())
+
+    def rotate_client_secret(
+        self, client: OAuthClient | str, new_secret: str | None = None
+    ) -> OAuthClient:
+        """Give the client a new secret (generated unless given); the old one gets
+        invalid_client from now on. Tokens already granted stay valid."""
+        return self._service.flow(OAuthFlow).rotate_client_secret(_client_id(client), new_secret)
+
+    def revoke_client(self, client: OAuthClient | str) -> None:
+        """The client gets no more tokens (invalid_grant); those it holds stay valid
+        until they expire (``revoke(token)`` ends one)."""
+        self._service.flow(OAuthFlow).revoke_client(_client_id(client))
+
     def route(
         self,
         method: str,
@@ -193,13 +230,16 @@ class MgmtServer(FaultMethods):
         permission: str | None = None,
         auth: str | None = None,
         host: str | None = None,
+        scope: str | None = None,
     ) -> RouteHandler:
         """Declare an operation of the management API the client under test calls.
 
         Every call is authenticated first: paths under ``/v1/`` by the v1 session
         (JSESSIONID cookie + ``utk`` query parameter), paths under ``/v3/`` by a v3
         bearer token (for the account and profile the path names), all others by the v2
-        bearer token; ``auth="v1"``/``"v2"``/``"v3"`` overrides. Returns a
+        bearer token; ``auth="v1"``/``"v2"``/``"v3"``/``"oauth"`` overrides. A route with
+        ``scope`` takes an OAuth access token whose scopes cover it (``{name}`` parts are
+        filled from a regex path's named groups). Returns a
         pytest-httpserver handler: ``.respond_with_json(...)``, ``.respond_with_data(...)``,
         ``.respond_with_handler(fn)``.
 
@@ -218,7 +258,7 @@ class MgmtServer(FaultMethods):
             unreachable = unreachable_path(path)
             if unreachable is not None:
                 raise ValueError(f"route(): no request can reach {path!r}: {unreachable}")
-            if path in builtin_paths() or path.startswith(endpoint_families()):
+            if path in builtin_paths(self.options) or path.startswith(endpoint_families()):
                 raise ValueError(
                     f"route(): {path} is the fake's own endpoint; declare the API's other "
                     "operations"
@@ -234,14 +274,25 @@ class MgmtServer(FaultMethods):
                 f"declare the route under another path, got {pattern!r}"
             )
         if auth is None:
-            auth = route_flow(pattern)
+            auth = route_flow(pattern, scope=scope)
         check_version(auth, what="route(): auth", none="by the path")
         if host is not None and host not in self.hosts:
             raise ValueError(
                 f"route(): host must be one of the service's hosts ({', '.join(self.hosts)}), "
                 f"got {host!r}"
             )
-        handler = RouteHandler(method.upper(), path, permission=permission, auth=auth, host=host)
+        flow_class(auth).check_route(permission, scope)
+        if scope is not None and "{" in scope:
+            names = set(re.findall(r"\{(\w+)\}", scope))
+            groups = set(path.groupindex) if isinstance(path, re.Pattern) else set()
+            if not names <= groups:
+                raise ValueError(
+                    f"route(scope={scope!r}): {', '.join(sorted(names - groups))} must be "
+                    "named groups of a regex path, e.g. re.compile(r'/(?P<profile>[^/]+)/')"
+                )
+        handler = RouteHandler(
+            method.upper(), path, permission=permission, auth=auth, host=host, scope=scope
+        )
         with self._binding.lock:
             self._binding.routes.append(handler)
         return handler
@@ -262,8 +313,9 @@ class MgmtServer(FaultMethods):
         return self._binding.requests.entries(self._service.redact)
 
     def auth_count(self, *, version: str | None = None, username: str | None = None) -> int:
-        """Successful credential grants: ``/v2/auth`` tokens, v3 tokens and ``/v1/login``
-        sessions (``version`` ``"v2"``, ``"v3"``, ``"v1"``; ``None``: all)."""
+        """Successful credential grants: ``/v2/auth`` tokens, v3 tokens, ``/v1/login``
+        sessions and OAuth access tokens (``version`` ``"v2"``, ``"v3"``, ``"v1"``,
+        ``"oauth"``; ``None``: all; ``username``: an account or a client id)."""
         return self._service.auth_count(version=version, username=username)
 
     # -- faults on cue: inherited from FaultMethods (_fake/faults.py, docs/faults.md) -------
@@ -293,11 +345,15 @@ class MgmtServer(FaultMethods):
         __tracebackhide__ = True
         if username is None:
             return
-        names = [a.username for a in self._service.account_list()]
+        names = self._service.principals()
         if username not in names:
             known = ", ".join(repr(u) for u in names) or "none"
+            accounts = [a.username for a in self._service.account_list()]
+            # OAuth clients are named too once there are any.
+            who = "account" if names == accounts else "account or OAuth client"
+            what = "accounts" if names == accounts else "known"
             raise ValueError(
-                self._service.redact(f"no account {username!r} in this test; accounts: {known}")
+                self._service.redact(f"no {who} {username!r} in this test; {what}: {known}")
             )
 
     def timeline(self, username: str | None = None) -> str:
@@ -427,3 +483,7 @@ class MgmtServer(FaultMethods):
 
     def __repr__(self) -> str:
         return f"<MgmtServer {self.url} {self.options.describe()}>"
+
+
+def _client_id(client: OAuthClient | str) -> str:
+    return client if isinstance(client, str) else client.client_id

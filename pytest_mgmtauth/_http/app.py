@@ -174,7 +174,7 @@ class FakeApp:
             # Before anything else reads the request: its body's length is unknown.
             status, reason = framing
             binding.service.record_bad_request(request.method, request.path, status, reason)
-            return error_response(status, status, reason)
+            return _transport_error(binding, request, status, reason)
         response = self._answer(binding, request)
         if request.environ.get(_HANDLER_ANSWERED):
             return response  # the user's route handler's answer, as it made it
@@ -199,7 +199,7 @@ class FakeApp:
                     "a malformed chunked body"
                 )
             binding.service.record_bad_request(request.method, request.path, status, reason)
-            return error_response(status, status, reason)
+            return _transport_error(binding, request, status, reason)
         except BaseException as exc:  # the fake's own bug: never lose it
             binding.add_error(exc, "pytest-mgmtauth itself")
             return error_response(
@@ -216,9 +216,10 @@ class FakeApp:
         if foreign is not None:  # never forwarded (docs/hosts.md)
             service.record_bad_request(method, path, 403, foreign)
             return error_response(403, 403, foreign)
-        found = endpoint_for(path)
+        found = endpoint_for(path, service.options)
         family = endpoint_family(path) if found is None else None
         endpoint = found[1] if found else family[1] if family else None
+        flow = found[0] if found else family[0] if family else None
         if endpoint is not None:
             # Before anything reads the body: grants issued from here on were made while
             # this request was in flight (thundering-herd detection).
@@ -226,7 +227,6 @@ class FakeApp:
         try:
             if endpoint is None:
                 return self._protected(binding, request)
-            flow = found[0] if found else family[0] if family else None
             assert flow is not None
             if method != endpoint.method:
                 if endpoint.wrong_method_status == 404:
@@ -261,9 +261,9 @@ class FakeApp:
                 status = 400  # not among the endpoint's published statuses (v3: 413, 415)
             service.record_bad_request(method, path, status, exc.reason)
             allow = endpoint.method if status == 405 and endpoint is not None else None
-            return error_response(status, status, exc.reason, allow=allow)
+            return _transport_error(binding, request, status, exc.reason, allow=allow)
         except Refusal as refusal:
-            return refusal_response(refusal)
+            return refusal_response(flow.style(refusal) if flow else refusal)
 
     def _protected(self, binding: Binding, request: Request) -> Response:
         service = binding.service
@@ -309,6 +309,7 @@ class FakeApp:
             path=request.path,
             permission=route.permission,
             host=host,
+            scope=route.required_scope(request),
         )
         with binding.lock:
             route.call_count += 1
@@ -367,3 +368,19 @@ def _recorded(
         at=to_datetime(arrived),
         test=binding.test_id,
     )
+
+
+def _transport_error(
+    binding: Binding, request: Request, status: int, reason: str, *, allow: str | None = None
+) -> Response:
+    """The answer to what the transport refuses (bad input, framing, Werkzeug's own
+    4xx): in the error shape of the flow whose endpoint the path is (OAuth's RFC 6749
+    errors), else the service's."""
+    found = endpoint_for(request.path, binding.service.options)
+    styled = found[0].style(Refusal(status, status, reason)) if found is not None else None
+    if styled is None or styled.body is None:
+        return error_response(status, status, reason, allow=allow)
+    response = refusal_response(styled)
+    if allow is not None:
+        response.headers["Allow"] = allow
+    return response

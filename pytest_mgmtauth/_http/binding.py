@@ -6,6 +6,7 @@ answering for it; those raised after it ended go to the session's :class:`LateEr
 from __future__ import annotations
 
 import contextlib
+import re
 import threading
 from typing import TYPE_CHECKING, Any
 
@@ -15,7 +16,6 @@ from .._service.hosts import HostPlan
 from .request_log import RequestLog
 
 if TYPE_CHECKING:
-    import re
     from collections.abc import Callable, Iterator, Mapping
 
     from pytest_httpserver.httpserver import HEADERS_T
@@ -37,6 +37,7 @@ class RouteHandler(RequestHandler):
         permission: str | None,
         auth: str,
         host: str | None = None,
+        scope: str | None = None,
     ) -> None:
         super().__init__(RequestMatcher(path, method=method))
         self.method = method
@@ -45,6 +46,9 @@ class RouteHandler(RequestHandler):
         self.auth = auth
         #: The only host it answers on (``route(host=...)``); None: its flow's API hosts.
         self.host = host
+        #: The scope a call needs (a flow whose tokens carry scopes); ``{name}`` parts
+        #: are filled from the named groups of a regex path.
+        self.scope = scope
         #: Calls that passed authentication and reached this handler.
         self.call_count = 0
 
@@ -87,8 +91,19 @@ class RouteHandler(RequestHandler):
         super().respond_with_handler(func)
         return self
 
+    def required_scope(self, request: Request) -> str | None:
+        """The scope this call needs: :attr:`scope`, its ``{name}`` parts filled from
+        the named groups the call's path matched."""
+        if self.scope is None or "{" not in self.scope or isinstance(self.path, str):
+            return self.scope
+        found = self.path.search(request.path)
+        groups = found.groupdict() if found is not None else {}
+        return re.sub(r"\{(\w+)\}", lambda m: groups.get(m[1]) or m[0], self.scope)
+
     def __repr__(self) -> str:
         perm = f", permission={self.permission!r}" if self.permission else ""
+        if self.scope:
+            perm += f", scope={self.scope!r}"
         host = f", host={self.host}" if self.host else ""
         return f"<route {self.method} {self.path} auth={self.auth}{perm}{host}>"
 

@@ -172,7 +172,8 @@ def _misplaced_utk(request: Request) -> str | None:
 
 def _bearer(request: Request) -> Presented:
     token, problem = bearer_token(request)
-    return Presented(token=token, problem=problem)
+    missing = not request.headers.getlist("Authorization")
+    return Presented(token=token, problem=problem, missing=missing)
 
 
 def _session(request: Request) -> Presented:

@@ -51,10 +51,11 @@ def answer(
     """Serve a flow's endpoint: its form in, its answer out. ``host``: where the calls
     of what it grants go (v3's ``host``), by default the fake's own address."""
     arrived = arrival(service, request)
+    body = b""
     if endpoint.form:
         form = read_form(request, request.path, endpoint.form)
     else:
-        read_body(request)  # the size limit holds here too
+        body = read_body(request)  # the size limit holds here too
         form = {}
     incoming = Incoming(
         path=request.path,
@@ -64,10 +65,15 @@ def answer(
         arrived=arrived,
         client=client_kind(request),
         host=host if host is not None else fake_host(request),
+        body=body,
+        content_type=request.headers.get("Content-Type"),
+        authorization=tuple(request.headers.getlist("Authorization")),
+        query=tuple(request.args.items(multi=True)),
     )
     result = service.flow(flow.name).answer(endpoint.operation, incoming)
     cookies = tuple(("Set-Cookie", cookie) for cookie in result.cookies)
-    return json_response(200, result.body, (*cookies, *SUCCESS_HEADERS))
+    headers = SUCCESS_HEADERS if result.headers is None else result.headers
+    return json_response(200, result.body, (*cookies, *headers))
 
 
 def fake_host(request: Request) -> str:

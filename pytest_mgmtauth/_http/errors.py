@@ -81,7 +81,13 @@ def error_response(
 
 def refusal_response(refusal: Refusal) -> Response:
     """The answer to a refusal of the service: its status, return code and message, and
-    ``retryAfter`` with a ``Retry-After`` header when it has one."""
+    ``retryAfter`` with a ``Retry-After`` header when it has one; or the body and
+    headers a flow's own error shape gave it (OAuth's RFC 6749/6750 errors)."""
+    if refusal.body is not None:
+        response = json_response(refusal.status, dict(refusal.body), refusal.headers)
+        if refusal.retry_after is not None:
+            response.headers["Retry-After"] = str(refusal.retry_after)
+        return response
     extra: dict[str, Any] = {}
     if refusal.retry_after is not None:
         extra["retryAfter"] = refusal.retry_after

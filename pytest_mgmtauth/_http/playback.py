@@ -71,7 +71,7 @@ def carry_out(
             message=base,
             retry_after=fault.retry_after,
         )
-        return refusal_response(refusal)
+        return refusal_response(flow.style(refusal))
     if fault.kind == "hang":
         assert fault.seconds is not None
         if fault.clock == "real":
@@ -87,7 +87,7 @@ def carry_out(
     if fault.kind == "reset":
         reset_connection(request)
     # "malformed": a 200 whose JSON stops in the middle, as if cut off on the way.
-    field = "utk" if flow.credential == "session" else "token"
+    field = "utk" if flow.credential == "session" else flow.answer_field
     body = f'{{"{field}": "eyJ0eXAiOiJKV1QiLCJhbGciOiJSUzUxMiJ9.eyJzdWIiOi'
     return Response(body, status=200, content_type="application/json")
 

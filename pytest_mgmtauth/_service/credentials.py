@@ -14,7 +14,7 @@ from .records import AUTH_FAILED, FORBIDDEN, SessionRecord, TokenRecord
 if TYPE_CHECKING:
     import threading
     from collections import deque
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Mapping
 
     from .account_book import AccountBook
     from .flows.base import Presented
@@ -32,6 +32,9 @@ class Call:
     now: float
     #: The host it reached where that is not its flow's usual one (else ``None``).
     host: str | None = None
+    #: The scope the route requires (``route(..., scope=...)``), for a flow whose
+    #: tokens carry scopes; ``None``: none.
+    scope: str | None = None
 
 
 class Credentials:
@@ -96,6 +99,9 @@ class Credentials:
         version: str,
         account: str | None = None,
         profile: str | None = None,
+        *,
+        scopes: tuple[str, ...] = (),
+        margin: float | None = None,
     ) -> list[TokenRecord]:
         """Tokens the account still holds: valid, not refused, not near expiry.
 
@@ -103,16 +109,21 @@ class Credentials:
         account releases every token granted before it (the client was told its
         credential is no good); a 1469 does not. A token within ``refresh_margin`` of
         its ``exp`` may be replaced. Tokens bound to a profile count per account and
-        profile: holding one for each of several profiles is no churn.
+        profile: holding one for each of several profiles is no churn; tokens that carry
+        scopes count per set of scopes. ``margin``: the refresh margin of the flow's
+        tokens when it is not ``refresh_margin`` (their lifetime is another option).
         """
         refused = self._last_refusal.get((username, version), 0)
-        margin = self._options.margin
+        if margin is None:
+            margin = self._options.margin
+        wanted = frozenset(scopes)
         return [
             rec
             for rec in self.tokens.values()
             if rec.username == username
             and rec.version == version
             and (rec.account, rec.profile) == (account, profile)
+            and frozenset(rec.scopes) == wanted
             and rec.revoked_at is None
             and rec.expired_at is None
             and rec.serial > refused
@@ -208,12 +219,18 @@ class Credentials:
         expired: bool = False,
         wrong: bool = False,
         code: int = AUTH_FAILED,
+        status: int = 401,
+        error: str | None = None,
+        body: Mapping[str, object] | None = None,
+        headers: tuple[tuple[str, str], ...] = (),
     ) -> NoReturn:
-        """Refuse a protected call with 401. A 1401 releases the account's credentials
-        granted so far (replacing them is no churn); a 1469 (``code=FORBIDDEN``) does not:
-        the credential was good. ``expired``: the client sent a credential whose end it
-        could have seen; ``wrong``: one that was never good for this call (both are
-        findings; neither is a refusal the test brought about on cue)."""
+        """Refuse a protected call with 401 (or ``status``). A 1401 releases the account's
+        credentials granted so far (replacing them is no churn); a 1469
+        (``code=FORBIDDEN``) does not: the credential was good. ``expired``: the client
+        sent a credential whose end it could have seen; ``wrong``: one that was never good
+        for this call (both are findings; neither is a refusal the test brought about on
+        cue). A flow that answers in another error shape passes its ``error`` code,
+        ``body`` and ``headers``."""
         if username is not None and code == AUTH_FAILED:
             self._last_refusal[(username, call.version)] = self._serial
         self._timeline.refuse(
@@ -224,15 +241,19 @@ class Credentials:
                 path=call.path,
                 version=call.version,
                 credential=credential,
-                status=401,
+                status=status,
                 return_code=code,
                 reason=reason,
                 credential_expired=expired,
                 wrong_credential=wrong,
                 host=call.host,
+                error=error,
             ),
             code,
             reason,
+            status=status,
+            body=body,
+            headers=headers,
         )
 
     def check_permission(

@@ -96,6 +96,8 @@ class TokenIssued(Event):
     #: The v3 account and profile the token is for (``None`` for v2).
     account: str | None = None
     profile: str | None = None
+    #: The scopes an OAuth access token grants (``()`` for the others).
+    scopes: tuple[str, ...] = ()
 
     @property
     def premature(self) -> bool:
@@ -103,9 +105,10 @@ class TokenIssued(Event):
 
     @property
     def scope(self) -> str:
-        """``account/profile`` of a v3 token, ``""`` for v2."""
+        """``account/profile`` of a v3 token, the scopes of an OAuth token (space
+        separated), ``""`` for v2."""
         if self.account is None:
-            return ""
+            return " ".join(self.scopes)
         return f"{shown(self.account)}/{shown(str(self.profile))}"
 
     def describe(self, when: TimeFormat = iso_time) -> str:
@@ -139,6 +142,9 @@ class AuthRejected(Event):
     version: str = "v2"
     account: str | None = None
     profile: str | None = None
+    #: The error code the answer carried, for a flow whose errors have one (OAuth's
+    #: ``invalid_client``...); ``return_code`` is then the HTTP status.
+    error: str | None = None
 
     def describe(self, when: TimeFormat = iso_time) -> str:
         scope = (
@@ -147,7 +153,8 @@ class AuthRejected(Event):
             else ""
         )
         path = flow_title(self.version, path=True)
-        return f"{path}{scope} rejected ({self.return_code}): {shown(self.reason)}"
+        code = self.error or self.return_code
+        return f"{path}{scope} rejected ({code}): {shown(self.reason)}"
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -230,7 +237,8 @@ class Throttled(Event):
 
     def describe(self, when: TimeFormat = iso_time) -> str:
         return (
-            f"/{self.version}/auth throttled (429, Retry-After {self.retry_after}s) after "
+            f"{flow_title(self.version, path=True)} throttled (429, Retry-After "
+            f"{self.retry_after}s) after "
             f"{self.premature_grants} premature grants within 60 s"
         )
 
@@ -261,6 +269,9 @@ class ApiCall(Event):
     #: The host it reached, where that is not its flow's usual one (a v1 call at
     #: my.tealiumiq.com, a route declared with ``host=``); else ``None``.
     host: str | None = None
+    #: The error code of a refusal in a flow's own shape (OAuth's ``invalid_token``,
+    #: ``insufficient_scope``), shown instead of ``return_code``.
+    error: str | None = None
 
     @property
     def authenticated(self) -> bool:
@@ -271,7 +282,7 @@ class ApiCall(Event):
         at = f" at {self.host}" if self.host else ""
         text = f"{shown(self.method)} {shown(self.path)}{at} with {cred} -> {self.status}"
         if self.return_code is not None:
-            text += f" ({self.return_code}: {shown(self.reason or '')})"
+            text += f" ({self.error or self.return_code}: {shown(self.reason or '')})"
         return text
 
 
@@ -476,15 +487,26 @@ class AccountUnlocked(Event):
 class SecretRotated(Event):
     """``mgmt_server.rotate_key`` / ``rotate_password``: the old secret now gets 1401."""
 
-    secret: str  # "API key" or "password"
+    secret: str  # "API key", "password" or "client secret"
     old_fingerprint: str
     new_fingerprint: str
+    #: What the old secret gets from now on.
+    refused_with: str = "1401"
 
     def describe(self, when: TimeFormat = iso_time) -> str:
         return (
             f"{self.secret} rotated on cue ({self.old_fingerprint} -> {self.new_fingerprint}); "
-            f"the old one now gets 1401"
+            f"the old one now gets {self.refused_with}"
         )
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ClientRevoked(Event):
+    """``mgmt_server.revoke_client``: the OAuth client (``username`` is its id) gets no
+    more tokens; tokens it holds stay valid until they expire."""
+
+    def describe(self, when: TimeFormat = iso_time) -> str:
+        return "OAuth client revoked on cue: token requests now get invalid_grant"
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -32,6 +32,8 @@ from .limits import (
 #: imported from there, so that reading the options (which every run of pytest does,
 #: for the report header) does not load the token module too.
 ISSUER = "https://api.tealiumiq.com"
+#: The default of ``Options.oauth_token_path`` (not published; our choice).
+OAUTH_TOKEN_PATH = "/oauth2/token"
 
 #: Importable from here as before the limits had a module of their own.
 __all__ = [
@@ -168,6 +170,11 @@ class Options:
     #: Be an HTTP proxy for the service's hosts too, and point the process's proxy and
     #: CA variables at it for the test: unchanged clients with hard-coded hosts reach it.
     intercept: bool = False
+    #: Where the OAuth 2.0 token endpoint is (not published; our choice).
+    oauth_token_path: str = OAUTH_TOKEN_PATH
+    #: OAuth access token validity (not published; our choice: 30 minutes, like the
+    #: other tokens).
+    oauth_token_ttl: _Duration[float] = _Duration(1800.0)
     #: Whether ``refresh_margin`` was derived from ``token_ttl`` (not set explicitly):
     #: :func:`build_options` derives it again when only ``token_ttl`` changes.
     refresh_margin_derived: bool = dataclasses.field(
@@ -175,15 +182,17 @@ class Options:
     )
 
     def __post_init__(self) -> None:
-        for name in ("token_ttl", "lockout_duration", "session_timeout"):
+        for name in ("token_ttl", "lockout_duration", "session_timeout", "oauth_token_ttl"):
             object.__setattr__(self, name, check_seconds(name, getattr(self, name)))
-        if not float(self.token_ttl).is_integer():
-            # The token's exp claim is whole seconds (iat + token_ttl); a fraction would
-            # be cut off silently and the token would expire earlier than asked.
-            raise ValueError(
-                f"mgmtauth option 'token_ttl' must be whole seconds (the JWT's exp claim "
-                f"is in seconds), got {self.token_ttl:g}"
-            )
+        for name in ("token_ttl", "oauth_token_ttl"):
+            if not float(getattr(self, name)).is_integer():
+                # The token's exp claim is whole seconds (iat + ttl); a fraction would
+                # be cut off silently and the token would expire earlier than asked.
+                raise ValueError(
+                    f"mgmtauth option {name!r} must be whole seconds (the JWT's exp claim "
+                    f"is in seconds), got {getattr(self, name):g}"
+                )
+        _check_path("oauth_token_path", self.oauth_token_path)
         if self.refresh_margin is None:
             margin = derived_refresh_margin(self.token_ttl)
             object.__setattr__(self, "refresh_margin_derived", True)
@@ -253,7 +262,47 @@ class Options:
             parts.append(f"v3_host={self.v3_host}")
         if self.intercept:
             parts.append("intercept=True")
+        if self.oauth_token_path != OAUTH_TOKEN_PATH:
+            parts.append(f"oauth_token_path={self.oauth_token_path}")
+        if self.oauth_token_ttl != 1800.0:
+            parts.append(f"oauth_token_ttl={self.oauth_token_ttl:g}s")
         return " ".join(parts)
+
+    def oauth_margin(self) -> float:
+        """The refresh margin of OAuth access tokens: ``refresh_margin`` if set, else
+        derived from ``oauth_token_ttl`` as it is from ``token_ttl`` (also when the set
+        one is not shorter than ``oauth_token_ttl``)."""
+        if not self.refresh_margin_derived and self.margin < self.oauth_token_ttl:
+            return self.margin
+        return derived_refresh_margin(self.oauth_token_ttl)
+
+
+def _check_path(name: str, path: object) -> None:
+    """A path option: an absolute path without query, fragment or spaces, outside the
+    control API's prefix."""
+    if not isinstance(path, str):
+        raise TypeError(f"mgmtauth option {name!r} must be a str, got {shown(path)}")
+    if not path.startswith("/") or path == "/":
+        raise ValueError(
+            f"mgmtauth option {name!r} must be a path like '/oauth2/token', got {shown(path)}"
+        )
+    if (
+        any(c in path for c in "?#{}%")
+        or path.startswith("//")
+        or not path.isascii()
+        or not path.isprintable()
+    ):
+        # What no request reaches as written: the path is matched decoded, without the
+        # query, and '//x' is read as a host.
+        raise ValueError(
+            f"mgmtauth option {name!r} must be a plain path (no query, fragment, braces, "
+            f"percent-escapes, leading '//', spaces or non-ASCII), got {shown(path)}"
+        )
+    if " " in path or path.startswith("/_mgmtauth"):
+        raise ValueError(
+            f"mgmtauth option {name!r}: {shown(path)} has a space or is under /_mgmtauth "
+            "(mgmtauth-server's control API)"
+        )
 
 
 OPTION_NAMES: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(Options) if f.init)
@@ -460,6 +509,17 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
         "platform.tealiumapis.com...), so that clients with hard-coded hosts reach the "
         "fake through HTTPS_PROXY and the CA variables (set for each test under pytest; "
         "the 'env' of mgmtauth-server --json) (default false)",
+    ),
+    OptionSpec(
+        "oauth_token_path",
+        "text",
+        f"the path of the OAuth 2.0 token endpoint (default {OAUTH_TOKEN_PATH})",
+        metavar="PATH",
+    ),
+    OptionSpec(
+        "oauth_token_ttl",
+        "seconds",
+        "OAuth access token validity in seconds (default 1800)",
     ),
 )
 OPTION_SPEC: dict[str, OptionSpec] = {spec.name: spec for spec in OPTION_SPECS}

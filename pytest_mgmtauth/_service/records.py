@@ -11,6 +11,8 @@ from .accounts import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from .tokens import Claims
     from .types import EndReason
 
@@ -48,6 +50,8 @@ class Refusal(Exception):
         *,
         message: str | None = None,
         retry_after: int | None = None,
+        body: Mapping[str, object] | None = None,
+        headers: tuple[tuple[str, str], ...] = (),
     ) -> None:
         super().__init__(reason)
         self.status = status
@@ -56,6 +60,11 @@ class Refusal(Exception):
         base = message if message is not None else SERVICE_MESSAGES.get(return_code, "")
         self.message = f"{base}: {reason}" if base else reason
         self.retry_after = retry_after
+        #: The whole JSON body, for a flow that answers errors in another shape than
+        #: ``{"returnCode", "message"}`` (OAuth's RFC 6749/6750 errors); ``None``: that one.
+        self.body = body
+        #: Headers the answer carries besides ``Retry-After`` (``WWW-Authenticate``).
+        self.headers = headers
 
 
 @dataclasses.dataclass
@@ -83,6 +92,9 @@ class TokenRecord:
     #: granted it was still being answered: no client could have renewed it in time, so
     #: the call that presents it is refused but is no expired-credential use.
     expired_in_flight: bool = False
+    #: The scopes it grants, for a flow whose tokens carry scopes (OAuth), in the
+    #: order granted; ``()`` for the others.
+    scopes: tuple[str, ...] = ()
 
     @property
     def fingerprint(self) -> str:

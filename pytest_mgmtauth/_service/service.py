@@ -16,7 +16,7 @@ from .clock import Clock, system_clock, to_datetime
 from .credentials import Call, Credentials
 from .events import WrongHost, format_offset, grants
 from .fault_runner import FaultRunner
-from .flows.registry import FLOWS, check_version
+from .flows.registry import FLOWS, check_endpoints, check_version
 from .hosts import WRONG_HOST_STATUS
 from .records import (
     AUTH_FAILED,
@@ -76,6 +76,7 @@ class AuthService:
         signer: TokenSigner,
         clock: Clock = system_clock,
     ) -> None:
+        check_endpoints(options)
         self.options = options
         self.signer = signer
         self.mutex = threading.RLock()
@@ -161,6 +162,15 @@ class AuthService:
     def account_list(self) -> list[Account]:
         return self.accounts.account_list()
 
+    def principals(self) -> list[str]:
+        """Whom credentials are granted to: the accounts' usernames, then those the
+        flows know besides (OAuth's client ids)."""
+        with self.mutex:
+            found = list(self.accounts)
+            for flow in self.flows.values():
+                found += flow.principals()
+            return found
+
     def rotate_secret(
         self, username: str, secret: SecretKind, new_value: str | None = None
     ) -> Account:
@@ -202,12 +212,13 @@ class AuthService:
         path: str,
         permission: str | None,
         host: str | None = None,
+        scope: str | None = None,
     ) -> Authorization:
         """Authenticate a protected call of a route declared for the flow ``version``
-        (``host``: where it went, if not the flow's usual host); :class:`Refusal` if
-        not."""
+        (``host``: where it went, if not the flow's usual host; needing ``permission``
+        or ``scope``); :class:`Refusal` if not."""
         with self.mutex:
-            call = Call(version, method, path, self.now(), host)
+            call = Call(version, method, path, self.now(), host=host, scope=scope)
             return self.flows[version].authorize(presented, call, permission)
 
     # -- hosts ---------------------------------------------------------------------

@@ -22,7 +22,7 @@ from .redact import SecretMasker
 
 if TYPE_CHECKING:
     import threading
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
 
     from .clock import Clock
     from .records import Authorization
@@ -79,14 +79,25 @@ class Timeline:
         message: str | None = None,
         retry_after: int | None = None,
         then: Event | None = None,
+        body: Mapping[str, object] | None = None,
+        headers: tuple[tuple[str, str], ...] = (),
     ) -> NoReturn:
         """Say no: record ``event`` (and ``then`` after it), then raise the
-        :class:`Refusal` the transport renders as ``status`` with ``code`` and ``reason``.
-        The one way every part refuses."""
+        :class:`Refusal` the transport renders as ``status`` with ``code`` and ``reason``
+        (or as ``body`` with ``headers``, a flow's own error shape). The one way every
+        part refuses."""
         self.record(event)
         if then is not None:
             self.record(then)
-        raise Refusal(status, code, reason, message=message, retry_after=retry_after)
+        raise Refusal(
+            status,
+            code,
+            reason,
+            message=message,
+            retry_after=retry_after,
+            body=body,
+            headers=headers,
+        )
 
     def redact(self, text: str) -> str:
         """``text`` with every secret of this test's accounts, tokens and sessions (also

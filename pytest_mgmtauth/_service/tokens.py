@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from cryptography.hazmat.primitives.asymmetric import rsa
 
 ALGORITHM = "RS512"
@@ -112,6 +114,21 @@ class TokenSigner:
         unsigned, claims = self._unsigned(subject, issued_at, ttl, iss)
         return self._signed(unsigned), claims
 
+    def issue_with(
+        self,
+        subject: str,
+        issued_at: int,
+        ttl: int,
+        extra: Mapping[str, object],
+        *,
+        issuer: str | None = None,
+    ) -> tuple[str, Claims]:
+        """A new token for ``subject`` with ``extra`` claims after the standard ones
+        (OAuth's ``scope`` and ``client_id``), signed now."""
+        iss = self.issuer if issuer is None else issuer
+        unsigned, claims = self._unsigned(subject, issued_at, ttl, iss, extra)
+        return self._signed(unsigned), claims
+
     def prefetch(
         self, subject: str, issued_at: int, ttl: int, *, issuer: str | None = None
     ) -> Future[tuple[str, Claims]] | None:
@@ -182,7 +199,13 @@ class TokenSigner:
                 future.set_exception(exc)
 
     @staticmethod
-    def _unsigned(subject: str, issued_at: int, ttl: int, issuer: str) -> tuple[bytes, Claims]:
+    def _unsigned(
+        subject: str,
+        issued_at: int,
+        ttl: int,
+        issuer: str,
+        extra: Mapping[str, object] | None = None,
+    ) -> tuple[bytes, Claims]:
         """The JWS signing input (``header.payload``, base64url) and the claims."""
         claims = Claims(
             sub=subject,
@@ -199,6 +222,8 @@ class TokenSigner:
             "exp": claims.exp,
             "jti": claims.jti,
         }
+        if extra:
+            payload.update({k: v for k, v in extra.items() if k not in payload})
         return _HEADER_SEGMENT + b"." + _segment(payload), claims
 
     def _signed(self, unsigned: bytes) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Literal, TypeAlias
 
 #: The secret an account authenticates with (each flow says which).
-SecretKind: TypeAlias = Literal["API key", "password"]
+SecretKind: TypeAlias = Literal["API key", "password", "client secret"]
 #: Why a session ended: ``/v1/logout``, idle timeout, or on cue.
 EndReason: TypeAlias = Literal["logout", "timeout", "revoked", "expired"]
 #: How a credential is ended on cue (``mgmt_server.expire`` / ``revoke``).

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, TextIO
 from .. import __version__
 from .._http.app import CONTROL_PREFIX as PREFIX
 from .._service.accounts import make_account
+from .._service.flows.oauth import check_scopes
 from .._service.options import OPTION_SPECS, Options, OptionSpec, name_source
 from .server import (
     DEFAULT_HOST,
@@ -25,6 +26,7 @@ from .server import (
     StandaloneServer,
     UsageError,
     parse_account,
+    parse_client,
     parse_route,
     read_accounts_file,
 )
@@ -65,6 +67,10 @@ def print_banner(server: StandaloneServer, out: TextIO) -> None:
         lines.append(f"    password   {account['password']}")
         if account["profiles"] is not None:
             lines.append(f"    v3 pairs   {', '.join(account['profiles']) or 'none'}")
+    for client in info["clients"]:
+        lines.append(f"  oauth client {client['client_id']}")
+        lines.append(f"    secret     {client['client_secret']}")
+        lines.append(f"    scopes     {' '.join(client['scopes']) or 'none'}")
     for route in info["routes"]:
         lines.append(f"  route        {route}")
     lines.append("Stop with Ctrl-C or SIGTERM.")
@@ -139,6 +145,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     setup.add_argument(
         "--accounts-file", metavar="PATH", help="a JSON list of account objects (as --account)"
+    )
+    setup.add_argument(
+        "--client",
+        action="append",
+        default=[],
+        metavar="JSON",
+        help="add an OAuth client: a JSON object like "
+        '\'{"scopes": ["acme:main:tiq:2026-07:profiles:read"]}\' (client_id and '
+        "client_secret generated unless given; scopes default to "
+        "acme:main:tiq:2026-07:profiles:manage); repeatable",
     )
     setup.add_argument(
         "--route",
@@ -221,6 +237,13 @@ def server_from_args(args: argparse.Namespace) -> StandaloneServer:
         if spec.username is not None and account.username in names:
             raise UsageError(f"the account {account.username!r} is given twice")
         names.add(account.username)
+    clients = [parse_client(text) for text in args.client]
+    for client in clients:  # checked before the key is made, like the accounts
+        if client.scopes is not None:
+            try:
+                check_scopes(client.scopes, what="--client")
+            except (TypeError, ValueError) as exc:
+                raise UsageError(str(exc)) from None
     routes = [parse_route(text) for text in args.route]
     # isinstance: argparse turns "--port=--" into an empty list, not an error.
     if not isinstance(args.port, int) or not 0 <= args.port <= 65535:
@@ -236,6 +259,7 @@ def server_from_args(args: argparse.Namespace) -> StandaloneServer:
         key_file=args.key_file,
         frozen_clock=args.frozen_clock,
         allowed_hosts=args.allow_host,
+        clients=clients,
     )
 
 

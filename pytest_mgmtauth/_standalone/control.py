@@ -20,7 +20,7 @@ from .._service.events import iso_time as _iso
 from .._service.options import check_advance, shown
 from .body import Body, ControlError, read_json
 from .guard import host_allowed, refuse_foreign
-from .payloads import account_json, event_json, fault_json, request_json
+from .payloads import account_json, client_json, event_json, fault_json, request_json
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -39,6 +39,7 @@ __all__ = [
     "Verdicts",
     "WholeTimeline",
     "account_json",
+    "client_json",
     "event_json",
     "fault_json",
     "host_allowed",
@@ -142,9 +143,30 @@ class ControlAPI:
                 ("username", "api_key", "password", "permissions", "profiles"),
                 "add an account (anything left out is generated)",
             ),
+            ("GET", "/clients"): (
+                self._clients,
+                (),
+                "OAuth clients, their secrets masked (fingerprints)",
+            ),
+            ("POST", "/clients"): (
+                self._add_client,
+                ("scopes", "client_id", "client_secret"),
+                "add an OAuth client (id and secret generated unless given); answers it "
+                "with its secret",
+            ),
+            ("POST", "/rotate-client-secret"): (
+                self._rotate_client_secret,
+                ("client_id", "client_secret"),
+                "give an OAuth client a new secret",
+            ),
+            ("POST", "/revoke-client"): (
+                self._revoke_client,
+                ("client_id",),
+                "revoke an OAuth client: no more tokens (invalid_grant)",
+            ),
             ("POST", "/routes"): (
                 self._add_route,
-                ("method", "path", "status", "json", "permission", "auth"),
+                ("method", "path", "status", "json", "permission", "auth", "scope"),
                 "declare a protected API route and its JSON answer",
             ),
             ("GET", "/faults"): (self._faults, (), "scripted faults not fired yet"),
@@ -321,10 +343,44 @@ class ControlAPI:
             raise ControlError(400, f"{body.endpoint}: status must be 200-599, got {shown}")
         answer = body.data.get("json", {})
         route = self._fake().route(
-            method, path, permission=body.text("permission"), auth=body.text("auth")
+            method,
+            path,
+            permission=body.text("permission"),
+            auth=body.text("auth"),
+            scope=body.text("scope"),
         )
         route.respond_with_json(answer, status=status)
-        return 201, {"method": route.method, "path": path, "auth": route.auth}
+        created: dict[str, Any] = {"method": route.method, "path": path, "auth": route.auth}
+        if route.scope is not None:
+            created["scope"] = route.scope
+        return 201, created
+
+    def _clients(self, body: Body) -> tuple[int, Any]:
+        return 200, {"clients": [client_json(c, secret=False) for c in self._fake().clients]}
+
+    def _add_client(self, body: Body) -> tuple[int, Any]:
+        client = self._fake().add_client(
+            body.texts("scopes"),
+            client_id=body.text("client_id"),
+            client_secret=body.text("client_secret"),
+        )
+        return 201, client_json(client, secret=True)
+
+    def _client_id(self, body: Body) -> str:
+        client_id = body.text("client_id", required=True)
+        assert client_id is not None
+        return client_id
+
+    def _rotate_client_secret(self, body: Body) -> tuple[int, Any]:
+        client = self._fake().rotate_client_secret(
+            self._client_id(body), body.text("client_secret")
+        )
+        return 200, client_json(client, secret=True)
+
+    def _revoke_client(self, body: Body) -> tuple[int, Any]:
+        client_id = self._client_id(body)
+        self._fake().revoke_client(client_id)
+        return 200, {"revoked": client_id}
 
     def _faults(self, body: Body) -> tuple[int, Any]:
         return 200, {"pending": [fault_json(f) for f in self._fake().pending_faults]}

@@ -7,6 +7,7 @@ import dataclasses
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from .._service.accounts import fingerprint
 from .._service.events import iso_time as _iso
 
 if TYPE_CHECKING:
@@ -14,6 +15,7 @@ if TYPE_CHECKING:
     from .._service.accounts import Account
     from .._service.events import Event
     from .._service.faults import ScriptedFault
+    from .._service.flows.oauth import OAuthClient
 
 
 def event_json(event: Event) -> dict[str, Any]:
@@ -58,6 +60,16 @@ def account_json(account: Account) -> dict[str, Any]:
         "profiles": None
         if account.profiles is None
         else [f"{a}/{p}" for a, p in sorted(account.profiles)],
+    }
+
+
+def client_json(client: OAuthClient, *, secret: bool) -> dict[str, Any]:
+    """An OAuth client: its secret whole when it is handed out (on creation, at
+    startup), else as its fingerprint (a listing)."""
+    return {
+        "client_id": client.client_id,
+        "client_secret": client.client_secret if secret else fingerprint(client.client_secret),
+        "scopes": list(client.scopes),
     }
 
 

@@ -30,12 +30,13 @@ from .._http.app import CONTROL_PREFIX
 from .._service.clock import ManualClock, OffsetClock
 from .._verdicts import findings
 from .body import loads_standard
-from .control import ControlAPI, account_json
+from .control import ControlAPI, account_json, client_json
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from .._service.accounts import Account
+    from .._service.flows.oauth import OAuthClient
     from .._service.options import Options
 
 DEFAULT_HOST = "127.0.0.1"
@@ -60,6 +61,7 @@ def options_json(options: Options) -> dict[str, Any]:
         if f.init and f.name not in TEST_ONLY_OPTIONS
     }
     data["token_ttl"] = int(options.token_ttl)
+    data["oauth_token_ttl"] = int(options.oauth_token_ttl)
     return data
 
 
@@ -142,6 +144,39 @@ def read_accounts_file(path: str) -> list[AccountSpec]:
     ]
 
 
+@dataclasses.dataclass(frozen=True)
+class ClientSpec:
+    """``--client``: an OAuth client; what is left out is generated (``scopes``: the
+    default scope)."""
+
+    scopes: tuple[str, ...] | None = None
+    client_id: str | None = None
+    client_secret: str | None = None
+
+
+def parse_client(text: str) -> ClientSpec:
+    """``--client``: a JSON object like ``{"scopes": ["acme:main:tiq:2026-07:profiles:read"]}``
+    (``client_id`` and ``client_secret`` optional)."""
+    known = ("scopes", "client_id", "client_secret")
+    try:
+        data = loads_standard(text)
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError, NotStandardJSON
+        raise UsageError(f"--client {text!r}: not valid JSON ({exc})") from None
+    if not isinstance(data, dict) or any(k not in known for k in data):
+        raise UsageError(f"--client: an OAuth client is a JSON object with {', '.join(known)}")
+    scopes = data.get("scopes")
+    if scopes is not None and (
+        not isinstance(scopes, list) or not all(isinstance(s, str) for s in scopes)
+    ):
+        raise UsageError("--client: 'scopes' must be a list of scope strings")
+    for name in ("client_id", "client_secret"):
+        if data.get(name) is not None and not isinstance(data[name], str):
+            raise UsageError(f"--client: {name!r} must be a string")
+    return ClientSpec(
+        None if scopes is None else tuple(scopes), data.get("client_id"), data.get("client_secret")
+    )
+
+
 def parse_route(text: str) -> tuple[str, str]:
     """``--route``: ``"METHOD /path"``, or just ``/path`` for GET."""
     parts = text.split()
@@ -195,6 +230,7 @@ class StandaloneServer:
         key_file: str | None = None,
         frozen_clock: bool = False,
         allowed_hosts: Sequence[str] = (),
+        clients: Sequence[ClientSpec] = (),
     ) -> None:
         self.options = options
         self.clock: ManualClock | OffsetClock = (
@@ -210,6 +246,8 @@ class StandaloneServer:
         self._account_specs = list(accounts)
         self._routes = list(routes)
         self._startup_accounts: list[Account] | None = None
+        self._client_specs = list(clients)
+        self._startup_clients: list[OAuthClient] | None = None
         self._fake: MgmtServer | None = None
         self._lock = threading.Lock()
 
@@ -259,6 +297,15 @@ class StandaloneServer:
         ]
         if self._startup_accounts is None:
             self._startup_accounts = added
+        # The same for --client: a reset re-adds the clients with their secrets.
+        clients = [
+            fake.add_client(c.scopes, client_id=c.client_id, client_secret=c.client_secret)
+            for c in (
+                self._client_specs if self._startup_clients is None else self._startup_clients
+            )
+        ]
+        if self._startup_clients is None:
+            self._startup_clients = clients
         for method, path in self._routes:
             fake.route(method, path).respond_with_json({"ok": True, "route": f"{method} {path}"})
         return fake
@@ -352,6 +399,7 @@ class StandaloneServer:
             "clock": "frozen" if isinstance(self.clock, ManualClock) else "real",
             "options": options_json(self.options),
             "accounts": [account_json(a) for a in self.startup_accounts],
+            "clients": [client_json(c, secret=True) for c in self._startup_clients or ()],
             "routes": [f"{m} {p}" for m, p in self._routes],
             "hosts": list(self.fake.hosts),
             # Where v3 API calls go without interception: the host of v3 auth answers.

@@ -36,6 +36,7 @@ from .timeline_text import (
     format_timeline,
     list_labels,
     preceding_call,
+    principal,
     times_text,
 )
 
@@ -88,7 +89,10 @@ def churn_message(evidence: Evidence, *, username: str | None = None) -> str | N
         label = grant_label(first)
         held = list_labels(first.while_valid)
         call = preceding_call(evidence, first)
-        code = f" ({call.return_code})" if call is not None and call.return_code else ""
+        # A flow's own error code where its refusals have one (OAuth's invalid_token).
+        code = (
+            f" ({call.error or call.return_code})" if call is not None and call.return_code else ""
+        )
         before = (
             f"the call before it: {shown(call.method)} {shown(call.path)} with "
             f"{call.credential or '?'} -> {call.status}{code} at "
@@ -110,7 +114,8 @@ def churn_message(evidence: Evidence, *, username: str | None = None) -> str | N
             else ""
         )
         parts.append(
-            f"account {account!r} was granted {len(found)} new credential(s) while it still "
+            f"{principal(evidence.events, account)} {account!r} was granted {len(found)} new "
+            "credential(s) while it still "
             f"held a valid one ({total} grants in all). First premature grant: {label} "
             f"({first.fingerprint}) at {evidence.offset(first.at.timestamp())}, while {held} was "
             f"still valid; {before}.{herd_note}\n\n"
@@ -144,7 +149,8 @@ def check_single_flight(evidence: Evidence, *, username: str | None = None) -> N
     first = found[0]
     account = first.username or "?"
     raise AssertionError(
-        f"pytest-mgmtauth: thundering herd: {len(found)} grant(s) to account {account!r} "
+        f"pytest-mgmtauth: thundering herd: {len(found)} grant(s) to "
+        f"{principal(evidence.events, account)} {account!r} "
         f"were requested while another grant to it was in flight; first: {grant_label(first)} at "
         f"{evidence.offset(first.at.timestamp())}, requested before "
         f"{list_labels(first.concurrent_with)} was issued, so its client could not have "
@@ -166,7 +172,7 @@ def check_auth_count(
     if len(found) == expected:
         return
     what = flow_class(version).grants_phrase if version else "credential grants"
-    scope = f" for account {username!r}" if username else ""
+    scope = f" for {principal(evidence.events, username)} {username!r}" if username else ""
     listed = ", ".join(
         f"{grant_label(g)} at {evidence.offset(g.at.timestamp())}" for g in found[:10]
     )
@@ -304,11 +310,16 @@ def refused_call_message(
     if not refused:
         return None
     first = refused[0]
-    who = "" if first.username is None else f" of account {first.username!r}"
+    who = (
+        ""
+        if first.username is None
+        else f" of {principal(evidence.events, first.username)} {first.username!r}"
+    )
     return (
         f"pytest-mgmtauth: {len(refused)} protected call(s){who} were refused because the "
         f"client sent the wrong credential; first: {call_text(first)} at "
-        f"{evidence.offset(first.at.timestamp())} -> {first.status} ({first.return_code}: "
+        f"{evidence.offset(first.at.timestamp())} -> {first.status} "
+        f"({first.error or first.return_code}: "
         f"{shown(first.reason or '')})\n\n"
         + format_timeline(evidence, username=first.username, focus=first)
         + "\n\nFix: send every call the credential the service granted for it (each "

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .._service.events import WrongHost
-from .timeline_text import format_timeline
+from .timeline_text import format_timeline, principal
 
 if TYPE_CHECKING:
     from .evidence import Evidence
@@ -32,7 +32,11 @@ def wrong_host_message(evidence: Evidence, username: str | None) -> str | None:
     more = f" and {len(where) - _FIX_LIMIT} more" if len(where) > _FIX_LIMIT else ""
     n = len(wrong)
     requests = "1 request" if n == 1 else f"{n} requests"
-    who = f"of account {username!r}" if username else "that named no known account"
+    who = (
+        f"of {principal(evidence.events, username)} {username!r}"
+        if username
+        else "that named no known account"
+    )
     them = "it" if n == 1 else "them"
     return (
         f"pytest-mgmtauth: {requests} {who} went to a host that does not serve {them}; "

@@ -19,6 +19,7 @@ from .._service.events import (
     TokenIssued,
     grants,
 )
+from .._service.flows.registry import FLOWS
 from .._service.records import AUTH_FAILED
 
 if TYPE_CHECKING:
@@ -180,6 +181,16 @@ def _credentials_table(evidence: Evidence, username: str | None) -> list[str]:
     return rows
 
 
+def principal(events: Sequence[Event], username: str) -> str:
+    """How texts name ``username``: ``account``, or the word of the flow whose
+    credentials it was granted or presented (an OAuth client)."""
+    for event in events:
+        flow = FLOWS.get(str(getattr(event, "version", "")))
+        if event.username == username and flow is not None:
+            return flow.principal
+    return "account"
+
+
 def format_timeline(
     evidence: Evidence,
     *,
@@ -190,7 +201,7 @@ def format_timeline(
     """The timeline of one account (or of all), around ``focus`` when it is long (every
     line when ``whole``)."""
     lines = timeline_lines(evidence, username)
-    who = f"account {username!r}" if username else "all accounts"
+    who = f"{principal(evidence.events, username)} {username!r}" if username else "all accounts"
     header = f"Timeline of {who} (simulated time since the test started):"
     if not lines:
         return f"{header}\n  (nothing happened)"

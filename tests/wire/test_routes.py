@@ -195,7 +195,8 @@ def test_route_permission_is_checked_after_authentication(
             ("GET", "/x"),
             {"auth": "v4"},
             ValueError,
-            "auth must be 'v2' (/v2/auth), 'v3' (v3 auth), 'v1' (/v1/login) or None (by the path)",
+            "auth must be 'v2' (/v2/auth), 'v3' (v3 auth), 'v1' (/v1/login), 'oauth' (the OAuth "
+            "2.0 token endpoint) or None (by the path)",
         ),
     ],
 )

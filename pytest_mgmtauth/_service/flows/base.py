@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from ..credentials import Call
     from ..hosts import Where
     from ..options import Options
+    from ..records import Refusal
     from ..service import AuthService
     from ..types import SecretKind
 
@@ -91,6 +92,13 @@ class Incoming:
     #: Where the calls of what it grants go (v3's ``host``): the region host under
     #: interception, else the fake's region address (``host:port``).
     host: str = ""
+    #: For an endpoint that declares no ``form`` (it reads the request itself): the raw
+    #: body (within the size limit), its ``Content-Type``, the ``Authorization`` header
+    #: values and the query string's pairs.
+    body: bytes = b""
+    content_type: str | None = None
+    authorization: tuple[str, ...] = ()
+    query: tuple[tuple[str, str], ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,6 +108,8 @@ class Answer:
     body: dict[str, object]
     #: ``Set-Cookie`` values, in order.
     cookies: tuple[str, ...] = ()
+    #: The success headers; ``None``: the service's (``Cache-Control``, ``X-NodeId``...).
+    headers: tuple[tuple[str, str], ...] | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,6 +120,8 @@ class Presented:
     session_id: str | None = None
     utk: str | None = None
     problem: str | None = None
+    #: The call presented no credential at all (no ``Authorization`` header).
+    missing: bool = False
 
 
 class Flow:
@@ -139,9 +151,45 @@ class Flow:
     api_hosts: ClassVar[tuple[str, ...]] = ()
     #: Its API calls go to the region host (the option ``v3_host``) instead.
     api_on_region_host: ClassVar[bool] = False
+    #: The field of a grant's answer that holds the credential (a malformed answer
+    #: cuts it off).
+    answer_field: ClassVar[str] = "token"
+    #: Its tokens carry scopes: ``route(..., scope=...)`` belongs to it.
+    takes_scope: ClassVar[bool] = False
+    #: How texts name whom it grants credentials (the ``username`` of its events).
+    principal: ClassVar[str] = "account"
 
     def __init__(self, service: AuthService) -> None:
         self.service = service
+
+    @classmethod
+    def endpoints_for(cls, options: Options) -> tuple[Endpoint, ...]:
+        """Its endpoints under ``options`` (a path may be an option); by default
+        :attr:`endpoints`."""
+        return cls.endpoints
+
+    @classmethod
+    def check_route(cls, permission: str | None, scope: str | None) -> None:
+        """ValueError if a route of this flow cannot take ``permission`` or ``scope``."""
+        if scope is not None:
+            from .registry import FLOWS  # the registry imports every flow module
+
+            scoped = " or ".join(f"auth={n!r}" for n, f in FLOWS.items() if f.takes_scope)
+            raise ValueError(
+                f"route(scope=...): {cls.name} tokens carry no scopes; scopes belong to "
+                f"routes of a flow whose tokens do ({scoped or 'none'})"
+            )
+
+    @classmethod
+    def style(cls, refusal: Refusal) -> Refusal:
+        """The refusal in this flow's error shape (the transport's and the scripted
+        faults' refusals come in the service's); by default as it is."""
+        return refusal
+
+    def principals(self) -> list[str]:
+        """Who, besides the accounts, is granted this flow's credentials (the
+        ``username`` of its events): OAuth's client ids. None by default."""
+        return []
 
     @classmethod
     def fix_churn(cls, options: Options) -> str:
@@ -198,7 +246,7 @@ class Flow:
 class BearerFlow(Flow):
     """What v2 and v3 share: a JWT granted for an API key, presented as a bearer token."""
 
-    secret = "API key"
+    secret: ClassVar[SecretKind] = "API key"
     credential = "token"
     presents = "bearer"
 
@@ -227,6 +275,27 @@ class BearerFlow(Flow):
     def check_scope(self, call: Call, record: TokenRecord) -> None:
         """Refuse a token of this flow used where it does not belong (v3: another
         account or profile); nothing by default."""
+
+    def refuse_call(
+        self,
+        call: Call,
+        username: str | None,
+        credential: str | None,
+        reason: str,
+        *,
+        expired: bool = False,
+        wrong: bool = False,
+    ) -> NoReturn:
+        """Refuse a protected call: the service's 401 with 1401 by default (a flow with
+        its own error shape answers in it). ``expired``, ``wrong``: as
+        :meth:`Credentials.refuse_call`."""
+        self.service.credentials.refuse_call(
+            call, username, credential, reason, expired=expired, wrong=wrong
+        )
+
+    def check_permission(self, call: Call, record: TokenRecord, permission: str | None) -> None:
+        """1469 if the token's account lacks the route's ``permission``."""
+        self.service.credentials.check_permission(call, record.username, record.label, permission)
 
     def check_throttle(self, username: str, now: float) -> None:
         service = self.service
@@ -305,21 +374,52 @@ class BearerFlow(Flow):
                     f"{account}/{profile}; it may for: "
                     f"{format_scopes(found.profiles)} (add_account(profiles=...))",
                 )
-            ttl, issuer = int(service.options.token_ttl), service.options.issuer
+        return self.issue_token(username, now, arrived=arrived, account=account, profile=profile)
+
+    def issue_token(
+        self,
+        username: str,
+        now: float,
+        *,
+        arrived: int | None,
+        account: str | None = None,
+        profile: str | None = None,
+        scopes: tuple[str, ...] = (),
+        ttl: float | None = None,
+        margin: float | None = None,
+        extra: Mapping[str, object] | None = None,
+    ) -> tuple[str, TokenRecord]:
+        """Issue a token to ``username`` whose grant passed every check, requested at
+        ``now``: sign it, then record it, its churn (same account and profile, or same
+        scopes) and its place among concurrent grants. ``ttl``, ``margin``: the
+        lifetime and refresh margin of this flow's tokens if not ``token_ttl`` and
+        ``refresh_margin``; ``extra``: more claims. Call it without holding the
+        service's lock."""
+        service = self.service
+        lifetime = int(service.options.token_ttl if ttl is None else ttl)
         # Signed outside the lock: the signature is most of a grant's cost, and the test's
         # other requests (other accounts' grants, protected calls) need not queue behind
         # it. The grant takes effect below, when it is recorded: what it is judged
         # against (tokens held, grants in flight, the throttle window) is read then.
-        token, claims = service.signer.issue(username, int(now), ttl, issuer=issuer)
+        issuer = service.options.issuer
+        if extra:
+            token, claims = service.signer.issue_with(
+                username, int(now), lifetime, extra, issuer=issuer
+            )
+        else:
+            token, claims = service.signer.issue(username, int(now), lifetime, issuer=issuer)
         with service.mutex:
             now = service.now()
             self.check_throttle(username, now)
-            held = service.credentials.held_tokens(username, now, self.name, account, profile)
+            held = service.credentials.held_tokens(
+                username, now, self.name, account, profile, scopes=scopes, margin=margin
+            )
             concurrent = service.credentials.concurrent(
                 (
                     r
                     for r in service.credentials.tokens.values()
                     if (r.version, r.account, r.profile) == (self.name, account, profile)
+                    and frozenset(r.scopes) == frozenset(scopes)
                 ),
                 username,
                 arrived,
@@ -336,6 +436,7 @@ class BearerFlow(Flow):
                 account=account,
                 profile=profile,
                 issued_at=now,
+                scopes=scopes,
             )
             service.credentials.tokens[claims.jti] = record
             service.credentials.by_token[token] = record
@@ -353,6 +454,7 @@ class BearerFlow(Flow):
                     version=self.name,
                     account=account,
                     profile=profile,
+                    scopes=scopes,
                 )
             )
             service.fault_runner.granted()
@@ -367,9 +469,7 @@ class BearerFlow(Flow):
         with service.mutex:
             if token is None or problem:
                 owner, label = self._attribute_token(token) if token else (None, None)
-                service.credentials.refuse_call(
-                    call, owner, label, problem or "no bearer token", wrong=True
-                )
+                self.refuse_call(call, owner, label, problem or "no bearer token", wrong=True)
             assert token is not None
             record = service.credentials.by_token.get(token)
             if record is not None:
@@ -379,12 +479,12 @@ class BearerFlow(Flow):
                     claims = service.signer.verify(token, issuer=service.options.issuer)
                 except TokenProblem as exc:
                     sub = unverified_subject(token)
-                    service.credentials.refuse_call(
+                    self.refuse_call(
                         call, sub if sub in service.accounts else None, None, str(exc), wrong=True
                     )
                 record = service.credentials.tokens.get(claims.jti)
             if record is None or record.token != token:
-                service.credentials.refuse_call(
+                self.refuse_call(
                     call,
                     claims.sub if claims.sub in service.accounts else None,
                     None,
@@ -393,12 +493,12 @@ class BearerFlow(Flow):
                     wrong=True,
                 )
             if record.version != self.name:
-                service.credentials.refuse_call(
+                self.refuse_call(
                     call, record.username, record.label, self.wrong_flow_reason(record), wrong=True
                 )
             self.check_scope(call, record)
             self._check_live(call, record)
-            service.credentials.check_permission(call, record.username, record.label, permission)
+            self.check_permission(call, record, permission)
             record.uses += 1
             return Authorization(record.username, self.name, record.label)
 
@@ -420,10 +520,9 @@ class BearerFlow(Flow):
 
     def _check_live(self, call: Call, record: TokenRecord) -> None:
         """Refuse a revoked, expired or not yet valid token."""
-        service = self.service
         now, claims = call.now, record.claims
         if record.revoked_at is not None:
-            service.credentials.refuse_call(
+            self.refuse_call(
                 call,
                 record.username,
                 record.label,
@@ -433,7 +532,7 @@ class BearerFlow(Flow):
         if record.expired_at is not None and now >= record.expired_at:
             # Ended early on cue: the client could not have seen it coming, so this
             # is no use of an expired token (expired=False) but a 401 to recover from.
-            service.credentials.refuse_call(
+            self.refuse_call(
                 call,
                 record.username,
                 record.label,
@@ -441,7 +540,7 @@ class BearerFlow(Flow):
                 f"early on cue): authenticate again on a 401",
             )
         if now >= claims.exp and record.expired_in_flight:
-            service.credentials.refuse_call(
+            self.refuse_call(
                 call,
                 record.username,
                 record.label,
@@ -450,7 +549,7 @@ class BearerFlow(Flow):
                 "flight (no client could renew it in time): authenticate again on a 401",
             )
         if now >= claims.exp:
-            service.credentials.refuse_call(
+            self.refuse_call(
                 call,
                 record.username,
                 record.label,
@@ -459,7 +558,7 @@ class BearerFlow(Flow):
                 expired=True,
             )
         if now < claims.nbf:
-            service.credentials.refuse_call(
+            self.refuse_call(
                 call,
                 record.username,
                 record.label,

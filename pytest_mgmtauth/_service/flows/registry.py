@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal, TypeAlias
 
+from .oauth import OAuthFlow
 from .v1 import V1Flow
 from .v2 import V2Flow
 from .v3 import V3Flow
@@ -17,10 +18,10 @@ if TYPE_CHECKING:
 
 #: An auth flow's name: what ``route(auth=...)``, ``auth_count(version=...)`` and the
 #: faults' ``version=`` take.
-Version: TypeAlias = Literal["v1", "v2", "v3"]
+Version: TypeAlias = Literal["v1", "v2", "v3", "oauth"]
 
 #: Every flow, in the order messages list them.
-FLOWS: dict[str, type[Flow]] = {flow.name: flow for flow in (V2Flow, V3Flow, V1Flow)}
+FLOWS: dict[str, type[Flow]] = {flow.name: flow for flow in (V2Flow, V3Flow, V1Flow, OAuthFlow)}
 #: The flow of a declared route whose path falls under no flow's ``route_prefix``.
 DEFAULT_FLOW = V2Flow.name
 
@@ -41,19 +42,24 @@ def check_version(value: object, *, what: str, none: str | None = None) -> str |
     raise ValueError(f"{what} must be {names}{either}, got {value!r}")
 
 
-def route_flow(pattern: str) -> str:
-    """The flow a route declared without ``auth=`` belongs to, by its path."""
+def route_flow(pattern: str, *, scope: str | None = None) -> str:
+    """The flow a route declared without ``auth=`` belongs to: by its ``scope`` (the
+    flow whose tokens carry scopes), else by its path."""
+    if scope is not None:
+        return next((name for name, flow in FLOWS.items() if flow.takes_scope), DEFAULT_FLOW)
     for name, flow in FLOWS.items():
         if flow.route_prefix is not None and pattern.startswith(flow.route_prefix):
             return name
     return DEFAULT_FLOW
 
 
-def endpoint_for(path: str) -> tuple[type[Flow], Endpoint, dict[str, str]] | None:
-    """The flow endpoint ``path`` is, with the parameters its template names; ``None``
-    for a path no flow serves (a declared route, or unknown)."""
+def endpoint_for(
+    path: str, options: Options | None = None
+) -> tuple[type[Flow], Endpoint, dict[str, str]] | None:
+    """The flow endpoint ``path`` is (under ``options``: a path may be an option), with
+    the parameters its template names; ``None`` for a path no flow serves."""
     for flow in FLOWS.values():
-        for endpoint in flow.endpoints:
+        for endpoint in _endpoints(flow, options):
             params = endpoint.match(path)
             if params is not None:
                 return flow, endpoint, params
@@ -70,11 +76,40 @@ def endpoint_family(path: str) -> tuple[type[Flow], Endpoint] | None:
     return None
 
 
-def builtin_paths() -> tuple[str, ...]:
+def builtin_paths(options: Options | None = None) -> tuple[str, ...]:
     """The exact paths of the flows' endpoints (routes may not be declared on them)."""
     return tuple(
-        endpoint.path for flow in FLOWS.values() for endpoint in flow.endpoints if endpoint.exact
+        endpoint.path
+        for flow in FLOWS.values()
+        for endpoint in _endpoints(flow, options)
+        if endpoint.exact
     )
+
+
+def _endpoints(flow: type[Flow], options: Options | None) -> tuple[Endpoint, ...]:
+    return flow.endpoints if options is None else flow.endpoints_for(options)
+
+
+def check_endpoints(options: Options) -> None:
+    """ValueError if an endpoint path set by an option is another flow's endpoint."""
+    seen: dict[str, str] = {}
+    for name, flow in FLOWS.items():
+        for endpoint in flow.endpoints_for(options):
+            other = seen.get(endpoint.path) or next(
+                (
+                    n
+                    for n, f in FLOWS.items()
+                    for e in f.endpoints
+                    if n != name and not e.exact and e.match(endpoint.path) is not None
+                ),
+                None,
+            )
+            if other is not None and other != name:
+                raise ValueError(
+                    f"mgmtauth options: {endpoint.path} would be both a {name} and a "
+                    f"{other} endpoint; choose another path"
+                )
+            seen[endpoint.path] = name
 
 
 def endpoint_families() -> tuple[str, ...]:

@@ -1,0 +1,558 @@
+"""The OAuth flow in the domain: clients, the token endpoint's grant and every RFC 6749
+error, scopes on API calls (RFC 6750), churn, expiry and throttling per scope set."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import quote_plus, urlencode
+
+import jwt
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pytest_mgmtauth import AuthRejected, TokenIssued
+from pytest_mgmtauth._service.clock import ManualClock
+from pytest_mgmtauth._service.diagnosis import ClientKind
+from pytest_mgmtauth._service.events import ApiCall, ClientRevoked, SecretRotated
+from pytest_mgmtauth._service.flows.base import Answer, Incoming, Presented
+from pytest_mgmtauth._service.flows.oauth import (
+    DEFAULT_SCOPE,
+    OAuthClient,
+    OAuthFlow,
+    covers,
+    parse_scope,
+)
+from pytest_mgmtauth._service.flows.registry import FLOWS, endpoint_for
+from pytest_mgmtauth._service.options import Options
+from pytest_mgmtauth._service.service import AuthService, Refusal
+
+FORM = "application/x-www-form-urlencoded"
+READ = "acme:main:tiq:2026-07:profiles:read"
+WRITE = "acme:main:tiq:2026-07:profiles:write"
+
+
+def basic(client_id: str, secret: str, *, encode: bool = True) -> str:
+    if encode:
+        client_id, secret = quote_plus(client_id), quote_plus(secret)
+    return "Basic " + base64.b64encode(f"{client_id}:{secret}".encode()).decode()
+
+
+def request(
+    service: AuthService,
+    client: OAuthClient | None = None,
+    *,
+    fields: dict[str, str] | None = None,
+    body: bytes | None = None,
+    content_type: str | None = FORM,
+    authorization: tuple[str, ...] | None = None,
+    query: tuple[tuple[str, str], ...] = (),
+    scope: str | None = None,
+    kind: ClientKind = ClientKind.OTHER,
+) -> Answer:
+    if fields is None:
+        fields = {"grant_type": "client_credentials"}
+        if scope is not None:
+            fields["scope"] = scope
+    if authorization is None:
+        authorization = (basic(client.client_id, client.client_secret),) if client else ()
+    incoming = Incoming(
+        path="/oauth2/token",
+        form={},
+        params={},
+        cookies={},
+        arrived=service.request_arrived(),
+        body=urlencode(fields).encode() if body is None else body,
+        content_type=content_type,
+        authorization=authorization,
+        query=query,
+        client=kind,
+    )
+    return service.flow(OAuthFlow).answer("token", incoming)
+
+
+def refused(call: Callable[[], object]) -> Refusal:
+    with pytest.raises(Refusal) as info:
+        call()
+    return info.value
+
+
+def error_of(refusal: Refusal) -> tuple[int, str]:
+    assert refusal.body is not None
+    assert refusal.body["error_description"]
+    return refusal.status, str(refusal.body["error"])
+
+
+def call(
+    service: AuthService, token: str | None, *, scope: str | None = READ, missing: bool = False
+) -> Any:
+    presented = Presented(token=token, missing=missing or token is None)
+    return service.authorize(
+        "oauth", presented, method="GET", path="/api/profiles", permission=None, scope=scope
+    )
+
+
+@pytest.fixture
+def oauth(service: AuthService) -> OAuthFlow:
+    return service.flow(OAuthFlow)
+
+
+# -- the flow's declaration --------------------------------------------------------
+
+
+def test_the_flow_is_registered_with_its_endpoint_from_the_option() -> None:
+    assert FLOWS["oauth"] is OAuthFlow
+    found = endpoint_for("/oauth2/token", Options())
+    assert found is not None
+    assert found[0] is OAuthFlow
+    moved = Options(oauth_token_path="/portal/token")
+    assert endpoint_for("/portal/token", moved) is not None
+    assert endpoint_for("/oauth2/token", moved) is None
+    assert OAuthFlow.auth_hosts == OAuthFlow.api_hosts == ("developer.tealiumapis.com",)
+
+
+def test_an_option_path_on_another_flows_endpoint_is_refused(
+    make_service: Callable[..., AuthService],
+) -> None:
+    with pytest.raises(ValueError, match="both a oauth and a v2 endpoint"):
+        make_service(oauth_token_path="/v2/auth")
+
+
+# -- scopes ------------------------------------------------------------------------
+
+
+def test_scopes_have_six_parts_a_version_and_a_known_action() -> None:
+    assert parse_scope(DEFAULT_SCOPE)[5] == "manage"
+    with pytest.raises(ValueError, match="has 5 part"):
+        parse_scope("acme:main:tiq:2026-07:profiles")
+    with pytest.raises(ValueError, match="not read, write or manage"):
+        parse_scope("acme:main:tiq:2026-07:profiles:delete")
+    with pytest.raises(ValueError, match="like '2026-07'"):
+        parse_scope("acme:main:tiq:v3:profiles:read")
+    with pytest.raises(ValueError, match="profile"):
+        parse_scope("acme::tiq:2026-07:profiles:read")
+
+
+def test_manage_covers_write_and_read_and_a_star_profile_covers_every_profile() -> None:
+    assert covers(DEFAULT_SCOPE, READ)
+    assert covers(DEFAULT_SCOPE, WRITE)
+    assert not covers(WRITE, READ)
+    assert not covers(READ, WRITE)
+    assert covers("acme:*:tiq:2026-07:profiles:read", READ)
+    assert not covers(READ, "acme:*:tiq:2026-07:profiles:read")
+    assert not covers(READ, "acme:dev:tiq:2026-07:profiles:read")
+    assert not covers(READ, "other:main:tiq:2026-07:profiles:read")
+
+
+# -- clients -----------------------------------------------------------------------
+
+
+def test_a_client_gets_a_secret_that_needs_encoding_and_never_shows_it(
+    oauth: OAuthFlow,
+) -> None:
+    client = oauth.add_client()
+    assert client.scopes == (DEFAULT_SCOPE,)
+    assert set("+&=%/") <= set(client.client_secret)
+    assert client.client_secret not in repr(client)
+    assert client.client_id in repr(client)
+    assert client.client_secret not in oauth.service.redact(f"x {client.client_secret} y")
+
+
+def test_add_client_refuses_bad_scopes_and_duplicates(oauth: OAuthFlow) -> None:
+    with pytest.raises(TypeError, match="did you mean"):
+        oauth.add_client(READ)
+    with pytest.raises(ValueError, match="has 1 part"):
+        oauth.add_client(["read"])
+    oauth.add_client([READ], client_id="app")
+    with pytest.raises(ValueError, match="exists already"):
+        oauth.add_client([READ], client_id="app")
+
+
+# -- the grant ---------------------------------------------------------------------
+
+
+def test_a_client_gets_a_jwt_with_its_scopes_by_basic_auth(
+    service: AuthService, oauth: OAuthFlow, clock: ManualClock
+) -> None:
+    client = oauth.add_client()
+    answer = request(service, client)
+    assert answer.headers == (("Cache-Control", "no-store"), ("Pragma", "no-cache"))
+    body = answer.body
+    assert (body["token_type"], body["expires_in"], body["scope"]) == (
+        "Bearer",
+        1800,
+        DEFAULT_SCOPE,
+    )
+    token = str(body["access_token"])
+    claims = jwt.decode(token, options={"verify_signature": False})
+    assert jwt.get_unverified_header(token)["alg"] == "RS512"
+    assert claims["sub"] == claims["client_id"] == client.client_id
+    assert claims["scope"] == DEFAULT_SCOPE
+    assert claims["exp"] == int(clock()) + 1800
+    [issued] = [e for e in service.events if isinstance(e, TokenIssued)]
+    assert (issued.version, issued.scopes, issued.username) == (
+        "oauth",
+        (DEFAULT_SCOPE,),
+        client.client_id,
+    )
+    assert service.auth_count(version="oauth") == 1
+
+
+def test_the_credentials_may_come_in_the_form(service: AuthService, oauth: OAuthFlow) -> None:
+    client = oauth.add_client()
+    fields = {
+        "grant_type": "client_credentials",
+        "client_id": client.client_id,
+        "client_secret": client.client_secret,
+    }
+    assert request(service, fields=fields, authorization=()).body["scope"] == DEFAULT_SCOPE
+
+
+def test_the_token_lifetime_is_an_option(make_service: Callable[..., AuthService]) -> None:
+    service = make_service(oauth_token_ttl=300)
+    client = service.flow(OAuthFlow).add_client()
+    assert request(service, client).body["expires_in"] == 300
+
+
+def test_a_narrower_scope_may_be_asked_for(service: AuthService, oauth: OAuthFlow) -> None:
+    client = oauth.add_client(["acme:*:tiq:2026-07:profiles:manage"])
+    answer = request(service, client, scope=f"{READ} {WRITE}")
+    assert answer.body["scope"] == f"{READ} {WRITE}"
+
+
+@pytest.mark.parametrize(
+    ("scope", "words"),
+    [
+        ("acme:main:tiq:2026-07:profiles:read", "may not get the scope"),
+        ("acme:main:tiq", "has 3 part"),
+        ("acme:main:tiq:2026-07:profiles:own", "not read, write or manage"),
+        ("", "scope is empty"),
+        (f"{WRITE}  {WRITE}", "extra space"),
+    ],
+)
+def test_a_scope_beyond_the_clients_or_malformed_is_invalid_scope(
+    service: AuthService, oauth: OAuthFlow, scope: str, words: str
+) -> None:
+    client = oauth.add_client([WRITE])
+    refusal = refused(lambda: request(service, client, scope=scope))
+    assert error_of(refusal) == (400, "invalid_scope")
+    assert words in refusal.reason
+
+
+# -- every error of RFC 6749 5.2 ----------------------------------------------------
+
+
+def test_a_wrong_or_unknown_client_is_invalid_client_401_with_a_challenge(
+    service: AuthService, oauth: OAuthFlow
+) -> None:
+    client = oauth.add_client()
+    wrong = OAuthClient(client.client_id, "not-the-secret-at-all", client.scopes)
+    refusal = refused(lambda: request(service, wrong))
+    assert error_of(refusal) == (401, "invalid_client")
+    assert ("WWW-Authenticate", 'Basic realm="developer.tealiumapis.com", charset="UTF-8"') in (
+        refusal.headers
+    )
+    assert ("Cache-Control", "no-store") in refusal.headers
+    unknown = OAuthClient(client.client_id + "x", client.client_secret, client.scopes)
+    refusal = refused(lambda: request(service, unknown))
+    assert "did you mean" in refusal.reason
+    assert client.client_secret not in str(refusal.body)
+    rejected = [e for e in service.events if isinstance(e, AuthRejected)]
+    assert [e.error for e in rejected] == ["invalid_client", "invalid_client"]
+    assert "OAuth token endpoint rejected (invalid_client)" in rejected[0].describe()
+
+
+def test_a_secret_not_form_encoded_before_base64_is_diagnosed(
+    service: AuthService, oauth: OAuthFlow
+) -> None:
+    client = oauth.add_client()
+    header = basic(client.client_id, client.client_secret, encode=False)
+    refusal = refused(lambda: request(service, authorization=(header,)))
+    assert error_of(refusal) == (401, "invalid_client")
+    assert "without form-encoding" in refusal.reason
+    assert "quote_plus" in refusal.reason
+    by_curl = refused(lambda: request(service, authorization=(header,), kind=ClientKind.CURL))
+    assert "--data-urlencode client_secret=" in by_curl.reason
+
+
+def test_a_secret_not_encoded_in_the_form_is_diagnosed(
+    service: AuthService, oauth: OAuthFlow
+) -> None:
+    client = oauth.add_client()
+    body = (
+        f"grant_type=client_credentials&client_id={client.client_id}"
+        f"&client_secret={client.client_secret}"
+    ).encode()
+    refusal = refused(lambda: request(service, body=body, authorization=()))
+    assert error_of(refusal) == (401, "invalid_client")
+    assert "un-encoded" in refusal.reason
+
+
+def test_a_rotated_secret_is_named_and_a_revoked_client_is_invalid_grant(
+    service: AuthService, oauth: OAuthFlow
+) -> None:
+    old = oauth.add_client()
+    new = oauth.rotate_client_secret(old.client_id)
+    assert new.client_secret != old.client_secret
+    assert "old secret" in refused(lambda: request(service, old)).reason
+    request(service, new)
+    oauth.revoke_client(new.client_id)
+    assert error_of(refused(lambda: request(service, new))) == (400, "invalid_grant")
+    assert any(isinstance(e, SecretRotated) and e.refused_with for e in service.events)
+    assert any(isinstance(e, ClientRevoked) for e in service.events)
+
+
+def test_a_client_without_scopes_is_unauthorized_client(
+    service: AuthService, oauth: OAuthFlow
+) -> None:
+    client = oauth.add_client([])
+    assert error_of(refused(lambda: request(service, client))) == (400, "unauthorized_client")
+
+
+@pytest.mark.parametrize(
+    ("grant", "error"),
+    [
+        ({"grant_type": "password"}, "unsupported_grant_type"),
+        ({"grant_type": "refresh_token"}, "unsupported_grant_type"),
+        ({}, "invalid_request"),
+        ({"grant_type": ""}, "invalid_request"),
+    ],
+)
+def test_grant_types(
+    service: AuthService, oauth: OAuthFlow, grant: dict[str, str], error: str
+) -> None:
+    client = oauth.add_client()
+    fields = {"x": "1", **grant}
+    assert error_of(refused(lambda: request(service, client, fields=fields)))[1] == error
+
+
+def test_bad_requests_are_invalid_request_and_never_echo_the_secret(
+    service: AuthService, oauth: OAuthFlow
+) -> None:
+    client = oauth.add_client()
+    secret = client.client_secret
+    form = {
+        "grant_type": "client_credentials",
+        "client_id": client.client_id,
+        "client_secret": secret,
+    }
+    cases: list[dict[str, Any]] = [
+        {"body": b"grant_type=client_credentials&grant_type=client_credentials"},
+        {"fields": form},  # Basic and the form's secret at once
+        {"body": b'{"grant_type": "client_credentials"}', "content_type": "application/json"},
+        {"content_type": "text/plain"},
+        {"body": b""},
+        {"body": b"grant_type=client_credentials&scope=%ff"},
+        {"query": (("client_secret", secret),)},
+        {"authorization": ("Basic abc", "Basic def")},
+    ]
+    for case in cases:
+
+        def send(case: dict[str, Any] = case) -> Answer:
+            return request(service, client, **case)
+
+        refusal = refused(send)
+        assert error_of(refusal) == (400, "invalid_request"), case
+        assert secret not in str(refusal.body)
+        assert secret not in refusal.reason
+
+
+@pytest.mark.parametrize(
+    "header", ["Basic !!!notbase64", "Basic " + base64.b64encode(b"nocolon").decode(), "Bearer x"]
+)
+def test_a_malformed_basic_header_is_invalid_client(
+    service: AuthService, oauth: OAuthFlow, header: str
+) -> None:
+    oauth.add_client()
+    assert error_of(refused(lambda: request(service, authorization=(header,)))) == (
+        401,
+        "invalid_client",
+    )
+
+
+def test_no_client_authentication_is_invalid_client(service: AuthService) -> None:
+    service.flow(OAuthFlow).add_client()
+    assert error_of(refused(lambda: request(service))) == (401, "invalid_client")
+
+
+# -- churn, expiry, throttling -------------------------------------------------------
+
+
+def test_a_new_token_for_the_same_scopes_while_one_is_valid_is_churn(
+    service: AuthService, oauth: OAuthFlow, clock: ManualClock
+) -> None:
+    client = oauth.add_client(["acme:*:tiq:2026-07:profiles:manage"])
+    request(service, client, scope=READ)
+    request(service, client, scope=WRITE)  # another scope set: no churn
+    request(service, client, scope=READ)  # the same set again: churn
+    issued = [e for e in service.events if isinstance(e, TokenIssued)]
+    assert [e.while_valid for e in issued] == [(), (), ("T1",)]
+    clock.advance(1800 - 30)  # within the refresh margin: renewal, not churn
+    request(service, client, scope=WRITE)
+    assert [e for e in service.events if isinstance(e, TokenIssued)][-1].while_valid == ()
+
+
+def test_throttling_answers_429_in_the_rfc_shape(
+    make_service: Callable[..., AuthService],
+) -> None:
+    service = make_service(throttle=2)
+    client = service.flow(OAuthFlow).add_client()
+    for _ in range(3):
+        request(service, client)
+    refusal = refused(lambda: request(service, client))
+    styled = OAuthFlow.style(refusal)
+    assert styled.status == 429
+    assert styled.retry_after
+    assert error_of(styled) == (429, "temporarily_unavailable")
+
+
+# -- API calls: RFC 6750 -------------------------------------------------------------
+
+
+def token_of(service: AuthService, client: OAuthClient, scope: str | None = None) -> str:
+    return str(request(service, client, scope=scope).body["access_token"])
+
+
+def test_a_token_with_a_covering_scope_passes(service: AuthService, oauth: OAuthFlow) -> None:
+    token = token_of(service, oauth.add_client())
+    auth = call(service, token, scope=READ)
+    assert (auth.version, auth.credential) == ("oauth", "T1")
+    assert call(service, token, scope=None).credential == "T1"
+
+
+def test_no_token_is_401_with_a_bare_bearer_challenge(service: AuthService) -> None:
+    refusal = refused(lambda: call(service, None))
+    assert refusal.status == 401
+    assert refusal.headers == (("WWW-Authenticate", "Bearer"),)
+    assert refusal.body is not None
+    assert "error" not in refusal.body
+
+
+def test_an_expired_or_unknown_token_is_invalid_token(
+    service: AuthService, oauth: OAuthFlow, clock: ManualClock
+) -> None:
+    token = token_of(service, oauth.add_client())
+    clock.advance(1801)
+    refusal = refused(lambda: call(service, token))
+    assert error_of(refusal) == (401, "invalid_token")
+    assert refusal.headers == (("WWW-Authenticate", 'Bearer error="invalid_token"'),)
+    [used] = [e for e in service.events if isinstance(e, ApiCall)]
+    assert used.credential_expired
+    assert used.error == "invalid_token"
+    assert error_of(refused(lambda: call(service, "a.b.c"))) == (401, "invalid_token")
+
+
+def test_a_token_without_the_scope_is_403_insufficient_scope_naming_both(
+    service: AuthService, oauth: OAuthFlow
+) -> None:
+    client = oauth.add_client(["acme:*:tiq:2026-07:profiles:manage"])
+    token = token_of(service, client, scope=READ)
+    refusal = refused(lambda: call(service, token, scope=WRITE))
+    assert error_of(refusal) == (403, "insufficient_scope")
+    assert refusal.headers == (
+        ("WWW-Authenticate", f'Bearer error="insufficient_scope", scope="{WRITE}"'),
+    )
+    [refused_call] = [e for e in service.events if isinstance(e, ApiCall)]
+    assert refused_call.status == 403
+    assert WRITE in refused_call.describe()
+    assert f"it has {READ}" in refused_call.describe()
+    assert "the client may get it" in refusal.reason
+
+
+def test_a_v2_token_on_an_oauth_route_is_invalid_token(service: AuthService) -> None:
+    from pytest_mgmtauth._service.flows.v2 import V2Flow
+
+    account = service.add_account()
+    token, _ = service.flow(V2Flow).grant(account.username, account.api_key)
+    refusal = refused(lambda: call(service, token))
+    assert error_of(refusal) == (401, "invalid_token")
+    assert "OAuth access token" in refusal.reason
+
+
+def test_a_route_scope_is_checked_when_the_route_is_declared() -> None:
+    OAuthFlow.check_route(None, READ)
+    OAuthFlow.check_route(None, "{account}:main:tiq:2026-07:profiles:read")
+    with pytest.raises(ValueError, match="has 2 part"):
+        OAuthFlow.check_route(None, "a:b")
+    with pytest.raises(ValueError, match=r"scope=\.\.\."):
+        OAuthFlow.check_route("read", None)
+    with pytest.raises(ValueError, match="carry no scopes"):
+        FLOWS["v2"].check_route(None, READ)
+
+
+# -- hostile input: an RFC error or a token, never anything else ----------------------
+
+_PARAM = st.sampled_from(
+    ["grant_type", "client_id", "client_secret", "scope", "x", "grant_type%00", ""]
+)
+_VALUE = st.one_of(
+    st.sampled_from(["client_credentials", "password", "", "%ff", "%", "a:b:c:2026-07:d:read"]),
+    st.text(max_size=30),
+)
+
+
+# make_service is a factory: each example builds its own service.
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(
+    pairs=st.lists(st.tuples(_PARAM, _VALUE), max_size=6),
+    raw=st.one_of(st.none(), st.binary(max_size=60)),
+    content_type=st.sampled_from([FORM, None, "application/json", f"{FORM}; charset=utf-8"]),
+    authorization=st.lists(
+        st.one_of(
+            st.sampled_from(["Basic", "Basic ", "Bearer x", "Basic Og==", "Basic YTpi"]),
+            st.text(max_size=20).map(lambda t: "Basic " + t),
+        ),
+        max_size=2,
+    ),
+    with_secret=st.booleans(),
+)
+def test_any_token_request_gets_an_rfc_error_or_a_token_never_the_secret(
+    make_service: Callable[..., AuthService],
+    pairs: list[tuple[str, str]],
+    raw: bytes | None,
+    content_type: str | None,
+    authorization: list[str],
+    with_secret: bool,
+) -> None:
+    service = make_service()
+    client = service.flow(OAuthFlow).add_client()
+    if with_secret:
+        pairs = [*pairs, ("client_id", client.client_id), ("client_secret", client.client_secret)]
+    body = urlencode(pairs).encode() if raw is None else raw
+    outcome: Answer | Refusal
+    try:
+        outcome = request(
+            service, body=body, content_type=content_type, authorization=tuple(authorization)
+        )
+    except Refusal as refusal:
+        outcome = refusal
+    if isinstance(outcome, Answer):
+        assert outcome.body["token_type"] == "Bearer"
+        return
+    assert outcome.body is not None
+    assert outcome.status in (400, 401, 429)
+    assert outcome.body["error"] in {
+        "invalid_request",
+        "invalid_client",
+        "invalid_grant",
+        "invalid_scope",
+        "unauthorized_client",
+        "unsupported_grant_type",
+        "temporarily_unavailable",
+    }
+    # What the transport sends: the body with every known secret masked.
+    assert client.client_secret not in service.redact(str(outcome.body))
+
+
+@pytest.mark.parametrize(
+    "path", ["token", "/", "/a?b", "/a#b", "/a%2Fb", "//host/token", "/a b", "/_mgmtauth/t"]
+)
+def test_a_token_path_no_request_can_reach_is_refused(path: str) -> None:
+    with pytest.raises(ValueError, match="oauth_token_path"):
+        Options(oauth_token_path=path)
