@@ -21,6 +21,7 @@ from .._service.events import (
     SessionExpired,
     Throttled,
     TokenIssued,
+    flow_credential,
     shown,
 )
 from .._service.faults import DEFAULT_RETRY_AFTER, SCHEDULED_KINDS
@@ -64,9 +65,9 @@ def analyse(kind: str, events: Sequence[Event], *, failed: bool) -> After:
             elif (
                 kind == "expire"
                 and first.credential != _granted_in_flight(events, index)
-                # A v1 session ends after an idle timeout the service does not announce:
+                # A session ends after an idle timeout the service does not announce:
                 # learning of it from the 401 and logging in again is all a client can do.
-                and first.version != "v1"
+                and flow_credential(first.version) != "session"
             ):
                 summary = (
                     f"lost a call: it sent {shown(first.method)} {shown(first.path)} with the "
