@@ -41,7 +41,7 @@ if TYPE_CHECKING:
         WrongHost,
     )
     from ._service.faults import ScheduledFault, ScriptedFault
-    from ._service.flows.oauth import OAuthClient
+    from ._service.flows.oauth_clients import OAuthClient
     from ._service.options import Options
     from ._verdicts.findings import (
         AuthFindingWarning,
@@ -122,7 +122,7 @@ _LAZY: dict[str, str] = {
     "LogoutRejected": "._service.events",
     "MgmtClock": "._glue.clock",
     "MgmtServer": "._fake.server",
-    "OAuthClient": "._service.flows.oauth",
+    "OAuthClient": "._service.flows.oauth_clients",
     "OpenSessionWarning": "._verdicts.findings",
     "Options": "._service.options",
     "RecordedRequest": "._http.request_log",

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from .._service.accounts import Account
     from .._service.clock import Clock
     from .._service.events import Event
-    from .._service.flows.oauth import OAuthClient
+    from .._service.flows.oauth_clients import OAuthClient
     from .._service.options import Options
     from .session import SessionResources
 

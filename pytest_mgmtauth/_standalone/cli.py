@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, TextIO
 from .. import __version__
 from .._http.app import CONTROL_PREFIX as PREFIX
 from .._service.accounts import make_account
-from .._service.flows.oauth import check_scopes
+from .._service.flows.oauth_clients import check_scopes
 from .._service.options import OPTION_SPECS, Options, OptionSpec, name_source
 from .server import (
     DEFAULT_HOST,

@@ -18,10 +18,10 @@ from pytest_mgmtauth._service.clock import ManualClock
 from pytest_mgmtauth._service.diagnosis import ClientKind
 from pytest_mgmtauth._service.events import ApiCall, ClientRevoked, SecretRotated
 from pytest_mgmtauth._service.flows.base import Answer, Incoming, Presented
-from pytest_mgmtauth._service.flows.oauth import (
+from pytest_mgmtauth._service.flows.oauth import OAuthFlow
+from pytest_mgmtauth._service.flows.oauth_clients import (
     DEFAULT_SCOPE,
     OAuthClient,
-    OAuthFlow,
     covers,
     parse_scope,
 )

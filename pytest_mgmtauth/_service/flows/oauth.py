@@ -18,8 +18,8 @@ import difflib
 import re
 import secrets
 from collections import deque
-from typing import TYPE_CHECKING, Any, NoReturn
-from urllib.parse import parse_qsl, quote_plus, unquote, unquote_plus
+from typing import TYPE_CHECKING, NoReturn
+from urllib.parse import parse_qsl, unquote, unquote_plus
 
 from ..accounts import fingerprint, generate_api_key
 from ..clock import to_datetime
@@ -28,6 +28,16 @@ from ..events import AuthRejected, ClientRevoked, SecretRotated
 from ..options import OAUTH_TOKEN_PATH
 from ..records import AUTH_FAILED, DIAGNOSIS_BUDGET, DIAGNOSIS_WINDOW, FORBIDDEN, Refusal
 from .base import Answer, BearerFlow, Endpoint, Incoming, Presented
+from .oauth_clients import (
+    DEFAULT_SCOPE,
+    HOST,
+    OAuthClient,
+    basic_spellings,
+    check_scopes,
+    covers,
+    parse_scope,
+    quoted,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -37,23 +47,17 @@ if TYPE_CHECKING:
     from ..records import Authorization, TokenRecord
     from ..service import AuthService
 
-#: The account and profile of ``mgmt_oauth_client``'s scope (our choice, as in v3's docs).
-DEFAULT_ACCOUNT = "acme"
-DEFAULT_PROFILE = "main"
-DEFAULT_SCOPE = f"{DEFAULT_ACCOUNT}:{DEFAULT_PROFILE}:tiq:2026-07:profiles:manage"
-#: The gateway host public code calls (our choice for interception: not published).
-HOST = "developer.tealiumapis.com"
 GRANT_TYPE = "client_credentials"
-SCOPE_SHAPE = "{account}:{profile}:{apiFamily}:{apiVersion}:{resource}:{action}"
-#: What each action covers.
-ACTIONS = {"read": ("read",), "write": ("write",), "manage": ("manage", "write", "read")}
+
 #: The statuses of the token endpoint (RFC 6749 5.1, 5.2; 429 when throttled).
 STATUSES = (200, 400, 401, 405, 429)
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
-_API_VERSION = re.compile(r"\d{4}-(0[1-9]|1[0-2])")
+
 _NO_STORE = (("Cache-Control", "no-store"), ("Pragma", "no-cache"))
+
 _BASIC = (("WWW-Authenticate", f'Basic realm="{HOST}", charset="UTF-8"'),)
+
 _PARAMS = ("grant_type", "client_id", "client_secret", "scope")
+
 #: How each client form-encodes the id and secret of HTTP Basic (RFC 6749 2.3.1).
 _ENCODE_FOR_BASIC = {
     ClientKind.CURL: "curl -u does not form-encode them: send --data-urlencode client_id=... "
@@ -67,6 +71,7 @@ _ENCODE_FOR_BASIC = {
     ClientKind.OTHER: "Encode them first (Python: auth=(quote_plus(id), quote_plus(secret))), "
     "or send client_id and client_secret in the form",
 }
+
 _OTHER_GRANTS = {
     "password": "the password grant takes a user's password",
     "authorization_code": "the authorization code grant needs a user's consent",
@@ -74,101 +79,10 @@ _OTHER_GRANTS = {
 }
 
 
-def _shown(text: str) -> str:
-    """A value from the client in a message: whole if short and plain, else its size."""
-    if len(text) <= 80 and text.isascii() and text.isprintable():
-        return repr(text)
-    return f"a {len(text)}-character value"
-
-
 def _rfc_text(text: str) -> str:
     """``text`` in the characters RFC 6749 allows in ``error_description``."""
     text = text.replace('"', "'").replace("\\", "/")
     return "".join(c if c.isascii() and c.isprintable() else "?" for c in text)
-
-
-def basic_spellings(client_id: str, secret: str) -> tuple[str, ...]:
-    """The Basic credentials that carry ``secret`` (form-encoded first, or not): held
-    as secrets, so that a logged ``Authorization`` header is masked too."""
-    pairs = ((quote_plus(client_id), quote_plus(secret)), (client_id, secret))
-    return tuple(base64.b64encode(f"{i}:{s}".encode()).decode() for i, s in pairs)
-
-
-def parse_scope(scope: str) -> tuple[str, ...]:
-    """The six parts of a scope; ValueError saying what is wrong with it."""
-    parts = scope.split(":")
-    if len(parts) != 6:
-        raise ValueError(
-            f"the scope {_shown(scope)} has {len(parts)} part(s); a scope has 6: "
-            f"{SCOPE_SHAPE} (e.g. {DEFAULT_SCOPE!r})"
-        )
-    account, profile, family, version, resource, action = parts
-    for what, value in (("account", account), ("apiFamily", family), ("resource", resource)):
-        if not _NAME.fullmatch(value):
-            raise ValueError(
-                f"the scope {_shown(scope)}: its {what} {_shown(value)} is not a name "
-                "(letters, digits, '.', '_', '-')"
-            )
-    if profile != "*" and not _NAME.fullmatch(profile):
-        raise ValueError(
-            f"the scope {_shown(scope)}: its profile {_shown(profile)} is not a name or '*'"
-        )
-    if not _API_VERSION.fullmatch(version):
-        raise ValueError(
-            f"the scope {_shown(scope)}: its apiVersion {_shown(version)} is not a version "
-            "like '2026-07'"
-        )
-    if action not in ACTIONS:
-        raise ValueError(
-            f"the scope {_shown(scope)}: its action {_shown(action)} is not read, write or manage"
-        )
-    return tuple(parts)
-
-
-def covers(granted: str, required: str) -> bool:
-    """Whether a token with the scope ``granted`` may do what ``required`` names."""
-    g, r = granted.split(":"), required.split(":")
-    if len(g) != 6 or len(r) != 6:
-        return False
-    same = (g[0], g[2], g[3], g[4]) == (r[0], r[2], r[3], r[4])
-    return same and g[1] in ("*", r[1]) and r[5] in ACTIONS.get(g[5], ())
-
-
-def check_scopes(scopes: object, *, what: str) -> tuple[str, ...]:
-    """A list of scopes as given to ``add_client``: checked, duplicates dropped."""
-    if isinstance(scopes, str):
-        raise TypeError(f"{what} takes a list of scopes, not a str; did you mean [{scopes!r}]?")
-    try:
-        items = list(scopes)  # type: ignore[call-overload]
-    except TypeError:
-        raise TypeError(f"{what} takes a list of scope strings, got {scopes!r}") from None
-    for item in items:
-        if not isinstance(item, str):
-            raise TypeError(f"{what}: a scope is a str like {DEFAULT_SCOPE!r}, got {item!r}")
-        try:
-            parse_scope(item)
-        except ValueError as exc:
-            raise ValueError(f"{what}: {exc}") from None
-    return tuple(dict.fromkeys(items))
-
-
-@dataclasses.dataclass(frozen=True)
-class OAuthClient:
-    """An OAuth client of the developer portal (``mgmt_server.add_client``)."""
-
-    client_id: str
-    client_secret: str = dataclasses.field(repr=False)
-    scopes: tuple[str, ...] = ()
-
-    def __repr__(self) -> str:
-        # Secrets never appear whole in output users paste into bug reports.
-        return (
-            f"OAuthClient(client_id={self.client_id!r}, "
-            f"client_secret={fingerprint(self.client_secret)}, scopes={list(self.scopes)})"
-        )
-
-    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
-        printer.text(repr(self))
 
 
 class OAuthFlow(BearerFlow):
@@ -329,12 +243,12 @@ class OAuthFlow(BearerFlow):
     def _unknown_client(self, client_id: str) -> str:
         if not self.clients:
             return (
-                f"no OAuth client {_shown(client_id)} exists: this test has no clients; add "
+                f"no OAuth client {quoted(client_id)} exists: this test has no clients; add "
                 "one with mgmt_server.add_client(scopes=[...]) or use mgmt_oauth_client"
             )
         close = difflib.get_close_matches(client_id, list(self.clients), n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
-        return self.service.redact(f"no OAuth client {_shown(client_id)} exists{hint}")
+        return self.service.redact(f"no OAuth client {quoted(client_id)} exists{hint}")
 
     # -- the token endpoint ----------------------------------------------------------
 
@@ -410,7 +324,7 @@ class OAuthFlow(BearerFlow):
             self._reject("invalid_request", f"the body is empty: {wanted}")
         if mimetype != "application/x-www-form-urlencoded" or text.lstrip()[:1] in ("{", "["):
             sent = "JSON" if "json" in mimetype or text.lstrip()[:1] in ("{", "[") else None
-            what = sent or f"Content-Type {_shown(incoming.content_type or 'none')}"
+            what = sent or f"Content-Type {quoted(incoming.content_type or 'none')}"
             self._reject(
                 "invalid_request",
                 f"this request sent {what}: {wanted} (requests and httpx: data={{...}}, not "
@@ -442,7 +356,7 @@ class OAuthFlow(BearerFlow):
             why = _OTHER_GRANTS.get(grant, "this endpoint grants only client credentials")
             self._reject(
                 "unsupported_grant_type",
-                f"grant_type {_shown(grant)} is not supported ({why}): send "
+                f"grant_type {quoted(grant)} is not supported ({why}): send "
                 "grant_type=client_credentials",
             )
         return form
@@ -467,7 +381,7 @@ class OAuthFlow(BearerFlow):
             if not form_secret:
                 self._reject(
                     "invalid_client",
-                    f"client {_shown(form_id)} sent no client_secret: send it in the form, "
+                    f"client {quoted(form_id)} sent no client_secret: send it in the form, "
                     "or the id and secret by HTTP Basic",
                     form_id,
                 )
