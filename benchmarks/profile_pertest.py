@@ -47,7 +47,7 @@ MAIN_ITEMS: list[Item] = [
     (
         "  close(): idle connections closed",
         "_http/connections.py",
-        "_Server.drop_idle_connections",
+        "ConnectionServer.drop_idle_connections",
     ),
     (
         "  teardown check (findings)",
@@ -61,21 +61,25 @@ MAIN_ITEMS: list[Item] = [
 ACCEPT_ITEM: Item = (
     "accept loop: accept, hand to a thread",
     "_http/connections.py",
-    "_Server._accept_one",
+    "ConnectionServer._accept_one",
 )
 SERVER_ITEMS: list[Item] = [
     (
         "connection threads, whole life",
         "_http/connections.py",
-        "_Server._serve_connection",
+        "ConnectionServer._serve_connection",
     ),
     ("  idle: Werkzeug's wait after each answer", "selectors.py", "EpollSelector.select"),
     ("  idle: waiting for the next request", "builtins", _PEEK),
-    ("  request line and headers (http.server)", "http/server.py", "_RequestHandler.parse_request"),
+    (
+        "  request line and headers (http.server)",
+        "http/server.py",
+        "ConnectionHandler.parse_request",
+    ),
     (
         "  WSGI environ (Werkzeug + the fake's)",
         "_http/handler.py",
-        "_RequestHandler.make_environ",
+        "ConnectionHandler.make_environ",
     ),
     ("  the fake's app (FakeApp)", "_http/app.py", "FakeApp.__call__"),
     ("    waiting for a token signed ahead", "_service/tokens.py", "TokenSigner._take"),
@@ -83,7 +87,7 @@ SERVER_ITEMS: list[Item] = [
     ("    bearer header checks", "_http/credentials.py", "bearer_token"),
     ("    event recording", "_service/timeline.py", "AuthService._record"),
     ("  writing the answer", "werkzeug/serving.py", "write"),
-    ("  shutting the connection down", "socketserver.py", "_Server.shutdown_request"),
+    ("  shutting the connection down", "socketserver.py", "ConnectionServer.shutdown_request"),
 ]
 
 

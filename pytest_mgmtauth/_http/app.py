@@ -184,7 +184,7 @@ class FakeApp:
         try:
             return self._dispatch(binding, request)
         except ConnectionResetOnCue:
-            raise  # Werkzeug drops the connection; see _server._RequestHandler
+            raise  # Werkzeug drops the connection; see _server.ConnectionHandler
         except HTTPException as exc:
             # Werkzeug's own 4xx (a chunked body over the size limit, a malformed
             # header): the client's mistake, answered in the fake's JSON shape.

@@ -1,7 +1,7 @@
 """The session server's socket side: accepting connections (TLS wrapped, its handshake
 deferred to the connection's thread), a thread per connection that notes which test was
 bound when it was accepted, and the kept-alive connections idle between requests, which
-:meth:`_Server.drop_idle_connections` closes at a test's end."""
+:meth:`ConnectionServer.drop_idle_connections` closes at a test's end."""
 
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ class _Connection(Protocol):
     connection: Any
 
 
-class _Server(ThreadedWSGIServer):
+class ConnectionServer(ThreadedWSGIServer):
     daemon_threads = True
     block_on_close = False
     fake_app: FakeApp | None = None

@@ -27,19 +27,19 @@ from .app import (
 from .errors import MAX_BODY_BYTES, error_bytes
 from .headers import HTTP_WHITESPACE, chunked, framing_problem
 from .proxy import serve_connect, tunnel_environ
-from .streams import _BriefDrain, _ContinueOnRead, _CountedInput, _Dechunked, _SkipDrain
+from .streams import BriefDrain, ContinueOnRead, CountedInput, Dechunked, SkipDrain
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from .binding import Binding
-    from .connections import _Server
+    from .connections import ConnectionServer
 
 #: Seconds a connection may sit idle mid-request before its thread gives up on it.
 STALL_TIMEOUT = 30.0
 
 
-class _FakeRequest(Request):
+class FakeRequest(Request):
     # One byte over the limit, so that a chunked body (no Content-Length) that is too
     # large reads as too large (read_body answers 413) instead of silently truncated.
     max_content_length = MAX_BODY_BYTES + 1
@@ -77,11 +77,11 @@ _HEADER_LINE_DEFECTS = (
 _TLS_RECORD_STARTS = (b"\x16\x03",)
 
 
-class _RequestHandler(WSGIRequestHandler):
+class ConnectionHandler(WSGIRequestHandler):
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True
     timeout = STALL_TIMEOUT
-    server: _Server
+    server: ConnectionServer
     #: Requests read from this connection so far.
     _served = 0
     #: Whether this request's answer keeps the connection open.
@@ -99,7 +99,7 @@ class _RequestHandler(WSGIRequestHandler):
         self._keep = False
         if self._served:
             # A kept-alive connection, idle until the next request's first byte: that
-            # request belongs to the test bound then (see _Server.drop_idle_connections).
+            # request belongs to the test bound then (see ConnectionServer.drop_idle_connections).
             self.server.mark_idle(self)
             try:
                 first = self.rfile.peek(1)  # type: ignore[attr-defined]
@@ -128,7 +128,7 @@ class _RequestHandler(WSGIRequestHandler):
         try:
             super().run_wsgi()
         finally:
-            if isinstance(self.rfile, _SkipDrain):
+            if isinstance(self.rfile, SkipDrain):
                 self.rfile = self.rfile.inner
 
     def send_header(self, keyword: str, value: str) -> None:
@@ -141,7 +141,7 @@ class _RequestHandler(WSGIRequestHandler):
         super().setup()
         self.binding = self.server.binding_of(self.request)
         if isinstance(self.connection, ssl.SSLSocket):
-            # Deferred from accept() (see _Server.get_request); a failed handshake
+            # Deferred from accept() (see ConnectionServer.get_request); a failed handshake
             # closes this connection only.
             try:
                 self.connection.do_handshake()
@@ -214,18 +214,18 @@ class _RequestHandler(WSGIRequestHandler):
             and expect[0].strip(HTTP_WHITESPACE).lower() == "100-continue"
         ):
             # Not to HTTP/1.0 clients (RFC 9110 10.1.1).
-            reader = _ContinueOnRead(reader, self.wfile.write)
+            reader = ContinueOnRead(reader, self.wfile.write)
         if problem is None and chunked(headers):
             # Werkzeug's own reader refused chunk extensions and trailer fields.
             environ["wsgi.input_terminated"] = True
-            environ["wsgi.input"] = _Dechunked(
+            environ["wsgi.input"] = Dechunked(
                 reader, lambda reason: environ.__setitem__(CHUNKED_PROBLEM, reason)
             )
         elif environ.get("wsgi.input_terminated"):
             # A framing problem: the app answers without reading the body.
             environ["wsgi.input"] = io.BytesIO()
         else:
-            environ["wsgi.input"] = _CountedInput(reader)
+            environ["wsgi.input"] = CountedInput(reader)
         environ[AFTER_ANSWER] = self._after_answer
         environ[ARRIVED_HEADERS] = tuple(getattr(self, "_arrived", ()))
         tunnel_environ(self, environ)
@@ -258,7 +258,7 @@ class _RequestHandler(WSGIRequestHandler):
             length = int(environ.get("CONTENT_LENGTH") or 0)
         except ValueError:
             return False
-        if not isinstance(body, _CountedInput) or body.count < length:
+        if not isinstance(body, CountedInput) or body.count < length:
             return False  # the body's rest would be read as the next request
         # Bytes already waiting past this request: a body sent without Content-Length
         # (which HTTP/1.1 reads as the next request) or pipelining, which clients do not
@@ -282,14 +282,14 @@ class _RequestHandler(WSGIRequestHandler):
         or close it after the brief drain (Werkzeug's drain reads through this)."""
         if self._may_keep_alive():
             self._keep = True
-            self.rfile = _SkipDrain(self.rfile)
+            self.rfile = SkipDrain(self.rfile)
             # Idle from now on for drop_idle_connections: the client may have its answer
             # (and its test may end) before this thread reads the next request.
             self.server.mark_idle(self)
             return
         self.close_connection = True
-        if not isinstance(self.rfile, _BriefDrain):
-            self.rfile = _BriefDrain(self.rfile, self.connection)
+        if not isinstance(self.rfile, BriefDrain):
+            self.rfile = BriefDrain(self.rfile, self.connection)
 
     def connection_dropped(self, error: BaseException, environ: Any = None) -> None:
         # Never read another request from a dropped connection (a scripted reset

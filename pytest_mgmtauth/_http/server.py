@@ -16,14 +16,14 @@ Differences from the stock server, each for a measured reason (see the field not
 * a request whose Host or Content-Length headers are invalid (RFC 9112) is marked for a
   400, and repeated ``Cookie`` headers are joined with "; " (Werkzeug joins with ",");
 * after the answer, what the client still sends is discarded only briefly (see
-  :class:`_BriefDrain`): Werkzeug's own drain could hold a connection for 30 s;
+  :class:`BriefDrain`): Werkzeug's own drain could hold a connection for 30 s;
 * HTTP/1.1 keep-alive, as the real service answers (``Connection: keep-alive``), when
   the test's ``keep_alive`` option allows it and the answer leaves the connection in a
   known state (the request's body was read whole, no framing problem, the client did not
   ask to close); otherwise ``Connection: close`` and the brief drain. Werkzeug always
   closes. A connection's first request belongs to the test during which it was accepted;
   each further one to the test bound when its first byte arrived. Connections idle
-  between requests are closed when a test ends (:meth:`_Server.drop_idle_connections`),
+  between requests are closed when a test ends (:meth:`ConnectionServer.drop_idle_connections`),
   as a real server's idle timeout would: clients check a pooled connection before reusing
   it and open a new one.
 
@@ -42,8 +42,8 @@ from typing import TYPE_CHECKING, Any
 from pytest_httpserver import HTTPServer
 
 from .app import AFTER_ANSWER, FakeApp
-from .connections import DROP_WAIT, _Server
-from .handler import STALL_TIMEOUT, _FakeRequest, _RequestHandler
+from .connections import DROP_WAIT, ConnectionServer
+from .handler import STALL_TIMEOUT, ConnectionHandler, FakeRequest
 from .hosts import LISTENER
 from .streams import DRAIN_SECONDS, DRAIN_SILENCE
 
@@ -65,7 +65,7 @@ __all__ = [
 
 
 def _drain_briefly_after(app: Any) -> Any:
-    """The WSGI app, then the brief drain (see :class:`_BriefDrain`) of its request."""
+    """The WSGI app, then the brief drain (see :class:`BriefDrain`) of its request."""
 
     def wsgi(environ: dict[str, Any], start_response: Any) -> Any:
         answer = app(environ, start_response)
@@ -111,9 +111,9 @@ class FakeHTTPServer(HTTPServer):
         with self._start_lock:
             if self.is_running():
                 return
-            app = _drain_briefly_after(_FakeRequest.application(self.application))
+            app = _drain_briefly_after(FakeRequest.application(self.application))
             # Plain TCP server; TLS is layered per connection in get_request.
-            server = _Server(self.host, self.port, app, handler=_RequestHandler)
+            server = ConnectionServer(self.host, self.port, app, handler=ConnectionHandler)
             server.fake_app = self.app
             server.tunnel_context = self.tunnel_context
             if self.ssl_context is not None:
@@ -140,12 +140,12 @@ class FakeHTTPServer(HTTPServer):
     def connections_accepted(self) -> int:
         """TCP connections this server accepted so far."""
         server = self.server
-        return server.connections_accepted if isinstance(server, _Server) else 0
+        return server.connections_accepted if isinstance(server, ConnectionServer) else 0
 
     def drop_idle_connections(self) -> int:
         """Close the kept-alive connections idle between requests now; how many."""
         server = self.server
-        return server.drop_idle_connections() if isinstance(server, _Server) else 0
+        return server.drop_idle_connections() if isinstance(server, ConnectionServer) else 0
 
     def dispatch(self, request: Request) -> Response:
         return self.app(request)

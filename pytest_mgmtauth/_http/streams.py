@@ -1,6 +1,6 @@
 """Stand-ins for a connection's reader: counting what the application reads of a body
 (a connection is kept alive only when the whole body was read), and the brief drain after
-an answer that closes the connection (see :class:`_BriefDrain`)."""
+an answer that closes the connection (see :class:`BriefDrain`)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ DRAIN_SILENCE = 0.25
 DRAIN_SECONDS = 5.0
 
 
-class _CountedInput(io.RawIOBase):
+class CountedInput(io.RawIOBase):
     """The request body as the application reads it, counting the bytes read: the
     connection is kept alive only if the whole body was read (else its rest would be
     taken for the next request line)."""
@@ -52,7 +52,7 @@ class _CountedInput(io.RawIOBase):
 CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 
 
-class _ContinueOnRead(io.RawIOBase):
+class ContinueOnRead(io.RawIOBase):
     """The connection's reader for a request that sent ``Expect: 100-continue``: the
     first read of its body sends ``100 Continue``, once. A request answered without
     reading its body (a 413 for its Content-Length, a framing error) gets its final
@@ -111,7 +111,7 @@ class ChunkedBodyError(OSError):
     """The chunked body breaks RFC 9112 7.1; ``str()`` says how, in the client's terms."""
 
 
-class _Dechunked(io.RawIOBase):
+class Dechunked(io.RawIOBase):
     """A chunked request body (RFC 9112 7.1), strictly: hex chunk sizes, chunk
     extensions read and ignored, trailer fields read and discarded, CRLF (or LF, RFC
     9112 2.2) after each line and chunk. Werkzeug's reader refused every extension and
@@ -212,7 +212,7 @@ class _Dechunked(io.RawIOBase):
         return len(data)
 
 
-class _SkipDrain(io.BufferedIOBase):
+class SkipDrain(io.BufferedIOBase):
     """Stands in for the reader of a kept-alive connection while Werkzeug's drain runs
     (which would otherwise read the next request): reads nothing."""
 
@@ -224,7 +224,7 @@ class _SkipDrain(io.BufferedIOBase):
         return b""
 
 
-class _BriefDrain(io.BufferedIOBase):
+class BriefDrain(io.BufferedIOBase):
     """Stands in for the connection's reader once the answer is decided.
 
     After every answer Werkzeug discards what the client still sends (so that a client

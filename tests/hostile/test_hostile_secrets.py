@@ -150,7 +150,7 @@ def test_the_request_repr_masks_the_utk(world: World) -> None:
     answer = exchange(world.address, _get(f"/v1/boom?utk={world.utk}", [cookie]))
     world.side_requests += 1
     assert answer.status == 500
-    assert seen == [f"<_FakeRequest '/v1/boom?utk={fp(world.utk)}' [GET]>"]
+    assert seen == [f"<FakeRequest '/v1/boom?utk={fp(world.utk)}' [GET]>"]
     (error,) = world.errors
     world.errors.clear()  # seen here; not re-raised at teardown
     assert str(error) == "broken handler"
@@ -369,7 +369,7 @@ def test_terminal_output_and_junit_xml_show_no_secret(mgmt_pytester: pytest.Pyte
     # The channels were really looked at: the failure, the timeline, the teardown error
     # with the request's repr (utk as a fingerprint), the report.
     assert "RuntimeError: the handler broke" in output
-    assert "<_FakeRequest '/v1/boom?utk=#" in output
+    assert "<FakeRequest '/v1/boom?utk=#" in output
     assert "no account '#" in output
     assert "mgmtauth: credentials per test" in output
     assert "the handler broke" in xml

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from pytest_mgmtauth import BadRequest, MgmtServer, TunnelClosed
-from pytest_mgmtauth._http.connections import _Server
+from pytest_mgmtauth._http.connections import ConnectionServer
 
 pytestmark = pytest.mark.mgmtauth(intercept=True)
 
@@ -31,9 +31,9 @@ def _proxy(server: MgmtServer) -> tuple[str, int]:
     return parts.hostname, parts.port
 
 
-def _inner(server: MgmtServer) -> _Server:
+def _inner(server: MgmtServer) -> ConnectionServer:
     inner = server._proxy.server  # type: ignore[union-attr]
-    assert isinstance(inner, _Server)
+    assert isinstance(inner, ConnectionServer)
     return inner
 
 

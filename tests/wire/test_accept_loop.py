@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 from wire_support import one_request
 
-from pytest_mgmtauth._http.connections import _Server
+from pytest_mgmtauth._http.connections import ConnectionServer
 from pytest_mgmtauth._http.server import FakeHTTPServer
 
 
@@ -34,7 +34,7 @@ def test_an_idle_loop_does_not_wake_up(
     server: FakeHTTPServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     turns: list[float] = []
-    assert isinstance(server.server, _Server)
+    assert isinstance(server.server, ConnectionServer)
     monkeypatch.setattr(server.server, "service_actions", lambda: turns.append(time.monotonic()))
     time.sleep(0.3)  # socketserver's loop (0.05 s poll) would have turned about 6 times
     assert turns == []
@@ -75,7 +75,7 @@ def test_stop_right_after_start() -> None:
 
 def test_shutdown_after_the_loop_ended_returns(server: FakeHTTPServer) -> None:
     inner = server.server
-    assert isinstance(inner, _Server)
+    assert isinstance(inner, ConnectionServer)
     server.stop()
     done = threading.Event()
 

@@ -16,7 +16,7 @@ from wire_support import PROBE, one_request
 from pytest_mgmtauth._fake.server import MgmtServer
 from pytest_mgmtauth._fake.session import SessionResources
 from pytest_mgmtauth._http import connections as _connections
-from pytest_mgmtauth._http.connections import _Server
+from pytest_mgmtauth._http.connections import ConnectionServer
 from pytest_mgmtauth._http.server import FakeHTTPServer
 from pytest_mgmtauth._service.options import Options
 
@@ -49,7 +49,7 @@ def _one_request(server: FakeHTTPServer) -> bytes:
 
 def test_the_next_connection_is_served_by_the_waiting_thread(server: FakeHTTPServer) -> None:
     inner = server.server
-    assert isinstance(inner, _Server)
+    assert isinstance(inner, ConnectionServer)
     assert _one_request(server).startswith(b"HTTP/1.1 ")
     _until(lambda: inner._waiting_workers == 1, "the connection's thread waits for another")
     before = _connection_threads()
@@ -61,7 +61,7 @@ def test_the_next_connection_is_served_by_the_waiting_thread(server: FakeHTTPSer
 
 def test_concurrent_connections_each_get_a_thread(server: FakeHTTPServer) -> None:
     inner = server.server
-    assert isinstance(inner, _Server)
+    assert isinstance(inner, ConnectionServer)
     # Two connections open at once (neither sends): the second cannot wait for the first.
     with (
         socket.create_connection((server.host, server.port), timeout=10) as first,
@@ -80,7 +80,7 @@ def test_a_waiting_thread_ends_after_its_idle_time(
 ) -> None:
     monkeypatch.setattr(_connections, "WORKER_IDLE", 0.05)
     inner = server.server
-    assert isinstance(inner, _Server)
+    assert isinstance(inner, ConnectionServer)
     before = _connection_threads()
     assert _one_request(server).startswith(b"HTTP/1.1 ")
     started = _connection_threads() - before
@@ -105,7 +105,7 @@ def test_a_waiting_thread_keeps_no_tests_state_alive(request: pytest.FixtureRequ
     request.addfinalizer(pool.close)
     fake = MgmtServer(Options(), pool)
     inner = pool.server(https=False).server
-    assert isinstance(inner, _Server)
+    assert isinstance(inner, ConnectionServer)
     service = weakref.ref(fake._service)
     binding = weakref.ref(fake._binding)
     with socket.create_connection((fake._http.host, fake._http.port), timeout=10) as sock:
