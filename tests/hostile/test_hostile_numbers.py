@@ -43,14 +43,9 @@ from pytest_mgmtauth._service.options import (
     OPTION_NAMES,
     build_options,
 )
-from pytest_mgmtauth._standalone import (
-    AccountSpec,
-    StandaloneServer,
-    UsageError,
-    build_parser,
-    server_from_args,
-)
+from pytest_mgmtauth._standalone.cli import build_parser, server_from_args
 from pytest_mgmtauth._standalone.control import ControlAPI
+from pytest_mgmtauth._standalone.server import AccountSpec, StandaloneServer, UsageError
 
 PROFILE = settings.get_profile("mgmtauth-hostile")
 #: Pure-Python entry points are cheap: every example of the profile. Entry points that

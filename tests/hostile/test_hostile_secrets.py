@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 
 from pytest_mgmtauth import AuthRejected, Options
 from pytest_mgmtauth._service.accounts import fingerprint as fp
-from pytest_mgmtauth._standalone import AccountSpec, StandaloneServer
+from pytest_mgmtauth._standalone.server import AccountSpec, StandaloneServer
 
 PROFILE = settings.get_profile("mgmtauth-hostile")
 FORM = "application/x-www-form-urlencoded"

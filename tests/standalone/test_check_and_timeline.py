@@ -11,7 +11,7 @@ import pytest
 import requests
 
 from pytest_mgmtauth import Options
-from pytest_mgmtauth._standalone import AccountSpec, StandaloneServer
+from pytest_mgmtauth._standalone.server import AccountSpec, StandaloneServer
 from pytest_mgmtauth._verdicts.checks import (
     check_logged_out,
     check_no_expired_credential_used,

@@ -16,7 +16,8 @@ import requests
 from standalone_support import GUARD, ServerProcess, console_script
 
 from pytest_mgmtauth import __version__
-from pytest_mgmtauth._standalone import build_parser, main, options_json, server_from_args
+from pytest_mgmtauth._standalone.cli import build_parser, main, server_from_args
+from pytest_mgmtauth._standalone.server import options_json
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:

@@ -16,13 +16,9 @@ import pytest
 import requests
 
 from pytest_mgmtauth import MgmtServer, Options
-from pytest_mgmtauth._standalone import (
-    AccountSpec,
-    StandaloneServer,
-    build_parser,
-    server_from_args,
-)
+from pytest_mgmtauth._standalone.cli import build_parser, server_from_args
 from pytest_mgmtauth._standalone.control import host_allowed
+from pytest_mgmtauth._standalone.server import AccountSpec, StandaloneServer
 
 ALICE = AccountSpec(username="alice@example.com", api_key="k+e&y=%/1", password="pa+ss&1")
 

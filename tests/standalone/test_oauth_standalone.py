@@ -15,7 +15,8 @@ import pytest
 import requests
 from standalone_support import ServerProcess
 
-from pytest_mgmtauth._standalone import UsageError, build_parser, print_banner, server_from_args
+from pytest_mgmtauth._standalone.cli import build_parser, print_banner, server_from_args
+from pytest_mgmtauth._standalone.server import UsageError
 
 READ = "acme:main:tiq:2026-07:profiles:read"
 CLIENT = json.dumps({"client_id": "portal-app", "client_secret": "s+e&c=%/1", "scopes": [READ]})

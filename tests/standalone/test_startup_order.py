@@ -16,8 +16,8 @@ import pytest
 
 from pytest_mgmtauth import MgmtServer, Options, UnknownRoute
 from pytest_mgmtauth._http.app import FakeApp
-from pytest_mgmtauth._standalone import AccountSpec, StandaloneServer
 from pytest_mgmtauth._standalone import control as control_module
+from pytest_mgmtauth._standalone.server import AccountSpec, StandaloneServer
 
 #: Real seconds the poller keeps trying; a guard, not a timing assertion.
 GUARD = 20.0

@@ -16,14 +16,8 @@ import requests
 from standalone_support import ServerProcess
 
 from pytest_mgmtauth import Options
-from pytest_mgmtauth._standalone import (
-    AccountSpec,
-    StandaloneServer,
-    UsageError,
-    build_parser,
-    print_banner,
-    server_from_args,
-)
+from pytest_mgmtauth._standalone.cli import build_parser, print_banner, server_from_args
+from pytest_mgmtauth._standalone.server import AccountSpec, StandaloneServer, UsageError
 
 ACCOUNT = json.dumps(
     {

@@ -175,7 +175,7 @@ def test_dropped_idle_connections_are_replaced_by_the_client(
 
 
 def test_the_control_api_drops_idle_connections(key_file_path: Path) -> None:
-    from pytest_mgmtauth._standalone import StandaloneServer
+    from pytest_mgmtauth._standalone.server import StandaloneServer
 
     server = StandaloneServer(Options(), port=0, key_file=str(key_file_path))
     server.start()
