@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     )
     from .plugin import SigningKeyCacheWarning
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "Account",

@@ -102,6 +102,23 @@ def _modules_inner_runs_import() -> None:
     import trustme  # noqa: F401
 
 
+#: Plugins a user may have installed beside ours that change what an inner run prints or
+#: the order it runs in (pytest-randomly reorders, pytest-pretty replaces the summary line
+#: that ``assert_outcomes`` reads, pytest-asyncio warns about its unset loop scope,
+#: pytest-rerunfailures adds its own lines and thread). The inner runs check the plugin's
+#: own output, so they run without them; blocking a plugin that is not installed is a no-op.
+INNER_RUN_BLOCKED = ("randomly", "pretty", "asyncio", "rerunfailures")
+
+
+@pytest.fixture
+def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    """pytest's ``pytester``, its inner runs (in process and subprocesses, xdist's workers
+    too) without the plugins of ``INNER_RUN_BLOCKED``. pytester clears PYTEST_ADDOPTS
+    when it starts, so this is the only value the inner runs see."""
+    monkeypatch.setenv("PYTEST_ADDOPTS", " ".join(f"-p no:{name}" for name in INNER_RUN_BLOCKED))
+    return pytester
+
+
 @pytest.fixture
 def mgmt_pytester(
     _modules_inner_runs_import: None,

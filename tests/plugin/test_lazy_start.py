@@ -220,8 +220,10 @@ def test_a_plain_run_imports_only_the_plugins_startup_modules(pytester: pytest.P
     ours = {name for name in modules if name.split(".")[0] == "pytest_mgmtauth"}
     assert ours == STARTUP_MODULES
     assert not {"jwt", "cryptography"} & {name.split(".")[0] for name in modules}
+    # Only the plugin's threads count (all named mgmtauth-...): other plugins a user has
+    # installed may start their own (pytest-rerunfailures does, at configure).
     threads = pytester.path.joinpath("threads.txt").read_text().splitlines()
-    assert threads == ["MainThread"]
+    assert [name for name in threads if name.startswith("mgmtauth")] == []
     assert not pytester.path.joinpath(*KEY_ENTRY).exists()
 
 
