@@ -149,21 +149,13 @@ def test_time_machine(mgmt_server, mgmt_account):
 def test_offsets_count_from_the_start_on_the_clock_another_tool_moved(
     pytester: pytest.Pytester,
 ) -> None:
-    pytester.makepyfile(test_jumps=JUMPS)
-    files = ["test_jumps.py"]
-    try:
-        import time_machine  # noqa: F401
-    except ImportError:
-        pass  # freezegun shows the same; time-machine is not a test dependency
-    else:
-        pytester.makepyfile(test_time_machine=TIME_MACHINE)
-        files.append("test_time_machine.py")
-    result = pytester.runpytest_inprocess("-p", "no:randomly", "-s", *files)
-    result.assert_outcomes(passed=len(files) * 2 - 1)
+    # time-machine's travel and freezegun's decorator (time-machine is in the test extra).
+    pytester.makepyfile(test_jumps=JUMPS, test_time_machine=TIME_MACHINE)
+    result = pytester.runpytest_inprocess("-p", "no:randomly", "-s")
+    result.assert_outcomes(passed=3)
     out = result.stdout.str()
     issued = re.findall(r"^  (\S+)  T1 issued by /v2/auth \(#\w+\), valid until (\S+)$", out, re.M)
-    assert issued == [("00:00:00", "00:30:00")] * len(issued)
-    assert len(issued) == len(files) * 2 - 1
+    assert issued == [("00:00:00", "00:30:00")] * 3
 
 
 # -- item 7: refused calls over the wire, expect_refusals, /check ----------------------
