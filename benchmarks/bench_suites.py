@@ -29,7 +29,10 @@ from pathlib import Path
 
 from _bench import Figure, Run, median, print_figures, run_pytest, stock_key_pem, table
 
-PYTEST_INI = "[pytest]\naddopts = -p no:xdist -p no:hypothesispytest\nfilterwarnings = error\n"
+PYTEST_INI = (
+    "[pytest]\naddopts = -p no:xdist -p no:hypothesispytest -p no:asyncio -p no:anyio\n"
+    "filterwarnings = error\n"
+)
 
 FAKE_TEST = """
 def test_{i}(mgmt_server, mgmt_account):

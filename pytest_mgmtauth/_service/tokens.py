@@ -48,8 +48,9 @@ def _segment(value: dict[str, Any]) -> bytes:
     return base64.urlsafe_b64encode(raw).rstrip(b"=")
 
 
-#: The header of every token, as PyJWT writes it (keys sorted).
-_HEADER_SEGMENT = _segment({"alg": ALGORITHM, "typ": "JWT"})
+#: The header of every token, in the real service's order (its tokens begin
+#: ``eyJ0eXAiOiJKV1QiLCJhbGciOiJSUzUxMiJ9``: ``typ`` first; PyJWT sorts the keys).
+_HEADER_SEGMENT = _segment({"typ": "JWT", "alg": ALGORITHM})
 
 
 class TokenProblem(Exception):

@@ -73,6 +73,7 @@ def _host(s: Service) -> None:
 def _token(s: Service) -> None:
     token = v3_token(s)["token"]
     assert jwt_part(token, 0)["alg"] == "RS512"
+    assert token.startswith("eyJ0eXAiOiJKV1QiLCJhbGciOiJSUzUxMiJ9.")  # typ first
     claims = jwt_part(token, 1)
     assert claims["exp"] - claims["iat"] == 1800
 

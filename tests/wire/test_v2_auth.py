@@ -65,6 +65,8 @@ def test_token_is_a_long_rs512_jwt_for_the_account(
     assert len(token) > 800
     header = json.loads(base64.urlsafe_b64decode(token.split(".")[0] + "==="))
     assert header == {"typ": "JWT", "alg": "RS512"}
+    # Byte for byte as the real service's tokens begin (the public record): typ first.
+    assert token.startswith("eyJ0eXAiOiJKV1QiLCJhbGciOiJSUzUxMiJ9.")
     claims = _claims(token)
     assert claims["sub"] == mgmt_account.username
     assert claims["iss"]
