@@ -86,7 +86,7 @@ class ConnectionServer(ThreadedWSGIServer):
     def serve_forever(self, poll_interval: float = 0.5) -> None:
         """Accept connections until :meth:`shutdown`. socketserver's loop wakes every
         ``poll_interval`` to look for a shutdown request, so ``stop()`` waited up to that
-        long at every session's end (50 ms here, 500 ms in the stock server), and the
+        long at every session's end, and the
         loop took the GIL 20 times a second all session long. This one sleeps until a
         connection comes or :meth:`shutdown` wakes it. ``poll_interval`` is ignored."""
         opened = self.fake_app.opened if self.fake_app is not None else None
@@ -225,9 +225,8 @@ class ConnectionServer(ThreadedWSGIServer):
 
     def _worker(self, first: list[tuple[Any, Any, Binding | None]]) -> None:
         """Serve a connection, then wait a while for the next one to serve: handing a
-        connection to a waiting thread costs ~10 us, starting a thread ~60 us (and
-        the GIL handoffs of a thread's start), twice per test for a client without a
-        Session."""
+        connection to a waiting thread costs less than starting a thread (and the GIL
+        handoffs of a thread's start), twice per test for a client without a Session."""
         # Only `job` names the connection, dropped before the wait: a waiting thread
         # keeps no test's binding (and service) alive.
         job: tuple[Any, Any, Binding | None] | None = first.pop()

@@ -6,7 +6,7 @@ Differences from the stock server, each for a measured reason (see the field not
   a thread per open connection, which then waits up to 30 s to serve the next one
   (handing a connection over costs less than starting a thread);
 * our own request handler class, so Werkzeug's per-request log lines (slow, noisy) are
-  off, Nagle's algorithm is off (HTTPS round trips were 14 ms instead of 4 ms), and
+  off, Nagle's algorithm is off (with it, HTTPS round trips waited on delayed ACKs), and
   ``protocol_version`` is set on our class instead of on Werkzeug's shared one;
 * an accept loop that sleeps until a connection comes or ``stop()`` wakes it, so that
   ``stop()`` returns at once (the stock loop looks for it every 0.5 s);

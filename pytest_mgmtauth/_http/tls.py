@@ -24,7 +24,7 @@ class TestCA:
     __test__ = False  # not a pytest test class, whatever its name
 
     def __init__(self) -> None:
-        import trustme  # on first use: ~45 ms a suite without HTTPS should not pay
+        import trustme  # on first use: a suite without HTTPS should not pay for it
 
         self._ca = trustme.CA(organization_name="pytest-mgmtauth test CA")
         self._cert = self._ca.issue_cert("127.0.0.1", "localhost", "::1")
@@ -109,7 +109,7 @@ def _no_tickets(context: ssl.SSLContext) -> None:
     # No TLS 1.3 session tickets (and none in TLS 1.2): Python clients never resume
     # a session on their next connection, so a ticket is work nobody uses. Each new
     # connection pays for them (every request with keep_alive=False, a client that
-    # does not pool): two tickets cost ~0.7 ms of a ~2 ms handshake
+    # does not pool): the tickets are a large part of a handshake
     # (benchmarks/bench_transport.py).
     context.num_tickets = 0
     context.options |= ssl.OP_NO_TICKET
