@@ -2,9 +2,9 @@
 report header.
 
 Thin on purpose: everything it builds comes from the modules below it; the hooks and
-fixtures stay here, the rest is in ``_glue/settings.py`` (ini settings, flags, markers),
-``_glue/teardown.py`` (the findings check, late errors), ``_glue/report.py`` (the report section,
-the terminal summary) and ``_glue/junit.py`` (the timelines in JUnit XML).
+fixtures stay here, the rest is in ``_glue/settings.py`` (ini settings, flags, markers)
+and ``_glue/report.py`` (the report section, the terminal summary, the timelines in JUnit
+XML, the findings check, late errors).
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(TerminalReport(config), "mgmtauth-report")
     if config.getoption("xmlpath", None):
         # The timelines go into the JUnit XML of --junitxml only.
-        from ._glue.junit import JunitTimelines
+        from ._glue.report import JunitTimelines
 
         config.pluginmanager.register(JunitTimelines(config), "mgmtauth-junit-timelines")
     config.pluginmanager.register(_SweepReports(), "mgmtauth-sweep")
@@ -176,7 +176,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def _mgmtauth_pool(pytestconfig: pytest.Config) -> Iterator[SessionResources]:
     """The session's servers, signing key and test CA (made on first use). Internal:
     tests reach all of it through ``mgmt_server``."""
-    from ._glue.teardown import late_errors_message
+    from ._glue.report import late_errors_message
 
     cache = getattr(pytestconfig, "cache", None)
     if cache is not None and cache.get(_OLD_KEY_CACHE_ENTRY, None) is not None:
@@ -296,7 +296,7 @@ def mgmt_server(
     """The fake management auth service, with fresh state for this test."""
     from ._fake.server import MgmtServer
     from ._glue import sweep as _sweep
-    from ._glue.teardown import check_findings
+    from ._glue.report import check_findings
 
     item = request.node
     problem = None

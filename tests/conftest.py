@@ -21,7 +21,6 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 # in-process pytester run: pytester restores sys.modules after each run, so a module
 # first imported inside one would be imported anew by the next, with new classes and
 # stash keys that the modules kept across runs do not know.
-import pytest_mgmtauth._glue.junit
 import pytest_mgmtauth._glue.report
 import pytest_mgmtauth._glue.sweep
 import pytest_mgmtauth._verdicts.sweep_verdict  # noqa: F401

@@ -14,7 +14,7 @@ from pytest_mgmtauth import MgmtServer
 PACKAGE = Path(pytest_mgmtauth.__file__).parent
 GLUE = [
     "plugin.py",
-    "_glue/teardown.py",
+    "_glue/report.py",
     "_glue/sweep.py",
     "_standalone/server.py",
     "_standalone/control.py",

@@ -3,7 +3,7 @@ zero cost): the pieces that replaced slower spellings must still mean the same."
 
 from __future__ import annotations
 
-from pytest_mgmtauth._glue.junit import _NOT_XML
+from pytest_mgmtauth._glue.report import _NOT_XML
 from pytest_mgmtauth._service import options as _options
 from pytest_mgmtauth._service import tokens as _tokens
 
