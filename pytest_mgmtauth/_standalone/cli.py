@@ -17,11 +17,11 @@ from .._http.app import CONTROL_PREFIX as PREFIX
 from .._service.accounts import make_account
 from .._service.flows.oauth_clients import check_scopes
 from .._service.options import OPTION_SPECS, Options, OptionSpec, name_source
+from .messages import TEST_ONLY_OPTIONS
 from .server import (
     DEFAULT_HOST,
     DEFAULT_PORT,
     STOP_POLL,
-    TEST_ONLY_OPTIONS,
     AccountSpec,
     StandaloneServer,
     UsageError,

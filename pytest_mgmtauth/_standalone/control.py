@@ -18,9 +18,17 @@ from .._http.parsing import unreachable_path
 from .._service.clock import to_datetime
 from .._service.events import iso_time as _iso
 from .._service.options import check_advance, shown
-from .body import Body, ControlError, read_json
-from .guard import host_allowed, refuse_foreign
-from .payloads import account_json, client_json, event_json, fault_json, request_json
+from .messages import (
+    Body,
+    ControlError,
+    account_json,
+    client_json,
+    event_json,
+    fault_json,
+    read_json,
+    refuse_foreign,
+    request_json,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -28,23 +36,6 @@ if TYPE_CHECKING:
     from werkzeug import Request
 
     from .._fake.server import MgmtServer
-
-#: Importable from here as before the split (the request reading, the Host guard and the
-#: JSON payloads have modules of their own).
-__all__ = [
-    "PREFIX",
-    "AdvanceableClock",
-    "ControlAPI",
-    "ControlError",
-    "Verdicts",
-    "WholeTimeline",
-    "account_json",
-    "client_json",
-    "event_json",
-    "fault_json",
-    "host_allowed",
-    "request_json",
-]
 
 
 class Verdicts(Protocol):

@@ -29,8 +29,8 @@ from .._fake.session import SessionResources
 from .._http.app import CONTROL_PREFIX
 from .._service.clock import ManualClock, OffsetClock
 from .._verdicts import findings
-from .body import loads_standard
-from .control import ControlAPI, account_json, client_json
+from .control import ControlAPI
+from .messages import account_json, client_json, loads_standard, options_json
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -43,26 +43,6 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 #: How often the main thread looks for a stop request, in seconds.
 STOP_POLL = 0.1
-
-
-#: Options of ``@pytest.mark.mgmtauth`` that mean nothing to a standalone server: there
-#: is no teardown check for ``strict`` to make fail or ``require_logout`` to widen
-#: (``GET /_mgmtauth/check?require_logout=true`` does that), and HTTPS shows in the URL's
-#: scheme.
-TEST_ONLY_OPTIONS = ("strict", "https", "require_logout")
-
-
-def options_json(options: Options) -> dict[str, Any]:
-    """The server's options for ``--json``: token_ttl in whole seconds (as the JWT's
-    exp claim counts), without the options that only mean something in a test."""
-    data = {
-        f.name: getattr(options, f.name)
-        for f in dataclasses.fields(options)
-        if f.init and f.name not in TEST_ONLY_OPTIONS
-    }
-    data["token_ttl"] = int(options.token_ttl)
-    data["oauth_token_ttl"] = int(options.oauth_token_ttl)
-    return data
 
 
 class UsageError(Exception):

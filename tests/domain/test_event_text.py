@@ -21,7 +21,7 @@ from pytest_mgmtauth._service.flows.base import Presented
 from pytest_mgmtauth._service.flows.v1 import V1Flow
 from pytest_mgmtauth._service.flows.v2 import V2Flow
 from pytest_mgmtauth._service.service import AuthService, Refusal
-from pytest_mgmtauth._standalone.control import event_json
+from pytest_mgmtauth._standalone.messages import event_json
 from pytest_mgmtauth._verdicts.evidence import Evidence
 
 MakeService = Callable[..., AuthService]

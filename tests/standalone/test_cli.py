@@ -17,7 +17,7 @@ from standalone_support import GUARD, ServerProcess, console_script
 
 from pytest_mgmtauth import __version__
 from pytest_mgmtauth._standalone.cli import build_parser, main, server_from_args
-from pytest_mgmtauth._standalone.server import options_json
+from pytest_mgmtauth._standalone.messages import options_json
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:

@@ -17,7 +17,7 @@ import requests
 
 from pytest_mgmtauth import MgmtServer, Options
 from pytest_mgmtauth._standalone.cli import build_parser, server_from_args
-from pytest_mgmtauth._standalone.control import host_allowed
+from pytest_mgmtauth._standalone.messages import host_allowed
 from pytest_mgmtauth._standalone.server import AccountSpec, StandaloneServer
 
 ALICE = AccountSpec(username="alice@example.com", api_key="k+e&y=%/1", password="pa+ss&1")
