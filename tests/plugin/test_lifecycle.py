@@ -18,6 +18,7 @@ GLUE = [
     "_glue/sweep.py",
     "_standalone/server.py",
     "_standalone/control.py",
+    "_standalone/actions.py",
 ]
 
 
