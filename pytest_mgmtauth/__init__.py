@@ -12,8 +12,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ._fake.server import MgmtServer
     from ._glue.clock import MgmtClock
-    from ._http.binding import RouteHandler
-    from ._http.request_log import RecordedRequest
+    from ._http.binding import RecordedRequest, RouteHandler
     from ._service.accounts import Account
     from ._service.events import (
         AccountLocked,
@@ -125,7 +124,7 @@ _LAZY: dict[str, str] = {
     "OAuthClient": "._service.flows.oauth_clients",
     "OpenSessionWarning": "._verdicts.findings",
     "Options": "._service.options",
-    "RecordedRequest": "._http.request_log",
+    "RecordedRequest": "._http.binding",
     "RefusedCallWarning": "._verdicts.findings",
     "RouteHandler": "._http.binding",
     "ScheduledFault": "._service.faults",

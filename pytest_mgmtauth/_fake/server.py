@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     import ssl
     from collections.abc import Callable, Iterable
 
-    from .._http.request_log import RecordedRequest
+    from .._http.binding import RecordedRequest
     from .._service.accounts import Account
     from .._service.clock import Clock
     from .._service.events import Event

@@ -21,7 +21,7 @@ from werkzeug.exceptions import ClientDisconnected, HTTPException
 from .._service.clock import to_datetime
 from .._service.flows.registry import endpoint_family, endpoint_for, flow_class
 from .._service.service import Refusal
-from .binding import Binding, LateErrors, RouteHandler
+from .binding import Binding, LateErrors, RecordedRequest, RouteHandler
 from .credentials import READERS
 from .endpoints import ARRIVED, answer
 from .errors import BODY_READ, error_response, masked_error, refusal_response
@@ -34,7 +34,6 @@ from .hosts import (
 )
 from .parsing import BadInput, read_body
 from .playback import ConnectionResetOnCue, carry_out, reset_connection, scripted_fault
-from .request_log import RecordedRequest
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
     from werkzeug import Request, Response
 
-    from .._http.request_log import RecordedRequest
+    from .._http.binding import RecordedRequest
     from .._service.accounts import Account
     from .._service.events import Event
     from .._service.faults import ScriptedFault

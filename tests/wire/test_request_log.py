@@ -14,7 +14,7 @@ import requests
 
 import pytest_mgmtauth
 from pytest_mgmtauth import Account, MgmtServer, RecordedRequest
-from pytest_mgmtauth._http.request_log import REQUEST_LOG_SIZE
+from pytest_mgmtauth._http.binding import REQUEST_LOG_SIZE
 from pytest_mgmtauth._service.accounts import fingerprint
 
 
