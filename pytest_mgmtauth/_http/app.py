@@ -1,12 +1,12 @@
 """Requests in, domain calls, JSON out: the front door of the fake service.
 
 The HTTP server is shared by a whole test session; each test binds its own state
-(a :class:`~._binding.Binding`: an :class:`~pytest_mgmtauth._service.service.AuthService`
+(a :class:`~.binding.Binding`: an :class:`~pytest_mgmtauth._service.service.AuthService`
 and its routes) for its duration. A request that arrives while no test is bound gets 503.
 
 :class:`FakeApp` decides which test a request belongs to, passes it to a mounted app, to
-one of the built-in endpoints (``_endpoints.py``, after a scripted fault has had its
-turn: ``_playback.py``) or to a declared route (authenticated here first), and answers
+one of the built-in endpoints (``flows.py``, after a scripted fault has had its turn)
+or to a declared route (authenticated here first), and answers
 whatever goes wrong in the fake's JSON error shape.
 """
 
@@ -23,8 +23,15 @@ from .._service.flows.registry import endpoint_family, endpoint_for, flow_class
 from .._service.service import Refusal
 from .binding import Binding, LateErrors, RecordedRequest, RouteHandler
 from .credentials import READERS
-from .endpoints import ARRIVED, answer
 from .errors import BODY_READ, error_response, masked_error, refusal_response
+from .flows import (
+    ARRIVED,
+    ConnectionResetOnCue,
+    answer,
+    carry_out,
+    reset_connection,
+    scripted_fault,
+)
 from .hosts import (
     check_endpoint_host,
     check_route_host,
@@ -33,7 +40,6 @@ from .hosts import (
     route_answers_here,
 )
 from .parsing import BadInput, read_body
-from .playback import ConnectionResetOnCue, carry_out, reset_connection, scripted_fault
 
 if TYPE_CHECKING:
     from collections.abc import Callable

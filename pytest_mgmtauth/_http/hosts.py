@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from .._service.flows.registry import route_hosts, service_hosts
 from .._service.hosts import Where
-from .endpoints import fake_host
+from .flows import fake_host
 from .proxy import TUNNEL_HOST, absolute_target_problem
 
 if TYPE_CHECKING:

@@ -1,7 +1,15 @@
-"""Scripted faults of the auth endpoints, carried out on the wire: which fault a request
-to ``/v2/auth``, ``/v3/auth/...`` or ``/v1/login`` takes (``mgmt_server.fail_next``,
-``hang_next``, ``drop_connection_next``, ``malformed_next``, or a scheduled one), and the
-answer it gives instead (a failure, a hang, a cut-off body or a reset connection).
+"""The flows on the wire: their own endpoints and the scripted faults of those.
+
+The endpoints (``/v2/auth``, ``/v3/auth/...``, ``/v1/login``, ``/v1/logout``: whatever the
+registry lists) are served from their declarations: read the form the endpoint names,
+hand it to the flow, and answer as the interface document shows (the JSON, the cookies,
+the success headers). The service's refusals and bad input are answered by the caller
+(``FakeApp``).
+
+Before that, a scripted fault may take the call (``mgmt_server.fail_next``,
+``hang_next``, ``drop_connection_next``, ``malformed_next``, or a scheduled one): which
+fault a call takes, and the answer it gives instead (a failure, a hang, a cut-off body
+or a reset connection).
 """
 
 from __future__ import annotations
@@ -12,16 +20,90 @@ from typing import TYPE_CHECKING
 
 from werkzeug import Response
 
+from .._service.flows.base import Incoming
 from .._service.service import SERVICE_MESSAGES, Refusal
-from .errors import refusal_response
-from .parsing import BadInput, read_form
+from .errors import json_response, refusal_response
+from .parsing import BadInput, client_kind, read_body, read_form
 
 if TYPE_CHECKING:
     from werkzeug import Request
 
     from .._service.faults import ScriptedFault
     from .._service.flows.base import Endpoint, Flow
+    from .._service.service import AuthService
     from .binding import Binding
+
+#: Success headers of /v2/auth and /v1/login, as the interface document lists them.
+SUCCESS_HEADERS: tuple[tuple[str, str], ...] = (
+    ("Cache-Control", "no-cache,no-store,must-revalidate"),
+    ("Pragma", "no-cache"),
+    ("Expires", "0"),
+    ("X-XSS-Protection", "1;mode=block"),
+    ("X-NodeId", "mgmtauth-node-1"),
+    ("X-Version", "pytest-mgmtauth"),
+)
+
+#: WSGI environ key: the tick at which the request arrived (set by ``FakeApp``).
+ARRIVED = "mgmtauth.arrived"
+
+
+def arrival(service: AuthService, request: Request) -> int:
+    """The tick at which the request arrived (see FakeApp._dispatch)."""
+    tick = request.environ.get(ARRIVED)
+    return tick if isinstance(tick, int) else service.request_arrived()
+
+
+def answer(
+    service: AuthService,
+    flow: type[Flow],
+    endpoint: Endpoint,
+    params: dict[str, str],
+    request: Request,
+    *,
+    host: str | None = None,
+) -> Response:
+    """Serve a flow's endpoint: its form in, its answer out. ``host``: where the calls
+    of what it grants go (v3's ``host``), by default the fake's own address."""
+    arrived = arrival(service, request)
+    body = b""
+    if endpoint.form:
+        form = read_form(request, request.path, endpoint.form)
+    else:
+        body = read_body(request)  # the size limit holds here too
+        form = {}
+    incoming = Incoming(
+        path=request.path,
+        form=form,
+        params=params,
+        cookies=dict(request.cookies),
+        arrived=arrived,
+        client=client_kind(request),
+        host=host if host is not None else fake_host(request),
+        body=body,
+        content_type=request.headers.get("Content-Type"),
+        authorization=tuple(request.headers.getlist("Authorization")),
+        query=tuple(request.args.items(multi=True)),
+    )
+    result = service.flow(flow.name).answer(endpoint.operation, incoming)
+    cookies = tuple(("Set-Cookie", cookie) for cookie in result.cookies)
+    headers = SUCCESS_HEADERS if result.headers is None else result.headers
+    return json_response(200, result.body, (*cookies, *headers))
+
+
+def fake_host(request: Request) -> str:
+    """The fake's own ``host:port`` (where it listens), for v3's ``host`` field. A
+    wildcard listening address (the standalone ``--host 0.0.0.0``) names no host a
+    client can use: then the host the client reached it by (its ``Host`` header)."""
+    environ = request.environ
+    name = str(environ.get("SERVER_NAME") or "")
+    if name in ("", "0.0.0.0", "::"):
+        return request.host
+    if ":" in name:
+        name = f"[{name}]"  # an IPv6 address
+    return f"{name}:{environ.get('SERVER_PORT', '80')}"
+
+
+# -- scripted faults --------------------------------------------------------------
 
 #: How often a hang on the simulated clock looks at the clock, in real seconds.
 _SIMULATED_HANG_POLL = 0.01
