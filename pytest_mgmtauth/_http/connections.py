@@ -60,7 +60,7 @@ class ConnectionServer(ThreadedWSGIServer):
     daemon_threads = True
     block_on_close = False
     fake_app: FakeApp | None = None
-    #: Set on the proxy's listener (intercept option): see _http/proxy.py.
+    #: Set on the proxy's listener (intercept option): see _http/hosts.py.
     tunnel_context: Callable[[str], ssl.SSLContext] | None = None
     #: Connections accepted so far (the keep-alive benchmark counts them).
     connections_accepted = 0

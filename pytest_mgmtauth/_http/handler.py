@@ -26,7 +26,7 @@ from .app import (
 )
 from .errors import MAX_BODY_BYTES, error_bytes
 from .headers import HTTP_WHITESPACE, chunked, framing_problem
-from .proxy import serve_connect, tunnel_environ
+from .hosts import serve_connect, tunnel_environ
 from .streams import BriefDrain, ContinueOnRead, CountedInput, Dechunked, SkipDrain
 
 if TYPE_CHECKING:
@@ -86,7 +86,7 @@ class ConnectionHandler(WSGIRequestHandler):
     _served = 0
     #: Whether this request's answer keeps the connection open.
     _keep = False
-    #: The host of the proxy tunnel this connection became (see _http/proxy.py).
+    #: The host of the proxy tunnel this connection became (see _http/hosts.py).
     tunnel_host: str | None = None
     #: The test this connection's current request belongs to: the one bound when the
     #: connection was accepted, then the one bound when each further request began.

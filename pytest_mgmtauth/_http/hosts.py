@@ -1,5 +1,6 @@
-"""Which host of the service a request reached, as the transport knows it, and the
-refusal of one that reached a host its endpoint or route does not answer on.
+"""Which host of the service a request reached, the refusal of one that reached a host
+its endpoint or route does not answer on, and the fake as an HTTP proxy for those hosts
+(the ``intercept`` option).
 
 A request reached a named host when it came through a tunnel of the proxy
 (``CONNECT api.tealiumiq.com:443``), in absolute form (``GET http://host/...``), or with a
@@ -7,18 +8,36 @@ A request reached a named host when it came through a tunnel of the proxy
 fake: the region address (the second listener, which stands for the ``v3_host`` when the
 fake does not intercept) or the fake's own address, which stands for every other host.
 The rules themselves are the domain's (``_service/hosts.py``, the flows' declarations).
+
+The proxy: clients that hard-code ``https://api.tealiumiq.com`` reach the fake through
+the usual proxy variables: a ``CONNECT`` to one of its hosts on port 443 is answered
+``200`` and the tunnel ends here, in TLS for that host name from the test CA (the
+handshake must name it by SNI); the requests inside are served as if they came to that
+host. A plain HTTP request in absolute form (``GET http://api.tealiumiq.com/...``) is
+served for its host too. Everything else is refused with a status and a body that say
+why, or, where no HTTP answer fits (a TLS handshake that cannot succeed, a client that
+never starts TLS), by closing the connection within :data:`HANDSHAKE_TIMEOUT`. Nothing
+is ever forwarded: the fake opens no connection of its own.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import contextlib
+import socket
+import ssl
+from socketserver import _SocketWriter  # type: ignore[attr-defined]
+from typing import TYPE_CHECKING, Any, Protocol
+from urllib.parse import urlsplit
 
 from .._service.flows.registry import route_hosts, service_hosts
 from .._service.hosts import Where
+from .errors import error_bytes
 from .flows import fake_host
-from .proxy import TUNNEL_HOST, absolute_target_problem
+from .tls import SNI_PROBLEM
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+
     from werkzeug import Request
 
     from .._service.flows.base import Flow, Presented
@@ -144,3 +163,212 @@ def foreign_target(binding: Binding, request: Request) -> str | None:
     refused (it is never forwarded), or None."""
     target = str(request.environ.get("REQUEST_URI") or "")
     return absolute_target_problem(target, service_hosts(binding.service.options))
+
+
+# -- the proxy of the intercept option --------------------------------------------
+
+#: WSGI environ key: the host a request's tunnel was opened to (set for the requests
+#: that came through a ``CONNECT`` tunnel).
+TUNNEL_HOST = "mgmtauth.tunnel_host"
+
+#: The only port a tunnel may be opened to: the service is HTTPS on 443.
+TUNNEL_PORT = 443
+
+#: Seconds the TLS handshake of a tunnel may take, from the ``200`` on: a client that
+#: never starts TLS has its connection closed after this.
+HANDSHAKE_TIMEOUT = 3.0
+
+#: What the answers and texts call the proxy.
+_WHO = "the fake's proxy (intercept option)"
+
+
+class ProxyRefusal(Exception):
+    """A request the proxy will not serve: answered ``status`` with ``reason``."""
+
+    def __init__(self, status: int, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
+class _Handler(Protocol):
+    """What the proxy needs of the connection's request handler."""
+
+    path: str
+    server: Any
+    connection: Any
+    rfile: Any
+    wfile: Any
+    close_connection: bool
+    tunnel_host: str | None
+    binding: Binding | None
+
+    def send_response(self, code: int, message: str | None = None) -> None: ...
+    def send_header(self, keyword: str, value: str) -> None: ...
+    def end_headers(self) -> None: ...
+    def handle_one_request(self) -> None: ...
+
+
+def parse_authority(target: str) -> tuple[str, int]:
+    """The host (lower case) and port of a ``CONNECT`` target (``host:port``, RFC 9110
+    9.3.6); :class:`ProxyRefusal` (400) saying what is wrong with it."""
+    host, sep, port = target.rpartition(":")
+    if not sep or not host or "/" in target or "@" in target:
+        raise ProxyRefusal(
+            400,
+            f"CONNECT {target!r} is malformed: a CONNECT names host:port, like "
+            "CONNECT api.tealiumiq.com:443",
+        )
+    if not (port.isascii() and port.isdigit()) or not 0 < int(port) < 65536:
+        raise ProxyRefusal(
+            400, f"CONNECT {target!r} is malformed: {port!r} is no port (1 to 65535)"
+        )
+    return host.lower(), int(port)
+
+
+def check_tunnel(host: str, port: int, hosts: Iterable[str]) -> None:
+    """:class:`ProxyRefusal` (403) unless ``host:port`` is one of the service's hosts on
+    :data:`TUNNEL_PORT`."""
+    hosts = tuple(hosts)
+    if host not in hosts:
+        raise ProxyRefusal(403, foreign_host(host, hosts))
+    if port != TUNNEL_PORT:
+        raise ProxyRefusal(
+            403,
+            f"{_WHO} opens tunnels to port {TUNNEL_PORT} of the service's hosts only, not "
+            f"{host}:{port}: the service is HTTPS on {TUNNEL_PORT}",
+        )
+
+
+def foreign_host(host: str, hosts: Iterable[str]) -> str:
+    """Why a request for ``host`` is refused: the fake stands in for ``hosts`` only."""
+    return (
+        f"{_WHO} stands in for {', '.join(hosts)} only, not {host}; it forwards nothing. "
+        "Reach other hosts directly: name them in NO_PROXY (mgmt_server.env has it)"
+    )
+
+
+def absolute_target_problem(target: str, hosts: Iterable[str]) -> str | None:
+    """Why an absolute-form request target (``http://host/path``) is refused, or None
+    when it is origin-form or names one of ``hosts``."""
+    if target.startswith("/") or "://" not in target:
+        return None
+    parts = urlsplit(target)
+    host = (parts.hostname or "").lower()
+    hosts = tuple(hosts)
+    if host not in hosts:
+        return foreign_host(host or target, hosts)
+    return None
+
+
+def serve_connect(handler: _Handler) -> None:
+    """Answer a ``CONNECT``: refuse it, or open the TLS tunnel and serve the requests
+    that come through it until the connection closes."""
+    handler.close_connection = True
+    binding: Binding | None = handler.binding
+    target = handler.path
+    contexts: Callable[[str], ssl.SSLContext] | None = getattr(
+        handler.server, "tunnel_context", None
+    )
+    try:
+        if contexts is None:
+            raise ProxyRefusal(
+                405,
+                "this address of the fake is no proxy: CONNECT goes to the proxy of the "
+                "intercept option (HTTPS_PROXY in mgmt_server.env), or call mgmt_server.url "
+                "directly",
+            )
+        if handler.tunnel_host is not None:
+            raise ProxyRefusal(400, f"a CONNECT inside the tunnel to {handler.tunnel_host}")
+        if binding is None or binding.closed.is_set():
+            raise ProxyRefusal(
+                503,
+                "no test is using the fake service right now: the CONNECT arrived outside "
+                "the test that owns the mgmt_server fixture",
+            )
+        host, port = parse_authority(target)
+        check_tunnel(host, port, service_hosts(binding.service.options))
+    except ProxyRefusal as refusal:
+        if binding is not None and not binding.closed.is_set():
+            binding.service.record_bad_request("CONNECT", target, refusal.status, refusal.reason)
+        _answer(handler, refusal.status, refusal.reason)
+        return
+    _answer(handler, 200)
+    tunnel = _handshake(handler, contexts(host), host, binding)
+    if tunnel is None:
+        return
+    try:
+        handler.connection = tunnel
+        handler.rfile = tunnel.makefile("rb", -1)
+        handler.wfile = _SocketWriter(tunnel)
+        handler.tunnel_host = host
+        handler.close_connection = False
+        while not handler.close_connection:
+            handler.handle_one_request()
+    finally:
+        handler.close_connection = True
+        with contextlib.suppress(OSError, ValueError):
+            handler.wfile.flush()
+        tunnel.close()
+
+
+def _handshake(
+    handler: _Handler, context: ssl.SSLContext, host: str, binding: Binding
+) -> ssl.SSLSocket | None:
+    """The server side of the tunnel's TLS, or None (the connection closed, the reason in
+    the timeline) when the handshake fails or does not come in time."""
+    raw: socket.socket = handler.connection
+    tunnel = context.wrap_socket(raw, server_side=True, do_handshake_on_connect=False)
+    tunnel.settimeout(HANDSHAKE_TIMEOUT)
+    try:
+        tunnel.do_handshake()
+    except (OSError, ValueError) as exc:
+        if isinstance(exc, socket.timeout):
+            reason = (
+                f"the client sent no TLS handshake within {HANDSHAKE_TIMEOUT:g} s of the "
+                "200 answer; the tunnel speaks TLS only"
+            )
+        elif isinstance(exc, ssl.SSLError) and exc.reason == "HTTP_REQUEST":
+            reason = (
+                f"plain HTTP arrived in the tunnel to {host}, which speaks TLS: a client "
+                "tunnels https:// URLs only"
+            )
+        else:
+            reason = getattr(tunnel, SNI_PROBLEM, None) or (
+                f"the TLS handshake failed ({exc}); the tunnel speaks TLS for {host} with "
+                "the test CA's certificate (trust mgmt_server.ca_bundle)"
+            )
+        if not binding.closed.is_set():
+            binding.service.record_tunnel_closed(f"{host}:{TUNNEL_PORT}", reason)
+        with contextlib.suppress(OSError):
+            tunnel.close()
+        return None
+    timeout = getattr(handler, "timeout", None)
+    tunnel.settimeout(timeout)
+    return tunnel
+
+
+def _answer(handler: _Handler, status: int, reason: str | None = None) -> None:
+    """The answer to the ``CONNECT`` itself: 200 (the tunnel is open), or a refusal in
+    the fake's JSON error shape that closes the connection."""
+    if reason is None:
+        handler.send_response(status, "Connection Established")
+        handler.end_headers()
+        handler.wfile.flush()
+        return
+    body = error_bytes(status, reason)
+    handler.send_response(status)
+    handler.send_header("Connection", "close")
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body)
+    handler.close_connection = True
+
+
+def tunnel_environ(handler: Any, environ: dict[str, Any]) -> None:
+    """Mark a request that came through a tunnel: its host, and the https scheme."""
+    host = getattr(handler, "tunnel_host", None)
+    if host is not None:
+        environ[TUNNEL_HOST] = host
+        environ["wsgi.url_scheme"] = "https"

@@ -98,7 +98,7 @@ class FakeHTTPServer(HTTPServer):
         #: Which listener it is, for the requests it reads (see _http/hosts.py).
         self.listener = listener
         #: The TLS context of a tunnel to a host: set, this listener is the proxy of the
-        #: intercept option (see _http/proxy.py).
+        #: intercept option (see _http/hosts.py).
         self.tunnel_context = tunnel_context
         self.no_handler_status_code = 404
         self._start_lock = threading.Lock()
