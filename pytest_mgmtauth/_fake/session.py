@@ -12,8 +12,7 @@ import threading
 
 from .._http.app import LateErrors
 from .._http.hosts import REGION_LISTENER
-from .._http.server import FakeHTTPServer
-from .._http.tls import TestCA
+from .._http.server import FakeHTTPServer, TestCA
 from .._service.tokens import TokenSigner
 from .key_cache import SigningKey
 

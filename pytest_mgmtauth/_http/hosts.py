@@ -33,7 +33,6 @@ from .._service.flows.registry import route_hosts, service_hosts
 from .._service.hosts import Where
 from .errors import error_bytes
 from .flows import fake_host
-from .tls import SNI_PROBLEM
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -170,6 +169,10 @@ def foreign_target(binding: Binding, request: Request) -> str | None:
 #: WSGI environ key: the host a request's tunnel was opened to (set for the requests
 #: that came through a ``CONNECT`` tunnel).
 TUNNEL_HOST = "mgmtauth.tunnel_host"
+
+#: Attribute set on a server-side TLS socket whose handshake the SNI check refused: why
+#: (set by the tunnel's TLS context, see :meth:`~.server.TestCA.host_context`).
+SNI_PROBLEM = "mgmtauth_sni_problem"
 
 #: The only port a tunnel may be opened to: the service is HTTPS on 443.
 TUNNEL_PORT = 443
