@@ -6,7 +6,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from .._http.app import CONTROL_PREFIX, Binding, RouteHandler
+from .._http.app import CONTROL_PREFIX
+from .._http.binding import Binding, RouteHandler
 from .._http.parsing import unreachable_path
 from .._service.clock import system_clock
 from .._service.flows.oauth import OAuthFlow

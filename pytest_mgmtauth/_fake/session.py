@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 
-from .._http.app import LateErrors
+from .._http.binding import LateErrors
 from .._http.hosts import REGION_LISTENER
 from .._http.server import FakeHTTPServer, TestCA
 from .._service.tokens import TokenSigner

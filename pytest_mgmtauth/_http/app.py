@@ -21,7 +21,7 @@ from werkzeug.exceptions import ClientDisconnected, HTTPException
 from .._service.clock import to_datetime
 from .._service.flows.registry import endpoint_family, endpoint_for, flow_class
 from .._service.service import Refusal
-from .binding import Binding, LateErrors, RecordedRequest, RouteHandler
+from .binding import Binding, RecordedRequest, RouteHandler
 from .credentials import READERS
 from .errors import BODY_READ, error_response, masked_error, refusal_response
 from .flows import (
@@ -54,10 +54,7 @@ __all__ = [
     "CHUNKED_PROBLEM",
     "CONTROL_PREFIX",
     "FRAMING_PROBLEM",
-    "Binding",
     "FakeApp",
-    "LateErrors",
-    "RouteHandler",
 ]
 
 #: Where mgmtauth-server mounts its control API (reserved: no user route under it).

@@ -49,25 +49,14 @@ from typing import TYPE_CHECKING, Any
 from pytest_httpserver import HTTPServer
 
 from .app import AFTER_ANSWER, FakeApp
-from .connections import DROP_WAIT, ConnectionServer
-from .handler import STALL_TIMEOUT, ConnectionHandler, FakeRequest
+from .connections import ConnectionServer
+from .handler import ConnectionHandler, FakeRequest
 from .hosts import LISTENER, SNI_PROBLEM
-from .streams import DRAIN_SECONDS, DRAIN_SILENCE
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from werkzeug import Request, Response
-
-#: The socket server is built from the modules beside this one (see
-#: docs/architecture.md); these names stay importable from here.
-__all__ = [
-    "DRAIN_SECONDS",
-    "DRAIN_SILENCE",
-    "DROP_WAIT",
-    "STALL_TIMEOUT",
-    "FakeHTTPServer",
-]
 
 
 def _drain_briefly_after(app: Any) -> Any:
