@@ -9,7 +9,7 @@ import re
 from typing import TYPE_CHECKING
 
 from .._service.flows.base import Presented
-from .headers import HTTP_WHITESPACE, odd_char
+from .errors import HTTP_WHITESPACE, odd_char
 from .parsing import FORM_TYPE, BadInput
 
 if TYPE_CHECKING:

@@ -24,8 +24,7 @@ from .app import (
     CHUNKED_PROBLEM,
     FRAMING_PROBLEM,
 )
-from .errors import MAX_BODY_BYTES, error_bytes
-from .headers import HTTP_WHITESPACE, chunked, framing_problem
+from .errors import HTTP_WHITESPACE, MAX_BODY_BYTES, chunked, error_bytes, framing_problem
 from .hosts import serve_connect, tunnel_environ
 from .streams import BriefDrain, ContinueOnRead, CountedInput, Dechunked, SkipDrain
 

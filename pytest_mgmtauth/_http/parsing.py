@@ -5,8 +5,8 @@ Werkzeug's ``request.form`` silently yields an empty form for a missing or wrong
 Content-Type and for a body with one non-UTF-8 byte; a fake that trusted it would
 answer "missing field" to a client that sent every field. So we read the raw body.
 
-Header values and the framing are checked in ``_headers.py``, the credentials of a
-protected call read in ``_credentials.py``.
+Header values and the framing are checked in ``errors.py``, the credentials of a
+protected call read in ``credentials.py``.
 """
 
 from __future__ import annotations
