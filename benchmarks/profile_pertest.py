@@ -84,7 +84,7 @@ SERVER_ITEMS: list[Item] = [
     ("  the fake's app (FakeApp)", "_http/app.py", "FakeApp.__call__"),
     ("    waiting for a token signed ahead", "_service/tokens.py", "TokenSigner._take"),
     ("    form parsing", "_http/parsing.py", "read_form"),
-    ("    bearer header checks", "_http/credentials.py", "bearer_token"),
+    ("    bearer header checks", "_http/flows.py", "bearer_token"),
     ("    event recording", "_service/timeline.py", "AuthService._record"),
     ("  writing the answer", "werkzeug/serving.py", "write"),
     ("  shutting the connection down", "socketserver.py", "ConnectionServer.shutdown_request"),

@@ -22,10 +22,10 @@ from .._service.clock import to_datetime
 from .._service.flows.registry import endpoint_family, endpoint_for, flow_class
 from .._service.service import Refusal
 from .binding import Binding, RecordedRequest, RouteHandler
-from .credentials import READERS
 from .errors import BODY_READ, error_response, masked_error, refusal_response
 from .flows import (
     ARRIVED,
+    READERS,
     ConnectionResetOnCue,
     answer,
     carry_out,

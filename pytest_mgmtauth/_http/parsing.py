@@ -6,7 +6,7 @@ Content-Type and for a body with one non-UTF-8 byte; a fake that trusted it woul
 answer "missing field" to a client that sent every field. So we read the raw body.
 
 Header values and the framing are checked in ``errors.py``, the credentials of a
-protected call read in ``credentials.py``.
+protected call read in ``flows.py``.
 """
 
 from __future__ import annotations
