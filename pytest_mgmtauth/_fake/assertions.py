@@ -1,6 +1,6 @@
 """The assertions in auth terms of ``mgmt_server`` (``assert_credential_reused``,
 ``assert_auth_count``, ...), its timeline, and the evidence they judge (the events,
-options and times of the test's service). A base of :class:`~._fake.MgmtServer`, which
+options and times of the test's service). A base of :class:`~.server.MgmtServer`, which
 users see as one object."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The faults on cue of ``mgmt_server`` (docs/faults.md): scripted faults of the next auth
 calls, scheduled faults at trigger points, and expiring, revoking, locking and rotating on
-cue. A base of :class:`~._fake.MgmtServer`, which users see as one object."""
+cue. A base of :class:`~.server.MgmtServer`, which users see as one object."""
 
 from __future__ import annotations
 
