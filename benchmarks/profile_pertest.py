@@ -85,7 +85,7 @@ SERVER_ITEMS: list[Item] = [
     ("    waiting for a token signed ahead", "_service/tokens.py", "TokenSigner._take"),
     ("    form parsing", "_http/parsing.py", "read_form"),
     ("    bearer header checks", "_http/flows.py", "bearer_token"),
-    ("    event recording", "_service/timeline.py", "AuthService._record"),
+    ("    event recording", "_service/timeline.py", "Timeline.record"),
     ("  writing the answer", "werkzeug/serving.py", "write"),
     ("  shutting the connection down", "socketserver.py", "ConnectionServer.shutdown_request"),
 ]
