@@ -28,10 +28,10 @@ if TYPE_CHECKING:
     import threading
     from collections.abc import Iterable
 
+    from .limits import SecretKind
     from .options import Options
     from .timeline import Timeline
     from .tokens import TokenSigner
-    from .types import SecretKind
 
 
 class AccountBook(Mapping[str, "Account"]):

@@ -24,9 +24,9 @@ if TYPE_CHECKING:
 
     from .account_book import AccountBook
     from .credentials import Credentials
+    from .limits import EndOnCue
     from .options import Options
     from .timeline import Timeline
-    from .types import EndOnCue
 
 
 class FaultRunner:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, cast
 from .options import MAX_DURATION, check_count, check_seconds, shown
 
 if TYPE_CHECKING:
-    from .types import ScheduledKind, ScriptedKind
+    from .limits import ScheduledKind, ScriptedKind
 
 #: Service errors a scripted failure may name besides HTTP statuses (answered as 401).
 SERVICE_ERRORS = (1401, 1402)

@@ -1,11 +1,24 @@
-"""The limits of every number the fake takes (durations, counts, clock advances) and the
-one check of each, with an error that names the value and the allowed range: used by
-:class:`~._options.Options` and by the clock, locks, hangs and faults alike."""
+"""The words and numbers the fake takes: the vocabulary of its parameters and fields as
+types, the limits of every number (durations, counts, clock advances) and the one check
+of each, with an error that names the value and the allowed range: used by
+:class:`~.options.Options` and by the clock, locks, hangs and faults alike."""
 
 from __future__ import annotations
 
 import math
 from datetime import timedelta
+from typing import Literal, TypeAlias
+
+#: The secret an account authenticates with (each flow says which).
+SecretKind: TypeAlias = Literal["API key", "password", "client secret"]
+#: Why a session ended: ``/v1/logout``, idle timeout, or on cue.
+EndReason: TypeAlias = Literal["logout", "timeout", "revoked", "expired"]
+#: How a credential is ended on cue (``mgmt_server.expire`` / ``revoke``).
+EndOnCue: TypeAlias = Literal["expired", "revoked"]
+#: A scripted fault of the next auth calls (``fail_next`` and friends).
+ScriptedKind: TypeAlias = Literal["fail", "hang", "reset", "malformed"]
+#: A fault scheduled at a trigger point (``schedule_fault``, sweeps).
+ScheduledKind: TypeAlias = Literal["expire", "revoke", "throttle", "unavailable", "reset"]
 
 _YEAR = 365 * 86400
 #: The longest duration an option, a lock or a hang may be: 10 years, in seconds.

@@ -13,8 +13,8 @@ from .accounts import (
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from .limits import EndReason
     from .tokens import Claims
-    from .types import EndReason
 
 
 AUTH_FAILED = 1401

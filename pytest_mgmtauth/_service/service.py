@@ -41,9 +41,9 @@ if TYPE_CHECKING:
     from .faults import FiredFault, ScheduledFault
     from .flows.base import Flow, Presented
     from .hosts import Where
+    from .limits import SecretKind
     from .options import Options
     from .tokens import TokenSigner
-    from .types import SecretKind
 
 __all__ = [
     "AUTH_FAILED",

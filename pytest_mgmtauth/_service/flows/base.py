@@ -22,10 +22,10 @@ if TYPE_CHECKING:
 
     from ..credentials import Call
     from ..hosts import Where
+    from ..limits import SecretKind
     from ..options import Options
     from ..records import Refusal
     from ..service import AuthService
-    from ..types import SecretKind
 
 #: The path of the cookies the real service sets (the interface document).
 COOKIE_PATH = "/urest_service"
