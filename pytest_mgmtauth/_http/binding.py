@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_httpserver import RequestHandler, RequestMatcher
 
-from .._service.hosts import HostPlan
+from .._service.flows.registry import HostPlan
 from .request_log import RequestLog
 
 if TYPE_CHECKING:

@@ -13,8 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .._service.flows.registry import route_hosts, service_hosts
-from .._service.hosts import Where
+from .._service.flows.registry import Where, route_hosts, service_hosts
 from .endpoints import fake_host
 from .proxy import TUNNEL_HOST, absolute_target_problem
 

@@ -16,8 +16,7 @@ from .clock import Clock, system_clock, to_datetime
 from .credentials import Call, Credentials
 from .events import WrongHost, format_offset, grants
 from .fault_runner import FaultRunner
-from .flows.registry import FLOWS, check_endpoints, check_version
-from .hosts import WRONG_HOST_STATUS
+from .flows.registry import FLOWS, WRONG_HOST_STATUS, check_endpoints, check_version
 from .records import (
     AUTH_FAILED,
     DIAGNOSIS_BUDGET,
@@ -40,7 +39,7 @@ if TYPE_CHECKING:
     from .events import Event
     from .faults import FiredFault, ScheduledFault
     from .flows.base import Flow, Presented
-    from .hosts import Where
+    from .flows.registry import Where
     from .limits import SecretKind
     from .options import Options
     from .tokens import TokenSigner

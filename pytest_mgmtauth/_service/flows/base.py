@@ -21,11 +21,11 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from ..credentials import Call
-    from ..hosts import Where
     from ..limits import SecretKind
     from ..options import Options
     from ..records import Refusal
     from ..service import AuthService
+    from .registry import Where
 
 #: The path of the cookies the real service sets (the interface document).
 COOKIE_PATH = "/urest_service"

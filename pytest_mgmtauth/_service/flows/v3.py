@@ -16,9 +16,9 @@ from .base import REMEMBER_ME, Answer, BearerFlow, Endpoint, Incoming
 
 if TYPE_CHECKING:
     from ..credentials import Call
-    from ..hosts import Where
     from ..options import Options
     from ..records import TokenRecord
+    from .registry import Where
 
 AUTH_TEMPLATE = "/v3/auth/accounts/{account}/profiles/{profile}"
 #: The status codes v3 auth's public documentation lists (and 5xx).
