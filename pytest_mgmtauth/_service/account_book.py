@@ -19,10 +19,10 @@ from .accounts import (
     make_account,
 )
 from .clock import to_datetime
-from .diagnosis import ClientKind, diagnose_secret, paused_diagnosis
 from .events import AccountLockedManually, AccountUnlocked, SecretRotated
 from .options import check_seconds
 from .records import DIAGNOSIS_BUDGET, DIAGNOSIS_WINDOW
+from .secret_text import ClientKind, diagnose_secret, paused_diagnosis
 
 if TYPE_CHECKING:
     import threading

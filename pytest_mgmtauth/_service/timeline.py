@@ -18,7 +18,7 @@ from .events import (
     timeline_origin,
 )
 from .records import Refusal
-from .redact import SecretMasker
+from .secret_text import SecretMasker
 
 if TYPE_CHECKING:
     import threading

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .._service.diagnosis import diagnose_reauth_after, fix_after_forbidden
 from .._service.events import (
     ApiCall,
     CredentialExpired,
@@ -21,6 +20,7 @@ from .._service.events import (
 from .._service.flows.registry import DEFAULT_FLOW, FLOWS, check_version, flow_class
 from .._service.options import setting_names
 from .._service.records import AUTH_FAILED
+from .._service.secret_text import diagnose_reauth_after, fix_after_forbidden
 
 if TYPE_CHECKING:
     from .._service.options import Options

@@ -15,7 +15,7 @@ from pytest_mgmtauth._service.accounts import fingerprint, generate_api_key, gen
 from pytest_mgmtauth._service.clock import ManualClock
 from pytest_mgmtauth._service.flows.v1 import V1Flow
 from pytest_mgmtauth._service.flows.v2 import V2Flow
-from pytest_mgmtauth._service.redact import MIN_MASKED_LENGTH, SecretMasker
+from pytest_mgmtauth._service.secret_text import MIN_MASKED_LENGTH, SecretMasker
 from pytest_mgmtauth._service.service import (
     DIAGNOSIS_BUDGET,
     DIAGNOSIS_WINDOW,

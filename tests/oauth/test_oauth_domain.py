@@ -15,7 +15,6 @@ from hypothesis import strategies as st
 
 from pytest_mgmtauth import AuthRejected, TokenIssued
 from pytest_mgmtauth._service.clock import ManualClock
-from pytest_mgmtauth._service.diagnosis import ClientKind
 from pytest_mgmtauth._service.events import ApiCall, ClientRevoked, SecretRotated
 from pytest_mgmtauth._service.flows.base import Answer, Incoming, Presented
 from pytest_mgmtauth._service.flows.oauth import OAuthFlow
@@ -27,6 +26,7 @@ from pytest_mgmtauth._service.flows.oauth_clients import (
 )
 from pytest_mgmtauth._service.flows.registry import FLOWS, endpoint_for
 from pytest_mgmtauth._service.options import Options
+from pytest_mgmtauth._service.secret_text import ClientKind
 from pytest_mgmtauth._service.service import AuthService, Refusal
 
 FORM = "application/x-www-form-urlencoded"

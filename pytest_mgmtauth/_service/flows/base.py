@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, ClassVar, NoReturn
 
 from ..accounts import format_scopes
 from ..clock import to_datetime
-from ..diagnosis import ClientKind
 from ..events import AuthRejected, Throttled, TokenIssued
 from ..records import AUTH_FAILED, THROTTLE_WINDOW, Authorization, TokenRecord
+from ..secret_text import ClientKind
 from ..tokens import TokenProblem, unverified_subject
 
 if TYPE_CHECKING:

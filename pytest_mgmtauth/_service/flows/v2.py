@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..diagnosis import ClientKind
+from ..secret_text import ClientKind
 from .base import REMEMBER_ME, Answer, BearerFlow, Endpoint, Incoming
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ import re
 from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
-from ..diagnosis import ClientKind
+from ..secret_text import ClientKind
 from .base import REMEMBER_ME, Answer, BearerFlow, Endpoint, Incoming
 
 if TYPE_CHECKING:
