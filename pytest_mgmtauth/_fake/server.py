@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 
 from .._http.app import CONTROL_PREFIX, Binding, RouteHandler
 from .._http.parsing import unreachable_path
-from .._service.clock import system_clock
 from .._service.flows.oauth import OAuthFlow
 from .._service.flows.registry import (
     builtin_paths,
@@ -20,6 +19,7 @@ from .._service.flows.registry import (
     service_hosts,
 )
 from .._service.service import AuthService
+from .._service.timeline import system_clock
 from .._verdicts import checks, findings, timeline_text
 from .._verdicts.evidence import AuthSummary, Evidence, summarize
 from .faults import FaultMethods
@@ -31,10 +31,10 @@ if TYPE_CHECKING:
 
     from .._http.request_log import RecordedRequest
     from .._service.accounts import Account
-    from .._service.clock import Clock
     from .._service.events import Event
     from .._service.flows.oauth_clients import OAuthClient
     from .._service.options import Options
+    from .._service.timeline import Clock
     from .session import SessionResources
 
 _METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")

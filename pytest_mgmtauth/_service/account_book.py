@@ -18,11 +18,11 @@ from .accounts import (
     generate_username,
     make_account,
 )
-from .clock import to_datetime
 from .events import AccountLockedManually, AccountUnlocked, SecretRotated
 from .options import check_seconds
 from .records import DIAGNOSIS_BUDGET, DIAGNOSIS_WINDOW
 from .secret_text import ClientKind, diagnose_secret, paused_diagnosis
+from .timeline import to_datetime
 
 if TYPE_CHECKING:
     import threading

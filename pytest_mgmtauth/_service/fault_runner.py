@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 from .accounts import (
     fingerprint,
 )
-from .clock import to_datetime
 from .events import (
     CredentialExpired,
     CredentialRevoked,
@@ -17,6 +16,7 @@ from .events import (
 )
 from .faults import FaultPlan, FiredFault, ScheduledFault, scheduled_failure
 from .records import SessionRecord, TokenRecord
+from .timeline import to_datetime
 
 if TYPE_CHECKING:
     import threading

@@ -12,7 +12,6 @@ import threading
 from typing import TYPE_CHECKING, NoReturn, TypeVar, overload
 
 from .account_book import AccountBook
-from .clock import Clock, system_clock, to_datetime
 from .credentials import Call, Credentials
 from .events import WrongHost, format_offset, grants
 from .fault_runner import FaultRunner
@@ -30,7 +29,7 @@ from .records import (
     SessionRecord,
     TokenRecord,
 )
-from .timeline import Timeline
+from .timeline import Clock, Timeline, system_clock, to_datetime
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable

@@ -15,9 +15,9 @@ from werkzeug import Response
 from .._http.app import CONTROL_PREFIX as PREFIX
 from .._http.errors import error_response, json_response
 from .._http.parsing import unreachable_path
-from .._service.clock import to_datetime
 from .._service.events import iso_time as _iso
 from .._service.options import check_advance, shown
+from .._service.timeline import to_datetime
 from .body import Body, ControlError, read_json
 from .guard import host_allowed, refuse_foreign
 from .payloads import account_json, client_json, event_json, fault_json, request_json

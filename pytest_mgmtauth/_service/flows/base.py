@@ -11,10 +11,10 @@ from collections import deque
 from typing import TYPE_CHECKING, ClassVar, NoReturn
 
 from ..accounts import format_scopes
-from ..clock import to_datetime
 from ..events import AuthRejected, Throttled, TokenIssued
 from ..records import AUTH_FAILED, THROTTLE_WINDOW, Authorization, TokenRecord
 from ..secret_text import ClientKind
+from ..timeline import to_datetime
 from ..tokens import TokenProblem, unverified_subject
 
 if TYPE_CHECKING:

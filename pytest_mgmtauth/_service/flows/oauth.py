@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING, NoReturn
 from urllib.parse import parse_qsl, unquote, unquote_plus
 
 from ..accounts import fingerprint, generate_api_key
-from ..clock import to_datetime
 from ..events import AuthRejected, ClientRevoked, SecretRotated
 from ..options import OAUTH_TOKEN_PATH
 from ..records import AUTH_FAILED, DIAGNOSIS_BUDGET, DIAGNOSIS_WINDOW, FORBIDDEN, Refusal
 from ..secret_text import ClientKind, diagnose_secret, paused_diagnosis
+from ..timeline import to_datetime
 from .base import Answer, BearerFlow, Endpoint, Incoming, Presented
 from .oauth_clients import (
     DEFAULT_SCOPE,
