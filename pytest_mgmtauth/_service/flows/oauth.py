@@ -27,7 +27,8 @@ from ..options import OAUTH_TOKEN_PATH
 from ..records import AUTH_FAILED, DIAGNOSIS_BUDGET, DIAGNOSIS_WINDOW, FORBIDDEN, Refusal
 from ..secret_text import ClientKind, diagnose_secret, paused_diagnosis
 from ..timeline import to_datetime
-from .base import Answer, BearerFlow, Endpoint, Incoming, Presented
+from .base import Answer, Endpoint, Incoming, Presented
+from .bearer import BearerFlow
 from .oauth_clients import (
     DEFAULT_SCOPE,
     HOST,

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
 from ..secret_text import ClientKind
-from .base import REMEMBER_ME, Answer, BearerFlow, Endpoint, Incoming
+from .base import REMEMBER_ME, Answer, Endpoint, Incoming
+from .bearer import BearerFlow
 
 if TYPE_CHECKING:
     from ..credentials import Call
