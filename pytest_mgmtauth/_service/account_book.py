@@ -19,7 +19,7 @@ from .accounts import (
     make_account,
 )
 from .events import AccountLockedManually, AccountUnlocked, SecretRotated
-from .options import check_seconds
+from .limits import check_seconds
 from .records import DIAGNOSIS_BUDGET, DIAGNOSIS_WINDOW
 from .secret_text import ClientKind, diagnose_secret, paused_diagnosis
 from .timeline import to_datetime

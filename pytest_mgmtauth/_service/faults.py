@@ -22,7 +22,7 @@ import re
 import threading
 from typing import TYPE_CHECKING, cast
 
-from .options import MAX_DURATION, check_count, check_seconds, shown
+from .limits import MAX_DURATION, check_count, check_seconds, shown
 
 if TYPE_CHECKING:
     from .limits import ScheduledKind, ScriptedKind

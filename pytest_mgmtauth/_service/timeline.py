@@ -29,7 +29,7 @@ from .events import (
     format_offset,
     timeline_origin,
 )
-from .options import check_advance
+from .limits import check_advance
 from .records import Refusal
 from .secret_text import SecretMasker
 

@@ -15,7 +15,7 @@ from .._http.errors import (
     BodyTooLarge,
     read_limited_body,
 )
-from .._service.options import shown
+from .._service.limits import shown
 
 if TYPE_CHECKING:
     from collections.abc import Mapping

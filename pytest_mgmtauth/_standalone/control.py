@@ -16,7 +16,7 @@ from .._http.app import CONTROL_PREFIX as PREFIX
 from .._http.errors import error_response, json_response
 from .._http.parsing import unreachable_path
 from .._service.events import iso_time as _iso
-from .._service.options import check_advance, shown
+from .._service.limits import check_advance, shown
 from .._service.timeline import to_datetime
 from .body import Body, ControlError, read_json
 from .guard import host_allowed, refuse_foreign
