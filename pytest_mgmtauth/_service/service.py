@@ -12,8 +12,9 @@ import threading
 from typing import TYPE_CHECKING, NoReturn, TypeVar, overload
 
 from .account_book import AccountBook
+from .call_events import WrongHost
 from .credentials import Call, Credentials
-from .events import WrongHost, format_offset, grants
+from .events import format_offset, grants
 from .fault_runner import FaultRunner
 from .flows.registry import FLOWS, WRONG_HOST_STATUS, check_endpoints, check_version
 from .records import (

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .._service.call_events import ApiCall
 from .._service.events import (
-    ApiCall,
     CredentialExpired,
     CredentialRevoked,
     Grant,

@@ -7,10 +7,9 @@ import dataclasses
 import functools
 from typing import TYPE_CHECKING
 
+from .._service.call_events import ApiCall, BadRequest, TunnelClosed, WrongHost
 from .._service.events import (
-    ApiCall,
     AuthRejected,
-    BadRequest,
     Event,
     Grant,
     LoggedIn,
@@ -18,8 +17,6 @@ from .._service.events import (
     LogoutRejected,
     Throttled,
     TokenIssued,
-    TunnelClosed,
-    WrongHost,
     format_offset,
     grants,
     timeline_origin,

@@ -6,12 +6,8 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
-from .._service.events import (
-    ApiCall,
-    LoggedIn,
-    TokenIssued,
-    grants,
-)
+from .._service.call_events import ApiCall
+from .._service.events import LoggedIn, TokenIssued, grants
 
 if TYPE_CHECKING:
     from collections.abc import Collection

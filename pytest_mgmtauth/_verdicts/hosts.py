@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .._service.events import WrongHost
+from .._service.call_events import WrongHost
 from .timeline_text import format_timeline, principal
 
 if TYPE_CHECKING:

@@ -7,8 +7,8 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
+from .._service.call_events import ApiCall
 from .._service.events import (
-    ApiCall,
     CredentialExpired,
     CredentialRevoked,
     Event,

@@ -14,7 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_mgmtauth import AuthRejected, TokenIssued
-from pytest_mgmtauth._service.events import ApiCall, ClientRevoked, SecretRotated
+from pytest_mgmtauth._service.call_events import ApiCall
+from pytest_mgmtauth._service.events import ClientRevoked, SecretRotated
 from pytest_mgmtauth._service.flows.base import Answer, Incoming, Presented
 from pytest_mgmtauth._service.flows.oauth import OAuthFlow
 from pytest_mgmtauth._service.flows.oauth_clients import (
