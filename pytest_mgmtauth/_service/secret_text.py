@@ -16,6 +16,10 @@ field, '%41' decodes to 'A') or encoded twice. Messages use fingerprints, never 
 secrets. A fix says what must be on the wire, then the idiom of the client that sent the
 request when the transport could tell it (:class:`ClientKind`, from the User-Agent), or a
 language-neutral one otherwise.
+
+And how the refusal of a bad bearer token shows what it holds: a header or claim value
+by its type when it might be a secret, the JWT library's message only when it cannot
+repeat a value from the token.
 """
 
 from __future__ import annotations
@@ -273,3 +277,49 @@ def paused_diagnosis(field: str, budget: int, window: float) -> str:
         "that they cannot be used to guess it: the first failures' messages say what is "
         "wrong"
     )
+
+
+# What a refused token's reason may show of it.
+
+#: PyJWT's messages that never repeat a value from the token (shown in the reason).
+_SAFE_JWT_MESSAGES = (
+    "Invalid payload string",
+    "Invalid header string",
+    "Invalid header padding",
+    "Invalid payload padding",
+    "Invalid crypto padding",
+    "Not enough segments",
+    "Algorithm not specified",
+    "The specified alg value is not allowed",
+    "Algorithm not supported",
+)
+
+
+def library_says(exc: BaseException) -> str:
+    """PyJWT's reason if it cannot carry a value from the token, else the error's type."""
+    text = str(exc)
+    if text.startswith(_SAFE_JWT_MESSAGES) and len(text) <= 160:
+        return text
+    return f"{type(exc).__name__} from the JWT library"
+
+
+def claim_shown(value: object) -> str:
+    """A header or claim value as a reason may show it: short plain strings and numbers
+    as they are, anything else by its JSON type (a long string may be a secret)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        if len(value) <= 16 and value.isascii() and value.isprintable():
+            return repr(value)
+        return f"a {len(value)}-character string"
+    if isinstance(value, int):
+        return str(value) if abs(value) < 10**20 else "a huge number"
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, list):
+        return f"a list of {len(value)}"
+    if isinstance(value, dict):
+        return f"an object of {len(value)} member(s)"
+    return type(value).__name__
