@@ -20,8 +20,8 @@ from .._service.flows.registry import (
 )
 from .._service.service import AuthService
 from .._service.timeline import system_clock
-from .._verdicts import checks, findings, timeline_text
-from .._verdicts.evidence import AuthSummary, Evidence, summarize
+from .._verdicts import checks, findings
+from .._verdicts.evidence import AuthSummary, Evidence, format_timeline, summarize
 from .faults import FaultMethods
 from .intercept import intercept_environment, set_environment, trust_in_aiohttp
 
@@ -361,7 +361,7 @@ class MgmtServer(FaultMethods):
         test started, with each credential's uses and end; secrets as fingerprints."""
         self._known_username(username)
         # Every line: it is where the cut timelines of failure messages send the reader.
-        return timeline_text.format_timeline(self.evidence(), username=username, whole=True)
+        return format_timeline(self.evidence(), username=username, whole=True)
 
     def assert_credential_reused(self, *, username: str | None = None) -> None:
         """Fail if an account was granted a new credential while it still held a valid
@@ -452,7 +452,7 @@ class MgmtServer(FaultMethods):
         """Every line of the timeline, not cut (mgmtauth-server's; internal)."""
         __tracebackhide__ = True
         self._known_username(username)
-        return timeline_text.format_timeline(self.evidence(), username=username, whole=True)
+        return format_timeline(self.evidence(), username=username, whole=True)
 
     def check(self) -> None:
         """Re-raise in the test what went wrong in the server thread (internal)."""

@@ -23,14 +23,12 @@ from .checks import (
 )
 from .evidence import (
     Evidence,
-    is_rejection,
-    premature_grants,
-    summarize,
-)
-from .timeline_text import (
     event_text,
     format_timeline,
+    is_rejection,
+    premature_grants,
     principal,
+    summarize,
     timeline_lines,
 )
 

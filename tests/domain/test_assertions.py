@@ -25,9 +25,8 @@ from pytest_mgmtauth._verdicts.checks import (
     check_token_reused,
     churn_message,
 )
-from pytest_mgmtauth._verdicts.evidence import AuthSummary, Evidence, summarize
+from pytest_mgmtauth._verdicts.evidence import AuthSummary, Evidence, format_timeline, summarize
 from pytest_mgmtauth._verdicts.findings import finding_counts, findings
-from pytest_mgmtauth._verdicts.timeline_text import format_timeline
 
 MakeService = Callable[..., AuthService]
 

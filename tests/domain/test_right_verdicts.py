@@ -16,9 +16,8 @@ from pytest_mgmtauth._service.records import SessionRecord
 from pytest_mgmtauth._service.service import AuthService, Refusal
 from pytest_mgmtauth._service.timeline import ManualClock
 from pytest_mgmtauth._verdicts.checks import churn_message
-from pytest_mgmtauth._verdicts.evidence import Evidence
+from pytest_mgmtauth._verdicts.evidence import Evidence, format_timeline
 from pytest_mgmtauth._verdicts.findings import KINDS, findings, report_section
-from pytest_mgmtauth._verdicts.timeline_text import format_timeline
 
 MakeService = Callable[..., AuthService]
 
