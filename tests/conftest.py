@@ -26,9 +26,9 @@ import pytest_mgmtauth._glue.sweep
 import pytest_mgmtauth._verdicts.sweep_verdict  # noqa: F401
 from pytest_mgmtauth import Account, MgmtServer
 from pytest_mgmtauth._fake.key_cache import KEY_FILE, key_pem
-from pytest_mgmtauth._service.clock import ManualClock
 from pytest_mgmtauth._service.options import Options
 from pytest_mgmtauth._service.service import AuthService
+from pytest_mgmtauth._service.timeline import ManualClock
 from pytest_mgmtauth._service.tokens import TokenSigner
 from pytest_mgmtauth.plugin import _KEY_CACHE_DIR, _key_of
 

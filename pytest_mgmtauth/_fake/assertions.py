@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .._verdicts import checks, timeline_text
-from .._verdicts.evidence import Evidence
+from .._verdicts import checks
+from .._verdicts.evidence import Evidence, format_timeline
 
 if TYPE_CHECKING:
     from .._service.options import Options
@@ -58,7 +58,7 @@ class AssertionMethods:
         test started, with each credential's uses and end; secrets as fingerprints."""
         self._known_username(username)
         # Every line: it is where the cut timelines of failure messages send the reader.
-        return timeline_text.format_timeline(self.evidence(), username=username, whole=True)
+        return format_timeline(self.evidence(), username=username, whole=True)
 
     def assert_credential_reused(self, *, username: str | None = None) -> None:
         """Fail if an account was granted a new credential while it still held a valid

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING
 from .._http.app import CONTROL_PREFIX
 from .._http.binding import Binding, RouteHandler
 from .._http.parsing import unreachable_path
-from .._service.clock import system_clock
 from .._service.flows.oauth import OAuthFlow
 from .._service.flows.registry import (
     builtin_paths,
@@ -21,8 +20,9 @@ from .._service.flows.registry import (
     service_hosts,
 )
 from .._service.service import AuthService
-from .._verdicts import findings, timeline_text
-from .._verdicts.evidence import AuthSummary, summarize
+from .._service.timeline import system_clock
+from .._verdicts import findings
+from .._verdicts.evidence import AuthSummary, format_timeline, summarize
 from .assertions import AssertionMethods
 from .faults import FaultMethods
 from .intercept import intercept_environment, set_environment, trust_in_aiohttp
@@ -33,10 +33,10 @@ if TYPE_CHECKING:
 
     from .._http.binding import RecordedRequest
     from .._service.accounts import Account
-    from .._service.clock import Clock
     from .._service.events import Event
     from .._service.flows.oauth_clients import OAuthClient
     from .._service.options import Options
+    from .._service.timeline import Clock
     from .session import SessionResources
 
 _METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
@@ -357,7 +357,7 @@ class MgmtServer(FaultMethods, AssertionMethods):
         """Every line of the timeline, not cut (mgmtauth-server's; internal)."""
         __tracebackhide__ = True
         self._known_username(username)
-        return timeline_text.format_timeline(self.evidence(), username=username, whole=True)
+        return format_timeline(self.evidence(), username=username, whole=True)
 
     def check(self) -> None:
         """Re-raise in the test what went wrong in the server thread (internal)."""

@@ -6,8 +6,8 @@ import time
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from .._service.clock import clock_moved
-from .._service.options import LATEST_TIME, check_advance
+from .._service.limits import LATEST_TIME, check_advance
+from .._service.timeline import clock_moved
 
 _EARLIEST = 0.0
 

@@ -221,7 +221,7 @@ def after_call(item: pytest.Item, report: pytest.TestReport) -> None:
 
 
 def _section(point: SweepPoint, fake: MgmtServer, after: After) -> str:
-    from .._verdicts.timeline_text import event_text
+    from .._verdicts.evidence import event_text
 
     evidence = fake.evidence()
     lines = [f"fault: {point.label}"]

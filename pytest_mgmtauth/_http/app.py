@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING
 from werkzeug import Response
 from werkzeug.exceptions import ClientDisconnected, HTTPException
 
-from .._service.clock import to_datetime
 from .._service.flows.registry import endpoint_family, endpoint_for, flow_class
 from .._service.service import Refusal
+from .._service.timeline import to_datetime
 from .binding import Binding, RecordedRequest, RouteHandler
 from .errors import BODY_READ, error_response, masked_error, refusal_response
 from .flows import (

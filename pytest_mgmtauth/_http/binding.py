@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_httpserver import RequestHandler, RequestMatcher
 
-from .._service.hosts import HostPlan
+from .._service.flows.registry import HostPlan
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Mapping

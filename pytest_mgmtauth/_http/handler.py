@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from werkzeug import Request
 from werkzeug.serving import WSGIRequestHandler
 
-from .._service.redact import SecretMasker
+from .._service.secret_text import SecretMasker
 from .app import (
     ACCEPTED_BINDING,
     AFTER_ANSWER,

@@ -29,8 +29,7 @@ from socketserver import _SocketWriter  # type: ignore[attr-defined]
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
-from .._service.flows.registry import route_hosts, service_hosts
-from .._service.hosts import Where
+from .._service.flows.registry import Where, route_hosts, service_hosts
 from .errors import error_bytes
 from .flows import fake_host
 

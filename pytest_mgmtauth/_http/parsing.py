@@ -16,7 +16,7 @@ import unicodedata
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, unquote_plus
 
-from .._service.diagnosis import ClientKind, form_idiom
+from .._service.secret_text import ClientKind, form_idiom
 from .errors import BodyTooLarge, read_limited_body
 
 if TYPE_CHECKING:

@@ -18,20 +18,20 @@ from .accounts import (
     generate_username,
     make_account,
 )
-from .clock import to_datetime
-from .diagnosis import ClientKind, diagnose_secret, paused_diagnosis
 from .events import AccountLockedManually, AccountUnlocked, SecretRotated
-from .options import check_seconds
+from .limits import check_seconds
 from .records import DIAGNOSIS_BUDGET, DIAGNOSIS_WINDOW
+from .secret_text import ClientKind, diagnose_secret, paused_diagnosis
+from .timeline import to_datetime
 
 if TYPE_CHECKING:
     import threading
     from collections.abc import Iterable
 
+    from .limits import SecretKind
     from .options import Options
     from .timeline import Timeline
     from .tokens import TokenSigner
-    from .types import SecretKind
 
 
 class AccountBook(Mapping[str, "Account"]):

@@ -7,9 +7,10 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, NoReturn
 
-from .clock import to_datetime
-from .events import ApiCall, Event, SessionExpired
+from .call_events import ApiCall
+from .events import Event, SessionExpired
 from .records import AUTH_FAILED, FORBIDDEN, SessionRecord, TokenRecord
+from .timeline import to_datetime
 
 if TYPE_CHECKING:
     import threading

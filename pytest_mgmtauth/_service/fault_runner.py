@@ -8,15 +8,11 @@ from typing import TYPE_CHECKING
 from .accounts import (
     fingerprint,
 )
-from .clock import to_datetime
-from .events import (
-    CredentialExpired,
-    CredentialRevoked,
-    FaultInjected,
-    ScheduledFaultFired,
-)
+from .call_events import FaultInjected, ScheduledFaultFired
+from .events import CredentialExpired, CredentialRevoked
 from .faults import FaultPlan, FiredFault, ScheduledFault, scheduled_failure
 from .records import SessionRecord, TokenRecord
+from .timeline import to_datetime
 
 if TYPE_CHECKING:
     import threading
@@ -24,9 +20,9 @@ if TYPE_CHECKING:
 
     from .account_book import AccountBook
     from .credentials import Credentials
+    from .limits import EndOnCue
     from .options import Options
     from .timeline import Timeline
-    from .types import EndOnCue
 
 
 class FaultRunner:

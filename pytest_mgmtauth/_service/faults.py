@@ -22,10 +22,10 @@ import re
 import threading
 from typing import TYPE_CHECKING, cast
 
-from .options import MAX_DURATION, check_count, check_seconds, shown
+from .limits import MAX_DURATION, check_count, check_seconds, shown
 
 if TYPE_CHECKING:
-    from .types import ScheduledKind, ScriptedKind
+    from .limits import ScheduledKind, ScriptedKind
 
 #: Service errors a scripted failure may name besides HTTP statuses (answered as 401).
 SERVICE_ERRORS = (1401, 1402)

@@ -1,14 +1,15 @@
-"""The options of the fake service: one frozen, keyword-only object.
+"""The options of the fake service: one frozen, keyword-only object, and the declaration
+of each (:data:`OPTION_SPECS`).
 
 The marker's kwargs are this class's kwargs, so a typo is an error that names the known
-options (see :func:`build_options`). Durations are seconds; a ``timedelta`` is accepted too.
+options (see :func:`build_options`). Durations are seconds; a ``timedelta`` is accepted
+too. How a field and a declaration are checked and parsed is in ``limits.py``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import difflib
-import re
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 if TYPE_CHECKING:
@@ -16,65 +17,27 @@ if TYPE_CHECKING:
     from datetime import timedelta
 
 from .limits import (
-    LATEST_TIME,
-    MAX_ADVANCE,
-    MAX_COUNT,
-    MAX_DURATION,
-    check_advance,
+    OptionSpec,
     check_count,
+    check_path,
     check_seconds,
-    describe_range,
+    is_host_name,
     shown,
 )
 
 #: The real service's issuer (its published example token), the default of
-#: ``Options.issuer``. The same text as ``_tokens.ISSUER`` (a test checks it): not
+#: ``Options.issuer``. The same text as ``tokens.ISSUER`` (a test checks it): not
 #: imported from there, so that reading the options (which every run of pytest does,
 #: for the report header) does not load the token module too.
 ISSUER = "https://api.tealiumiq.com"
 #: The default of ``Options.oauth_token_path`` (not published; our choice).
 OAUTH_TOKEN_PATH = "/oauth2/token"
 
-#: Importable from here as before the limits had a module of their own.
-__all__ = [
-    "DEFAULT_V3_HOST",
-    "ISSUER",
-    "LATEST_TIME",
-    "MAX_ADVANCE",
-    "MAX_COUNT",
-    "MAX_DURATION",
-    "OPTION_NAMES",
-    "OPTION_SPEC",
-    "OPTION_SPECS",
-    "OptionSpec",
-    "Options",
-    "Seconds",
-    "build_options",
-    "check_advance",
-    "check_count",
-    "check_option_names",
-    "check_seconds",
-    "derived_refresh_margin",
-    "is_host_name",
-    "name_source",
-    "setting_names",
-    "shown",
-]
-
 Seconds = float
 
 #: The region host v3 API calls go to unless the option ``v3_host`` says otherwise (a
 #: real region host seen in public clients).
 DEFAULT_V3_HOST = "us-west-2-platform.tealiumapis.com"
-
-_LABEL = r"(?!-)[a-z0-9-]{1,63}(?<!-)"
-_HOST_NAME = re.compile(rf"^{_LABEL}(\.{_LABEL})+$")
-
-
-def is_host_name(value: object) -> bool:
-    """A DNS name of two labels or more, lower case, without scheme, port or path."""
-    return isinstance(value, str) and len(value) <= 253 and bool(_HOST_NAME.match(value))
-
 
 #: What a duration option reads back as: seconds (``float``), or ``float | None`` for
 #: ``refresh_margin``, whose ``None`` means "derive it".
@@ -192,7 +155,7 @@ class Options:
                     f"mgmtauth option {name!r} must be whole seconds (the JWT's exp claim "
                     f"is in seconds), got {getattr(self, name):g}"
                 )
-        _check_path("oauth_token_path", self.oauth_token_path)
+        check_path("oauth_token_path", self.oauth_token_path)
         if self.refresh_margin is None:
             margin = derived_refresh_margin(self.token_ttl)
             object.__setattr__(self, "refresh_margin_derived", True)
@@ -277,34 +240,6 @@ class Options:
         return derived_refresh_margin(self.oauth_token_ttl)
 
 
-def _check_path(name: str, path: object) -> None:
-    """A path option: an absolute path without query, fragment or spaces, outside the
-    control API's prefix."""
-    if not isinstance(path, str):
-        raise TypeError(f"mgmtauth option {name!r} must be a str, got {shown(path)}")
-    if not path.startswith("/") or path == "/":
-        raise ValueError(
-            f"mgmtauth option {name!r} must be a path like '/oauth2/token', got {shown(path)}"
-        )
-    if (
-        any(c in path for c in "?#{}%")
-        or path.startswith("//")
-        or not path.isascii()
-        or not path.isprintable()
-    ):
-        # What no request reaches as written: the path is matched decoded, without the
-        # query, and '//x' is read as a host.
-        raise ValueError(
-            f"mgmtauth option {name!r} must be a plain path (no query, fragment, braces, "
-            f"percent-escapes, leading '//', spaces or non-ASCII), got {shown(path)}"
-        )
-    if " " in path or path.startswith("/_mgmtauth"):
-        raise ValueError(
-            f"mgmtauth option {name!r}: {shown(path)} has a space or is under /_mgmtauth "
-            "(mgmtauth-server's control API)"
-        )
-
-
 OPTION_NAMES: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(Options) if f.init)
 
 
@@ -336,100 +271,6 @@ def build_options(base: Options, overrides: dict[str, Any], *, where: str) -> Op
 # settings, the ``--mgmtauth-<name>`` flags and the ``mgmtauth-server`` flags are made
 # from these. Ranges are checked by :class:`Options` (one check for every source).
 
-
-def _shown_text(text: str) -> str:
-    """A typed value in a message: whole if short, else its start and length."""
-    return repr(text) if len(text) <= 40 else f"{text[:20]!r}... ({len(text)} characters)"
-
-
-@dataclasses.dataclass(frozen=True)
-class OptionSpec:
-    """One option's declaration. ``kind`` is ``"seconds"``, ``"count"``, ``"bool"``,
-    ``"text"`` or ``"choice"``; ``none_words`` are the texts that mean ``None``."""
-
-    name: str
-    kind: str
-    help: str
-    metavar: str = ""
-    none_words: tuple[str, ...] = ()
-    choices: tuple[str, ...] = ()
-    #: What a text that does not parse should have been (defaults by kind).
-    expected: str = ""
-    #: Meaningful inside pytest only (not a ``mgmtauth-server`` flag).
-    test_only: bool = False
-    #: The help of the flag of a ``"bool"`` option that is on by default (the flag
-    #: switches it off: ``--no-<name>``); ``help`` stays the ini setting's.
-    off_help: str = ""
-
-    @property
-    def default(self) -> object:
-        return _FIELDS[self.name].default
-
-    @property
-    def flag(self) -> str:
-        """The ``mgmtauth-server`` flag; pytest's is ``--mgmtauth-`` + the same. A flag
-        switches a ``"bool"`` option away from its default: ``--no-<name>`` for one that
-        is on by default (``--no-keep-alive``), ``--<name>`` otherwise."""
-        negated = self.kind == "bool" and self.default is True
-        return ("--no-" if negated else "--") + self.name.replace("_", "-")
-
-    @property
-    def flag_help(self) -> str:
-        """The help of :attr:`flag` (``off_help`` for a ``--no-<name>`` flag)."""
-        return self.off_help if self.flag.startswith("--no-") and self.off_help else self.help
-
-    @property
-    def allowed(self) -> str:
-        """The range of the option in words (for help texts)."""
-        if self.kind == "seconds":
-            return describe_range(0, MAX_DURATION, self.name == "refresh_margin", "seconds")
-        if self.kind == "count":
-            return f">= 1 and <= {MAX_COUNT}" + (" or none" if self.none_words else "")
-        if self.kind == "choice":
-            return " or ".join(self.choices)
-        return ""
-
-    def parse(self, text: str) -> object:
-        """The value a command line or ini text means; ValueError saying what was
-        expected (the caller adds where it came from). Ranges: :class:`Options`."""
-        word = text.strip().lower()
-        if self.none_words and word in self.none_words:
-            return None
-        if self.kind == "bool":
-            if word in ("1", "true", "yes", "on"):
-                return True
-            if word in ("0", "false", "no", "off"):
-                return False
-        elif self.kind == "text":
-            return text.strip()
-        elif self.kind == "choice":
-            if word in self.choices:
-                return word
-        else:
-            # One sign at most: "--0" must be the parse error below, not int()'s.
-            digits = word[1:] if word[:1] in ("+", "-") else word
-            if digits.isascii() and digits.isdigit():
-                # A whole number stays exact (10**400 is not inf: Options names the
-                # range); past int()'s 4300 digits, say so without echoing it all.
-                if len(digits) > 4000:
-                    raise ValueError("a number far too large")
-                return int(word)
-            if self.kind == "seconds":
-                try:
-                    return float(word)
-                except ValueError:
-                    pass
-        raise ValueError(self.expected or _EXPECTED[self.kind])
-
-
-_EXPECTED = {
-    "seconds": "expected a number of seconds",
-    "count": "expected a whole number",
-    "bool": "expected true or false",
-    "choice": "expected one of the choices",
-    "text": "expected text",
-}
-_FIELDS = {f.name: f for f in dataclasses.fields(Options)}
 
 OPTION_SPECS: tuple[OptionSpec, ...] = (
     OptionSpec("token_ttl", "seconds", "bearer token validity in seconds (default 1800)"),

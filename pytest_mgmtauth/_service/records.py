@@ -13,8 +13,8 @@ from .accounts import (
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from .limits import EndReason
     from .tokens import Claims
-    from .types import EndReason
 
 
 AUTH_FAILED = 1401
@@ -32,7 +32,7 @@ SERVICE_MESSAGES = {
 THROTTLE_WINDOW = 60.0
 
 #: A wrong API key or password is diagnosed (compared with the account's, see
-#: _diagnosis.py) for at most this many failures per account and secret within
+#: secret_text.py) for at most this many failures per account and secret within
 #: DIAGNOSIS_WINDOW seconds of simulated time; later failures get a plain 1401, so that
 #: the diagnoses cannot be used as an oracle to recover the secret.
 DIAGNOSIS_BUDGET = 5

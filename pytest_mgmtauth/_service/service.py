@@ -12,12 +12,11 @@ import threading
 from typing import TYPE_CHECKING, NoReturn, TypeVar, overload
 
 from .account_book import AccountBook
-from .clock import Clock, system_clock, to_datetime
+from .call_events import WrongHost
 from .credentials import Call, Credentials
-from .events import WrongHost, format_offset, grants
+from .events import format_offset, grants
 from .fault_runner import FaultRunner
-from .flows.registry import FLOWS, check_endpoints, check_version
-from .hosts import WRONG_HOST_STATUS
+from .flows.registry import FLOWS, WRONG_HOST_STATUS, check_endpoints, check_version
 from .records import (
     AUTH_FAILED,
     DIAGNOSIS_BUDGET,
@@ -31,7 +30,7 @@ from .records import (
     SessionRecord,
     TokenRecord,
 )
-from .timeline import Timeline
+from .timeline import Clock, Timeline, system_clock, to_datetime
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -40,10 +39,10 @@ if TYPE_CHECKING:
     from .events import Event
     from .faults import FiredFault, ScheduledFault
     from .flows.base import Flow, Presented
-    from .hosts import Where
+    from .flows.registry import Where
+    from .limits import SecretKind
     from .options import Options
     from .tokens import TokenSigner
-    from .types import SecretKind
 
 __all__ = [
     "AUTH_FAILED",

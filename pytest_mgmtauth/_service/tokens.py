@@ -19,6 +19,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .secret_text import claim_shown, library_says
+
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
@@ -284,7 +286,7 @@ class TokenSigner:
             ) from None
         except Exception as exc:  # hostile input: every failure is a refusal
             raise TokenProblem(
-                f"the token does not decode ({_library_says(exc)}); it is damaged or forged: "
+                f"the token does not decode ({library_says(exc)}); it is damaged or forged: "
                 "send the 'token' field of /v2/auth's answer unchanged"
             ) from None
         if not isinstance(payload, dict):  # PyJWT checks this; a refusal if it ever does not
@@ -296,7 +298,7 @@ class TokenSigner:
             got = payload.get("iss")
             # The real service's issuer is named (a token of another fake's configuration);
             # any other value by its shape only: a reason never repeats a long value.
-            shown = repr(got) if got == ISSUER else _shown(got)
+            shown = repr(got) if got == ISSUER else claim_shown(got)
             raise TokenProblem(f"the token's issuer is {shown}, not {expected!r}")
         return Claims(
             sub=_string_claim(payload, "sub"),
@@ -310,48 +312,6 @@ class TokenSigner:
 #: The largest time claim accepted: 9999-12-31T23:59:59Z, the last second a datetime
 #: holds (a larger exp would overflow wherever the claim is shown as a time).
 MAX_TIME_CLAIM = 253_402_300_799
-#: PyJWT's messages that never repeat a value from the token (shown in the reason).
-_SAFE_LIBRARY_MESSAGES = (
-    "Invalid payload string",
-    "Invalid header string",
-    "Invalid header padding",
-    "Invalid payload padding",
-    "Invalid crypto padding",
-    "Not enough segments",
-    "Algorithm not specified",
-    "The specified alg value is not allowed",
-    "Algorithm not supported",
-)
-
-
-def _library_says(exc: BaseException) -> str:
-    """PyJWT's reason if it cannot carry a value from the token, else the error's type."""
-    text = str(exc)
-    if text.startswith(_SAFE_LIBRARY_MESSAGES) and len(text) <= 160:
-        return text
-    return f"{type(exc).__name__} from the JWT library"
-
-
-def _shown(value: object) -> str:
-    """A header or claim value as a reason may show it: short plain strings and numbers
-    as they are, anything else by its JSON type (a long string may be a secret)."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        if len(value) <= 16 and value.isascii() and value.isprintable():
-            return repr(value)
-        return f"a {len(value)}-character string"
-    if isinstance(value, int):
-        return str(value) if abs(value) < 10**20 else "a huge number"
-    if isinstance(value, float):
-        return repr(value)
-    if isinstance(value, list):
-        return f"a list of {len(value)}"
-    if isinstance(value, dict):
-        return f"an object of {len(value)} member(s)"
-    return type(value).__name__
 
 
 def _unverified_header(token: str) -> dict[str, Any]:
@@ -369,7 +329,8 @@ def _unverified_header(token: str) -> dict[str, Any]:
         ) from None
     if not isinstance(header, dict):
         raise TokenProblem(
-            f"the token's header is {_shown(header)}, not a JSON object: this fake never issued it"
+            f"the token's header is {claim_shown(header)}, not a JSON object: this fake "
+            "never issued it"
         )
     return header
 
@@ -379,16 +340,17 @@ def _check_header(header: dict[str, Any]) -> None:
     alg = header.get("alg")
     if alg != ALGORITHM:
         raise TokenProblem(
-            f"the token's algorithm is {_shown(alg)}, not {ALGORITHM!r}: this fake never issued it"
+            f"the token's algorithm is {claim_shown(alg)}, not {ALGORITHM!r}: this fake "
+            "never issued it"
         )
     if "crit" in header:
         raise TokenProblem(
-            f"the token's header has 'crit' ({_shown(header['crit'])}): this fake issues no "
+            f"the token's header has 'crit' ({claim_shown(header['crit'])}): this fake issues no "
             "critical header extensions and refuses tokens that need one (RFC 7515 4.1.11)"
         )
     if "kid" in header and not isinstance(header["kid"], str):
         raise TokenProblem(
-            f"the token's header has a 'kid' that is {_shown(header['kid'])}, not a string: "
+            f"the token's header has a 'kid' that is {claim_shown(header['kid'])}, not a string: "
             "this fake never issued it"
         )
     if "b64" in header:
@@ -402,7 +364,7 @@ def _string_claim(payload: dict[str, Any], name: str) -> str:
     value = payload[name]
     if not isinstance(value, str):
         raise TokenProblem(
-            f"the token's {name!r} claim is {_shown(value)}, not a string: this fake never "
+            f"the token's {name!r} claim is {claim_shown(value)}, not a string: this fake never "
             "issued it"
         )
     return value
@@ -412,12 +374,12 @@ def _time_claim(payload: dict[str, Any], name: str) -> int:
     value = payload[name]
     if isinstance(value, bool) or not isinstance(value, int):
         raise TokenProblem(
-            f"the token's {name!r} claim is {_shown(value)}, not whole seconds since 1970: "
+            f"the token's {name!r} claim is {claim_shown(value)}, not whole seconds since 1970: "
             "this fake never issued it"
         )
     if not 0 <= value <= MAX_TIME_CLAIM:
         raise TokenProblem(
-            f"the token's {name!r} claim is {_shown(value)}, outside 0..{MAX_TIME_CLAIM} "
+            f"the token's {name!r} claim is {claim_shown(value)}, outside 0..{MAX_TIME_CLAIM} "
             "(the years 1970 to 9999): this fake never issued it"
         )
     return value

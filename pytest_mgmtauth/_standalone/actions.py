@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .._http.parsing import unreachable_path
-from .._service.options import shown
+from .._service.limits import shown
 from .messages import ControlError, account_json, client_json, fault_json
 
 if TYPE_CHECKING:

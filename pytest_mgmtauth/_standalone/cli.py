@@ -16,7 +16,7 @@ from .. import __version__
 from .._http.app import CONTROL_PREFIX as PREFIX
 from .._service.accounts import make_account
 from .._service.flows.oauth_clients import check_scopes
-from .._service.options import OPTION_SPECS, Options, OptionSpec, name_source
+from .._service.options import OPTION_SPECS, Options, name_source
 from .messages import TEST_ONLY_OPTIONS
 from .server import (
     DEFAULT_HOST,
@@ -34,6 +34,8 @@ from .server import (
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from types import FrameType
+
+    from .._service.limits import OptionSpec
 
 
 def print_banner(server: StandaloneServer, out: TextIO) -> None:

@@ -14,9 +14,9 @@ from werkzeug import Response
 
 from .._http.app import CONTROL_PREFIX as PREFIX
 from .._http.errors import error_response, json_response
-from .._service.clock import to_datetime
 from .._service.events import iso_time as _iso
-from .._service.options import check_advance
+from .._service.limits import check_advance
+from .._service.timeline import to_datetime
 from .actions import ControlActions
 from .messages import (
     Body,

@@ -26,7 +26,7 @@ from .._http.errors import (
 )
 from .._service.accounts import fingerprint
 from .._service.events import iso_time as _iso
-from .._service.options import shown
+from .._service.limits import shown
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping

@@ -27,7 +27,7 @@ from .._fake.key_cache import (
 from .._fake.server import MgmtServer
 from .._fake.session import SessionResources
 from .._http.app import CONTROL_PREFIX
-from .._service.clock import ManualClock, OffsetClock
+from .._service.timeline import ManualClock, OffsetClock
 from .._verdicts import findings
 from .control import ControlAPI
 from .messages import account_json, client_json, loads_standard, options_json

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .._service.diagnosis import diagnose_reauth_after, fix_after_forbidden
+from .._service.call_events import ApiCall
 from .._service.events import (
-    ApiCall,
     CredentialExpired,
     CredentialRevoked,
     Grant,
@@ -21,24 +20,21 @@ from .._service.events import (
 from .._service.flows.registry import DEFAULT_FLOW, FLOWS, check_version, flow_class
 from .._service.options import setting_names
 from .._service.records import AUTH_FAILED
-
-if TYPE_CHECKING:
-    from .._service.options import Options
-
-#: Lines of a timeline shown before and after the line it is about; the rest is elided.
+from .._service.secret_text import diagnose_reauth_after, fix_after_forbidden
 from .evidence import (
     Evidence,
     concurrent_grants,
-    grant_label,
-    premature_grants,
-)
-from .timeline_text import (
     format_timeline,
+    grant_label,
     list_labels,
     preceding_call,
+    premature_grants,
     principal,
     times_text,
 )
+
+if TYPE_CHECKING:
+    from .._service.options import Options
 
 # -- the fixes -------------------------------------------------------------------------
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, get_args
 
-from .._service.types import ScheduledKind
+from .._service.limits import ScheduledKind
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

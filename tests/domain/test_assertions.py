@@ -11,12 +11,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_mgmtauth._service.accounts import _KEY_ALPHABET, Account, fingerprint
-from pytest_mgmtauth._service.clock import ManualClock
-from pytest_mgmtauth._service.diagnosis import diagnose_secret
 from pytest_mgmtauth._service.flows.base import Presented
 from pytest_mgmtauth._service.flows.v1 import V1Flow
 from pytest_mgmtauth._service.flows.v2 import V2Flow
+from pytest_mgmtauth._service.secret_text import diagnose_secret
 from pytest_mgmtauth._service.service import AuthService, Refusal
+from pytest_mgmtauth._service.timeline import ManualClock
 from pytest_mgmtauth._verdicts.checks import (
     check_auth_count,
     check_logged_out,
@@ -25,9 +25,8 @@ from pytest_mgmtauth._verdicts.checks import (
     check_token_reused,
     churn_message,
 )
-from pytest_mgmtauth._verdicts.evidence import AuthSummary, Evidence, summarize
+from pytest_mgmtauth._verdicts.evidence import AuthSummary, Evidence, format_timeline, summarize
 from pytest_mgmtauth._verdicts.findings import finding_counts, findings
-from pytest_mgmtauth._verdicts.timeline_text import format_timeline
 
 MakeService = Callable[..., AuthService]
 

@@ -12,11 +12,11 @@ import freezegun
 import pytest
 
 from pytest_mgmtauth import MgmtClock
-from pytest_mgmtauth._service.clock import ManualClock, OffsetClock, system_clock, to_datetime
 from pytest_mgmtauth._service.flows.base import Presented
 from pytest_mgmtauth._service.flows.v2 import V2Flow
 from pytest_mgmtauth._service.options import Options
 from pytest_mgmtauth._service.service import AuthService, Refusal
+from pytest_mgmtauth._service.timeline import ManualClock, OffsetClock, system_clock, to_datetime
 from pytest_mgmtauth._service.tokens import TokenSigner
 
 MOMENT = datetime(2031, 5, 6, 7, 8, 9, tzinfo=timezone.utc)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from urllib.parse import parse_qsl, quote
 
 from pytest_mgmtauth._service.accounts import fingerprint
-from pytest_mgmtauth._service.diagnosis import ClientKind, diagnose_secret
+from pytest_mgmtauth._service.secret_text import ClientKind, diagnose_secret
 
 KEY = "Ab3+cd%41ef&gh=ij/kl"
 

@@ -15,12 +15,12 @@ from pytest_mgmtauth import (
     SessionExpired,
     TokenIssued,
 )
-from pytest_mgmtauth._service.clock import ManualClock, to_datetime
 from pytest_mgmtauth._service.events import format_offset, iso_time, timeline_origin
 from pytest_mgmtauth._service.flows.base import Presented
 from pytest_mgmtauth._service.flows.v1 import V1Flow
 from pytest_mgmtauth._service.flows.v2 import V2Flow
 from pytest_mgmtauth._service.service import AuthService, Refusal
+from pytest_mgmtauth._service.timeline import ManualClock, to_datetime
 from pytest_mgmtauth._standalone.messages import event_json
 from pytest_mgmtauth._verdicts.evidence import Evidence
 

@@ -20,7 +20,6 @@ from pytest_mgmtauth import (
     TokenIssued,
 )
 from pytest_mgmtauth._service import faults as _faults
-from pytest_mgmtauth._service.clock import ManualClock, OffsetClock
 from pytest_mgmtauth._service.faults import FaultPlan
 from pytest_mgmtauth._service.flows.base import Presented
 from pytest_mgmtauth._service.flows.v1 import V1Flow
@@ -32,6 +31,7 @@ from pytest_mgmtauth._service.service import (
     AuthService,
     Refusal,
 )
+from pytest_mgmtauth._service.timeline import ManualClock, OffsetClock
 
 MakeService = Callable[..., AuthService]
 

@@ -7,13 +7,13 @@ from collections.abc import Callable
 import pytest
 
 from pytest_mgmtauth._service.accounts import Account
-from pytest_mgmtauth._service.clock import ManualClock
-from pytest_mgmtauth._service.diagnosis import diagnose_reauth_after
 from pytest_mgmtauth._service.flows.base import Presented
 from pytest_mgmtauth._service.flows.v1 import V1Flow
 from pytest_mgmtauth._service.flows.v2 import V2Flow
 from pytest_mgmtauth._service.options import Options
+from pytest_mgmtauth._service.secret_text import diagnose_reauth_after
 from pytest_mgmtauth._service.service import AuthService, Refusal
+from pytest_mgmtauth._service.timeline import ManualClock
 from pytest_mgmtauth._verdicts.checks import check_token_reused, churn_message
 from pytest_mgmtauth._verdicts.evidence import Evidence
 from pytest_mgmtauth._verdicts.findings import (

@@ -9,16 +9,17 @@ from datetime import datetime, timezone
 
 import pytest
 
-from pytest_mgmtauth._service.events import ApiCall, WrongHost
+from pytest_mgmtauth._service.call_events import ApiCall, WrongHost
 from pytest_mgmtauth._service.flows.base import Presented
 from pytest_mgmtauth._service.flows.registry import (
     FLOWS,
+    WRONG_HOST_STATUS,
+    Where,
     fixed_hosts,
     route_hosts,
     service_hosts,
 )
 from pytest_mgmtauth._service.flows.v3 import V3Flow
-from pytest_mgmtauth._service.hosts import WRONG_HOST_STATUS, Where
 from pytest_mgmtauth._service.options import DEFAULT_V3_HOST, Options
 from pytest_mgmtauth._service.service import AuthService, Refusal
 from pytest_mgmtauth._verdicts.evidence import Evidence

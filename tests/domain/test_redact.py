@@ -12,16 +12,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_mgmtauth._service.accounts import fingerprint, generate_api_key, generate_password
-from pytest_mgmtauth._service.clock import ManualClock
 from pytest_mgmtauth._service.flows.v1 import V1Flow
 from pytest_mgmtauth._service.flows.v2 import V2Flow
-from pytest_mgmtauth._service.redact import MIN_MASKED_LENGTH, SecretMasker
+from pytest_mgmtauth._service.secret_text import MIN_MASKED_LENGTH, SecretMasker
 from pytest_mgmtauth._service.service import (
     DIAGNOSIS_BUDGET,
     DIAGNOSIS_WINDOW,
     AuthService,
     Refusal,
 )
+from pytest_mgmtauth._service.timeline import ManualClock
 
 MakeService = Callable[..., AuthService]
 

@@ -19,7 +19,6 @@ from pytest_mgmtauth import (
     TokenIssued,
     UnknownRoute,
 )
-from pytest_mgmtauth._service.clock import ManualClock, to_datetime
 from pytest_mgmtauth._service.flows.base import Presented
 from pytest_mgmtauth._service.flows.v1 import V1Flow
 from pytest_mgmtauth._service.flows.v2 import V2Flow
@@ -31,6 +30,7 @@ from pytest_mgmtauth._service.service import (
     AuthService,
     Refusal,
 )
+from pytest_mgmtauth._service.timeline import ManualClock, to_datetime
 from pytest_mgmtauth._service.tokens import TokenSigner
 
 MakeService = Callable[..., AuthService]

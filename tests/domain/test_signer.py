@@ -13,11 +13,11 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from pytest_mgmtauth import TokenIssued
-from pytest_mgmtauth._service.clock import ManualClock
 from pytest_mgmtauth._service.flows.base import Presented
 from pytest_mgmtauth._service.flows.v2 import V2Flow
 from pytest_mgmtauth._service.options import Options
 from pytest_mgmtauth._service.service import AuthService
+from pytest_mgmtauth._service.timeline import ManualClock
 from pytest_mgmtauth._service.tokens import (
     ISSUER,
     MAX_AHEAD,

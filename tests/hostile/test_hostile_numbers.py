@@ -34,15 +34,9 @@ from hypothesis import strategies as st
 
 from pytest_mgmtauth import MgmtClock, MgmtServer, Options
 from pytest_mgmtauth._glue.settings import _parse_ini
-from pytest_mgmtauth._service.clock import ManualClock, to_datetime
-from pytest_mgmtauth._service.options import (
-    LATEST_TIME,
-    MAX_ADVANCE,
-    MAX_COUNT,
-    MAX_DURATION,
-    OPTION_NAMES,
-    build_options,
-)
+from pytest_mgmtauth._service.limits import LATEST_TIME, MAX_ADVANCE, MAX_COUNT, MAX_DURATION
+from pytest_mgmtauth._service.options import OPTION_NAMES, build_options
+from pytest_mgmtauth._service.timeline import ManualClock, to_datetime
 from pytest_mgmtauth._standalone.cli import build_parser, server_from_args
 from pytest_mgmtauth._standalone.control import ControlAPI
 from pytest_mgmtauth._standalone.server import AccountSpec, StandaloneServer, UsageError

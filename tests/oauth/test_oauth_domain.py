@@ -14,9 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_mgmtauth import AuthRejected, TokenIssued
-from pytest_mgmtauth._service.clock import ManualClock
-from pytest_mgmtauth._service.diagnosis import ClientKind
-from pytest_mgmtauth._service.events import ApiCall, ClientRevoked, SecretRotated
+from pytest_mgmtauth._service.call_events import ApiCall
+from pytest_mgmtauth._service.events import ClientRevoked, SecretRotated
 from pytest_mgmtauth._service.flows.base import Answer, Incoming, Presented
 from pytest_mgmtauth._service.flows.oauth import OAuthFlow
 from pytest_mgmtauth._service.flows.oauth_clients import (
@@ -27,7 +26,9 @@ from pytest_mgmtauth._service.flows.oauth_clients import (
 )
 from pytest_mgmtauth._service.flows.registry import FLOWS, endpoint_for
 from pytest_mgmtauth._service.options import Options
+from pytest_mgmtauth._service.secret_text import ClientKind
 from pytest_mgmtauth._service.service import AuthService, Refusal
+from pytest_mgmtauth._service.timeline import ManualClock
 
 FORM = "application/x-www-form-urlencoded"
 READ = "acme:main:tiq:2026-07:profiles:read"

@@ -195,9 +195,8 @@ def test_suite_that_never_uses_the_plugin_imports_nothing_heavy(
 STARTUP_MODULES = {
     "pytest_mgmtauth",
     "pytest_mgmtauth._service",
-    "pytest_mgmtauth._service.limits",
     "pytest_mgmtauth._service.options",
-    "pytest_mgmtauth._service.types",
+    "pytest_mgmtauth._service.limits",
     "pytest_mgmtauth._glue",
     "pytest_mgmtauth._glue.settings",
     "pytest_mgmtauth._verdicts",

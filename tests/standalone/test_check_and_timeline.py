@@ -17,7 +17,7 @@ from pytest_mgmtauth._verdicts.checks import (
     check_no_expired_credential_used,
     check_token_reused,
 )
-from pytest_mgmtauth._verdicts.timeline_text import format_timeline
+from pytest_mgmtauth._verdicts.evidence import format_timeline
 
 ALICE = AccountSpec(username="alice@example.com", api_key="k+e&y=%/1", password="pa+ss&1")
 BOB = AccountSpec(username="bob@example.com", api_key="b0b+key", password="b0b+pass")

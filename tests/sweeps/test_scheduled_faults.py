@@ -17,12 +17,12 @@ from pytest_mgmtauth import (
     TokenIssued,
 )
 from pytest_mgmtauth._service import faults as _faults
-from pytest_mgmtauth._service.clock import ManualClock
 from pytest_mgmtauth._service.faults import FaultPlan
 from pytest_mgmtauth._service.flows.base import Presented
 from pytest_mgmtauth._service.flows.v1 import V1Flow
 from pytest_mgmtauth._service.flows.v2 import V2Flow
 from pytest_mgmtauth._service.service import AUTH_FAILED, AuthService, Refusal
+from pytest_mgmtauth._service.timeline import ManualClock
 from pytest_mgmtauth._verdicts import sweep_plan as _sweep_plan
 from pytest_mgmtauth._verdicts import sweep_verdict as _sweep_verdict
 

@@ -17,13 +17,13 @@ from pytest_mgmtauth._service.accounts import (
     make_account,
     parse_profiles,
 )
-from pytest_mgmtauth._service.clock import ManualClock
 from pytest_mgmtauth._service.flows.base import Presented
 from pytest_mgmtauth._service.flows.registry import endpoint_for
 from pytest_mgmtauth._service.flows.v1 import V1Flow
 from pytest_mgmtauth._service.flows.v2 import V2Flow
 from pytest_mgmtauth._service.flows.v3 import V3Flow, call_scope
 from pytest_mgmtauth._service.service import AuthService, Refusal
+from pytest_mgmtauth._service.timeline import ManualClock
 
 
 def _refusal(call: Callable[[], object]) -> Refusal:

@@ -1,15 +1,23 @@
-"""The clients and scopes of the OAuth flow (``oauth.py``): what a client is, the shape
-of a scope, and which scope covers which."""
+"""The clients of the OAuth flow (``oauth.py``) and what they send: what a client is, the
+shape of a scope and which scope covers which, the token request (its form and the
+client's authentication, RFC 6749 2.3 and 4.4.2) and the error shapes of RFC 6749
+section 5.2 and RFC 6750 section 3."""
 
 from __future__ import annotations
 
 import base64
+import binascii
 import dataclasses
 import re
-from typing import Any
-from urllib.parse import quote_plus
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
+from urllib.parse import parse_qsl, quote_plus, unquote_plus
 
 from ..accounts import fingerprint
+from ..records import Refusal
+from ..secret_text import ClientKind
+
+if TYPE_CHECKING:
+    from .base import Incoming
 
 #: The account and profile of ``mgmt_oauth_client``'s scope (our choice, as in v3's docs).
 DEFAULT_ACCOUNT = "acme"
@@ -103,6 +111,20 @@ def check_scopes(scopes: object, *, what: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(items))
 
 
+def check_route_scope(permission: str | None, scope: str | None) -> None:
+    """What ``route()`` takes for an OAuth route: a scope (its ``{placeholders}`` stand
+    for names), never a permission."""
+    if permission is not None:
+        raise ValueError(
+            "route(permission=...): OAuth routes take scope=... (the token's scopes "
+            "decide, not an account's permissions)"
+        )
+    if scope is not None:
+        if not isinstance(scope, str):
+            raise TypeError(f"route(scope=...) takes one scope str, got {scope!r}")
+        parse_scope(re.sub(r"\{\w+\}", "x", scope))
+
+
 @dataclasses.dataclass(frozen=True)
 class OAuthClient:
     """An OAuth client of the developer portal (``mgmt_server.add_client``)."""
@@ -120,3 +142,253 @@ class OAuthClient:
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         printer.text(repr(self))
+
+
+# -- the token request -------------------------------------------------------------
+
+
+class Reject(Protocol):
+    """Refuses a token request with an RFC 6749 5.2 error (the flow records it)."""
+
+    def __call__(self, error: str, reason: str, client_id: str | None = None) -> NoReturn: ...
+
+
+GRANT_TYPE = "client_credentials"
+
+NO_STORE = (("Cache-Control", "no-store"), ("Pragma", "no-cache"))
+
+BASIC_CHALLENGE = (("WWW-Authenticate", f'Basic realm="{HOST}", charset="UTF-8"'),)
+
+_PARAMS = ("grant_type", "client_id", "client_secret", "scope")
+
+#: How each client form-encodes the id and secret of HTTP Basic (RFC 6749 2.3.1).
+_ENCODE_FOR_BASIC = {
+    ClientKind.CURL: "curl -u does not form-encode them: send --data-urlencode client_id=... "
+    "--data-urlencode client_secret=... instead of -u",
+    ClientKind.NODE: "Encode each with new URLSearchParams({v}).toString().slice(2) before "
+    "joining them, or send client_id and client_secret in the form",
+    ClientKind.JAVA: "Encode each with URLEncoder.encode(value, StandardCharsets.UTF_8) before "
+    "joining them, or send client_id and client_secret in the form",
+    ClientKind.GO: "Encode each with url.QueryEscape before SetBasicAuth (golang.org/x/oauth2's "
+    "clientcredentials does), or send client_id and client_secret in the form",
+    ClientKind.OTHER: "Encode them first (Python: auth=(quote_plus(id), quote_plus(secret))), "
+    "or send client_id and client_secret in the form",
+}
+
+_OTHER_GRANTS = {
+    "password": "the password grant takes a user's password",
+    "authorization_code": "the authorization code grant needs a user's consent",
+    "refresh_token": "client credentials tokens come without refresh tokens (RFC 6749 4.4.3)",
+}
+
+
+def rfc_text(text: str) -> str:
+    """``text`` in the characters RFC 6749 allows in ``error_description``."""
+    text = text.replace('"', "'").replace("\\", "/")
+    return "".join(c if c.isascii() and c.isprintable() else "?" for c in text)
+
+
+def unencoded_basic(kind: ClientKind) -> str:
+    """Why a secret that went into the Basic header without form-encoding is wrong, and
+    the fix in the idiom of the client that sent it."""
+    return (
+        "the client secret went into the Basic header without form-encoding: RFC "
+        "6749 2.3.1 has the id and secret form-encoded before they are joined with "
+        "':' and Base64-encoded, so its '+' arrived as a space and its '%XX' were "
+        f"decoded. {_ENCODE_FOR_BASIC.get(kind, _ENCODE_FOR_BASIC[ClientKind.OTHER])}"
+    )
+
+
+def token_form(incoming: Incoming, reject: Reject) -> dict[str, str]:
+    """The request's parameters (RFC 6749 4.4.2: a form body, each parameter once;
+    unknown ones ignored, RFC 6749 3.1)."""
+    in_query = [name for name, _ in incoming.query if name in _PARAMS]
+    if "client_secret" in in_query:
+        reject(
+            "invalid_request",
+            "the client secret arrived in the URL's query string, which proxies and "
+            "logs keep: send it in the form body or by HTTP Basic, and rotate it",
+        )
+    if in_query:
+        reject(
+            "invalid_request",
+            f"{', '.join(in_query)} arrived in the query string: send the parameters "
+            "in a form body (RFC 6749 4.4.2)",
+        )
+    wanted = (
+        "the token endpoint takes a form body (Content-Type: application/"
+        "x-www-form-urlencoded) with grant_type=client_credentials"
+    )
+    mimetype = (incoming.content_type or "").split(";", 1)[0].strip().lower()
+    text = incoming.body.decode("latin-1")
+    if not incoming.body.strip():
+        reject("invalid_request", f"the body is empty: {wanted}")
+    if mimetype != "application/x-www-form-urlencoded" or text.lstrip()[:1] in ("{", "["):
+        sent = "JSON" if "json" in mimetype or text.lstrip()[:1] in ("{", "[") else None
+        what = sent or f"Content-Type {quoted(incoming.content_type or 'none')}"
+        reject(
+            "invalid_request",
+            f"this request sent {what}: {wanted} (requests and httpx: data={{...}}, not "
+            "json={...})",
+        )
+    try:
+        pairs = parse_qsl(incoming.body.decode("ascii"), keep_blank_values=True, errors="strict")
+    except UnicodeError:
+        reject(
+            "invalid_request",
+            "the body is not ASCII, or a '%XX' escape in it is not UTF-8: percent-encode "
+            "every value of the form (a raw '%' must travel as %25)",
+        )
+    names = [name for name, _ in pairs]
+    for name in _PARAMS:
+        if names.count(name) > 1:
+            reject(
+                "invalid_request",
+                f"{name} appears {names.count(name)} times: send each parameter once "
+                "(RFC 6749 3.2)",
+            )
+    form = {name: value for name, value in pairs if name in _PARAMS}
+    grant = form.get("grant_type")
+    if grant is None or grant == "":
+        reject("invalid_request", f"grant_type is missing or empty: {wanted}")
+    if grant != GRANT_TYPE:
+        why = _OTHER_GRANTS.get(grant, "this endpoint grants only client credentials")
+        reject(
+            "unsupported_grant_type",
+            f"grant_type {quoted(grant)} is not supported ({why}): send "
+            "grant_type=client_credentials",
+        )
+    return form
+
+
+def client_credentials(
+    incoming: Incoming, form: dict[str, str], reject: Reject
+) -> tuple[str, str, str | None]:
+    """``(client_id, secret, raw)``: ``raw`` is the secret as it stood in the Basic
+    header before form-decoding (``None`` for credentials in the form)."""
+    values = [v.strip() for joined in incoming.authorization for v in joined.split(",")]
+    form_id, form_secret = form.get("client_id"), form.get("client_secret")
+    if len(values) > 1:
+        reject("invalid_request", f"{len(values)} Authorization values: send one")
+    if not values:
+        if form_id is None and form_secret is None:
+            reject(
+                "invalid_client",
+                "no client authentication: send the client id and secret by HTTP Basic "
+                "(each form-encoded, RFC 6749 2.3.1) or as client_id and client_secret "
+                "in the form",
+            )
+        if not form_id:
+            reject("invalid_request", "client_secret without client_id in the form")
+        if not form_secret:
+            reject(
+                "invalid_client",
+                f"client {quoted(form_id)} sent no client_secret: send it in the form, "
+                "or the id and secret by HTTP Basic",
+                form_id,
+            )
+        return form_id, form_secret, None
+    scheme, _, rest = values[0].partition(" ")
+    if scheme.lower() != "basic":
+        named = len(scheme) <= 20 and scheme.isalpha()  # a scheme, never a secret
+        sent = (
+            f"the Authorization scheme is {scheme!r}, not Basic"
+            if named
+            else ("the Authorization header is not 'Basic <credentials>'")
+        )
+        reject(
+            "invalid_client",
+            f"{sent}: the token endpoint takes the client's id and secret by HTTP Basic "
+            "(or in the form), not a token",
+        )
+    if form_secret is not None:
+        reject(
+            "invalid_request",
+            "two client authentication methods: HTTP Basic and client_secret in the form; "
+            "RFC 6749 2.3 allows one per request: drop client_secret from the form",
+        )
+    try:
+        decoded = base64.b64decode(rest.strip(), validate=True).decode("utf-8")
+    except (binascii.Error, ValueError):
+        reject(
+            "invalid_client",
+            "the Basic credentials are not Base64 of UTF-8 text: send "
+            "base64(form-encoded id + ':' + form-encoded secret)",
+        )
+    raw_id, colon, raw = decoded.partition(":")
+    if not colon or not raw_id or not raw:
+        reject(
+            "invalid_client",
+            "the Basic credentials are not 'id:secret' (a ':' between two non-empty "
+            "parts, each form-encoded)",
+        )
+    client_id, secret = unquote_plus(raw_id), unquote_plus(raw)
+    if form_id is not None and form_id != client_id:
+        reject(
+            "invalid_request",
+            "client_id in the form names another client than the Basic header",
+            client_id,
+        )
+    return client_id, secret, raw
+
+
+def granted_scopes(client: OAuthClient, asked: str | None, reject: Reject) -> tuple[str, ...]:
+    """The scopes to grant: those asked for (each covered by the client's), else
+    all the client's."""
+    if asked is None:
+        return client.scopes
+    wanted = tuple(dict.fromkeys(asked.split(" ")))
+    if not asked.strip() or "" in wanted:
+        reject(
+            "invalid_scope",
+            "scope is empty or has an extra space: list scopes separated by one space, "
+            "or leave scope out to get all the client's",
+            client.client_id,
+        )
+    for scope in wanted:
+        try:
+            parse_scope(scope)
+        except ValueError as exc:
+            reject("invalid_scope", str(exc), client.client_id)
+        if not any(covers(mine, scope) for mine in client.scopes):
+            reject(
+                "invalid_scope",
+                f"client {client.client_id!r} may not get the scope {scope!r}; its scopes: "
+                f"{' '.join(client.scopes)}",
+                client.client_id,
+            )
+    return wanted
+
+
+def as_rfc6749(refusal: Refusal) -> Refusal:
+    """A refusal in the service's shape (throttling, a scripted fault, bad input)
+    as an RFC 6749 error."""
+    if refusal.body is not None:
+        return refusal
+    status = refusal.status
+    # 501 is the client's doing (a transfer coding the fake does not implement).
+    error = {401: "invalid_client", 429: "temporarily_unavailable", 500: "server_error"}.get(
+        status, "temporarily_unavailable" if status > 501 else "invalid_request"
+    )
+    return Refusal(
+        status,
+        refusal.return_code,
+        refusal.reason,
+        retry_after=refusal.retry_after,
+        body={"error": error, "error_description": rfc_text(refusal.reason)},
+        headers=NO_STORE + (BASIC_CHALLENGE if status == 401 else ()),
+    )
+
+
+def bearer_error(
+    reason: str, error: str | None, scope: str | None
+) -> tuple[dict[str, object], str]:
+    """The body and ``WWW-Authenticate`` challenge of an RFC 6750 refusal: no error code
+    without a token, else its error and the scope the route needs."""
+    challenge = "Bearer" if error is None else f'Bearer error="{error}"'
+    if scope is not None:
+        challenge += f', scope="{rfc_text(scope)}"'
+    body: dict[str, object] = {"error_description": rfc_text(reason)}
+    if error is not None:
+        body = {"error": error, **body}
+    return body, challenge

@@ -1,12 +1,21 @@
 """The one list of auth flows. Everything that differs between flows (the HTTP routes of
 their endpoints, ``route(auth=...)``, the versions faults and counts accept, the words
 of checks and timelines) is read from here; a new flow is a module in this folder and
-one entry below."""
+one entry below.
+
+And the hosts of the service as the domain sees them: the names the flows declare
+(``Flow.auth_hosts``, ``Flow.api_hosts``, ``Flow.api_on_region_host``) gathered here, the
+region host of v3's API calls (the option ``v3_host``), which host a request reached (a
+named host of the service, or the fake's own address, which stands for every host but
+the region host) and whether a flow's endpoint or route answers there. Nothing here
+knows about sockets: the transport says where a request arrived with a :class:`Where`."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Literal, TypeAlias
 
+from ..options import DEFAULT_V3_HOST
 from .oauth import OAuthFlow
 from .v1 import V1Flow
 from .v2 import V2Flow
@@ -146,3 +155,44 @@ def route_hosts(flow_name: str, options: Options, host: str | None = None) -> tu
     if host is not None:
         return (host,)
     return FLOWS[flow_name].api_host_names(options)
+
+
+#: The status of a request sent to a host that does not serve it: the service's hosts
+#: are separate gateways, and a gateway answers 404 for an operation it does not have.
+WRONG_HOST_STATUS = 404
+
+
+@dataclasses.dataclass(frozen=True)
+class Where:
+    """Where a request arrived.
+
+    ``host`` is the named host of the service it reached (through the proxy, or by a
+    ``Host`` header naming one), or ``None`` for the fake's own address, which stands
+    for every host of the service except the region host. ``shown`` is how texts name
+    it (``api.tealiumiq.com``, ``127.0.0.1:53011``)."""
+
+    host: str | None
+    shown: str
+
+    def reaches(self, hosts: tuple[str, ...], region_host: str) -> bool:
+        """Whether a request here reaches one of ``hosts``."""
+        if self.host is None:
+            return any(h != region_host for h in hosts)
+        return self.host in hosts
+
+    def is_region(self, region_host: str) -> bool:
+        return self.host == region_host
+
+
+#: Where a request arrived when the transport does not say (the fake's own address).
+FAKE_ADDRESS = Where(None, "the fake's address")
+
+
+@dataclasses.dataclass(frozen=True)
+class HostPlan:
+    """How one test's fake stands in for the hosts: the region host (``v3_host``), and
+    whether it intercepts (then clients name the hosts themselves; without, a second
+    address of the fake stands for the region host)."""
+
+    region_host: str = DEFAULT_V3_HOST
+    intercept: bool = False

@@ -8,10 +8,10 @@ import math
 from typing import TYPE_CHECKING, NoReturn
 
 from ..accounts import generate_session_id, generate_utk
-from ..clock import to_datetime
-from ..diagnosis import ClientKind
 from ..events import AccountLocked, LoggedIn, LoggedOut, LoginRejected, LogoutRejected
 from ..records import AUTH_FAILED, LOCKED_OUT, SERVICE_MESSAGES, Authorization, SessionRecord
+from ..secret_text import ClientKind
+from ..timeline import to_datetime
 from .base import COOKIE_PATH, REMEMBER_ME, Answer, Endpoint, Flow, Incoming, Presented
 
 if TYPE_CHECKING:

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..diagnosis import ClientKind
-from .base import REMEMBER_ME, Answer, BearerFlow, Endpoint, Incoming
+from ..secret_text import ClientKind
+from .base import REMEMBER_ME, Answer, Endpoint, Incoming
+from .bearer import BearerFlow
 
 if TYPE_CHECKING:
     from ..records import TokenRecord

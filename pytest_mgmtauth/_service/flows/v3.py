@@ -11,14 +11,15 @@ import re
 from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
-from ..diagnosis import ClientKind
-from .base import REMEMBER_ME, Answer, BearerFlow, Endpoint, Incoming
+from ..secret_text import ClientKind
+from .base import REMEMBER_ME, Answer, Endpoint, Incoming
+from .bearer import BearerFlow
 
 if TYPE_CHECKING:
     from ..credentials import Call
-    from ..hosts import Where
     from ..options import Options
     from ..records import TokenRecord
+    from .registry import Where
 
 AUTH_TEMPLATE = "/v3/auth/accounts/{account}/profiles/{profile}"
 #: The status codes v3 auth's public documentation lists (and 5xx).

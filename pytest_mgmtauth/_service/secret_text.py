@@ -1,20 +1,120 @@
-"""Why a secret that arrived differs from the one the account has, in the client's terms.
+"""What messages may say of secrets: nothing of their value, and why a wrong one is wrong.
 
-The usual causes are encoding mistakes the real service punishes with a bare 1401: a
-key sent un-encoded in the form body ('+' becomes a space, '&' cuts the field, '%41'
-decodes to 'A') or encoded twice. Messages use fingerprints, never the secrets.
+Masking: one mechanism keeps secrets out of every message, :class:`SecretMasker`. The
+service registers every secret it holds or hands out (API keys and passwords, also
+rotated-out ones, JSESSIONIDs, utks) and applies :meth:`SecretMasker.mask` where text
+leaves it: events, error answers, the request's repr, exception messages. A secret is
+replaced by its fingerprint (as in ``Account.__repr__``), whatever field or place it
+arrived in, and also in the spellings it takes on the way (URL-encoded, '+' read as a
+space, quoted by ``repr``). Bearer tokens need no registration: anything shaped like a
+JWT is masked, issued by this test or not.
 
-A fix says what must be on the wire, then the idiom of the client that sent the request
-when the transport could tell it (:class:`ClientKind`, from the User-Agent), or a
+Diagnosis: why a secret that arrived differs from the one the account has, in the
+client's terms. The usual causes are encoding mistakes the real service punishes with a
+bare 1401: a key sent un-encoded in the form body ('+' becomes a space, '&' cuts the
+field, '%41' decodes to 'A') or encoded twice. Messages use fingerprints, never the
+secrets. A fix says what must be on the wire, then the idiom of the client that sent the
+request when the transport could tell it (:class:`ClientKind`, from the User-Agent), or a
 language-neutral one otherwise.
+
+And how the refusal of a bad bearer token shows what it holds: a header or claim value
+by its type when it might be a secret, the JWT library's message only when it cannot
+repeat a value from the token.
 """
 
 from __future__ import annotations
 
 import enum
-from urllib.parse import quote, unquote, unquote_plus
+import re
+import threading
+from urllib.parse import quote, quote_plus, unquote, unquote_plus
 
 from .accounts import fingerprint
+
+#: Secrets shorter than this are not masked: a 3-letter password would be masked in
+#: every word that contains it. Generated secrets are 20 characters or more.
+MIN_MASKED_LENGTH = 6
+
+#: Three base64url segments, the first a JSON object ('eyJ' is '{"' encoded).
+_JWT = re.compile(r"eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*")
+
+
+def _spellings(secret: str) -> set[str]:
+    """The ways ``secret`` can appear in text the fake writes about a request."""
+    found = {
+        secret,
+        quote(secret, safe=""),
+        quote(secret),
+        quote_plus(secret, safe=""),
+        secret.replace("+", " "),
+        unquote_plus(secret),
+        repr(secret)[1:-1],
+        ascii(secret)[1:-1],
+    }
+    return {s for s in found if len(s) >= MIN_MASKED_LENGTH}
+
+
+class SecretMasker:
+    """Knows secrets; :meth:`mask` replaces each in a text by its fingerprint."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        # Spellings by their first MIN_MASKED_LENGTH characters, longest first: a text
+        # is scanned once, whatever the number of secrets.
+        self._by_prefix: dict[str, list[tuple[str, str]]] = {}
+        self._known: set[str] = set()
+
+    def add(self, secret: str) -> None:
+        if not isinstance(secret, str) or len(secret) < MIN_MASKED_LENGTH:
+            return
+        with self._lock:
+            if secret in self._known:
+                return
+            self._known.add(secret)
+            shown = fingerprint(secret)
+            for spelling in _spellings(secret):
+                bucket = self._by_prefix.setdefault(spelling[:MIN_MASKED_LENGTH], [])
+                bucket.append((spelling, shown))
+                bucket.sort(key=lambda entry: -len(entry[0]))
+
+    def add_all(self, other: SecretMasker) -> None:
+        """Know every secret ``other`` knows, too."""
+        for secret in list(other._known):
+            self.add(secret)
+
+    def __contains__(self, secret: object) -> bool:
+        return secret in self._known
+
+    def mask(self, text: str) -> str:
+        """``text`` with every known secret (and every JWT) replaced by its fingerprint."""
+        if "eyJ" in text:
+            text = _JWT.sub(lambda m: fingerprint(m.group()), text)
+        index = self._by_prefix
+        if not index or len(text) < MIN_MASKED_LENGTH:
+            return text
+        out: list[str] = []
+        start = i = 0
+        last = len(text) - MIN_MASKED_LENGTH
+        while i <= last:
+            bucket = index.get(text[i : i + MIN_MASKED_LENGTH])
+            if bucket is not None:
+                for spelling, shown in tuple(bucket):
+                    if text.startswith(spelling, i):
+                        out.append(text[start:i])
+                        out.append(shown)
+                        i = start = i + len(spelling)
+                        break
+                else:
+                    i += 1
+                continue
+            i += 1
+        if not out:
+            return text
+        out.append(text[start:])
+        return "".join(out)
+
+
+# Diagnosis of a wrong secret.
 
 
 class ClientKind(enum.Enum):
@@ -177,3 +277,49 @@ def paused_diagnosis(field: str, budget: int, window: float) -> str:
         "that they cannot be used to guess it: the first failures' messages say what is "
         "wrong"
     )
+
+
+# What a refused token's reason may show of it.
+
+#: PyJWT's messages that never repeat a value from the token (shown in the reason).
+_SAFE_JWT_MESSAGES = (
+    "Invalid payload string",
+    "Invalid header string",
+    "Invalid header padding",
+    "Invalid payload padding",
+    "Invalid crypto padding",
+    "Not enough segments",
+    "Algorithm not specified",
+    "The specified alg value is not allowed",
+    "Algorithm not supported",
+)
+
+
+def library_says(exc: BaseException) -> str:
+    """PyJWT's reason if it cannot carry a value from the token, else the error's type."""
+    text = str(exc)
+    if text.startswith(_SAFE_JWT_MESSAGES) and len(text) <= 160:
+        return text
+    return f"{type(exc).__name__} from the JWT library"
+
+
+def claim_shown(value: object) -> str:
+    """A header or claim value as a reason may show it: short plain strings and numbers
+    as they are, anything else by its JSON type (a long string may be a secret)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        if len(value) <= 16 and value.isascii() and value.isprintable():
+            return repr(value)
+        return f"a {len(value)}-character string"
+    if isinstance(value, int):
+        return str(value) if abs(value) < 10**20 else "a huge number"
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, list):
+        return f"a list of {len(value)}"
+    if isinstance(value, dict):
+        return f"an object of {len(value)} member(s)"
+    return type(value).__name__

@@ -1,0 +1,371 @@
+"""The bearer-token logic v2, v3 and OAuth share: a JWT granted for a secret and presented
+as a bearer token (grants, throttling, the checks of a presented token, the refusals
+that name it)."""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from typing import TYPE_CHECKING, ClassVar, NoReturn
+
+from ..accounts import format_scopes
+from ..events import AuthRejected, Throttled, TokenIssued
+from ..records import AUTH_FAILED, THROTTLE_WINDOW, Authorization, TokenRecord
+from ..timeline import to_datetime
+from ..tokens import TokenProblem, unverified_subject
+from .base import Flow
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from ..credentials import Call
+    from ..limits import SecretKind
+    from ..options import Options
+    from ..secret_text import ClientKind
+    from .base import Presented
+
+
+class BearerFlow(Flow):
+    """What v2 and v3 share: a JWT granted for an API key, presented as a bearer token."""
+
+    secret: ClassVar[SecretKind] = "API key"
+    credential = "token"
+    presents = "bearer"
+
+    @classmethod
+    def origin(cls, record: TokenRecord) -> str:
+        """Where a token of this flow came from, for a refusal naming it."""
+        return f"from {cls.title}"
+
+    @classmethod
+    def fix_churn(cls, options: Options) -> str:
+        return (
+            f"keep the token from {cls.title} and send it with every call; authenticate again "
+            f"only within refresh_margin ({options.refresh_margin:g} s) of its expiry (the "
+            f"JWT's exp claim, {options.token_ttl:g} s after issue) or after a call was "
+            "answered 401 with returnCode 1401"
+        )
+
+    @classmethod
+    def fix_expired(cls, options: Options) -> str:
+        return (
+            "refresh proactively: before a call, authenticate again when the token is "
+            f"within refresh_margin ({options.refresh_margin:g} s) of its exp claim, "
+            "instead of sending it until the service answers 401"
+        )
+
+    def check_scope(self, call: Call, record: TokenRecord) -> None:
+        """Refuse a token of this flow used where it does not belong (v3: another
+        account or profile); nothing by default."""
+
+    def refuse_call(
+        self,
+        call: Call,
+        username: str | None,
+        credential: str | None,
+        reason: str,
+        *,
+        expired: bool = False,
+        wrong: bool = False,
+    ) -> NoReturn:
+        """Refuse a protected call: the service's 401 with 1401 by default (a flow with
+        its own error shape answers in it). ``expired``, ``wrong``: as
+        :meth:`Credentials.refuse_call`."""
+        self.service.credentials.refuse_call(
+            call, username, credential, reason, expired=expired, wrong=wrong
+        )
+
+    def check_permission(self, call: Call, record: TokenRecord, permission: str | None) -> None:
+        """1469 if the token's account lacks the route's ``permission``."""
+        self.service.credentials.check_permission(call, record.username, record.label, permission)
+
+    def check_throttle(self, username: str, now: float) -> None:
+        service = self.service
+        limit = service.options.throttle
+        if limit is None:
+            return
+        window = service.credentials.premature.get((username, self.name))
+        if not window:
+            return
+        while window and window[0] <= now - THROTTLE_WINDOW:
+            window.popleft()
+        if len(window) >= limit:
+            retry_after = max(1, math.ceil(window[0] + THROTTLE_WINDOW - now))
+            service.timeline.refuse(
+                Throttled(
+                    at=to_datetime(now),
+                    username=username,
+                    retry_after=retry_after,
+                    premature_grants=len(window),
+                    version=self.name,
+                ),
+                429,
+                f"{len(window)} new tokens within {THROTTLE_WINDOW:g} s while the account "
+                f"held a valid one; reuse the token until it is about to expire",
+                message="Too many authentication requests",
+                retry_after=retry_after,
+                status=429,
+            )
+
+    def grant_bearer(
+        self,
+        username: str,
+        key: str,
+        *,
+        arrived: int | None,
+        client: ClientKind,
+        account: str | None = None,
+        profile: str | None = None,
+    ) -> tuple[str, TokenRecord]:
+        service = self.service
+        with service.mutex:
+            now = service.now()
+            found = service.accounts.get(username)
+
+            def reject(who: str | None, reason: str) -> NoReturn:
+                service.timeline.refuse(
+                    AuthRejected(
+                        at=to_datetime(now),
+                        username=who,
+                        return_code=AUTH_FAILED,
+                        reason=reason,
+                        version=self.name,
+                        account=account,
+                        profile=profile,
+                    ),
+                    AUTH_FAILED,
+                    reason,
+                )
+
+            if found is None:
+                reject(None, service.accounts.unknown_account(username))
+            self.check_throttle(username, now)
+            problem = service.accounts.secret_problem(
+                username, self.secret, found.api_key, key, client
+            )
+            if problem:
+                reject(username, problem)
+            if (
+                account is not None
+                and profile is not None
+                and not found.may_use_profile(account, profile)
+            ):
+                reject(
+                    username,
+                    f"account {username!r} may not get {self.name} tokens for "
+                    f"{account}/{profile}; it may for: "
+                    f"{format_scopes(found.profiles)} (add_account(profiles=...))",
+                )
+        return self.issue_token(username, now, arrived=arrived, account=account, profile=profile)
+
+    def issue_token(
+        self,
+        username: str,
+        now: float,
+        *,
+        arrived: int | None,
+        account: str | None = None,
+        profile: str | None = None,
+        scopes: tuple[str, ...] = (),
+        ttl: float | None = None,
+        margin: float | None = None,
+        extra: Mapping[str, object] | None = None,
+    ) -> tuple[str, TokenRecord]:
+        """Issue a token to ``username`` whose grant passed every check, requested at
+        ``now``: sign it, then record it, its churn (same account and profile, or same
+        scopes) and its place among concurrent grants. ``ttl``, ``margin``: the
+        lifetime and refresh margin of this flow's tokens if not ``token_ttl`` and
+        ``refresh_margin``; ``extra``: more claims. Call it without holding the
+        service's lock."""
+        service = self.service
+        lifetime = int(service.options.token_ttl if ttl is None else ttl)
+        # Signed outside the lock: the signature is most of a grant's cost, and the test's
+        # other requests (other accounts' grants, protected calls) need not queue behind
+        # it. The grant takes effect below, when it is recorded: what it is judged
+        # against (tokens held, grants in flight, the throttle window) is read then.
+        issuer = service.options.issuer
+        if extra:
+            token, claims = service.signer.issue_with(
+                username, int(now), lifetime, extra, issuer=issuer
+            )
+        else:
+            token, claims = service.signer.issue(username, int(now), lifetime, issuer=issuer)
+        with service.mutex:
+            now = service.now()
+            self.check_throttle(username, now)
+            held = service.credentials.held_tokens(
+                username, now, self.name, account, profile, scopes=scopes, margin=margin
+            )
+            concurrent = service.credentials.concurrent(
+                (
+                    r
+                    for r in service.credentials.tokens.values()
+                    if (r.version, r.account, r.profile) == (self.name, account, profile)
+                    and frozenset(r.scopes) == frozenset(scopes)
+                ),
+                username,
+                arrived,
+            )
+            serial, tick = service.credentials.next_grant()
+            record = TokenRecord(
+                label=f"T{len(service.credentials.tokens) + 1}",
+                token=token,
+                claims=claims,
+                username=username,
+                serial=serial,
+                issued_tick=tick,
+                version=self.name,
+                account=account,
+                profile=profile,
+                issued_at=now,
+                scopes=scopes,
+            )
+            service.credentials.tokens[claims.jti] = record
+            service.credentials.by_token[token] = record
+            if held:
+                service.credentials.premature.setdefault((username, self.name), deque()).append(now)
+            service.timeline.record(
+                TokenIssued(
+                    at=to_datetime(now),
+                    username=username,
+                    token=record.label,
+                    fingerprint=record.fingerprint,
+                    expires_at=to_datetime(claims.exp),
+                    while_valid=tuple(r.label for r in held),
+                    concurrent_with=concurrent,
+                    version=self.name,
+                    account=account,
+                    profile=profile,
+                    scopes=scopes,
+                )
+            )
+            service.fault_runner.granted()
+            return token, record
+
+    def authorize(self, presented: Presented, call: Call, permission: str | None) -> Authorization:
+        """Authenticate a protected call by its bearer token. With a ``problem`` (a
+        malformed Authorization header), ``token`` may be the token found in it anyway:
+        it attributes the refusal to its account."""
+        service = self.service
+        token, problem = presented.token, presented.problem
+        with service.mutex:
+            if token is None or problem:
+                owner, label = self._attribute_token(token) if token else (None, None)
+                self.refuse_call(call, owner, label, problem or "no bearer token", wrong=True)
+            assert token is not None
+            record = service.credentials.by_token.get(token)
+            if record is not None:
+                claims = record.claims  # issued in this test, exactly this string
+            else:
+                try:
+                    claims = service.signer.verify(token, issuer=service.options.issuer)
+                except TokenProblem as exc:
+                    sub = unverified_subject(token)
+                    self.refuse_call(
+                        call, sub if sub in service.accounts else None, None, str(exc), wrong=True
+                    )
+                record = service.credentials.tokens.get(claims.jti)
+            if record is None or record.token != token:
+                self.refuse_call(
+                    call,
+                    claims.sub if claims.sub in service.accounts else None,
+                    None,
+                    "the token was signed by this fake but not issued in this test (each "
+                    f"test starts with no tokens): authenticate with {self.title} in this test",
+                    wrong=True,
+                )
+            if record.version != self.name:
+                self.refuse_call(
+                    call, record.username, record.label, self.wrong_flow_reason(record), wrong=True
+                )
+            self.check_scope(call, record)
+            self._check_live(call, record)
+            self.check_permission(call, record, permission)
+            record.uses += 1
+            return Authorization(record.username, self.name, record.label)
+
+    @staticmethod
+    def origin_of(record: TokenRecord) -> str:
+        """Where any flow's token came from (its own flow says)."""
+        from .registry import flow_class  # the registry imports every flow module
+
+        other = flow_class(record.version)
+        assert issubclass(other, BearerFlow)
+        return other.origin(record)
+
+    def wrong_flow_reason(self, record: TokenRecord) -> str:
+        return (
+            f"token {record.label} is a {record.version} token ({self.origin_of(record)}): "
+            f"this route takes a {self.name} token from POST {self.title} (declare the "
+            f"route with auth={record.version!r} if it is a {record.version} operation)"
+        )
+
+    def _check_live(self, call: Call, record: TokenRecord) -> None:
+        """Refuse a revoked, expired or not yet valid token."""
+        now, claims = call.now, record.claims
+        if record.revoked_at is not None:
+            self.refuse_call(
+                call,
+                record.username,
+                record.label,
+                f"token {record.label} was revoked {now - record.revoked_at:.0f} s ago: "
+                "authenticate again",
+            )
+        if record.expired_at is not None and now >= record.expired_at:
+            # Ended early on cue: the client could not have seen it coming, so this
+            # is no use of an expired token (expired=False) but a 401 to recover from.
+            self.refuse_call(
+                call,
+                record.username,
+                record.label,
+                f"token {record.label} expired {now - record.expired_at:.0f} s ago (ended "
+                f"early on cue): authenticate again on a 401",
+            )
+        if now >= claims.exp and record.expired_in_flight:
+            self.refuse_call(
+                call,
+                record.username,
+                record.label,
+                f"token {record.label} expired {now - claims.exp:.0f} s ago: a scheduled "
+                "expire moved the clock to its exp while the answer that granted it was in "
+                "flight (no client could renew it in time): authenticate again on a 401",
+            )
+        if now >= claims.exp:
+            self.refuse_call(
+                call,
+                record.username,
+                record.label,
+                f"token {record.label} expired {now - claims.exp:.0f} s ago "
+                f"({_lifetime(record)}): authenticate again before it expires, or on a 401",
+                expired=True,
+            )
+        if now < claims.nbf:
+            self.refuse_call(
+                call,
+                record.username,
+                record.label,
+                f"token {record.label} is not valid before its nbf",
+            )
+
+    def _attribute_token(self, token: str) -> tuple[str | None, str | None]:
+        """The account and label of a token presented in a malformed header."""
+        service = self.service
+        record = service.credentials.by_token.get(token)
+        if record is not None:
+            return record.username, record.label
+        sub = unverified_subject(token)
+        return (sub if sub in service.accounts else None), None
+
+
+def _lifetime(record: TokenRecord) -> str:
+    """How long the token was valid: ``exp`` minus the moment it was issued, which is
+    less than ``token_ttl`` when it was issued at a fractional second (``iat`` is that
+    moment truncated to the second)."""
+    claims = record.claims
+    lived = claims.exp - record.issued_at
+    if record.issued_at == 0.0 or lived == claims.exp - claims.iat:
+        return f"valid {claims.exp - claims.iat} s from issue"
+    return (
+        f"valid {lived:.3f} s from issue: exp is iat + {claims.exp - claims.iat} s and iat "
+        "is the moment of issue truncated to the second"
+    )
