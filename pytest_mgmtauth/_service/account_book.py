@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from .accounts import (
     Account,
+    check_username,
     fingerprint,
     generate_api_key,
     generate_password,
@@ -92,20 +93,24 @@ class AccountBook(Mapping[str, "Account"]):
             serial = len(self._accounts) + 1
             if username is None:
                 username = generate_username(serial)
-            account = make_account(serial, username, api_key, password, permissions, profiles)
-            if account.username in self._accounts:
+            check_username(username)
+            if username in self._accounts:
                 raise ValueError(
-                    f"add_account: an account {account.username!r} exists already in this test"
+                    f"add_account: an account {username!r} exists already in this test"
                 )
+            # Its first token is most likely asked for soon, at this clock second: signed
+            # ahead from now on, while its secrets are made and the test's client starts
+            # (/v2/auth takes it if its claims turn out the same). Started before the
+            # secrets, whose making would only delay it.
+            self._signer.prefetch(
+                username,
+                int(self._timeline.now()),
+                int(self._options.token_ttl),
+                issuer=self._options.issuer,
+            )
+            account = make_account(serial, username, api_key, password, permissions, profiles)
             self._accounts[account.username] = account
             self._timeline.hold_secrets(account.api_key, account.password)
-            now = self._timeline.now()
-        # Its first token is most likely asked for soon, at this clock second: signed
-        # ahead from now on, while the test's client starts (/v2/auth takes it if its
-        # claims turn out the same).
-        self._signer.prefetch(
-            account.username, int(now), int(self._options.token_ttl), issuer=self._options.issuer
-        )
         return account
 
     def unknown_account(self, username: str) -> str:

@@ -189,6 +189,18 @@ class Account:
         printer.text(repr(self))
 
 
+def check_username(username: object) -> None:
+    """ValueError unless ``username`` is a username the service could have: a non-empty
+    str that is an e-mail address."""
+    if not isinstance(username, str) or not username:
+        raise ValueError(f"add_account(username=...) must be a non-empty str, got {username!r}")
+    if "@" not in username:
+        raise ValueError(
+            f"add_account(username={username!r}): usernames of the service are e-mail "
+            "addresses; pass one like 'someone@example.com'"
+        )
+
+
 def make_account(
     serial: int,
     username: str | None,
@@ -197,14 +209,11 @@ def make_account(
     permissions: Iterable[str] | None,
     profiles: object = None,
 ) -> Account:
-    for name, value in (("username", username), ("api_key", api_key), ("password", password)):
+    if username is not None:
+        check_username(username)
+    for name, value in (("api_key", api_key), ("password", password)):
         if value is not None and (not isinstance(value, str) or not value):
             raise ValueError(f"add_account({name}=...) must be a non-empty str, got {value!r}")
-    if username is not None and "@" not in username:
-        raise ValueError(
-            f"add_account(username={username!r}): usernames of the service are e-mail "
-            "addresses; pass one like 'someone@example.com'"
-        )
     if isinstance(permissions, str):
         raise TypeError(
             f"add_account(permissions={permissions!r}) takes a list of permission names, "

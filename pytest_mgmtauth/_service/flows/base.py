@@ -6,6 +6,7 @@ module, listed in ``registry.py``; the bearer-token logic v2, v3 and OAuth share
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from typing import TYPE_CHECKING, ClassVar
 
@@ -67,7 +68,8 @@ class Endpoint:
         return None if found is None else found.groupdict()
 
 
-def _template(path: str) -> re.Pattern[str]:
+@functools.lru_cache(maxsize=64)
+def _template(path: str) -> re.Pattern[str]:  # cached: matched on every request
     pattern = re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>[^/]+)", re.escape(path))
     return re.compile(f"^{pattern}/?$")
 

@@ -13,6 +13,7 @@ knows about sockets: the transport says where a request arrived with a :class:`W
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from ..options import DEFAULT_V3_HOST
@@ -99,6 +100,7 @@ def _endpoints(flow: type[Flow], options: Options | None) -> tuple[Endpoint, ...
     return flow.endpoints if options is None else flow.endpoints_for(options)
 
 
+@functools.lru_cache(maxsize=16)  # every test's service checks its options' paths
 def check_endpoints(options: Options) -> None:
     """ValueError if an endpoint path set by an option is another flow's endpoint."""
     seen: dict[str, str] = {}
