@@ -133,6 +133,7 @@ def endpoint_families() -> tuple[str, ...]:
     )
 
 
+@functools.cache  # FLOWS never changes; asked on every request
 def fixed_hosts() -> tuple[str, ...]:
     """The hosts the flows name themselves, in the order of :data:`FLOWS` (auth hosts
     first): every host of the service but the region host."""
@@ -143,7 +144,12 @@ def fixed_hosts() -> tuple[str, ...]:
 
 def service_hosts(options: Options) -> tuple[str, ...]:
     """Every host the fake stands in for: the flows' hosts and the region host."""
-    return tuple(dict.fromkeys((*fixed_hosts(), options.v3_host)))
+    return _service_hosts(options.v3_host)
+
+
+@functools.lru_cache(maxsize=16)
+def _service_hosts(region_host: str) -> tuple[str, ...]:
+    return tuple(dict.fromkeys((*fixed_hosts(), region_host)))
 
 
 def endpoint_hosts(flow: type[Flow]) -> tuple[str, ...]:
