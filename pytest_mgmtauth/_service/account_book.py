@@ -94,24 +94,25 @@ class AccountBook(Mapping[str, "Account"]):
             if username is None:
                 username = generate_username(serial)
             check_username(username)
-            if username in self._accounts:
-                raise ValueError(
-                    f"add_account: an account {username!r} exists already in this test"
-                )
-            # Its first token is most likely asked for soon, at this clock second: signed
-            # ahead from now on, while its secrets are made and the test's client starts
-            # (/v2/auth takes it if its claims turn out the same). Started before the
-            # secrets, whose making would only delay it.
-            self._signer.prefetch(
-                username,
-                int(self._timeline.now()),
-                int(self._options.token_ttl),
-                issuer=self._options.issuer,
-            )
-            account = make_account(serial, username, api_key, password, permissions, profiles)
-            self._accounts[account.username] = account
+            self._check_unused(username)
+            now = self._timeline.now()
+        # Its first token is most likely asked for soon, at this clock second: signed
+        # ahead from now on, while its secrets are made and the test's client starts
+        # (/v2/auth takes it if its claims turn out the same). Outside the lock: the
+        # signer may wait for its worker to take the job.
+        self._signer.prefetch(
+            username, int(now), int(self._options.token_ttl), issuer=self._options.issuer
+        )
+        account = make_account(serial, username, api_key, password, permissions, profiles)
+        with self._lock:
+            self._check_unused(username)  # another thread may have added it meanwhile
+            self._accounts[username] = account
             self._timeline.hold_secrets(account.api_key, account.password)
         return account
+
+    def _check_unused(self, username: str) -> None:
+        if username in self._accounts:
+            raise ValueError(f"add_account: an account {username!r} exists already in this test")
 
     def unknown_account(self, username: str) -> str:
         close = difflib.get_close_matches(username, list(self._accounts), n=1)

@@ -42,6 +42,8 @@ MAX_CREDIT = 8
 #: Without credit, one prefetch in this many still signs ahead, to notice a suite that
 #: started taking what is signed ahead.
 PROBE_EVERY = 32
+#: Seconds :meth:`TokenSigner.prefetch` waits at most for an idle worker to take its job.
+START_WAIT = 0.05
 
 
 def _segment(value: dict[str, Any]) -> bytes:
@@ -66,6 +68,17 @@ class Claims:
     nbf: int
     exp: int
     jti: str
+
+
+@dataclass(frozen=True)
+class _Job:
+    """A token to sign ahead: its future, its signing input and claims, and the event
+    the worker sets when it takes the job (None: nobody waits for that)."""
+
+    future: Future[tuple[str, Claims]]
+    unsigned: bytes
+    claims: Claims
+    started: threading.Event | None
 
 
 class TokenSigner:
@@ -95,9 +108,9 @@ class TokenSigner:
         #: Tokens signed (or being signed) ahead, oldest first, by
         #: (subject, issued_at, ttl, issuer).
         self._ahead: dict[tuple[str, int, int, str], Future[tuple[str, Claims]]] = {}
-        self._jobs: queue.SimpleQueue[tuple[Future[tuple[str, Claims]], bytes, Claims]] = (
-            queue.SimpleQueue()
-        )
+        self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
+        #: Jobs put and not finished.
+        self._pending = 0
         self._worker: threading.Thread | None = None
         self._credit = MAX_CREDIT
         self._skipped = 0
@@ -136,9 +149,10 @@ class TokenSigner:
         self, subject: str, issued_at: int, ttl: int, *, issuer: str | None = None
     ) -> Future[tuple[str, Claims]] | None:
         """Start signing, in the background, the token a later :meth:`issue` with the
-        same arguments returns, and return at once: the future of that token, or None
-        when nothing is signed ahead (it is already, there is no credit but for a
-        probe, or no thread can be had: the process is at its thread limit)."""
+        same arguments returns: the future of that token, or None when nothing is
+        signed ahead (it is already, there is no credit but for a probe, or no thread
+        can be had: the process is at its thread limit). Returns once an idle worker
+        has taken the job (at most :data:`START_WAIT`), at once if it is busy."""
         iss = self.issuer if issuer is None else issuer
         key = (subject, issued_at, ttl, iss)
         with self._ahead_lock:
@@ -157,7 +171,14 @@ class TokenSigner:
             unsigned, claims = self._unsigned(subject, issued_at, ttl, iss)
             future: Future[tuple[str, Claims]] = Future()
             self._ahead[key] = future
-            self._jobs.put((future, unsigned, claims))
+            # An idle worker is waited for until it has taken the job: else it would
+            # wait for the GIL until this thread next blocks, and the signature would
+            # start that much later. A busy one takes it when it is done.
+            started = threading.Event() if self._pending == 0 else None
+            self._pending += 1
+            self._jobs.put(_Job(future, unsigned, claims, started))
+        if started is not None:
+            started.wait(START_WAIT)
         return future
 
     def _take(self, key: tuple[str, int, int, str]) -> tuple[str, Claims] | None:
@@ -193,13 +214,19 @@ class TokenSigner:
 
     def _work(self) -> None:
         while True:
-            future, unsigned, claims = self._jobs.get()
-            if not future.set_running_or_notify_cancel():
-                continue
+            job = self._jobs.get()
             try:
-                future.set_result((self._signed(unsigned), claims))
-            except BaseException as exc:  # handed to _take(), whose caller signs again
-                future.set_exception(exc)
+                running = job.future.set_running_or_notify_cancel()
+                if job.started is not None:
+                    job.started.set()  # the caller goes on as the signature starts
+                if running:
+                    try:
+                        job.future.set_result((self._signed(job.unsigned), job.claims))
+                    except BaseException as exc:  # handed to _take(), whose caller signs again
+                        job.future.set_exception(exc)
+            finally:
+                with self._ahead_lock:
+                    self._pending -= 1
 
     @staticmethod
     def _unsigned(

@@ -105,6 +105,41 @@ def test_tokens_signed_ahead_and_never_taken_spend_credit_until_only_probes_run(
     assert MAX_AHEAD < MAX_CREDIT
 
 
+class PausedSigner(TokenSigner):
+    """A signer whose signatures wait for ``release``: what the worker is doing can be
+    seen while it does it."""
+
+    def __init__(self, key: rsa.RSAPrivateKey) -> None:
+        super().__init__(key)
+        self.release = threading.Event()
+
+    def _signed(self, unsigned: bytes) -> str:
+        assert self.release.wait(10)
+        return super()._signed(unsigned)
+
+
+def test_prefetch_returns_once_an_idle_worker_has_taken_the_job(
+    rsa_key_2048: rsa.RSAPrivateKey, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The signature then runs while the caller goes on, rather than once the caller
+    # next lets go of the GIL.
+    monkeypatch.setattr("pytest_mgmtauth._service.tokens.START_WAIT", 10.0)
+    signer = PausedSigner(rsa_key_2048)
+    first = signer.prefetch("a@example.com", T0, 1800)
+    assert first is not None
+    assert first.running()  # taken, being signed
+    # A busy worker is not waited for: this returns while the first is still held.
+    second = signer.prefetch("b@example.com", T0, 1800)
+    assert second is not None
+    assert first.running()
+    assert not second.running()
+    assert not second.done()
+    signer.release.set()
+    assert signer.issue("a@example.com", T0, 1800) == first.result(timeout=10)
+    assert signer.issue("b@example.com", T0, 1800) == second.result(timeout=10)
+    assert signer.hits == 2
+
+
 def test_no_thread_to_be_had_leaves_the_signing_to_issue(
     rsa_key_2048: rsa.RSAPrivateKey, refused_threads: set[str]
 ) -> None:
