@@ -25,7 +25,7 @@ from .._verdicts import findings
 from .._verdicts.evidence import AuthSummary, format_timeline, summarize
 from .assertions import AssertionMethods
 from .faults import FaultMethods
-from .intercept import intercept_environment, set_environment, trust_in_aiohttp
+from .session import intercept_environment, set_environment, trust_in_aiohttp
 
 if TYPE_CHECKING:
     import ssl

@@ -7,7 +7,7 @@ A request reached a named host when it came through a tunnel of the proxy
 ``Host`` header naming a host of the service; otherwise it reached an address of the
 fake: the region address (the second listener, which stands for the ``v3_host`` when the
 fake does not intercept) or the fake's own address, which stands for every other host.
-The rules themselves are the domain's (``_service/hosts.py``, the flows' declarations).
+The rules themselves are the domain's (``_service/flows/registry.py``, the flows' declarations).
 
 The proxy: clients that hard-code ``https://api.tealiumiq.com`` reach the fake through
 the usual proxy variables: a ``CONNECT`` to one of its hosts on port 443 is answered

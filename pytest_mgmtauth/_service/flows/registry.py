@@ -192,10 +192,6 @@ class Where:
         return self.host == region_host
 
 
-#: Where a request arrived when the transport does not say (the fake's own address).
-FAKE_ADDRESS = Where(None, "the fake's address")
-
-
 @dataclasses.dataclass(frozen=True)
 class HostPlan:
     """How one test's fake stands in for the hosts: the region host (``v3_host``), and
