@@ -26,7 +26,7 @@ from .limits import (
 )
 
 #: The real service's issuer (its published example token), the default of
-#: ``Options.issuer``. The same text as ``tokens.ISSUER`` (a test checks it): not
+#: ``Options.issuer``. The same text as ``token_format.ISSUER`` (a test checks it): not
 #: imported from there, so that reading the options (which every run of pytest does,
 #: for the report header) does not load the token module too.
 ISSUER = "https://api.tealiumiq.com"

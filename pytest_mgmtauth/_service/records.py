@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from .limits import EndReason
-    from .tokens import Claims
+    from .token_format import Claims
 
 
 AUTH_FAILED = 1401

@@ -18,12 +18,11 @@ from pytest_mgmtauth._service.flows.v2 import V2Flow
 from pytest_mgmtauth._service.options import Options
 from pytest_mgmtauth._service.service import AuthService
 from pytest_mgmtauth._service.timeline import ManualClock
+from pytest_mgmtauth._service.token_format import ISSUER, Claims
 from pytest_mgmtauth._service.tokens import (
-    ISSUER,
     MAX_AHEAD,
     MAX_CREDIT,
     PROBE_EVERY,
-    Claims,
     TokenSigner,
 )
 

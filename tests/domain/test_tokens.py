@@ -14,13 +14,8 @@ import pytest
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
-from pytest_mgmtauth._service.tokens import (
-    ISSUER,
-    KEY_BITS,
-    TokenProblem,
-    TokenSigner,
-    unverified_subject,
-)
+from pytest_mgmtauth._service.token_format import ISSUER, TokenProblem, unverified_subject
+from pytest_mgmtauth._service.tokens import KEY_BITS, TokenSigner
 
 T0 = 1_800_000_000
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pytest_mgmtauth._glue.report import _NOT_XML
 from pytest_mgmtauth._service import options as _options
-from pytest_mgmtauth._service import tokens as _tokens
+from pytest_mgmtauth._service import token_format as _token_format
 
 
 def _xml_char(code: int) -> bool:
@@ -29,9 +29,9 @@ def test_the_junit_filter_removes_exactly_what_xml_cannot_hold() -> None:
 
 
 def test_the_options_default_issuer_is_the_token_modules() -> None:
-    # _options spells it out rather than import _tokens at startup.
-    assert _options.ISSUER == _tokens.ISSUER
-    assert _options.Options().issuer == _tokens.ISSUER
+    # _options spells it out rather than import _token_format at startup.
+    assert _options.ISSUER == _token_format.ISSUER
+    assert _options.Options().issuer == _token_format.ISSUER
 
 
 def test_the_sweeps_fault_kinds_are_the_scheduled_faults_in_order() -> None:

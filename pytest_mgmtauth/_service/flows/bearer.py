@@ -12,7 +12,7 @@ from ..accounts import format_scopes
 from ..events import AuthRejected, Throttled, TokenIssued
 from ..records import AUTH_FAILED, THROTTLE_WINDOW, Authorization, TokenRecord
 from ..timeline import to_datetime
-from ..tokens import TokenProblem, unverified_subject
+from ..token_format import TokenProblem, unverified_subject
 from .base import Flow
 
 if TYPE_CHECKING:
