@@ -90,3 +90,17 @@ def test_a_wrong_import_is_caught(tmp_path: Path) -> None:
     module = tmp_path / "probe.py"
     module.write_text("from .._http.app import FakeApp\nimport pytest\nfrom .clock import Clock\n")
     assert _wrong_imports("_service", module, depth=1) == [".._http.app", "pytest"]
+
+
+#: The most lines a module of the package may have (docs/architecture.md): past it, a
+#: module holds more than one thing a maintainer can name.
+MAX_MODULE_LINES = 400
+
+
+def test_no_module_of_the_package_is_over_the_line_limit() -> None:
+    sizes = {
+        str(path.relative_to(PACKAGE)): len(path.read_text().splitlines())
+        for path in PACKAGE.rglob("*.py")
+    }
+    assert len(sizes) > 40  # the package itself was read
+    assert {name: n for name, n in sizes.items() if n > MAX_MODULE_LINES} == {}
