@@ -115,7 +115,7 @@ def main(quick: bool = False) -> list[Figure]:
             # A new fake per sample, as each test gets: per-test state stays small.
             fresh[0].close()
             fresh[0] = MgmtServer(Options(throttle=None), pool)
-            fresh[0]._service.add_account(
+            fresh[0]._service.accounts.add_account(
                 account.username, api_key=account.api_key, password=account.password
             )
             # The account's first token is signed ahead (figure 9): take it untimed, so

@@ -27,15 +27,15 @@ class AssertionMethods:
     def evidence(self) -> Evidence:
         """What the assertions judge: the events, options and times of this fake."""
         service = self._service
-        events = service.events
+        events = service.timeline.events
         # At teardown mgmt_clock may have stopped already (it is torn down first when
         # requested after mgmt_server): never let "now" fall before what happened.
-        latest = max((e.at.timestamp() for e in events), default=service.started_at)
+        latest = max((e.at.timestamp() for e in events), default=service.timeline.started_at)
         return Evidence(
             events=events,
             options=self.options,
-            started_at=service.started_at,
-            now=max(service.now(), latest),
+            started_at=service.timeline.started_at,
+            now=max(service.timeline.now(), latest),
         )
 
     def _known_username(self, username: str | None) -> None:
@@ -45,12 +45,14 @@ class AssertionMethods:
         names = self._service.principals()
         if username not in names:
             known = ", ".join(repr(u) for u in names) or "none"
-            accounts = [a.username for a in self._service.account_list()]
+            accounts = [a.username for a in self._service.accounts.account_list()]
             # OAuth clients are named too once there are any.
             who = "account" if names == accounts else "account or OAuth client"
             what = "accounts" if names == accounts else "known"
             raise ValueError(
-                self._service.redact(f"no {who} {username!r} in this test; {what}: {known}")
+                self._service.timeline.redact(
+                    f"no {who} {username!r} in this test; {what}: {known}"
+                )
             )
 
     def timeline(self, username: str | None = None) -> str:

@@ -39,7 +39,7 @@ class FaultMethods:
         502, 503, 504; 429 comes with ``Retry-After``, 1 s unless ``retry_after``) or a
         service error (1401 wrong credentials, 1402 locked out, both as HTTP 401)."""
         __tracebackhide__ = True
-        self._service.faults.add(
+        self._service.fault_runner.plan.add(
             _faults.failure(error, count=count, version=version, retry_after=retry_after)
         )
 
@@ -56,13 +56,15 @@ class FaultMethods:
         it is shorter), or until the ``"simulated"`` clock has moved on ``seconds``
         (``mgmt_clock.advance`` from another thread). A hang ends when the test does."""
         __tracebackhide__ = True
-        self._service.faults.add(_faults.hang(seconds, clock=clock, count=count, version=version))
+        self._service.fault_runner.plan.add(
+            _faults.hang(seconds, clock=clock, count=count, version=version)
+        )
 
     def drop_connection_next(self, count: int = 1, *, version: str | None = None) -> None:
         """The next ``count`` auth/login calls get their TCP connection reset (RST)
         without an answer."""
         __tracebackhide__ = True
-        self._service.faults.add(_faults.reset(count=count, version=version))
+        self._service.fault_runner.plan.add(_faults.reset(count=count, version=version))
 
     def reset_next(self, count: int = 1, *, version: str | None = None) -> None:
         """Deprecated alias of :meth:`drop_connection_next` (a TCP reset, not the fresh
@@ -87,7 +89,7 @@ class FaultMethods:
         """The next ``count`` auth/login calls get 200 with a JSON body that stops in
         the middle (no credential is granted)."""
         __tracebackhide__ = True
-        self._service.faults.add(_faults.malformed(count=count, version=version))
+        self._service.fault_runner.plan.add(_faults.malformed(count=count, version=version))
 
     def schedule_fault(self, kind: str, *, at: str | int) -> ScheduledFault:
         """Schedule a fault at a trigger point (what a sweep item does; docs/sweeps.md):
@@ -105,73 +107,73 @@ class FaultMethods:
         kind's own sort. Returns the scheduled fault (see :attr:`scheduled_faults`)."""
         __tracebackhide__ = True
         fault = _faults.scheduled(kind, at)
-        self._service.schedule(fault)
+        self._service.fault_runner.schedule(fault)
         return fault
 
     @property
     def scheduled_faults(self) -> list[ScheduledFault]:
         """Scheduled faults whose point has not come (yet)."""
-        return self._service.faults.scheduled()
+        return self._service.fault_runner.plan.scheduled()
 
     @property
     def protected_calls(self) -> int:
         """Calls to declared routes so far (the ``callK`` points count these)."""
-        return self._service.faults.protected_calls
+        return self._service.fault_runner.plan.protected_calls
 
     @property
     def auth_calls(self) -> int:
         """``/v2/auth`` and ``/v1/login`` requests so far, granted or not (the ``authK``
         points count these)."""
-        return self._service.faults.auth_calls
+        return self._service.fault_runner.plan.auth_calls
 
     @property
     def pending_faults(self) -> list[ScriptedFault]:
         """Scripted faults that have not fired (yet), with the calls each still applies to."""
-        return self._service.faults.pending()
+        return self._service.fault_runner.plan.pending()
 
     def clear_faults(self) -> None:
         """Drop every scripted or scheduled fault that has not fired."""
-        self._service.faults.clear()
+        self._service.fault_runner.plan.clear()
 
     def expire(self, credential: str) -> str:
         """Make a token or session expire now; ``credential`` is the token (JWT), the
         JSESSIONID (or utk) or a label from the timeline (``"T1"``, ``"S1"``). Later calls
         with it get 401 (1401); re-authenticating is not churn. Returns the label."""
         __tracebackhide__ = True
-        return self._service.expire(credential)
+        return self._service.fault_runner.expire(credential)
 
     def revoke(self, credential: str) -> str:
         """Revoke a token or session now (as :meth:`expire`, recorded as a revocation).
         Returns the label."""
         __tracebackhide__ = True
-        return self._service.revoke(credential)
+        return self._service.fault_runner.revoke(credential)
 
     def lock(self, account: Account | str, *, seconds: float | None = None) -> None:
         """Lock an account now: ``/v1/login`` answers 1402 until :meth:`unlock`, or for
         ``seconds`` of simulated time. ``/v2/auth`` is not affected (use
         ``fail_next(error=1402, version="v2")`` for that)."""
         __tracebackhide__ = True
-        self._service.lock(_username(account), seconds=seconds)
+        self._service.lockout.lock(_username(account), seconds=seconds)
 
     def unlock(self, account: Account | str) -> None:
         """End any lock of the account (on cue or after failed logins) and reset its
         failed-login count."""
         __tracebackhide__ = True
-        self._service.unlock(_username(account))
+        self._service.lockout.unlock(_username(account))
 
     def rotate_key(self, account: Account | str, new_key: str | None = None) -> Account:
         """Give the account a new API key (generated unless given) and return the updated
         ``Account``; the old key gets 1401 from now on. Tokens already issued stay valid
         (``revoke`` them too to simulate a compromised key)."""
         __tracebackhide__ = True
-        return self._service.rotate_secret(_username(account), "API key", new_key)
+        return self._service.accounts.rotate_secret(_username(account), "API key", new_key)
 
     def rotate_password(self, account: Account | str, new_password: str | None = None) -> Account:
         """Give the account a new password and return the updated ``Account``; the old
         password gets 1401 (and counts towards a lockout) from now on. Sessions already
         started stay valid."""
         __tracebackhide__ = True
-        return self._service.rotate_secret(_username(account), "password", new_password)
+        return self._service.accounts.rotate_secret(_username(account), "password", new_password)
 
 
 def _username(account: Account | str) -> str:

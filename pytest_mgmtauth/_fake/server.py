@@ -178,7 +178,7 @@ class MgmtServer(FaultMethods, AssertionMethods):
         ``profiles``: the v3 ``"account/profile"`` pairs (or ``(account, profile)``
         tuples; ``"account/*"`` for all of an account's) it may get tokens for;
         ``None``: any."""
-        return self._service.add_account(
+        return self._service.accounts.add_account(
             username,
             api_key=api_key,
             password=password,
@@ -188,7 +188,7 @@ class MgmtServer(FaultMethods, AssertionMethods):
 
     @property
     def accounts(self) -> list[Account]:
-        return self._service.account_list()
+        return self._service.accounts.account_list()
 
     # -- OAuth clients (the developer portal's client credentials, docs/oauth.md) ------
 
@@ -304,7 +304,7 @@ class MgmtServer(FaultMethods, AssertionMethods):
     @property
     def events(self) -> list[Event]:
         """The timeline of this test, oldest first: typed, immutable records."""
-        return self._service.events
+        return self._service.timeline.events
 
     @property
     def requests(self) -> list[RecordedRequest]:
@@ -312,7 +312,7 @@ class MgmtServer(FaultMethods, AssertionMethods):
         they arrived, secrets masked as in :attr:`events`; refused ones (bad input,
         unknown routes) included. Like pytest-httpserver's ``log`` and respx's
         ``calls``."""
-        return self._binding.requests.entries(self._service.redact)
+        return self._binding.requests.entries(self._service.timeline.redact)
 
     def auth_count(self, *, version: str | None = None, username: str | None = None) -> int:
         """Successful credential grants: ``/v2/auth`` tokens, v3 tokens, ``/v1/login``
@@ -342,16 +342,16 @@ class MgmtServer(FaultMethods, AssertionMethods):
 
     def summary(self) -> AuthSummary:
         """The figures of this fake for the terminal summary and JUnit (internal)."""
-        return summarize(self._service.events)
+        return summarize(self._service.timeline.events)
 
     def use_clock_mover(self, mover: Callable[[float], bool] | None) -> None:
         """How a scripted hang on the ``mgmt_clock`` moves the clock: ``mover(seconds)``
         returns whether it did (the plugin's frozen clock); None: it waits in real time."""
-        self._service.advance = mover
+        self._service.fault_runner.advance = mover
 
     def keep_masking(self, old: MgmtServer) -> None:
         """Mask the secrets ``old`` handed out too (mgmtauth-server's reset; internal)."""
-        self._service.keep_masking(old._service)
+        self._service.timeline.keep_masking(old._service.timeline)
 
     def whole_timeline(self, username: str | None = None) -> str:
         """Every line of the timeline, not cut (mgmtauth-server's; internal)."""

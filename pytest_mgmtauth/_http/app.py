@@ -18,17 +18,18 @@ from typing import TYPE_CHECKING
 from werkzeug import Response
 from werkzeug.exceptions import ClientDisconnected, HTTPException
 
-from .._service.flows.registry import endpoint_family, endpoint_for, flow_class
+from .._service.flows.base import MalformedCall
+from .._service.flows.registry import endpoint_family, endpoint_for
 from .._service.service import Refusal
 from .._service.timeline import to_datetime
 from .binding import Binding, RecordedRequest, RouteHandler
 from .errors import BODY_READ, error_response, masked_error, refusal_response
 from .flows import (
     ARRIVED,
-    READERS,
     ConnectionResetOnCue,
     answer,
     carry_out,
+    received,
     reset_connection,
     scripted_fault,
 )
@@ -38,6 +39,7 @@ from .hosts import (
     foreign_target,
     region_host,
     route_answers_here,
+    where,
 )
 from .parsing import BadInput, read_body
 
@@ -46,6 +48,7 @@ if TYPE_CHECKING:
 
     from werkzeug import Request
 
+    from .._service.flows.base import Where
 
 __all__ = [
     "ACCEPTED_BINDING",
@@ -160,8 +163,8 @@ class FakeApp:
             )
         for prefix, app in self._mounts:
             if request.path.startswith(prefix):
-                return masked_error(app(request), binding.service.redact)
-        arrived = binding.service.now()
+                return masked_error(app(request), binding.service.timeline.redact)
+        arrived = binding.service.timeline.now()
         status: int | None = None
         try:
             response = self._for_test(binding, request)
@@ -175,12 +178,14 @@ class FakeApp:
         if framing is not None:
             # Before anything else reads the request: its body's length is unknown.
             status, reason = framing
-            binding.service.record_bad_request(request.method, request.path, status, reason)
+            binding.service.timeline.record_bad_request(
+                request.method, request.path, status, reason
+            )
             return _transport_error(binding, request, status, reason)
         response = self._answer(binding, request)
         if request.environ.get(_HANDLER_ANSWERED):
             return response  # the user's route handler's answer, as it made it
-        return masked_error(response, binding.service.redact)
+        return masked_error(response, binding.service.timeline.redact)
 
     def _answer(self, binding: Binding, request: Request) -> Response:
         try:
@@ -200,7 +205,9 @@ class FakeApp:
                     "the request body could not be read: the client disconnected, or sent "
                     "a malformed chunked body"
                 )
-            binding.service.record_bad_request(request.method, request.path, status, reason)
+            binding.service.timeline.record_bad_request(
+                request.method, request.path, status, reason
+            )
             return _transport_error(binding, request, status, reason)
         except BaseException as exc:  # the fake's own bug: never lose it
             binding.add_error(exc, "pytest-mgmtauth itself")
@@ -216,8 +223,10 @@ class FakeApp:
         path, method = request.path, request.method
         foreign = foreign_target(binding, request)
         if foreign is not None:  # never forwarded (docs/hosts.md)
-            service.record_bad_request(method, path, 403, foreign)
+            service.timeline.record_bad_request(method, path, 403, foreign)
             return error_response(403, 403, foreign)
+        # Where it arrived, worked out once: every host check below reads this.
+        here = where(binding, request)
         found = endpoint_for(path, service.options)
         family = endpoint_family(path) if found is None else None
         endpoint = found[1] if found else family[1] if family else None
@@ -225,10 +234,10 @@ class FakeApp:
         if endpoint is not None:
             # Before anything reads the body: grants issued from here on were made while
             # this request was in flight (thundering-herd detection).
-            request.environ[ARRIVED] = service.request_arrived()
+            request.environ[ARRIVED] = service.credentials.request_arrived()
         try:
             if endpoint is None:
-                return self._protected(binding, request)
+                return self._protected(binding, request, here)
             assert flow is not None
             if method != endpoint.method:
                 if endpoint.wrong_method_status == 404:
@@ -242,7 +251,7 @@ class FakeApp:
                 raise BadInput(405, f"{path} takes {endpoint.method}, not {method}")
             if found is None:
                 raise BadInput(404, flow.wrong_path(path))
-            check_endpoint_host(binding, request, flow)
+            check_endpoint_host(binding, request, here, flow)
             if endpoint.fault_point:
                 fault = scripted_fault(binding, request, flow, endpoint)
                 if fault is not None:
@@ -257,28 +266,28 @@ class FakeApp:
                 request,
                 host=region_host(binding, request) if flow.api_on_region_host else None,
             )
-        except BadInput as exc:
+        except (BadInput, MalformedCall) as exc:
             status = exc.status
             if endpoint is not None and endpoint.statuses and status not in endpoint.statuses:
                 status = 400  # not among the endpoint's published statuses (v3: 413, 415)
-            service.record_bad_request(method, path, status, exc.reason)
+            service.timeline.record_bad_request(method, path, status, exc.reason)
             allow = endpoint.method if status == 405 and endpoint is not None else None
             return _transport_error(binding, request, status, exc.reason, allow=allow)
         except Refusal as refusal:
             return refusal_response(flow.style(refusal) if flow else refusal)
 
-    def _protected(self, binding: Binding, request: Request) -> Response:
+    def _protected(self, binding: Binding, request: Request, here: Where) -> Response:
         service = binding.service
         matching = [r for r in binding.routes if r.matcher.match(request)]
         # A route that answers on the host the request reached first (route(host=...)).
         route = next(
-            (r for r in matching if route_answers_here(binding, request, r.auth, r.host)),
+            (r for r in matching if route_answers_here(binding, here, r.auth, r.host)),
             matching[0] if matching else None,
         )
         if route is None:
             same_path = [r for r in binding.routes if r.matcher.match_uri(request)]
             status = 405 if same_path else 404
-            service.record_unknown_route(request.method, request.path, status)
+            service.timeline.record_unknown_route(request.method, request.path, status)
             declared = ", ".join(f"{r.method} {r.path}" for r in binding.routes) or "none"
             allowed = ", ".join(sorted({r.method for r in same_path})) if same_path else None
             return error_response(
@@ -291,22 +300,24 @@ class FakeApp:
             )
         read_body(request)  # enforce the size limit before any handler reads it
         try:
-            return self._call_route(binding, route, request)
+            return self._call_route(binding, route, request, here)
         finally:
             # Answered (or refused, or reset): a scheduled expire/revoke due before the
             # next protected call fires now.
-            service.protected_call_answered()
+            service.fault_runner.protected_call_answered()
 
-    def _call_route(self, binding: Binding, route: RouteHandler, request: Request) -> Response:
+    def _call_route(
+        self, binding: Binding, route: RouteHandler, request: Request, here: Where
+    ) -> Response:
         service = binding.service
-        if service.protected_call_arrived() is not None:
+        if service.fault_runner.protected_call_arrived() is not None:
             reset_connection(request)  # a scheduled reset of this call
-        flow = flow_class(route.auth)
-        presented = READERS[flow.presents](request)
-        host = check_route_host(binding, request, flow, route.host, presented)
+        flow = service.flows[route.auth]
+        credential = flow.read(received(request, here))
+        host = check_route_host(binding, request, here, type(flow), route.host, credential)
         auth = service.authorize(
             route.auth,
-            presented,
+            credential,
             method=request.method,
             path=request.path,
             permission=route.permission,
@@ -322,7 +333,7 @@ class FakeApp:
                 response: object = route.respond(request)
         except Exception as exc:
             binding.add_error(exc, where)
-            service.record_call(auth, request.method, request.path, 500, host=host)
+            service.timeline.record_call(auth, request.method, request.path, 500, host=host)
             return error_response(
                 500,
                 500,
@@ -339,9 +350,11 @@ class FakeApp:
                 ".respond_with_json(...) instead of .respond_with_handler(...)"
             )
             binding.add_error(error, where)
-            service.record_call(auth, request.method, request.path, 500, host=host)
+            service.timeline.record_call(auth, request.method, request.path, 500, host=host)
             return error_response(500, 500, f"{error} (re-raised in the test)")
-        service.record_call(auth, request.method, request.path, response.status_code, host=host)
+        service.timeline.record_call(
+            auth, request.method, request.path, response.status_code, host=host
+        )
         request.environ[_HANDLER_ANSWERED] = True
         return response
 

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import json
 import re
-import unicodedata
 from typing import TYPE_CHECKING, Any
 
 from werkzeug import Response
+
+from .._service.flows.base import HTTP_WHITESPACE
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -30,61 +31,6 @@ if TYPE_CHECKING:
     from .._service.records import Refusal
 
 # -- headers and framing ----------------------------------------------------------
-
-
-#: What may surround a header value (RFC 9110 5.5: optional whitespace is SP and HTAB).
-#: str.strip() also strips NBSP, VT, FF, NEL (U+0085) and U+001C..U+001F.
-HTTP_WHITESPACE = " \t"
-#: Anything but visible ASCII (0x21-0x7E), SP and HTAB.
-_NOT_HEADER_TEXT = re.compile(r"[^\x20-\x7e\t]")
-
-#: Characters without a Unicode name that a client lets into a header value by mistake.
-_CHAR_NAMES = {
-    "\x00": "a NUL byte",
-    "\x0b": "a vertical tab",
-    "\x0c": "a form feed",
-    "\x1c": "a file separator",
-    "\x1d": "a group separator",
-    "\x1e": "a record separator",
-    "\x1f": "a unit separator",
-    "\x7f": "a DEL character",
-    "\x85": "a next-line character (NEL)",
-}
-
-
-def odd_char(value: str) -> tuple[int, str] | None:
-    """The first character of a header value that is neither visible ASCII nor SP or
-    HTAB (str.strip() and str.split() treat NBSP, VT, FF, NEL and U+001C..U+001F as
-    whitespace; HTTP does not), and its description."""
-    # One regular-expression search: a loop over the ~900 characters of a bearer token
-    # was a measurable part of every protected call.
-    odd = _NOT_HEADER_TEXT.search(value)
-    if odd is None:
-        return None
-    return odd.start(), _describe_char(value, odd.start())
-
-
-def _describe_char(value: str, index: int) -> str:
-    char, how = value[index], ""
-    if "\xc2" <= char <= "\xf4":
-        # Header values arrive as latin-1: a UTF-8 sequence shows as 2 to 4 characters.
-        raw = value[index : index + 4].encode("latin-1", "replace")
-        for size in (2, 3, 4):
-            try:
-                decoded = raw[:size].decode("utf-8")
-            except UnicodeDecodeError:
-                continue
-            if len(decoded) == 1:
-                char, how = decoded, ", sent as UTF-8"
-            break
-    name = _CHAR_NAMES.get(char)
-    if name is None:
-        unicode_name = unicodedata.name(char, "").lower()
-        if not unicode_name:
-            name = "the character"
-        else:
-            name = f"{'an' if unicode_name[0] in 'aeiou' else 'a'} {unicode_name}"
-    return f"{name} (U+{ord(char):04X}{how})"
 
 
 #: A field name (RFC 9110 5.1: a token).

@@ -24,7 +24,8 @@ from .app import (
     CHUNKED_PROBLEM,
     FRAMING_PROBLEM,
 )
-from .errors import HTTP_WHITESPACE, MAX_BODY_BYTES, chunked, error_bytes, framing_problem
+from .._service.flows.base import HTTP_WHITESPACE
+from .errors import MAX_BODY_BYTES, chunked, error_bytes, framing_problem
 from .hosts import serve_connect, tunnel_environ
 from .streams import BriefDrain, ContinueOnRead, CountedInput, Dechunked, SkipDrain
 
@@ -61,7 +62,7 @@ def _target(request: Request) -> str:
 
 def _mask_for(binding: Binding | None) -> Callable[[str], str]:
     """The secret masker of the test a connection belongs to (JWTs only without one)."""
-    return binding.service.redact if binding is not None else SecretMasker().mask
+    return binding.service.timeline.redact if binding is not None else SecretMasker().mask
 
 
 #: What http.server's email parser notes for a header line it cannot read as a field
@@ -170,7 +171,7 @@ class ConnectionHandler(WSGIRequestHandler):
         # the timeline finds the event there.
         binding = self.binding
         if binding is not None and not binding.closed.is_set():
-            binding.service.record_bad_request("-", "-", 400, reason)
+            binding.service.timeline.record_bad_request("-", "-", 400, reason)
         try:
             with socket.socket(fileno=os.dup(self.connection.fileno())) as raw:
                 # Read what the client sent (TLS took only its first bytes): closing a
@@ -300,7 +301,7 @@ class ConnectionHandler(WSGIRequestHandler):
         # API's (advanced, or frozen) in the standalone server.
         binding = self.binding
         if timestamp is None and binding is not None:
-            timestamp = binding.service.now()
+            timestamp = binding.service.timeline.now()
         return super().date_time_string(timestamp)
 
     def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
@@ -333,7 +334,7 @@ class ConnectionHandler(WSGIRequestHandler):
             self.request_version = "HTTP/1.0"  # a status line, as the event says 400
             binding = self.binding
             if binding is not None and not binding.closed.is_set():
-                binding.service.record_bad_request("-", "-", 400, text)
+                binding.service.timeline.record_bad_request("-", "-", 400, text)
         body = error_bytes(code, text)
         self.send_response(code, short)
         self.send_header("Connection", "close")

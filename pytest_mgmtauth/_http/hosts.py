@@ -29,7 +29,8 @@ from socketserver import _SocketWriter  # type: ignore[attr-defined]
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
-from .._service.flows.registry import Where, route_hosts, service_hosts
+from .._service.flows.base import Where
+from .._service.flows.registry import route_hosts, service_hosts
 from .errors import error_bytes
 from .flows import fake_host
 
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
 
     from werkzeug import Request
 
-    from .._service.flows.base import Flow, Presented
+    from .._service.flows.base import Credential, Flow
     from .binding import Binding
 
 #: WSGI environ key: which listener of the fake the request arrived at
@@ -110,10 +111,9 @@ def shown(binding: Binding, request: Request, hosts: tuple[str, ...]) -> str:
     return " or ".join(dict.fromkeys(addresses))
 
 
-def check_endpoint_host(binding: Binding, request: Request, flow: type[Flow]) -> None:
+def check_endpoint_host(binding: Binding, request: Request, here: Where, flow: type[Flow]) -> None:
     """Refuse (:class:`Refusal`) a request to a flow's own endpoint at a host it does
-    not answer on."""
-    here = where(binding, request)
+    not answer on (``here``: where it arrived)."""
     if here.reaches(flow.auth_hosts, binding.hosts.region_host):
         return
     binding.service.refuse_wrong_host(
@@ -126,21 +126,24 @@ def check_endpoint_host(binding: Binding, request: Request, flow: type[Flow]) ->
     )
 
 
-def route_answers_here(binding: Binding, request: Request, auth: str, host: str | None) -> bool:
-    """Whether a route of flow ``auth`` (declared with ``host``) answers where
-    ``request`` arrived."""
+def route_answers_here(binding: Binding, here: Where, auth: str, host: str | None) -> bool:
+    """Whether a route of flow ``auth`` (declared with ``host``) answers ``here``."""
     hosts = route_hosts(auth, binding.service.options, host)
-    return where(binding, request).reaches(hosts, binding.hosts.region_host)
+    return here.reaches(hosts, binding.hosts.region_host)
 
 
 def check_route_host(
-    binding: Binding, request: Request, flow: type[Flow], host: str | None, presented: Presented
+    binding: Binding,
+    request: Request,
+    here: Where,
+    flow: type[Flow],
+    host: str | None,
+    credential: Credential,
 ) -> str | None:
     """Refuse (:class:`Refusal`) a call to a route at a host it does not answer on;
     else the host to name in the timeline (``None`` where it is the flow's usual one)."""
     options = binding.service.options
     hosts = route_hosts(flow.name, options, host)
-    here = where(binding, request)
     if not here.reaches(hosts, binding.hosts.region_host):
         binding.service.refuse_wrong_host(
             flow.name,
@@ -149,7 +152,7 @@ def check_route_host(
             method=request.method,
             path=request.path,
             api=True,
-            presented=presented,
+            credential=credential,
         )
     if here.host is None or here.host == flow.usual_host(options, api=True):
         return None
@@ -292,7 +295,9 @@ def serve_connect(handler: _Handler) -> None:
         check_tunnel(host, port, service_hosts(binding.service.options))
     except ProxyRefusal as refusal:
         if binding is not None and not binding.closed.is_set():
-            binding.service.record_bad_request("CONNECT", target, refusal.status, refusal.reason)
+            binding.service.timeline.record_bad_request(
+                "CONNECT", target, refusal.status, refusal.reason
+            )
         _answer(handler, refusal.status, refusal.reason)
         return
     _answer(handler, 200)
@@ -341,7 +346,7 @@ def _handshake(
                 "the test CA's certificate (trust mgmt_server.ca_bundle)"
             )
         if not binding.closed.is_set():
-            binding.service.record_tunnel_closed(f"{host}:{TUNNEL_PORT}", reason)
+            binding.service.timeline.record_tunnel_closed(f"{host}:{TUNNEL_PORT}", reason)
         with contextlib.suppress(OSError):
             tunnel.close()
         return None

@@ -1,11 +1,10 @@
 """The accounts part of the service: add, look up with did-you-mean, rotate secrets,
-diagnose a wrong secret within its budget, and lock (after failed logins or on cue)."""
+diagnose a wrong secret within its budget (locks are ``lockout.py``'s)."""
 
 from __future__ import annotations
 
 import dataclasses
 import difflib
-import math
 from collections import deque
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
@@ -19,8 +18,7 @@ from .accounts import (
     generate_username,
     make_account,
 )
-from .events import AccountLockedManually, AccountUnlocked, SecretRotated
-from .limits import check_seconds
+from .events import SecretRotated
 from .records import DIAGNOSIS_BUDGET, DIAGNOSIS_WINDOW
 from .secret_text import ClientKind, diagnose_secret, paused_diagnosis
 from .timeline import to_datetime
@@ -37,8 +35,8 @@ if TYPE_CHECKING:
 
 class AccountBook(Mapping[str, "Account"]):
     """The accounts of one test by username (a read-only mapping; change them through
-    the methods), and what the service keeps about each: rotated-out secrets, diagnosed
-    failures, failed logins and locks."""
+    the methods), and what the service keeps about each: rotated-out secrets and
+    diagnosed failures."""
 
     def __init__(
         self,
@@ -56,14 +54,6 @@ class AccountBook(Mapping[str, "Account"]):
         self._rotated: dict[tuple[str, str], list[tuple[str, float]]] = {}
         # Times of the diagnosed failures, per (username, "API key"/"password").
         self._diagnosed: dict[tuple[str, str], deque[float]] = {}
-        #: Failed logins in a row, per account.
-        self.failed_logins: dict[str, int] = {}
-        #: Lockouts after failed logins: username -> (start, end).
-        self.lockouts: dict[str, tuple[float, float]] = {}
-        #: Login attempts per account during its current lockout.
-        self.attempts_while_locked: dict[str, int] = {}
-        #: Locks set by lock(): username -> (start, end); end is inf until unlock().
-        self.manual_locks: dict[str, tuple[float, float]] = {}
 
     def __getitem__(self, username: str) -> Account:
         return self._accounts[username]
@@ -128,37 +118,6 @@ class AccountBook(Mapping[str, "Account"]):
                 "or use the mgmt_account fixture"
             )
         return self._timeline.redact(f"no account {username!r} exists{hint}")
-
-    def lock(self, username: str, *, seconds: float | None = None) -> None:
-        """Lock the account now: logins answer 1402 until :meth:`unlock`, or for
-        ``seconds`` of simulated time. Bearer grants are not affected (the service's
-        lockout is a login rule)."""
-        with self._lock:
-            self.known(username)
-            if seconds is not None:
-                seconds = check_seconds("seconds", seconds, what="lock()")
-            now = self._timeline.now()
-            end = math.inf if seconds is None else now + seconds
-            # Everything that can fail is done before the state changes.
-            event = AccountLockedManually(
-                at=to_datetime(now),
-                username=username,
-                until=None if seconds is None else to_datetime(end),
-            )
-            self.manual_locks[username] = (now, end)
-            self._timeline.record(event)
-
-    def unlock(self, username: str) -> None:
-        """End any lock of the account (on cue or after failed logins) and forget its
-        failed logins."""
-        with self._lock:
-            self.known(username)
-            self.manual_locks.pop(username, None)
-            self.lockouts.pop(username, None)
-            self.failed_logins[username] = 0
-            self._timeline.record(
-                AccountUnlocked(at=to_datetime(self._timeline.now()), username=username)
-            )
 
     def known(self, username: str) -> Account:
         account = self._accounts.get(username)

@@ -12,6 +12,8 @@ from urllib.parse import unquote_to_bytes
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
+    from .limits import SecretKind
+
 # Real API keys are about 60 characters of letters, digits and punctuation. The
 # punctuation below is what breaks clients that forget to URL-encode the form body:
 # '+' becomes a space, '&' splits the field, '=' and '%' confuse the parser, '/' and
@@ -170,6 +172,10 @@ class Account:
         return self.profiles is None or bool(
             {(account, profile), (account, ANY_PROFILE)} & self.profiles
         )
+
+    def secret(self, kind: SecretKind) -> str:
+        """Its secret of ``kind``: the password, else the API key."""
+        return self.password if kind == "password" else self.api_key
 
     def has_permission(self, permission: str | None) -> bool:
         return permission is None or self.permissions is None or permission in self.permissions

@@ -5,11 +5,12 @@ session idle expiry, and refused protected calls (which release held credentials
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import TYPE_CHECKING, NoReturn
 
 from .call_events import ApiCall
-from .events import Event, SessionExpired
-from .records import AUTH_FAILED, FORBIDDEN, SessionRecord, TokenRecord
+from .events import Event, SessionExpired, Throttled
+from .records import AUTH_FAILED, FORBIDDEN, THROTTLE_WINDOW, SessionRecord, TokenRecord
 from .timeline import to_datetime
 
 if TYPE_CHECKING:
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
 
     from .account_book import AccountBook
-    from .flows.base import Presented
+    from .flows.base import Flow
     from .options import Options
     from .timeline import Timeline
 
@@ -154,6 +155,36 @@ class Credentials:
             return ()
         return tuple(r.label for r in records if r.username == username and r.issued_tick > arrived)
 
+    def check_throttle(self, flow: Flow, username: str, now: float) -> None:
+        """The throttling rule: refuse (429) a grant to whom already got ``throttle``
+        premature grants of ``flow`` within the window."""
+        limit = self._options.throttle
+        if limit is None:
+            return
+        window = self.premature.get((username, flow.name))
+        if not window:
+            return
+        while window and window[0] <= now - THROTTLE_WINDOW:
+            window.popleft()
+        if len(window) >= limit:
+            retry_after = max(1, math.ceil(window[0] + THROTTLE_WINDOW - now))
+            self._timeline.refuse(
+                Throttled(
+                    at=to_datetime(now),
+                    username=username,
+                    retry_after=retry_after,
+                    premature_grants=len(window),
+                    version=flow.name,
+                ),
+                429,
+                f"{len(window)} new {flow.credential or 'credential'}s within "
+                f"{THROTTLE_WINDOW:g} s while the {flow.principal} held a valid one; reuse "
+                f"the {flow.credential or 'credential'} until it is about to expire",
+                message="Too many authentication requests",
+                retry_after=retry_after,
+                status=429,
+            )
+
     # -- session idle expiry -------------------------------------------------------
 
     def _idle_sessions(self, now: float) -> list[SessionRecord]:
@@ -194,22 +225,6 @@ class Credentials:
 
     # -- protected calls -----------------------------------------------------------
 
-    def owner_of(self, presented: Presented | None) -> tuple[str | None, str | None]:
-        """The account and label of the credential a call presented, when this test
-        issued it (a refusal before authentication names them); else ``None``s."""
-        if presented is None:
-            return None, None
-        with self._lock:
-            if presented.token is not None:
-                token = self.by_token.get(presented.token)
-                if token is not None:
-                    return token.username, token.label
-            if presented.session_id is not None:
-                session = self.sessions.get(presented.session_id)
-                if session is not None:
-                    return session.username, session.label
-        return None, None
-
     def refuse_call(
         self,
         call: Call,
@@ -224,6 +239,8 @@ class Credentials:
         error: str | None = None,
         body: Mapping[str, object] | None = None,
         headers: tuple[tuple[str, str], ...] = (),
+        message: str | None = None,
+        then: Event | None = None,
     ) -> NoReturn:
         """Refuse a protected call with 401 (or ``status``). A 1401 releases the account's
         credentials granted so far (replacing them is no churn); a 1469
@@ -231,7 +248,8 @@ class Credentials:
         sent a credential whose end it could have seen; ``wrong``: one that was never good
         for this call (both are findings; neither is a refusal the test brought about on
         cue). A flow that answers in another error shape passes its ``error`` code,
-        ``body`` and ``headers``."""
+        ``body`` and ``headers``; ``message`` replaces the service's text of ``code``
+        and ``then`` is recorded after the call (a lockout)."""
         if username is not None and code == AUTH_FAILED:
             self._last_refusal[(username, call.version)] = self._serial
         self._timeline.refuse(
@@ -255,6 +273,8 @@ class Credentials:
             status=status,
             body=body,
             headers=headers,
+            message=message,
+            then=then,
         )
 
     def check_permission(

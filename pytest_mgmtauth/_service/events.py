@@ -202,14 +202,20 @@ class LoginRejected(Event):
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class AccountLocked(Event):
-    """Too many failed logins in a row: 1402 until ``until``."""
+    """Too many failed authentications in a row (``/v1/login``'s failed logins): 1402
+    until ``until``."""
 
     failures: int
     until: datetime
+    #: The flow whose failed authentications locked it.
+    version: str = "v1"
 
     def describe(self, when: TimeFormat = iso_time) -> str:
+        words = FLOW_WORDS.get(self.version)
+        attempts = words.attempts if words is not None else "authentications"
         return (
-            f"account locked after {self.failures} failed logins in a row, until {when(self.until)}"
+            f"account locked after {self.failures} failed {attempts} in a row, until "
+            f"{when(self.until)}"
         )
 
 
@@ -257,22 +263,34 @@ class LogoutRejected(Event):
         return f"/v1/logout rejected: {shown(self.reason)}"
 
 
+@dataclasses.dataclass(frozen=True)
+class FlowWords:
+    """How texts name a flow: its authentication endpoint (and that endpoint's path),
+    what it grants, and its failed authentications."""
+
+    title: str
+    path_title: str
+    credential: str
+    attempts: str
+
+
+#: The words of every registered flow, by name. The flows record these events, so the
+#: events cannot import them: the registry fills this table as it registers a flow.
+FLOW_WORDS: dict[str, FlowWords] = {}
+
+
 def flow_title(version: str, *, path: bool = False) -> str:
     """How texts name the authentication endpoint of the flow ``version`` (or its path)."""
-    from .flows.registry import FLOWS  # the flows import the events: read it when used
-
-    flow = FLOWS.get(version)
-    if flow is None:
+    words = FLOW_WORDS.get(version)
+    if words is None:
         return version
-    return flow.path_title if path else flow.title
+    return words.path_title if path else words.title
 
 
 def flow_credential(version: str) -> str:
     """What the flow ``version`` grants: ``"token"`` or ``"session"``."""
-    from .flows.registry import FLOWS
-
-    flow = FLOWS.get(version)
-    return flow.credential if flow is not None else "credential"
+    words = FLOW_WORDS.get(version)
+    return words.credential if words is not None else "credential"
 
 
 #: A successful credential grant.

@@ -22,6 +22,7 @@ import re
 import threading
 from typing import TYPE_CHECKING, cast
 
+from .flows.registry import FLOWS, check_version
 from .limits import MAX_DURATION, check_count, check_seconds, shown
 
 if TYPE_CHECKING:
@@ -77,11 +78,9 @@ class ScriptedFault:
 
     @property
     def endpoints(self) -> str:
-        from .flows.registry import FLOWS, flow_class  # the flows import this module
-
-        if self.version:
-            return flow_class(self.version).auth_endpoint()
-        return " or ".join(flow.auth_endpoint() for flow in FLOWS.values())
+        """The paths of the endpoints it applies to."""
+        flows = [FLOWS[self.version]] if self.version else list(FLOWS.values())
+        return " or ".join(e.path for flow in flows for e in flow.fault_endpoints())
 
 
 def _check_count(count: object) -> int:
@@ -89,9 +88,17 @@ def _check_count(count: object) -> int:
 
 
 def _check_version(version: object) -> str | None:
-    from .flows.registry import check_version
-
-    return check_version(version, what="version", none="any")
+    """The flow a fault is for: one with endpoints faults apply to, or ``None`` (any)."""
+    name = check_version(version, what="version", none="any")
+    if name is not None and not FLOWS[name].fault_endpoints():
+        with_points = ", ".join(repr(n) for n, f in FLOWS.items() if f.fault_endpoints())
+        raise ValueError(
+            f"version={name!r}: the {name} flow has no endpoint that scripted faults apply "
+            f"to (its calls present the {FLOWS[name].secret} itself, with no authentication "
+            f"call to fail): fault one of {with_points}, or make a route's handler answer "
+            "the failure"
+        )
+    return name
 
 
 def failure(

@@ -66,7 +66,7 @@ def test_generated_passwords_need_encoding_too() -> None:
 
 
 def test_usernames_are_email_addresses_and_unique(service: AuthService) -> None:
-    accounts = [service.add_account() for _ in range(20)]
+    accounts = [service.accounts.add_account() for _ in range(20)]
     names = [a.username for a in accounts]
     assert all(re.fullmatch(r"[^@\s]+@[^@\s]+\.[a-z]+", name) for name in names)
     assert len(set(names)) == len(names)
@@ -139,34 +139,37 @@ def test_permissions_as_a_single_string_is_refused_with_the_fix() -> None:
 
 
 def test_duplicate_username_in_one_test_is_refused(service: AuthService) -> None:
-    service.add_account("dup@example.com")
+    service.accounts.add_account("dup@example.com")
     with pytest.raises(ValueError, match=r"an account 'dup@example\.com' exists already"):
-        service.add_account("dup@example.com")
+        service.accounts.add_account("dup@example.com")
 
 
 def test_accounts_are_registered_by_username(service: AuthService) -> None:
-    account = service.add_account(permissions=["a"])
+    account = service.accounts.add_account(permissions=["a"])
     assert isinstance(account, Account)
     assert service.accounts == {account.username: account}
 
 
 def test_snapshots_of_accounts_tokens_and_sessions_are_copies(service: AuthService) -> None:
-    account = service.add_account("alice@example.com")
+    account = service.accounts.add_account("alice@example.com")
     service.flow(V2Flow).grant(account.username, account.api_key)
     service.flow(V1Flow).login(account.username, account.password)
     accounts, tokens, sessions = (
-        service.account_list(),
-        service.token_list(),
-        service.session_list(),
+        service.accounts.account_list(),
+        service.credentials.token_list(),
+        service.credentials.session_list(),
     )
     assert [a.username for a in accounts] == ["alice@example.com"]
     assert [t.label for t in tokens] == ["T1"]
     assert [s.label for s in sessions] == ["S1"]
-    service.add_account("bob@example.com")
+    service.accounts.add_account("bob@example.com")
     service.flow(V2Flow).grant(account.username, account.api_key)
     assert [a.username for a in accounts] == ["alice@example.com"]  # taken under the lock, not live
     assert len(tokens) == 1
-    assert [a.username for a in service.account_list()] == ["alice@example.com", "bob@example.com"]
+    assert [a.username for a in service.accounts.account_list()] == [
+        "alice@example.com",
+        "bob@example.com",
+    ]
 
 
 def test_secrets_are_drawn_in_batches_not_per_character(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -11,8 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_mgmtauth._service.accounts import _KEY_ALPHABET, Account, fingerprint
-from pytest_mgmtauth._service.flows.base import Presented
-from pytest_mgmtauth._service.flows.v1 import V1Flow
+from pytest_mgmtauth._service.flows.bearer import BearerToken
+from pytest_mgmtauth._service.flows.v1 import SessionCookie, V1Flow
 from pytest_mgmtauth._service.flows.v2 import V2Flow
 from pytest_mgmtauth._service.secret_text import diagnose_secret
 from pytest_mgmtauth._service.service import AuthService, Refusal
@@ -33,10 +33,10 @@ MakeService = Callable[..., AuthService]
 
 def evidence(service: AuthService) -> Evidence:
     return Evidence(
-        events=service.events,
+        events=service.timeline.events,
         options=service.options,
-        started_at=service.started_at,
-        now=service.now(),
+        started_at=service.timeline.started_at,
+        now=service.timeline.now(),
     )
 
 
@@ -50,14 +50,14 @@ def call(service: AuthService, token: str | None, *, problem: str | None = None)
     try:
         auth = service.authorize(
             "v2",
-            Presented(token=token, problem=problem),
+            BearerToken(token=token, problem=problem),
             method="GET",
             path="/api/things",
             permission=None,
         )
     except Refusal as refusal:
         return refusal.return_code
-    service.record_call(auth, "GET", "/api/things", 200)
+    service.timeline.record_call(auth, "GET", "/api/things", 200)
     return 200
 
 
@@ -71,7 +71,7 @@ def churn_error(service: AuthService, **kwargs: str) -> str:
 
 
 def test_one_token_reused_for_many_calls_passes(service: AuthService, clock: ManualClock) -> None:
-    account = service.add_account()
+    account = service.accounts.add_account()
     token = grant(service, account)
     for _ in range(10):
         assert call(service, token) == 200
@@ -83,7 +83,7 @@ def test_one_token_reused_for_many_calls_passes(service: AuthService, clock: Man
 def test_reauth_before_every_call_fails_naming_account_and_first_premature_grant(
     service: AuthService, clock: ManualClock
 ) -> None:
-    account = service.add_account()
+    account = service.accounts.add_account()
     tokens = []
     for _ in range(4):
         tokens.append(grant(service, account))
@@ -114,7 +114,7 @@ def test_reauth_within_refresh_margin_is_reuse_and_one_second_earlier_is_churn(
     make_service: MakeService, clock: ManualClock
 ) -> None:
     service = make_service(token_ttl=1800, refresh_margin=60)
-    account = service.add_account()
+    account = service.accounts.add_account()
     grant(service, account)
     clock.advance(1800 - 60)  # exactly refresh_margin before exp
     grant(service, account)
@@ -126,7 +126,7 @@ def test_reauth_within_refresh_margin_is_reuse_and_one_second_earlier_is_churn(
 
 
 def test_reauth_after_expiry_is_reuse(service: AuthService, clock: ManualClock) -> None:
-    account = service.add_account()
+    account = service.accounts.add_account()
     grant(service, account)
     clock.advance(1800)
     grant(service, account)
@@ -138,7 +138,7 @@ def test_reauth_after_a_1401_is_reuse_even_at_the_same_instant(
 ) -> None:
     # Under a frozen clock everything happens at one instant: the refusal must still
     # release exactly the credentials granted before it, and no later one.
-    account = service.add_account()
+    account = service.accounts.add_account()
     token = grant(service, account)
     problem = "the Authorization header holds the token without the 'Bearer' scheme"
     assert call(service, token, problem=problem) == 1401
@@ -150,11 +150,15 @@ def test_reauth_after_a_1401_is_reuse_even_at_the_same_instant(
 
 
 def test_a_1469_does_not_refuse_the_credential(service: AuthService) -> None:
-    account = service.add_account(permissions=[])
+    account = service.accounts.add_account(permissions=[])
     token = grant(service, account)
     with pytest.raises(Refusal) as excinfo:
         service.authorize(
-            "v2", Presented(token=token, problem=None), method="GET", path="/x", permission="admin"
+            "v2",
+            BearerToken(token=token, problem=None),
+            method="GET",
+            path="/x",
+            permission="admin",
         )
     assert excinfo.value.return_code == 1469
     grant(service, account)
@@ -162,7 +166,7 @@ def test_a_1469_does_not_refuse_the_credential(service: AuthService) -> None:
 
 
 def test_churn_is_per_account_whichever_client_asked(service: AuthService) -> None:
-    alice, bob = service.add_account(), service.add_account()
+    alice, bob = service.accounts.add_account(), service.accounts.add_account()
     grant(service, alice)  # client 1
     grant(service, bob)  # another account: no churn
     check_token_reused(evidence(service))
@@ -176,7 +180,7 @@ def test_churn_is_per_account_whichever_client_asked(service: AuthService) -> No
 def test_v1_login_while_a_session_is_active_is_churn_and_after_logout_is_not(
     service: AuthService,
 ) -> None:
-    account = service.add_account()
+    account = service.accounts.add_account()
     first = service.flow(V1Flow).login(account.username, account.password)
     service.flow(V1Flow).logout(first.session_id)
     service.flow(V1Flow).login(account.username, account.password)
@@ -192,9 +196,9 @@ def test_v1_login_while_a_session_is_active_is_churn_and_after_logout_is_not(
 
 
 def test_grants_requested_while_another_was_in_flight_are_a_herd(service: AuthService) -> None:
-    account = service.add_account()
+    account = service.accounts.add_account()
     # Three threads send /v2/auth together: all arrive before the first is answered.
-    arrivals = [service.request_arrived() for _ in range(3)]
+    arrivals = [service.credentials.request_arrived() for _ in range(3)]
     for arrived in arrivals:
         grant(service, account, arrived=arrived)
     events = evidence(service).events
@@ -210,9 +214,9 @@ def test_grants_requested_while_another_was_in_flight_are_a_herd(service: AuthSe
 
 
 def test_sequential_grants_are_not_a_herd(service: AuthService, clock: ManualClock) -> None:
-    account = service.add_account()
+    account = service.accounts.add_account()
     for _ in range(3):
-        grant(service, account, arrived=service.request_arrived())
+        grant(service, account, arrived=service.credentials.request_arrived())
         clock.advance(1800)
     check_single_flight(evidence(service))
 
@@ -220,9 +224,9 @@ def test_sequential_grants_are_not_a_herd(service: AuthService, clock: ManualClo
 def test_a_request_that_arrived_after_the_grant_was_issued_is_not_concurrent(
     service: AuthService,
 ) -> None:
-    account = service.add_account()
-    grant(service, account, arrived=service.request_arrived())
-    grant(service, account, arrived=service.request_arrived())  # churn, but not a herd
+    account = service.accounts.add_account()
+    grant(service, account, arrived=service.credentials.request_arrived())
+    grant(service, account, arrived=service.credentials.request_arrived())  # churn, but not a herd
     check_single_flight(evidence(service))
     assert "thundering herd" not in churn_error(service)
 
@@ -234,7 +238,7 @@ def test_proactive_refresh_passes_and_reactive_refresh_fails_expired_use(
     make_service: MakeService, clock: ManualClock
 ) -> None:
     proactive = make_service()
-    account = proactive.add_account()
+    account = proactive.accounts.add_account()
     token, record = proactive.flow(V2Flow).grant(account.username, account.api_key)
     for _ in range(12):
         clock.advance(290)
@@ -246,7 +250,7 @@ def test_proactive_refresh_passes_and_reactive_refresh_fails_expired_use(
     check_no_expired_credential_used(evidence(proactive))
 
     reactive = make_service()
-    account = reactive.add_account()
+    account = reactive.accounts.add_account()
     token = grant(reactive, account)
     for _ in range(6):
         clock.advance(600)
@@ -263,13 +267,13 @@ def test_proactive_refresh_passes_and_reactive_refresh_fails_expired_use(
 
 
 def test_ended_session_presented_fails_expired_use(service: AuthService) -> None:
-    account = service.add_account()
+    account = service.accounts.add_account()
     record = service.flow(V1Flow).login(account.username, account.password)
     service.flow(V1Flow).logout(record.session_id)
     with pytest.raises(Refusal):
         service.authorize(
             "v1",
-            Presented(session_id=record.session_id, utk=record.utk, problem=None),
+            SessionCookie(session_id=record.session_id, utk=record.utk, problem=None),
             method="GET",
             path="/v1/x",
             permission=None,
@@ -281,7 +285,7 @@ def test_ended_session_presented_fails_expired_use(service: AuthService) -> None
 def test_logged_out_fails_for_a_session_left_open_and_names_it(
     service: AuthService, clock: ManualClock
 ) -> None:
-    account = service.add_account()
+    account = service.accounts.add_account()
     closed = service.flow(V1Flow).login(account.username, account.password)
     service.flow(V1Flow).logout(closed.session_id)
     check_logged_out(evidence(service))
@@ -299,7 +303,7 @@ def test_logged_out_fails_for_a_session_left_open_and_names_it(
 
 
 def test_auth_count_is_exact_and_shows_the_timeline(service: AuthService) -> None:
-    account = service.add_account()
+    account = service.accounts.add_account()
     grant(service, account)
     service.flow(V1Flow).login(account.username, account.password)
     check_auth_count(evidence(service), 2)
@@ -322,7 +326,7 @@ def test_auth_count_is_exact_and_shows_the_timeline(service: AuthService) -> Non
 def test_timeline_collapses_repeated_calls_and_lists_each_credential(
     service: AuthService, clock: ManualClock
 ) -> None:
-    account = service.add_account()
+    account = service.accounts.add_account()
     token = grant(service, account)
     for _ in range(5):
         call(service, token)
@@ -349,13 +353,13 @@ def test_timeline_collapses_repeated_calls_and_lists_each_credential(
 def test_long_timelines_are_cut_around_the_first_premature_grant(
     service: AuthService, clock: ManualClock
 ) -> None:
-    account = service.add_account()
+    account = service.accounts.add_account()
     token = grant(service, account)
     for i in range(40):  # distinct calls, nothing to collapse
-        service.record_call(
+        service.timeline.record_call(
             service.authorize(
                 "v2",
-                Presented(token=token, problem=None),
+                BearerToken(token=token, problem=None),
                 method="GET",
                 path=f"/p{i}",
                 permission=None,
@@ -367,10 +371,10 @@ def test_long_timelines_are_cut_around_the_first_premature_grant(
     clock.advance(5)
     grant(service, account)
     for i in range(40):
-        service.record_call(
+        service.timeline.record_call(
             service.authorize(
                 "v2",
-                Presented(token=token, problem=None),
+                BearerToken(token=token, problem=None),
                 method="GET",
                 path=f"/q{i}",
                 permission=None,
@@ -387,18 +391,18 @@ def test_long_timelines_are_cut_around_the_first_premature_grant(
 
 
 def test_summary_counts_grants_calls_rejections_churn_and_herds(service: AuthService) -> None:
-    account = service.add_account()
-    arrivals = [service.request_arrived(), service.request_arrived()]
+    account = service.accounts.add_account()
+    arrivals = [service.credentials.request_arrived(), service.credentials.request_arrived()]
     token = grant(service, account, arrived=arrivals[0])
     grant(service, account, arrived=arrivals[1])
     call(service, token)
     call(service, None)
     with pytest.raises(Refusal):
         service.flow(V2Flow).grant(account.username, "wrong")
-    assert summarize(service.events) == AuthSummary(
+    assert summarize(service.timeline.events) == AuthSummary(
         grants=2, api_calls=2, rejections=2, churn=1, concurrent=1
     )
-    assert summarize(service.events).as_properties()[0] == ("mgmtauth_grants", 2)
+    assert summarize(service.timeline.events).as_properties()[0] == ("mgmtauth_grants", 2)
 
 
 # -- diagnoses of how a secret travelled (property) ---------------------------------------
@@ -432,9 +436,9 @@ def test_any_key_encoded_twice_is_diagnosed_as_such(key: str) -> None:
 
 
 def test_a_session_the_test_revoked_need_not_be_logged_out(service: AuthService) -> None:
-    account = service.add_account()
+    account = service.accounts.add_account()
     record = service.flow(V1Flow).login(account.username, account.password)
-    service.revoke(record.session_id)
+    service.fault_runner.revoke(record.session_id)
     check_logged_out(evidence(service))
     text = format_timeline(evidence(service))
     assert "S1   " in text
@@ -442,8 +446,8 @@ def test_a_session_the_test_revoked_need_not_be_logged_out(service: AuthService)
 
 
 def test_v1_logins_in_flight_together_are_a_herd_too(service: AuthService) -> None:
-    account = service.add_account()
-    arrivals = [service.request_arrived(), service.request_arrived()]
+    account = service.accounts.add_account()
+    arrivals = [service.credentials.request_arrived(), service.credentials.request_arrived()]
     for arrived in arrivals:
         service.flow(V1Flow).login(account.username, account.password, arrived=arrived)
     with pytest.raises(AssertionError, match=r"first: S2 at 00:00:00, requested before S1"):
@@ -457,7 +461,7 @@ def test_a_long_churn_names_the_first_held_tokens_and_counts_the_rest(
     make_service: MakeService,
 ) -> None:
     service = make_service(throttle=None)
-    account = service.add_account()
+    account = service.accounts.add_account()
     for _ in range(8):
         grant(service, account)
     message = churn_error(service)
@@ -471,8 +475,8 @@ def test_a_long_churn_names_the_first_held_tokens_and_counts_the_rest(
 def test_finding_counts_count_every_kind_whether_it_is_a_finding_or_not(
     service: AuthService, clock: ManualClock
 ) -> None:
-    churner = service.add_account("churner@example.com")
-    stale = service.add_account("stale@example.com")
+    churner = service.accounts.add_account("churner@example.com")
+    stale = service.accounts.add_account("stale@example.com")
     for _ in range(3):  # re-auth before every call
         assert call(service, grant(service, churner)) == 200
     token = grant(service, stale)

@@ -12,7 +12,7 @@ import freezegun
 import pytest
 
 from pytest_mgmtauth import MgmtClock
-from pytest_mgmtauth._service.flows.base import Presented
+from pytest_mgmtauth._service.flows.bearer import BearerToken
 from pytest_mgmtauth._service.flows.v2 import V2Flow
 from pytest_mgmtauth._service.options import Options
 from pytest_mgmtauth._service.service import AuthService, Refusal
@@ -47,13 +47,17 @@ def test_service_on_the_system_clock_follows_a_frozen_clock(signer: TokenSigner)
     # What mgmt_clock relies on: the service has no clock of its own.
     with freezegun.freeze_time(MOMENT) as frozen:
         service = AuthService(Options(token_ttl=120), signer)
-        account = service.add_account()
+        account = service.accounts.add_account()
         token, record = service.flow(V2Flow).grant(account.username, account.api_key)
         assert record.claims.iat == int(MOMENT.timestamp())
         frozen.tick(timedelta(seconds=120))
         with pytest.raises(Refusal, match="token T1 expired 0 s ago"):
             service.authorize(
-                "v2", Presented(token=token, problem=None), method="GET", path="/p", permission=None
+                "v2",
+                BearerToken(token=token, problem=None),
+                method="GET",
+                path="/p",
+                permission=None,
             )
 
 
@@ -184,10 +188,10 @@ def test_domain_clocks_refuse_absurd_advances_unchanged(seconds: float) -> None:
 
 def test_a_lock_too_long_to_date_changes_nothing(make_service: Any) -> None:
     service = make_service()
-    account = service.add_account()
+    account = service.accounts.add_account()
     for seconds in (1e308, float("inf"), float("nan"), 10**400, 0, True, "60"):
         with pytest.raises((TypeError, ValueError), match=r"lock\(\) 'seconds'"):
-            service.lock(account.username, seconds=seconds)
-    assert service.events == []
-    service.lock(account.username, seconds=315_360_000)
-    assert service.events[-1].until is not None
+            service.lockout.lock(account.username, seconds=seconds)
+    assert service.timeline.events == []
+    service.lockout.lock(account.username, seconds=315_360_000)
+    assert service.timeline.events[-1].until is not None

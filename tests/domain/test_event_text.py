@@ -16,8 +16,7 @@ from pytest_mgmtauth import (
     TokenIssued,
 )
 from pytest_mgmtauth._service.events import format_offset, iso_time, timeline_origin
-from pytest_mgmtauth._service.flows.base import Presented
-from pytest_mgmtauth._service.flows.v1 import V1Flow
+from pytest_mgmtauth._service.flows.v1 import SessionCookie, V1Flow
 from pytest_mgmtauth._service.flows.v2 import V2Flow
 from pytest_mgmtauth._service.service import AuthService, Refusal
 from pytest_mgmtauth._service.timeline import ManualClock, to_datetime
@@ -65,22 +64,27 @@ def test_a_timeline_line_names_a_missing_account_except_for_requests_without_one
 def test_the_time_origin_is_one_function_for_service_and_assertions(
     service: AuthService, clock: ManualClock
 ) -> None:
-    account = service.add_account()
+    account = service.accounts.add_account()
     clock.advance(0.5)
     service.flow(V2Flow).grant(account.username, account.api_key)
-    evidence = Evidence(service.events, service.options, service.started_at, service.now())
-    assert evidence.origin == timeline_origin(service.events, service.started_at)
+    evidence = Evidence(
+        service.timeline.events,
+        service.options,
+        service.timeline.started_at,
+        service.timeline.now(),
+    )
+    assert evidence.origin == timeline_origin(service.timeline.events, service.timeline.started_at)
     assert format_offset(-1) == "-00:00:01"
 
 
 def test_reading_events_writes_nothing(make_service: MakeService, clock: ManualClock) -> None:
     service = make_service(session_timeout=60)
-    account = service.add_account()
+    account = service.accounts.add_account()
     session = service.flow(V1Flow).login(account.username, account.password)
     clock.advance(3600)
     recorded = len(service.timeline._events)
-    first = service.events
-    second = service.events
+    first = service.timeline.events
+    second = service.timeline.events
     assert len(service.timeline._events) == recorded  # computed, not recorded
     assert first == second
     assert [type(e) for e in first][-1] is SessionExpired
@@ -89,13 +93,13 @@ def test_reading_events_writes_nothing(make_service: MakeService, clock: ManualC
     with pytest.raises(Refusal):
         service.authorize(
             "v1",
-            Presented(session_id=session.session_id, utk=session.utk, problem=None),
+            SessionCookie(session_id=session.session_id, utk=session.utk, problem=None),
             method="GET",
             path="/x",
             permission=None,
         )
     assert session.end_reason == "timeout"
-    expired = [e for e in service.events if isinstance(e, SessionExpired)]
+    expired = [e for e in service.timeline.events if isinstance(e, SessionExpired)]
     assert expired == [e for e in first if isinstance(e, SessionExpired)]
 
 

@@ -21,8 +21,8 @@ from pytest_mgmtauth import (
 )
 from pytest_mgmtauth._service import faults as _faults
 from pytest_mgmtauth._service.faults import FaultPlan
-from pytest_mgmtauth._service.flows.base import Presented
-from pytest_mgmtauth._service.flows.v1 import V1Flow
+from pytest_mgmtauth._service.flows.bearer import BearerToken
+from pytest_mgmtauth._service.flows.v1 import SessionCookie, V1Flow
 from pytest_mgmtauth._service.flows.v2 import V2Flow
 from pytest_mgmtauth._service.service import (
     AUTH_FAILED,
@@ -45,7 +45,7 @@ def _refusal(call: Callable[[], object]) -> Refusal:
 def _call_v2(service: AuthService, token: str) -> str:
     return service.authorize(
         "v2",
-        Presented(token=token, problem=None),
+        BearerToken(token=token, problem=None),
         method="GET",
         path="/api/things",
         permission=None,
@@ -55,7 +55,7 @@ def _call_v2(service: AuthService, token: str) -> str:
 def _call_v1(service: AuthService, session_id: str, utk: str) -> str:
     return service.authorize(
         "v1",
-        Presented(session_id=session_id, utk=utk, problem=None),
+        SessionCookie(session_id=session_id, utk=utk, problem=None),
         method="GET",
         path="/v1/things",
         permission=None,
@@ -69,7 +69,7 @@ def test_a_client_that_asks_for_a_token_on_every_call_is_throttled_after_the_lim
     make_service: MakeService, clock: ManualClock
 ) -> None:
     service = make_service(throttle=3)
-    account = service.add_account()
+    account = service.accounts.add_account()
     for _ in range(4):  # one honest grant, then three premature ones
         service.flow(V2Flow).grant(account.username, account.api_key)
         clock.advance(1)
@@ -78,7 +78,7 @@ def test_a_client_that_asks_for_a_token_on_every_call_is_throttled_after_the_lim
     # The oldest premature grant (at t=1) leaves the 60 s window at t=61; now is t=4.
     assert refusal.retry_after == 57
     assert "3 new tokens within 60 s while the account held a valid one" in refusal.message
-    throttled = [e for e in service.events if isinstance(e, Throttled)]
+    throttled = [e for e in service.timeline.events if isinstance(e, Throttled)]
     assert [(e.retry_after, e.premature_grants, e.username) for e in throttled] == [
         (57, 3, account.username)
     ]
@@ -88,7 +88,7 @@ def test_waiting_retry_after_lifts_the_throttle_and_attempts_meanwhile_do_not_ex
     make_service: MakeService, clock: ManualClock
 ) -> None:
     service = make_service(throttle=2)
-    account = service.add_account()
+    account = service.accounts.add_account()
     for _ in range(3):
         service.flow(V2Flow).grant(account.username, account.api_key)
     first = _refusal(lambda: service.flow(V2Flow).grant(account.username, account.api_key))
@@ -105,30 +105,30 @@ def test_a_client_that_reuses_its_token_and_refreshes_near_expiry_is_never_throt
     make_service: MakeService, clock: ManualClock
 ) -> None:
     service = make_service(throttle=1, token_ttl=600, refresh_margin=60)
-    account = service.add_account()
+    account = service.accounts.add_account()
     token, record = service.flow(V2Flow).grant(account.username, account.api_key)
     for _ in range(200):  # 200 calls over 10 simulated hours, refreshing 30 s before expiry
         clock.advance(180)
         if clock() >= record.claims.exp - 30:
             token, record = service.flow(V2Flow).grant(account.username, account.api_key)
         _call_v2(service, token)
-    assert len(service.tokens) > 10  # it did refresh, many times
-    assert not [e for e in service.events if isinstance(e, Throttled)]
-    assert not [e for e in service.events if isinstance(e, TokenIssued) and e.premature]
+    assert len(service.credentials.tokens) > 10  # it did refresh, many times
+    assert not [e for e in service.timeline.events if isinstance(e, Throttled)]
+    assert not [e for e in service.timeline.events if isinstance(e, TokenIssued) and e.premature]
 
 
 def test_throttle_none_switches_it_off(make_service: MakeService) -> None:
     service = make_service(throttle=None)
-    account = service.add_account()
+    account = service.accounts.add_account()
     for _ in range(50):
         service.flow(V2Flow).grant(account.username, account.api_key)
-    assert len(service.tokens) == 50
+    assert len(service.credentials.tokens) == 50
 
 
 def test_the_throttle_answers_before_the_key_is_checked(make_service: MakeService) -> None:
     # Like a rate limiter in front of the service: a wrong key while throttled gets 429.
     service = make_service(throttle=1)
-    account = service.add_account()
+    account = service.accounts.add_account()
     service.flow(V2Flow).grant(account.username, account.api_key)
     service.flow(V2Flow).grant(account.username, account.api_key)
     assert _refusal(lambda: service.flow(V2Flow).grant(account.username, "wrong")).status == 429
@@ -136,7 +136,7 @@ def test_the_throttle_answers_before_the_key_is_checked(make_service: MakeServic
 
 def test_throttling_counts_per_account(make_service: MakeService) -> None:
     service = make_service(throttle=1)
-    churner, neighbour = service.add_account(), service.add_account()
+    churner, neighbour = service.accounts.add_account(), service.accounts.add_account()
     service.flow(V2Flow).grant(churner.username, churner.api_key)
     service.flow(V2Flow).grant(churner.username, churner.api_key)
     _refusal(lambda: service.flow(V2Flow).grant(churner.username, churner.api_key))
@@ -220,12 +220,12 @@ def test_bad_fault_options_say_what_to_pass(make: Callable[[], object], message:
 def test_a_fired_fault_is_in_the_timeline_with_the_account_it_hit(
     service: AuthService,
 ) -> None:
-    account = service.add_account()
-    service.faults.add(_faults.failure(502, count=2))
-    service.take_fault("v2", "POST", "/v2/auth", account.username)
-    service.take_fault("v1", "POST", "/v1/login", "nobody@example.com")
-    assert service.take_fault("v2", "POST", "/v2/auth", account.username) is None
-    events = [e for e in service.events if isinstance(e, FaultInjected)]
+    account = service.accounts.add_account()
+    service.fault_runner.plan.add(_faults.failure(502, count=2))
+    service.fault_runner.take_fault("v2", "POST", "/v2/auth", account.username)
+    service.fault_runner.take_fault("v1", "POST", "/v1/login", "nobody@example.com")
+    assert service.fault_runner.take_fault("v2", "POST", "/v2/auth", account.username) is None
+    events = [e for e in service.timeline.events if isinstance(e, FaultInjected)]
     assert [(e.username, e.path, e.ordinal, e.count, e.detail) for e in events] == [
         (account.username, "/v2/auth", 1, 2, "error 502"),
         (None, "/v1/login", 2, 2, "error 502"),
@@ -239,44 +239,48 @@ def test_a_fired_fault_is_in_the_timeline_with_the_account_it_hit(
 def test_expire_ends_a_token_early_and_reauth_afterwards_is_no_churn(
     service: AuthService, clock: ManualClock
 ) -> None:
-    account = service.add_account()
+    account = service.accounts.add_account()
     token, _ = service.flow(V2Flow).grant(account.username, account.api_key)
     _call_v2(service, token)
-    assert service.expire(token) == "T1"
+    assert service.fault_runner.expire(token) == "T1"
     clock.advance(5)
     refusal = _refusal(lambda: _call_v2(service, token))
     assert refusal.return_code == AUTH_FAILED
     assert "token T1 expired 5 s ago (ended early on cue)" in refusal.message
     service.flow(V2Flow).grant(account.username, account.api_key)
-    issued = [e for e in service.events if isinstance(e, TokenIssued)]
+    issued = [e for e in service.timeline.events if isinstance(e, TokenIssued)]
     assert issued[-1].while_valid == ()
     # The client could not have seen it coming: no use of an expired token.
-    refused = [e for e in service.events if isinstance(e, ApiCall) and e.status == 401]
+    refused = [e for e in service.timeline.events if isinstance(e, ApiCall) and e.status == 401]
     assert [e.credential_expired for e in refused] == [False]
-    assert [e.credential for e in service.events if isinstance(e, CredentialExpired)] == ["T1"]
+    assert [e.credential for e in service.timeline.events if isinstance(e, CredentialExpired)] == [
+        "T1"
+    ]
 
 
 def test_revoke_by_label_refuses_the_token_and_the_session(
     service: AuthService,
 ) -> None:
-    account = service.add_account()
+    account = service.accounts.add_account()
     token, _ = service.flow(V2Flow).grant(account.username, account.api_key)
     session = service.flow(V1Flow).login(account.username, account.password)
-    assert service.revoke("T1") == "T1"
-    assert service.revoke(session.session_id) == "S1"
+    assert service.fault_runner.revoke("T1") == "T1"
+    assert service.fault_runner.revoke(session.session_id) == "S1"
     assert "token T1 was revoked 0 s ago" in _refusal(lambda: _call_v2(service, token)).message
     refusal = _refusal(lambda: _call_v1(service, session.session_id, session.utk))
     assert "session S1 revoked" in refusal.message
     revoked = [
-        (e.credential, e.version) for e in service.events if isinstance(e, CredentialRevoked)
+        (e.credential, e.version)
+        for e in service.timeline.events
+        if isinstance(e, CredentialRevoked)
     ]
     assert revoked == [("T1", "v2"), ("S1", "v1")]
 
 
 def test_expire_a_session_by_its_utk(service: AuthService) -> None:
-    account = service.add_account()
+    account = service.accounts.add_account()
     session = service.flow(V1Flow).login(account.username, account.password)
-    service.expire(session.utk)
+    service.fault_runner.expire(session.utk)
     refusal = _refusal(lambda: _call_v1(service, session.session_id, session.utk))
     assert "session S1 expired (ended early on cue)" in refusal.message
 
@@ -284,10 +288,10 @@ def test_expire_a_session_by_its_utk(service: AuthService) -> None:
 def test_expiring_an_unknown_credential_names_the_known_ones_without_the_secret(
     service: AuthService,
 ) -> None:
-    account = service.add_account()
+    account = service.accounts.add_account()
     service.flow(V2Flow).grant(account.username, account.api_key)
     with pytest.raises(ValueError, match=r"known: T1$") as excinfo:
-        service.expire("eyJhbGciOiJub25lIn0.e30.")
+        service.fault_runner.expire("eyJhbGciOiJub25lIn0.e30.")
     assert "eyJhbGciOiJub25lIn0" not in str(excinfo.value)
 
 
@@ -295,22 +299,22 @@ def test_expiring_an_unknown_credential_names_the_known_ones_without_the_secret(
 
 
 def test_lock_answers_1402_until_unlock(service: AuthService) -> None:
-    account = service.add_account()
-    service.lock(account.username)
+    account = service.accounts.add_account()
+    service.lockout.lock(account.username)
     refusal = _refusal(lambda: service.flow(V1Flow).login(account.username, account.password))
     assert (refusal.status, refusal.return_code) == (401, LOCKED_OUT)
     assert "account locked on cue since 00:00:00, until unlocked" in refusal.message
     service.flow(V2Flow).grant(account.username, account.api_key)  # v2 is not affected
-    service.unlock(account.username)
+    service.lockout.unlock(account.username)
     assert service.flow(V1Flow).login(account.username, account.password).label == "S1"
-    kinds = [type(e) for e in service.events if e.username == account.username]
+    kinds = [type(e) for e in service.timeline.events if e.username == account.username]
     assert kinds[:3] == [AccountLockedManually, LoginRejected, TokenIssued]
     assert AccountUnlocked in kinds
 
 
 def test_lock_for_seconds_ends_on_the_clock(service: AuthService, clock: ManualClock) -> None:
-    account = service.add_account()
-    service.lock(account.username, seconds=120)
+    account = service.accounts.add_account()
+    service.lockout.lock(account.username, seconds=120)
     clock.advance(119)
     _refusal(lambda: service.flow(V1Flow).login(account.username, account.password))
     clock.advance(1)
@@ -321,13 +325,13 @@ def test_unlock_ends_an_automatic_lockout_and_forgets_failures(
     make_service: MakeService,
 ) -> None:
     service = make_service(lockout_threshold=2)
-    account = service.add_account()
+    account = service.accounts.add_account()
     for _ in range(2):
         _refusal(lambda: service.flow(V1Flow).login(account.username, "wrong"))
     assert _refusal(
         lambda: service.flow(V1Flow).login(account.username, account.password)
     ).return_code == (LOCKED_OUT)
-    service.unlock(account.username)
+    service.lockout.unlock(account.username)
     _refusal(
         lambda: service.flow(V1Flow).login(account.username, "wrong")
     )  # one failure, not a lockout
@@ -335,9 +339,9 @@ def test_unlock_ends_an_automatic_lockout_and_forgets_failures(
 
 
 def test_lock_names_an_unknown_account(service: AuthService) -> None:
-    service.add_account("alice@example.com")
+    service.accounts.add_account("alice@example.com")
     with pytest.raises(ValueError, match=r"did you mean 'alice@example\.com'"):
-        service.lock("alice@example.org")
+        service.lockout.lock("alice@example.org")
 
 
 # -- rotation --------------------------------------------------------------------------
@@ -346,10 +350,10 @@ def test_lock_names_an_unknown_account(service: AuthService) -> None:
 def test_rotate_key_makes_the_old_key_a_diagnosed_1401_and_keeps_issued_tokens(
     service: AuthService, clock: ManualClock
 ) -> None:
-    account = service.add_account()
+    account = service.accounts.add_account()
     token, _ = service.flow(V2Flow).grant(account.username, account.api_key)
     clock.advance(90)
-    rotated = service.rotate_secret(account.username, "API key")
+    rotated = service.accounts.rotate_secret(account.username, "API key")
     assert rotated.api_key != account.api_key
     assert rotated.password == account.password
     refusal = _refusal(lambda: service.flow(V2Flow).grant(account.username, account.api_key))
@@ -360,15 +364,15 @@ def test_rotate_key_makes_the_old_key_a_diagnosed_1401_and_keeps_issued_tokens(
     assert _call_v2(service, token) == "T1"
     clock.advance(1800)
     service.flow(V2Flow).grant(account.username, rotated.api_key)
-    (event,) = [e for e in service.events if isinstance(e, SecretRotated)]
+    (event,) = [e for e in service.timeline.events if isinstance(e, SecretRotated)]
     assert event.secret == "API key"
     assert account.api_key not in event.describe()
 
 
 def test_rotate_password_old_one_counts_towards_lockout(make_service: MakeService) -> None:
     service = make_service(lockout_threshold=2)
-    account = service.add_account()
-    rotated = service.rotate_secret(account.username, "password", "N3w+pass&word")
+    account = service.accounts.add_account()
+    rotated = service.accounts.rotate_secret(account.username, "password", "N3w+pass&word")
     assert rotated.password == "N3w+pass&word"
     for _ in range(2):
         assert (
@@ -383,9 +387,9 @@ def test_rotate_password_old_one_counts_towards_lockout(make_service: MakeServic
 
 
 def test_rotating_to_the_same_secret_is_refused(service: AuthService) -> None:
-    account = service.add_account()
+    account = service.accounts.add_account()
     with pytest.raises(ValueError, match="is the account's current one"):
-        service.rotate_secret(account.username, "API key", account.api_key)
+        service.accounts.rotate_secret(account.username, "API key", account.api_key)
 
 
 # -- the standalone clock --------------------------------------------------------------

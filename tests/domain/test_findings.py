@@ -7,7 +7,7 @@ from collections.abc import Callable
 import pytest
 
 from pytest_mgmtauth._service.accounts import Account
-from pytest_mgmtauth._service.flows.base import Presented
+from pytest_mgmtauth._service.flows.bearer import BearerToken
 from pytest_mgmtauth._service.flows.v1 import V1Flow
 from pytest_mgmtauth._service.flows.v2 import V2Flow
 from pytest_mgmtauth._service.options import Options
@@ -29,10 +29,10 @@ MakeService = Callable[..., AuthService]
 
 def evidence(service: AuthService) -> Evidence:
     return Evidence(
-        events=service.events,
+        events=service.timeline.events,
         options=service.options,
-        started_at=service.started_at,
-        now=service.now(),
+        started_at=service.timeline.started_at,
+        now=service.timeline.now(),
     )
 
 
@@ -45,19 +45,19 @@ def call(service: AuthService, token: str, *, permission: str | None = None) -> 
     try:
         auth = service.authorize(
             "v2",
-            Presented(token=token, problem=None),
+            BearerToken(token=token, problem=None),
             method="GET",
             path="/api/things",
             permission=permission,
         )
     except Refusal as refusal:
         return refusal.return_code
-    service.record_call(auth, "GET", "/api/things", 200)
+    service.timeline.record_call(auth, "GET", "/api/things", 200)
     return 200
 
 
 def test_a_clean_timeline_has_no_findings_of_any_kind(service: AuthService) -> None:
-    account = service.add_account()
+    account = service.accounts.add_account()
     token = grant(service, account)
     assert call(service, token) == 200
     assert findings(evidence(service), kinds=KINDS) == []
@@ -66,7 +66,11 @@ def test_a_clean_timeline_has_no_findings_of_any_kind(service: AuthService) -> N
 def test_churn_is_one_finding_per_account_with_the_assertions_message(
     service: AuthService,
 ) -> None:
-    alice, bob, carol = service.add_account(), service.add_account(), service.add_account()
+    alice, bob, carol = (
+        service.accounts.add_account(),
+        service.accounts.add_account(),
+        service.accounts.add_account(),
+    )
     for account in (alice, alice, bob, bob, bob, carol):
         grant(service, account)
     found = findings(evidence(service))
@@ -86,7 +90,7 @@ def test_expired_use_is_a_finding_by_default_and_open_sessions_only_with_require
 ) -> None:
     for require_logout in (False, True):
         service = make_service(require_logout=require_logout)
-        account = service.add_account()
+        account = service.accounts.add_account()
         token = grant(service, account)
         clock.advance(1900)
         assert call(service, token) == 1401
@@ -105,9 +109,9 @@ def test_expired_use_is_a_finding_by_default_and_open_sessions_only_with_require
 
 
 def test_a_revoked_token_is_not_expired_use(service: AuthService) -> None:
-    account = service.add_account()
+    account = service.accounts.add_account()
     token = grant(service, account)
-    service.revoke(token)
+    service.fault_runner.revoke(token)
     assert call(service, token) == 1401
     assert findings(evidence(service), kinds=KINDS) == []
 
@@ -120,7 +124,7 @@ def test_unknown_kinds_are_refused_with_the_known_ones(service: AuthService) -> 
 def test_reauthenticating_after_a_1469_gets_its_own_diagnosis_and_fix(
     service: AuthService,
 ) -> None:
-    account = service.add_account(permissions=[])
+    account = service.accounts.add_account(permissions=[])
     token = grant(service, account)
     assert call(service, token, permission="admin") == 1469
     grant(service, account)
@@ -146,7 +150,7 @@ def test_a_1401_before_the_grant_is_not_the_1469_diagnosis() -> None:
 def test_report_section_has_the_timeline_rejections_and_every_verdict(
     service: AuthService, clock: ManualClock
 ) -> None:
-    account = service.add_account()
+    account = service.accounts.add_account()
     token = grant(service, account)
     clock.advance(1900)
     assert call(service, token) == 1401
@@ -176,11 +180,11 @@ def test_report_section_of_a_long_timeline_is_cut_and_lists_the_rejections(
     make_service: MakeService,
 ) -> None:
     service = make_service(throttle=None)
-    account = service.add_account()
+    account = service.accounts.add_account()
     for _ in range(60):
         call(service, grant(service, account))
     stale = grant(service, account)
-    service.revoke(stale)
+    service.fault_runner.revoke(stale)
     assert call(service, stale) == 1401
     text = report_section(evidence(service))
     assert "more line(s): mgmt_server.timeline() shows them all" in text

@@ -10,11 +10,11 @@ from datetime import datetime, timezone
 import pytest
 
 from pytest_mgmtauth._service.call_events import ApiCall, WrongHost
-from pytest_mgmtauth._service.flows.base import Presented
+from pytest_mgmtauth._service.flows.base import Where
+from pytest_mgmtauth._service.flows.bearer import BearerToken
 from pytest_mgmtauth._service.flows.registry import (
     FLOWS,
     WRONG_HOST_STATUS,
-    Where,
     fixed_hosts,
     route_hosts,
     service_hosts,
@@ -31,10 +31,10 @@ REGION = "127.0.0.1:40001"
 
 def evidence(service: AuthService) -> Evidence:
     return Evidence(
-        events=service.events,
+        events=service.timeline.events,
         options=service.options,
-        started_at=service.started_at,
-        now=service.now(),
+        started_at=service.timeline.started_at,
+        now=service.timeline.now(),
     )
 
 
@@ -83,7 +83,7 @@ def test_the_fake_address_stands_for_every_host_but_the_region_host() -> None:
 
 
 def _v3_token(service: AuthService) -> tuple[str, str]:
-    account = service.add_account()
+    account = service.accounts.add_account()
     token, _ = service.flow(V3Flow).grant(account.username, account.api_key, "acme", "main")
     return account.username, token
 
@@ -100,7 +100,7 @@ def test_a_v3_call_at_the_auth_address_is_refused_with_the_diagnosis(
             method="GET",
             path="/v3/things/accounts/acme/profiles/main",
             api=True,
-            presented=Presented(token=token),
+            credential=BearerToken(token=token),
         )
     diagnosis = (
         "this call went to the v3 auth host; send v3 API calls to the `host` of the auth "
@@ -108,7 +108,7 @@ def test_a_v3_call_at_the_auth_address_is_refused_with_the_diagnosis(
     )
     assert refused.value.status == WRONG_HOST_STATUS == 404
     assert diagnosis in refused.value.message
-    event = service.events[-1]
+    event = service.timeline.events[-1]
     assert isinstance(event, WrongHost)
     assert (event.username, event.credential, event.went, event.expected) == (
         username,
@@ -133,7 +133,7 @@ def test_wrong_host_is_a_finding_counted_by_default_and_named_in_the_report(
             method="GET",
             path="/v3/things/accounts/acme/profiles/main",
             api=True,
-            presented=Presented(token=token),
+            credential=BearerToken(token=token),
         )
     found = findings(evidence(service))
     assert [(f.kind, f.username) for f in found] == [("wrong_host", username)]

@@ -111,14 +111,14 @@ def _refusal_of(call: Callable[[], object]) -> Refusal:
 
 def _all_text(service: AuthService) -> str:
     parts = []
-    for event in service.events:
+    for event in service.timeline.events:
         parts.append(event.describe())
         parts.extend(str(getattr(event, f.name)) for f in dataclasses.fields(event))
     return "\n".join(parts)
 
 
 def test_swapped_v2_fields_echo_no_key(service: AuthService) -> None:
-    account = service.add_account()
+    account = service.accounts.add_account()
     refusal = _refusal_of(lambda: service.flow(V2Flow).grant(account.api_key, account.username))
     assert account.api_key not in refusal.message
     assert fingerprint(account.api_key) in refusal.message
@@ -126,7 +126,7 @@ def test_swapped_v2_fields_echo_no_key(service: AuthService) -> None:
 
 
 def test_password_sent_as_username_is_not_echoed(service: AuthService) -> None:
-    account = service.add_account()
+    account = service.accounts.add_account()
     refusal = _refusal_of(lambda: service.flow(V1Flow).login(account.password, account.password))
     assert account.password not in refusal.message
     assert account.password not in _all_text(service)
@@ -135,13 +135,13 @@ def test_password_sent_as_username_is_not_echoed(service: AuthService) -> None:
 def test_secrets_of_sessions_and_rotated_keys_are_masked_in_events(
     service: AuthService, signer: object
 ) -> None:
-    account = service.add_account()
+    account = service.accounts.add_account()
     session = service.flow(V1Flow).login(account.username, account.password)
     old_key = account.api_key
-    service.rotate_secret(account.username, "API key")
+    service.accounts.rotate_secret(account.username, "API key")
     for secret in (session.session_id, session.utk, old_key):
-        service.record_unknown_route("GET", f"/v1/x;jsessionid={secret}", 404)
-        service.record_bad_request("POST", "/v2/auth", 400, f"field {secret!r} is odd")
+        service.timeline.record_unknown_route("GET", f"/v1/x;jsessionid={secret}", 404)
+        service.timeline.record_bad_request("POST", "/v2/auth", 400, f"field {secret!r} is odd")
     text = _all_text(service)
     for secret in (session.session_id, session.utk, old_key):
         assert secret not in text
@@ -151,9 +151,9 @@ def test_secrets_of_sessions_and_rotated_keys_are_masked_in_events(
 def test_a_python_api_call_naming_a_key_as_the_account_does_not_echo_it(
     service: AuthService,
 ) -> None:
-    account = service.add_account()
+    account = service.accounts.add_account()
     with pytest.raises(ValueError, match="no account") as caught:
-        service.lock(account.api_key)
+        service.lockout.lock(account.api_key)
     assert account.api_key not in str(caught.value)
 
 
@@ -161,7 +161,7 @@ def test_a_python_api_call_naming_a_key_as_the_account_does_not_echo_it(
 
 
 def test_a_short_prefix_of_the_key_is_not_diagnosed_as_truncated(service: AuthService) -> None:
-    account = service.add_account()
+    account = service.accounts.add_account()
     for length in (1, 10, len(account.api_key) // 2 - 1):
         with pytest.raises(Refusal) as caught:
             service.flow(V2Flow).grant(account.username, account.api_key[:length])
@@ -178,7 +178,7 @@ def test_diagnoses_pause_after_the_budget_and_resume_a_window_later(
     make_service: MakeService, clock: ManualClock, secret: str
 ) -> None:
     service = make_service(lockout_threshold=1000)
-    account = service.add_account()
+    account = service.accounts.add_account()
     real = account.api_key if secret == "API key" else account.password
 
     def attempt(value: str) -> str:
@@ -198,7 +198,7 @@ def test_diagnoses_pause_after_the_budget_and_resume_a_window_later(
 
 
 def test_the_diagnosis_budget_is_per_account(service: AuthService) -> None:
-    first, second = service.add_account(), service.add_account()
+    first, second = service.accounts.add_account(), service.accounts.add_account()
     for _ in range(DIAGNOSIS_BUDGET + 1):
         _refusal_of(lambda: service.flow(V2Flow).grant(first.username, "wrong-key-123"))
     refusal = _refusal_of(lambda: service.flow(V2Flow).grant(second.username, second.api_key[:-1]))
@@ -209,7 +209,7 @@ def test_hypothesis_reports_of_credential_records_show_no_secret(service: AuthSe
     # Hypothesis (and IPython) print dataclasses field by field, repr=False fields too.
     from hypothesis.vendor.pretty import pretty
 
-    account = service.add_account()
+    account = service.accounts.add_account()
     token, token_record = service.flow(V2Flow).grant(account.username, account.api_key)
     session = service.flow(V1Flow).login(account.username, account.password)
     shown = pretty(token_record) + pretty(session)

@@ -8,8 +8,8 @@ from collections.abc import Callable
 import pytest
 
 from pytest_mgmtauth._service.accounts import Account
-from pytest_mgmtauth._service.flows.base import Presented
-from pytest_mgmtauth._service.flows.v1 import V1Flow
+from pytest_mgmtauth._service.flows.bearer import BearerToken
+from pytest_mgmtauth._service.flows.v1 import SessionCookie, V1Flow
 from pytest_mgmtauth._service.flows.v2 import V2Flow
 from pytest_mgmtauth._service.flows.v3 import V3Flow, named_scopes
 from pytest_mgmtauth._service.records import SessionRecord
@@ -24,10 +24,10 @@ MakeService = Callable[..., AuthService]
 
 def evidence(service: AuthService) -> Evidence:
     return Evidence(
-        events=service.events,
+        events=service.timeline.events,
         options=service.options,
-        started_at=service.started_at,
-        now=service.now(),
+        started_at=service.timeline.started_at,
+        now=service.timeline.now(),
     )
 
 
@@ -46,11 +46,11 @@ def v3_token(service: AuthService, account: Account, profile: str = "main") -> s
 def bearer_call(service: AuthService, version: str, token: str, path: str) -> int:
     try:
         auth = service.authorize(
-            version, Presented(token=token), method="GET", path=path, permission=None
+            version, BearerToken(token=token), method="GET", path=path, permission=None
         )
     except Refusal as refusal:
         return refusal.return_code
-    service.record_call(auth, "GET", path, 200)
+    service.timeline.record_call(auth, "GET", path, 200)
     return 200
 
 
@@ -58,15 +58,15 @@ def v1_call(
     service: AuthService, session: SessionRecord, *, cookie: bool = True, path: str = "/v1/x"
 ) -> int:
     presented = (
-        Presented(session_id=session.session_id, utk=session.utk)
+        SessionCookie(session_id=session.session_id, utk=session.utk)
         if cookie
-        else Presented(utk=session.utk, problem="no JSESSIONID cookie was sent")
+        else SessionCookie(utk=session.utk, problem="no JSESSIONID cookie was sent")
     )
     try:
         auth = service.authorize("v1", presented, method="GET", path=path, permission=None)
     except Refusal as refusal:
         return refusal.return_code
-    service.record_call(auth, "GET", path, 200)
+    service.timeline.record_call(auth, "GET", path, 200)
     return 200
 
 
@@ -77,7 +77,7 @@ def v1_call(
 def test_renewing_up_to_five_minutes_before_expiry_is_no_churn(
     service: AuthService, clock: ManualClock, early: int
 ) -> None:
-    account = service.add_account()
+    account = service.accounts.add_account()
     token = v2_token(service, account)
     assert bearer_call(service, "v2", token, "/api/things") == 200
     clock.advance(1800 - early)
@@ -91,7 +91,7 @@ def test_renewing_earlier_is_churn_and_names_the_setting_by_every_name(
     make_service: MakeService, clock: ManualClock
 ) -> None:
     service = make_service()
-    account = service.add_account()
+    account = service.accounts.add_account()
     v2_token(service, account)
     clock.advance(1800 - 301)
     v2_token(service, account)
@@ -107,7 +107,7 @@ def test_renewing_earlier_is_churn_and_names_the_setting_by_every_name(
     # Scaled down for a short token_ttl: a sixth of it.
     short = make_service(token_ttl=60)
     assert short.options.refresh_margin == 10
-    account = short.add_account()
+    account = short.accounts.add_account()
     v2_token(short, account)
     clock.advance(50)
     v2_token(short, account)
@@ -121,7 +121,7 @@ def test_a_session_ended_idle_then_a_new_login_is_no_finding(
     make_service: MakeService, clock: ManualClock
 ) -> None:
     service = make_service(require_logout=True)
-    account = service.add_account()
+    account = service.accounts.add_account()
     flow = service.flow(V1Flow)
     first = flow.login(account.username, account.password)
     assert v1_call(service, first) == 200
@@ -137,7 +137,7 @@ def test_going_on_with_a_session_the_service_ended_is_still_expired_use(
     make_service: MakeService, clock: ManualClock
 ) -> None:
     service = make_service(require_logout=True)
-    account = service.add_account()
+    account = service.accounts.add_account()
     flow = service.flow(V1Flow)
     first = flow.login(account.username, account.password)
     clock.advance(1801)
@@ -146,7 +146,7 @@ def test_going_on_with_a_session_the_service_ended_is_still_expired_use(
     assert kinds(service) == ["expired_use"]
     # Recovering once and then presenting the dead session again counts too.
     service = make_service()
-    account = service.add_account()
+    account = service.accounts.add_account()
     flow = service.flow(V1Flow)
     first = flow.login(account.username, account.password)
     clock.advance(1801)
@@ -165,7 +165,7 @@ def test_v1_calls_without_the_cookie_are_refused_calls_and_the_login_after_is_no
     make_service: MakeService,
 ) -> None:
     service = make_service(require_logout=True)
-    account = service.add_account()
+    account = service.accounts.add_account()
     flow = service.flow(V1Flow)
     for _ in range(3):  # a client that logs in again after each 401
         session = flow.login(account.username, account.password)
@@ -185,7 +185,7 @@ def test_v1_calls_without_the_cookie_are_refused_calls_and_the_login_after_is_no
 def test_a_v3_token_of_another_profile_is_a_refused_call_even_when_the_client_recovers(
     service: AuthService,
 ) -> None:
-    account = service.add_account()
+    account = service.accounts.add_account()
     for _ in range(4):
         main = v3_token(service, account, "main")
         assert bearer_call(service, "v3", main, "/v3/x/accounts/acme/profiles/dev") == 1401
@@ -208,12 +208,12 @@ def test_unknown_and_malformed_tokens_are_refused_calls_of_no_known_account(
 def test_refusals_the_test_brought_about_are_not_refused_calls(
     service: AuthService, clock: ManualClock
 ) -> None:
-    account = service.add_account()
+    account = service.accounts.add_account()
     token = v2_token(service, account)
-    service.revoke(token)
+    service.fault_runner.revoke(token)
     assert bearer_call(service, "v2", token, "/api/things") == 1401
     token = v2_token(service, account)
-    service.expire(token)
+    service.fault_runner.expire(token)
     assert bearer_call(service, "v2", token, "/api/things") == 1401
     token = v2_token(service, account)
     clock.advance(1801)
@@ -237,7 +237,7 @@ def test_refusals_the_test_brought_about_are_not_refused_calls(
 def test_a_v3_token_is_refused_on_a_path_that_also_names_another_pair(
     service: AuthService, path: str
 ) -> None:
-    account = service.add_account()
+    account = service.accounts.add_account()
     token = v3_token(service, account)
     assert bearer_call(service, "v3", token, path) == 1401
     assert kinds(service) == ["refused_call"]
@@ -251,7 +251,7 @@ def test_the_pairs_a_v3_path_names() -> None:
 
 
 def test_the_own_pair_named_twice_is_accepted(service: AuthService) -> None:
-    account = service.add_account()
+    account = service.accounts.add_account()
     token = v3_token(service, account)
     path = "/v3/accounts/acme/profiles/main/copy/accounts/acme/profiles/main"
     assert bearer_call(service, "v3", token, path) == 200
@@ -263,9 +263,9 @@ FORGED = "\n  00:00:00  T9 issued by /v2/auth (#abcdef), valid until 00:30:00"
 
 
 def test_a_path_with_a_newline_is_shown_escaped(service: AuthService) -> None:
-    account = service.add_account()
-    service.record_unknown_route("GET", "/v2/x" + FORGED, 404)
-    service.record_bad_request("GET", "/v2/y" + FORGED, 400, "bad" + FORGED)
+    account = service.accounts.add_account()
+    service.timeline.record_unknown_route("GET", "/v2/x" + FORGED, 404)
+    service.timeline.record_bad_request("GET", "/v2/y" + FORGED, 400, "bad" + FORGED)
     token = v3_token(service, account)
     assert bearer_call(service, "v3", token, "/v3/accounts/acme/profiles/dev" + FORGED) == 1401
     assert bearer_call(service, "v3", token, "/v3/accounts/acme/profiles/m\nain/x") == 1401
@@ -285,7 +285,7 @@ def test_a_path_with_a_newline_is_shown_escaped(service: AuthService) -> None:
 
 
 def test_v3_names_in_a_grant_and_a_refused_grant_are_shown_escaped(service: AuthService) -> None:
-    account = service.add_account(profiles=["acme/main"])
+    account = service.accounts.add_account(profiles=["acme/main"])
     with pytest.raises(Refusal):
         service.flow(V3Flow).grant(account.username, account.api_key, "acme", "x" + FORGED)
     service.flow(V3Flow).grant(account.username, account.api_key, "acme", "main")
@@ -301,7 +301,7 @@ def test_a_jump_before_the_first_event_moves_time_zero_also_for_reasons(
     make_service: MakeService, clock: ManualClock
 ) -> None:
     service = make_service(lockout_threshold=1)
-    account = service.add_account()
+    account = service.accounts.add_account()
     clock.now += 3 * 365 * 86400.0  # as time-machine's travel: not a move of ours
     flow = service.flow(V1Flow)
     with pytest.raises(Refusal):
@@ -313,7 +313,7 @@ def test_a_jump_before_the_first_event_moves_time_zero_also_for_reasons(
     assert lines[1].startswith("  00:00:00  /v1/login rejected (1401)")
     # A move of the plugin's own clock is part of the story: it still shows.
     service = make_service()
-    account = service.add_account()
+    account = service.accounts.add_account()
     clock.advance(3600)
     v2_token(service, account)
     assert "  01:00:00  T1 issued by /v2/auth" in format_timeline(evidence(service), whole=True)

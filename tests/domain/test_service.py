@@ -19,8 +19,8 @@ from pytest_mgmtauth import (
     TokenIssued,
     UnknownRoute,
 )
-from pytest_mgmtauth._service.flows.base import Presented
-from pytest_mgmtauth._service.flows.v1 import V1Flow
+from pytest_mgmtauth._service.flows.bearer import BearerToken
+from pytest_mgmtauth._service.flows.v1 import SessionCookie, V1Flow
 from pytest_mgmtauth._service.flows.v2 import V2Flow
 from pytest_mgmtauth._service.options import Options
 from pytest_mgmtauth._service.service import (
@@ -39,7 +39,7 @@ MakeService = Callable[..., AuthService]
 def _call_v2(service: AuthService, token: str | None, permission: str | None = None) -> str:
     auth = service.authorize(
         "v2",
-        Presented(token=token, problem=None),
+        BearerToken(token=token, problem=None),
         method="GET",
         path="/api/things",
         permission=permission,
@@ -52,7 +52,7 @@ def _call_v1(
 ) -> str:
     auth = service.authorize(
         "v1",
-        Presented(session_id=session_id, utk=utk, problem=None),
+        SessionCookie(session_id=session_id, utk=utk, problem=None),
         method="GET",
         path="/v1/things",
         permission=permission,
@@ -73,7 +73,7 @@ def test_grant_token_issues_a_token_valid_for_token_ttl(
     make_service: MakeService, clock: ManualClock
 ) -> None:
     service = make_service(token_ttl=300)
-    account = service.add_account()
+    account = service.accounts.add_account()
     token, record = service.flow(V2Flow).grant(account.username, account.api_key)
     assert record.label == "T1"
     assert record.claims.sub == account.username
@@ -89,24 +89,24 @@ def test_grant_token_issues_a_token_valid_for_token_ttl(
 
 
 def test_wrong_key_is_1401_with_the_diagnosis(service: AuthService) -> None:
-    account = service.add_account(api_key="abc+def")
+    account = service.accounts.add_account(api_key="abc+def")
     refusal = _refusal(lambda: service.flow(V2Flow).grant(account.username, "abc def"))
     assert (refusal.status, refusal.return_code) == (401, AUTH_FAILED)
     assert refusal.message.startswith("Authentication failed: the API key arrived un-encoded")
-    [event] = service.events
+    [event] = service.timeline.events
     assert isinstance(event, AuthRejected)
     assert event.username == account.username
     assert event.return_code == AUTH_FAILED
 
 
 def test_unknown_username_suggests_the_closest_account(service: AuthService) -> None:
-    service.add_account("alice@example.com")
+    service.accounts.add_account("alice@example.com")
     refusal = _refusal(lambda: service.flow(V2Flow).grant("alise@example.com", "k"))
     assert refusal.return_code == AUTH_FAILED
     assert "no account 'alise@example.com' exists; did you mean 'alice@example.com'?" in (
         refusal.reason
     )
-    [event] = service.events
+    [event] = service.timeline.events
     assert isinstance(event, AuthRejected)
     assert event.username is None
 
@@ -120,19 +120,19 @@ def test_tokens_are_refused_when_forged_or_not_of_this_test(
     make_service: MakeService, signer: TokenSigner, other_signer: TokenSigner, clock: ManualClock
 ) -> None:
     service = make_service()
-    account = service.add_account()
+    account = service.accounts.add_account()
     forged, _ = other_signer.issue(account.username, int(clock.now), 1800)
     refusal = _refusal(lambda: _call_v2(service, forged))
     assert "signature does not verify" in refusal.reason
     # Signed with the same key, but by another test's service: not issued here.
     elsewhere = make_service()
-    elsewhere.add_account(account.username)
+    elsewhere.accounts.add_account(account.username)
     other_test_token, _ = signer.issue(account.username, int(clock.now), 1800)
     refusal = _refusal(lambda: _call_v2(service, other_test_token))
     assert "not issued in this test" in refusal.reason
     refusal = _refusal(lambda: _call_v2(service, None))
     assert refusal.reason == "no bearer token"
-    calls = [e for e in service.events if isinstance(e, ApiCall)]
+    calls = [e for e in service.timeline.events if isinstance(e, ApiCall)]
     assert [c.status for c in calls] == [401, 401, 401]
     # The forged token names a known account: the refusal is attributed to it.
     assert calls[0].username == account.username
@@ -145,7 +145,7 @@ def test_transport_problem_is_refused_before_the_token_is_looked_at(
     refusal = _refusal(
         lambda: service.authorize(
             "v2",
-            Presented(token="x.y.z", problem="the header is odd"),
+            BearerToken(token="x.y.z", problem="the header is odd"),
             method="GET",
             path="/p",
             permission=None,
@@ -158,7 +158,7 @@ def test_transport_problem_is_refused_before_the_token_is_looked_at(
 
 
 def test_login_gives_a_session_that_authenticates_with_its_utk(service: AuthService) -> None:
-    account = service.add_account()
+    account = service.accounts.add_account()
     session = service.flow(V1Flow).login(account.username, account.password)
     assert session.label == "S1"
     assert len(session.session_id) >= 16
@@ -170,7 +170,7 @@ def test_session_ends_after_idle_timeout_and_use_keeps_it_alive(
     make_service: MakeService, clock: ManualClock
 ) -> None:
     service = make_service(session_timeout=600)
-    account = service.add_account()
+    account = service.accounts.add_account()
     session = service.flow(V1Flow).login(account.username, account.password)
     clock.advance(599)
     _call_v1(service, session.session_id, session.utk)  # resets the idle time
@@ -179,7 +179,7 @@ def test_session_ends_after_idle_timeout_and_use_keeps_it_alive(
     clock.advance(600)
     refusal = _refusal(lambda: _call_v1(service, session.session_id, session.utk))
     assert "session S1 expired after 600 s idle 0 s ago: log in again" in refusal.reason
-    expired = [e for e in service.events if isinstance(e, SessionExpired)]
+    expired = [e for e in service.timeline.events if isinstance(e, SessionExpired)]
     assert len(expired) == 1
     # The session ended at last use + timeout, not when someone noticed.
     assert expired[0].at == to_datetime(clock.now)
@@ -190,17 +190,17 @@ def test_session_expiry_is_recorded_even_if_nobody_calls(
     make_service: MakeService, clock: ManualClock
 ) -> None:
     service = make_service(session_timeout=60)
-    account = service.add_account()
+    account = service.accounts.add_account()
     service.flow(V1Flow).login(account.username, account.password)
     start = clock.now
     clock.advance(3600)
-    expired = [e for e in service.events if isinstance(e, SessionExpired)]
+    expired = [e for e in service.timeline.events if isinstance(e, SessionExpired)]
     assert [e.at for e in expired] == [to_datetime(start + 60)]
-    assert len([e for e in service.events if isinstance(e, SessionExpired)]) == 1
+    assert len([e for e in service.timeline.events if isinstance(e, SessionExpired)]) == 1
 
 
 def test_logout_ends_the_session(service: AuthService, clock: ManualClock) -> None:
-    account = service.add_account()
+    account = service.accounts.add_account()
     session = service.flow(V1Flow).login(account.username, account.password)
     clock.advance(5)
     service.flow(V1Flow).logout(session.session_id)
@@ -209,7 +209,7 @@ def test_logout_ends_the_session(service: AuthService, clock: ManualClock) -> No
     assert "session S1 ended by /v1/logout 10 s ago" in refusal.reason
     refusal = _refusal(lambda: service.flow(V1Flow).logout(session.session_id))
     assert "session S1 had ended already (logout)" in refusal.reason
-    kinds = [type(e) for e in service.events]
+    kinds = [type(e) for e in service.timeline.events]
     assert kinds == [LoggedIn, LoggedOut, ApiCall, LogoutRejected]
 
 
@@ -217,12 +217,12 @@ def test_logout_after_the_idle_timeout_says_the_session_had_ended(
     make_service: MakeService, clock: ManualClock
 ) -> None:
     service = make_service(session_timeout=60)
-    account = service.add_account()
+    account = service.accounts.add_account()
     session = service.flow(V1Flow).login(account.username, account.password)
     clock.advance(60)
     refusal = _refusal(lambda: service.flow(V1Flow).logout(session.session_id))
     assert "session S1 had ended already (timeout)" in refusal.reason
-    assert [type(e) for e in service.events] == [LoggedIn, SessionExpired, LogoutRejected]
+    assert [type(e) for e in service.timeline.events] == [LoggedIn, SessionExpired, LogoutRejected]
 
 
 def test_logout_of_an_unknown_session_is_refused(service: AuthService) -> None:
@@ -232,7 +232,7 @@ def test_logout_of_an_unknown_session_is_refused(service: AuthService) -> None:
 
 
 def test_utk_of_another_session_is_refused_and_named(service: AuthService) -> None:
-    account = service.add_account()
+    account = service.accounts.add_account()
     first = service.flow(V1Flow).login(account.username, account.password)
     second = service.flow(V1Flow).login(account.username, account.password)
     refusal = _refusal(lambda: _call_v1(service, first.session_id, second.utk))
@@ -261,7 +261,7 @@ def test_lockout_after_threshold_failures_lasts_lockout_duration(
     make_service: MakeService, clock: ManualClock
 ) -> None:
     service = make_service(lockout_threshold=3, lockout_duration=600)
-    account = service.add_account()
+    account = service.accounts.add_account()
     for _ in range(3):
         assert _fail_login(service, account.username).return_code == AUTH_FAILED
     locked_at = clock.now
@@ -279,7 +279,7 @@ def test_lockout_after_threshold_failures_lasts_lockout_duration(
     clock.advance(1)
     session = service.flow(V1Flow).login(account.username, account.password)
     assert session.label == "S1"
-    [locked] = [e for e in service.events if isinstance(e, AccountLocked)]
+    [locked] = [e for e in service.timeline.events if isinstance(e, AccountLocked)]
     assert locked.failures == 3
     assert locked.at == to_datetime(locked_at)
     assert locked.until == to_datetime(locked_at + 600)
@@ -289,7 +289,7 @@ def test_attempts_during_lockout_do_not_extend_it(
     make_service: MakeService, clock: ManualClock
 ) -> None:
     service = make_service(lockout_threshold=2, lockout_duration=100)
-    account = service.add_account()
+    account = service.accounts.add_account()
     _fail_login(service, account.username)
     _fail_login(service, account.username)
     for _ in range(5):
@@ -297,7 +297,7 @@ def test_attempts_during_lockout_do_not_extend_it(
         assert _fail_login(service, account.username).return_code == LOCKED_OUT
     clock.advance(5)  # 100 s after the lockout started
     assert service.flow(V1Flow).login(account.username, account.password).label == "S1"
-    assert len([e for e in service.events if isinstance(e, AccountLocked)]) == 1
+    assert len([e for e in service.timeline.events if isinstance(e, AccountLocked)]) == 1
 
 
 def test_lockout_times_count_whole_seconds_from_the_first_event(
@@ -307,7 +307,7 @@ def test_lockout_times_count_whole_seconds_from_the_first_event(
     # then time is frozen on the whole second before.
     clock = ManualClock(start=1_800_000_000.4)
     service = AuthService(Options(lockout_threshold=1), signer, clock)
-    account = service.add_account()
+    account = service.accounts.add_account()
     clock.now = 1_800_000_000.0
     _fail_login(service, account.username)
     refusal = _fail_login(service, account.username)
@@ -316,7 +316,7 @@ def test_lockout_times_count_whole_seconds_from_the_first_event(
 
 def test_a_success_resets_the_failure_count(make_service: MakeService) -> None:
     service = make_service(lockout_threshold=3)
-    account = service.add_account()
+    account = service.accounts.add_account()
     for _ in range(2):
         _fail_login(service, account.username)
     service.flow(V1Flow).login(account.username, account.password)
@@ -327,7 +327,7 @@ def test_a_success_resets_the_failure_count(make_service: MakeService) -> None:
 
 def test_lockout_message_rounds_minutes_of_the_duration(make_service: MakeService) -> None:
     service = make_service(lockout_threshold=1, lockout_duration=90)
-    account = service.add_account()
+    account = service.accounts.add_account()
     _fail_login(service, account.username)
     refusal = _fail_login(service, account.username)
     assert refusal.message.startswith("Too many unsuccessful login attempts; try again in 2 ")
@@ -335,8 +335,8 @@ def test_lockout_message_rounds_minutes_of_the_duration(make_service: MakeServic
 
 def test_lockout_is_per_account(make_service: MakeService) -> None:
     service = make_service(lockout_threshold=1)
-    locked = service.add_account()
-    other = service.add_account()
+    locked = service.accounts.add_account()
+    other = service.accounts.add_account()
     _fail_login(service, locked.username)
     assert _fail_login(service, locked.username).return_code == LOCKED_OUT
     assert service.flow(V1Flow).login(other.username, other.password).label == "S1"
@@ -346,7 +346,7 @@ def test_lockout_is_per_account(make_service: MakeService) -> None:
 
 
 def test_missing_permission_is_1469_on_both_versions(service: AuthService) -> None:
-    reader = service.add_account(permissions=["tags:read"])
+    reader = service.accounts.add_account(permissions=["tags:read"])
     token, _ = service.flow(V2Flow).grant(reader.username, reader.api_key)
     session = service.flow(V1Flow).login(reader.username, reader.password)
     assert _call_v2(service, token, "tags:read") == "T1"
@@ -356,12 +356,14 @@ def test_missing_permission_is_1469_on_both_versions(service: AuthService) -> No
     assert "lacks the permission 'tags:write'" in refusal.reason
     refusal = _refusal(lambda: _call_v1(service, session.session_id, session.utk, "tags:write"))
     assert refusal.return_code == FORBIDDEN
-    forbidden = [e for e in service.events if isinstance(e, ApiCall) and e.return_code == FORBIDDEN]
+    forbidden = [
+        e for e in service.timeline.events if isinstance(e, ApiCall) and e.return_code == FORBIDDEN
+    ]
     assert [(e.version, e.credential) for e in forbidden] == [("v2", "T1"), ("v1", "S1")]
 
 
 def test_account_without_permissions_may_call_unprotected_routes(service: AuthService) -> None:
-    nobody = service.add_account(permissions=[])
+    nobody = service.accounts.add_account(permissions=[])
     token, _ = service.flow(V2Flow).grant(nobody.username, nobody.api_key)
     assert _call_v2(service, token, None) == "T1"
     assert _refusal(lambda: _call_v2(service, token, "x")).return_code == FORBIDDEN
@@ -374,21 +376,25 @@ def test_events_record_simulated_time_and_account(
     make_service: MakeService, clock: ManualClock
 ) -> None:
     service = make_service(lockout_threshold=1)
-    alice = service.add_account("alice@example.com")
-    bob = service.add_account("bob@example.com")
+    alice = service.accounts.add_account("alice@example.com")
+    bob = service.accounts.add_account("bob@example.com")
     t0 = clock.now
     token, _ = service.flow(V2Flow).grant(alice.username, alice.api_key)
     clock.advance(10)
     auth = service.authorize(
-        "v2", Presented(token=token, problem=None), method="POST", path="/api/tags", permission=None
+        "v2",
+        BearerToken(token=token, problem=None),
+        method="POST",
+        path="/api/tags",
+        permission=None,
     )
-    service.record_call(auth, "POST", "/api/tags", 201)
+    service.timeline.record_call(auth, "POST", "/api/tags", 201)
     clock.advance(10)
     _fail_login(service, bob.username)
     clock.advance(10)
-    service.record_bad_request("POST", "/v2/auth", 415, "no Content-Type")
-    service.record_unknown_route("GET", "/nowhere", 404)
-    events = service.events
+    service.timeline.record_bad_request("POST", "/v2/auth", 415, "no Content-Type")
+    service.timeline.record_unknown_route("GET", "/nowhere", 404)
+    events = service.timeline.events
     assert [(type(e), e.username, e.at) for e in events] == [
         (TokenIssued, "alice@example.com", to_datetime(t0)),
         (ApiCall, "alice@example.com", to_datetime(t0 + 10)),
@@ -423,21 +429,21 @@ def test_events_record_simulated_time_and_account(
 
 
 def test_events_are_a_copy(service: AuthService) -> None:
-    account = service.add_account()
+    account = service.accounts.add_account()
     service.flow(V2Flow).grant(account.username, account.api_key)
-    service.events.clear()
-    assert len(service.events) == 1
+    service.timeline.events.clear()
+    assert len(service.timeline.events) == 1
 
 
 def test_expired_credentials_are_marked_on_the_call(
     make_service: MakeService, clock: ManualClock
 ) -> None:
     service = make_service(token_ttl=120)
-    account = service.add_account()
+    account = service.accounts.add_account()
     token, _ = service.flow(V2Flow).grant(account.username, account.api_key)
     clock.advance(121)
     _refusal(lambda: _call_v2(service, token))
-    [call] = [e for e in service.events if isinstance(e, ApiCall)]
+    [call] = [e for e in service.timeline.events if isinstance(e, ApiCall)]
     assert call.credential == "T1"
     assert call.credential_expired
     assert call.return_code == AUTH_FAILED
@@ -445,8 +451,8 @@ def test_expired_credentials_are_marked_on_the_call(
 
 
 def test_auth_count_counts_grants_by_version_and_account(service: AuthService) -> None:
-    alice = service.add_account()
-    bob = service.add_account()
+    alice = service.accounts.add_account()
+    bob = service.accounts.add_account()
     service.flow(V2Flow).grant(alice.username, alice.api_key)
     service.flow(V2Flow).grant(alice.username, alice.api_key)
     service.flow(V1Flow).login(bob.username, bob.password)
@@ -470,11 +476,11 @@ def test_a_new_token_while_one_is_valid_is_marked_premature(
     make_service: MakeService, clock: ManualClock
 ) -> None:
     service = make_service(token_ttl=600, refresh_margin=60, throttle=None)
-    account = service.add_account()
+    account = service.accounts.add_account()
     service.flow(V2Flow).grant(account.username, account.api_key)
     clock.advance(100)
     service.flow(V2Flow).grant(account.username, account.api_key)  # T1 still valid: churn
     clock.advance(550)  # T2 is 50 s from expiry: within the margin
     service.flow(V2Flow).grant(account.username, account.api_key)
-    issued = [e for e in service.events if isinstance(e, TokenIssued)]
+    issued = [e for e in service.timeline.events if isinstance(e, TokenIssued)]
     assert [e.while_valid for e in issued] == [(), ("T1",), ()]

@@ -13,7 +13,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from pytest_mgmtauth import TokenIssued
-from pytest_mgmtauth._service.flows.base import Presented
+from pytest_mgmtauth._service.flows.bearer import BearerToken
 from pytest_mgmtauth._service.flows.v2 import V2Flow
 from pytest_mgmtauth._service.options import Options
 from pytest_mgmtauth._service.service import AuthService
@@ -155,7 +155,7 @@ def test_a_new_accounts_first_token_is_signed_ahead(rsa_key_2048: rsa.RSAPrivate
     signer = TokenSigner(rsa_key_2048)
     clock = ManualClock(T0)
     service = AuthService(Options(), signer, clock)
-    account = service.add_account()
+    account = service.accounts.add_account()
     # The same arguments signed ahead again: the future of the token add_account asked for.
     assert signer.prefetch(account.username, T0, 1800) is None
     token, record = service.flow(V2Flow).grant(account.username, account.api_key)
@@ -202,8 +202,8 @@ def test_a_grant_being_signed_holds_up_no_other_request(
 ) -> None:
     signer = HeldSigner(rsa_key_2048, "slow@example.com")
     service = AuthService(Options(), signer, ManualClock(T0))
-    slow = service.add_account("slow@example.com")
-    quick = service.add_account("quick@example.com")
+    slow = service.accounts.add_account("slow@example.com")
+    quick = service.accounts.add_account("quick@example.com")
     first, granted = _in_thread(lambda: service.flow(V2Flow).grant(slow.username, slow.api_key))
     assert signer.signing.wait(10)
     # While slow's token is being signed, another account is granted a token and uses it.
@@ -214,13 +214,13 @@ def test_a_grant_being_signed_holds_up_no_other_request(
     assert quick_grant, "the second grant waited for the first one's signature"
     token, _ = quick_grant[0]
     service.authorize(
-        "v2", Presented(token=token, problem=None), method="GET", path="/x", permission=None
+        "v2", BearerToken(token=token, problem=None), method="GET", path="/x", permission=None
     )
     signer.release.set()
     first.join(10)
     assert granted
     # The timeline is in the order the grants took effect.
-    issued = [e for e in service.events if isinstance(e, TokenIssued)]
+    issued = [e for e in service.timeline.events if isinstance(e, TokenIssued)]
     assert [(e.username, e.token) for e in issued] == [
         ("quick@example.com", "T1"),
         ("slow@example.com", "T2"),
@@ -234,18 +234,20 @@ def test_a_grant_is_judged_when_it_takes_effect_after_its_signature(
     # ends last is a grant while the other's token was valid, and concurrent with it.
     signer = HeldSigner(rsa_key_2048, "herd@example.com")
     service = AuthService(Options(), signer, ManualClock(T0))
-    account = service.add_account("herd@example.com")
-    arrived = service.request_arrived()
+    account = service.accounts.add_account("herd@example.com")
+    arrived = service.credentials.request_arrived()
     first, granted = _in_thread(
         lambda: service.flow(V2Flow).grant(account.username, account.api_key, arrived=arrived)
     )
     assert signer.signing.wait(10)
     signer.held = ""  # the second request's signature is not held
-    service.flow(V2Flow).grant(account.username, account.api_key, arrived=service.request_arrived())
+    service.flow(V2Flow).grant(
+        account.username, account.api_key, arrived=service.credentials.request_arrived()
+    )
     signer.release.set()
     first.join(10)
     assert granted
-    issued = [e for e in service.events if isinstance(e, TokenIssued)]
+    issued = [e for e in service.timeline.events if isinstance(e, TokenIssued)]
     assert [(e.token, e.while_valid, e.concurrent_with) for e in issued] == [
         ("T1", (), ()),
         ("T2", ("T1",), ("T1",)),

@@ -300,8 +300,8 @@ class World:
         service = self.fake._service
         issued = [e for e in timeline if isinstance(e, TokenIssued)]
         logins = [e for e in timeline if isinstance(e, LoggedIn)]
-        assert len(issued) == len(service.tokens)
-        assert len(logins) == len(service.sessions)
+        assert len(issued) == len(service.credentials.tokens)
+        assert len(logins) == len(service.credentials.sessions)
         assert self.fake.auth_count() == len(issued) + len(logins)
         assert self.fake.auth_count(version="v2") == len(issued)
         reached = [e for e in timeline if isinstance(e, ApiCall) and e.authenticated]

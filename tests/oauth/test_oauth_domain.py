@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 from pytest_mgmtauth import AuthRejected, TokenIssued
 from pytest_mgmtauth._service.call_events import ApiCall
 from pytest_mgmtauth._service.events import ClientRevoked, SecretRotated
-from pytest_mgmtauth._service.flows.base import Answer, Incoming, Presented
+from pytest_mgmtauth._service.flows.base import Answer, Incoming
+from pytest_mgmtauth._service.flows.bearer import BearerToken
 from pytest_mgmtauth._service.flows.oauth import OAuthFlow
 from pytest_mgmtauth._service.flows.oauth_clients import (
     DEFAULT_SCOPE,
@@ -64,7 +65,7 @@ def request(
         form={},
         params={},
         cookies={},
-        arrived=service.request_arrived(),
+        arrived=service.credentials.request_arrived(),
         body=urlencode(fields).encode() if body is None else body,
         content_type=content_type,
         authorization=authorization,
@@ -89,7 +90,7 @@ def error_of(refusal: Refusal) -> tuple[int, str]:
 def call(
     service: AuthService, token: str | None, *, scope: str | None = READ, missing: bool = False
 ) -> Any:
-    presented = Presented(token=token, missing=missing or token is None)
+    presented = BearerToken(token=token, missing=missing or token is None)
     return service.authorize(
         "oauth", presented, method="GET", path="/api/profiles", permission=None, scope=scope
     )
@@ -158,7 +159,7 @@ def test_a_client_gets_a_secret_that_needs_encoding_and_never_shows_it(
     assert set("+&=%/") <= set(client.client_secret)
     assert client.client_secret not in repr(client)
     assert client.client_id in repr(client)
-    assert client.client_secret not in oauth.service.redact(f"x {client.client_secret} y")
+    assert client.client_secret not in oauth.service.timeline.redact(f"x {client.client_secret} y")
 
 
 def test_add_client_refuses_bad_scopes_and_duplicates(oauth: OAuthFlow) -> None:
@@ -192,7 +193,7 @@ def test_a_client_gets_a_jwt_with_its_scopes_by_basic_auth(
     assert claims["sub"] == claims["client_id"] == client.client_id
     assert claims["scope"] == DEFAULT_SCOPE
     assert claims["exp"] == int(clock()) + 1800
-    [issued] = [e for e in service.events if isinstance(e, TokenIssued)]
+    [issued] = [e for e in service.timeline.events if isinstance(e, TokenIssued)]
     assert (issued.version, issued.scopes, issued.username) == (
         "oauth",
         (DEFAULT_SCOPE,),
@@ -260,7 +261,7 @@ def test_a_wrong_or_unknown_client_is_invalid_client_401_with_a_challenge(
     refusal = refused(lambda: request(service, unknown))
     assert "did you mean" in refusal.reason
     assert client.client_secret not in str(refusal.body)
-    rejected = [e for e in service.events if isinstance(e, AuthRejected)]
+    rejected = [e for e in service.timeline.events if isinstance(e, AuthRejected)]
     assert [e.error for e in rejected] == ["invalid_client", "invalid_client"]
     assert "OAuth token endpoint rejected (invalid_client)" in rejected[0].describe()
 
@@ -301,8 +302,8 @@ def test_a_rotated_secret_is_named_and_a_revoked_client_is_invalid_grant(
     request(service, new)
     oauth.revoke_client(new.client_id)
     assert error_of(refused(lambda: request(service, new))) == (400, "invalid_grant")
-    assert any(isinstance(e, SecretRotated) and e.refused_with for e in service.events)
-    assert any(isinstance(e, ClientRevoked) for e in service.events)
+    assert any(isinstance(e, SecretRotated) and e.refused_with for e in service.timeline.events)
+    assert any(isinstance(e, ClientRevoked) for e in service.timeline.events)
 
 
 def test_a_client_without_scopes_is_unauthorized_client(
@@ -388,11 +389,11 @@ def test_a_new_token_for_the_same_scopes_while_one_is_valid_is_churn(
     request(service, client, scope=READ)
     request(service, client, scope=WRITE)  # another scope set: no churn
     request(service, client, scope=READ)  # the same set again: churn
-    issued = [e for e in service.events if isinstance(e, TokenIssued)]
+    issued = [e for e in service.timeline.events if isinstance(e, TokenIssued)]
     assert [e.while_valid for e in issued] == [(), (), ("T1",)]
     clock.advance(1800 - 30)  # within the refresh margin: renewal, not churn
     request(service, client, scope=WRITE)
-    assert [e for e in service.events if isinstance(e, TokenIssued)][-1].while_valid == ()
+    assert [e for e in service.timeline.events if isinstance(e, TokenIssued)][-1].while_valid == ()
 
 
 def test_throttling_answers_429_in_the_rfc_shape(
@@ -439,7 +440,7 @@ def test_an_expired_or_unknown_token_is_invalid_token(
     refusal = refused(lambda: call(service, token))
     assert error_of(refusal) == (401, "invalid_token")
     assert refusal.headers == (("WWW-Authenticate", 'Bearer error="invalid_token"'),)
-    [used] = [e for e in service.events if isinstance(e, ApiCall)]
+    [used] = [e for e in service.timeline.events if isinstance(e, ApiCall)]
     assert used.credential_expired
     assert used.error == "invalid_token"
     assert error_of(refused(lambda: call(service, "a.b.c"))) == (401, "invalid_token")
@@ -455,7 +456,7 @@ def test_a_token_without_the_scope_is_403_insufficient_scope_naming_both(
     assert refusal.headers == (
         ("WWW-Authenticate", f'Bearer error="insufficient_scope", scope="{WRITE}"'),
     )
-    [refused_call] = [e for e in service.events if isinstance(e, ApiCall)]
+    [refused_call] = [e for e in service.timeline.events if isinstance(e, ApiCall)]
     assert refused_call.status == 403
     assert WRITE in refused_call.describe()
     assert f"it has {READ}" in refused_call.describe()
@@ -465,7 +466,7 @@ def test_a_token_without_the_scope_is_403_insufficient_scope_naming_both(
 def test_a_v2_token_on_an_oauth_route_is_invalid_token(service: AuthService) -> None:
     from pytest_mgmtauth._service.flows.v2 import V2Flow
 
-    account = service.add_account()
+    account = service.accounts.add_account()
     token, _ = service.flow(V2Flow).grant(account.username, account.api_key)
     refusal = refused(lambda: call(service, token))
     assert error_of(refusal) == (401, "invalid_token")
@@ -548,7 +549,7 @@ def test_any_token_request_gets_an_rfc_error_or_a_token_never_the_secret(
         "temporarily_unavailable",
     }
     # What the transport sends: the body with every known secret masked.
-    assert client.client_secret not in service.redact(str(outcome.body))
+    assert client.client_secret not in service.timeline.redact(str(outcome.body))
 
 
 @pytest.mark.parametrize(

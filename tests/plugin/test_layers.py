@@ -92,15 +92,115 @@ def test_a_wrong_import_is_caught(tmp_path: Path) -> None:
     assert _wrong_imports("_service", module, depth=1) == [".._http.app", "pytest"]
 
 
-#: The most lines a module of the package may have (docs/architecture.md): past it, a
-#: module holds more than one thing a maintainer can name.
-MAX_MODULE_LINES = 400
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def test_no_module_of_the_package_is_over_the_line_limit() -> None:
-    sizes = {
-        str(path.relative_to(PACKAGE)): len(path.read_text().splitlines())
-        for path in PACKAGE.rglob("*.py")
-    }
-    assert len(sizes) > 40  # the package itself was read
-    assert {name: n for name, n in sizes.items() if n > MAX_MODULE_LINES} == {}
+def _runtime_imports(path: Path, package: str) -> set[str]:
+    """The package's modules ``path`` imports when it runs: at module level or inside a
+    function, but not under ``if TYPE_CHECKING:`` (never executed). Importing
+    ``a.b.c`` runs ``a`` and ``a.b`` first, so those count too."""
+    tree = ast.parse(path.read_text())
+    skipped: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and ast.unparse(node.test).endswith("TYPE_CHECKING"):
+            skipped.update(id(n) for n in ast.walk(node))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - node.level + 1]
+                module = ".".join([*base, *([node.module] if node.module else [])])
+            else:
+                module = node.module or ""
+            names = [module]
+            for alias in node.names:
+                sub = f"{module}.{alias.name}"
+                file = PACKAGE.parent / Path(*sub.split("."))
+                if file.with_suffix(".py").exists() or (file / "__init__.py").exists():
+                    names.append(sub)
+        for name in names:
+            if name.split(".")[0] != PACKAGE.name:
+                continue
+            parts = name.split(".")
+            found.update(".".join(parts[:i]) for i in range(1, len(parts) + 1))
+    return found
+
+
+def _import_graph(root: Path = PACKAGE) -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {}
+    for path in sorted(root.rglob("*.py")):
+        name = _module_name(path)
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        graph[name] = _runtime_imports(path, package) - {name}
+    return graph
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for other in graph.get(node, ()):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in on_stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_import_circles_in_the_package() -> None:
+    """No module imports, even inside a function, a module that imports it back (through
+    any number of others): the layers hold inside each folder too."""
+    graph = _import_graph()
+    assert len(graph) > 40  # the package itself was read
+    assert _circles(graph) == []
+
+
+def test_an_import_circle_is_caught() -> None:
+    """The check itself can fail: a function-level import closing a circle counts, one
+    under TYPE_CHECKING does not."""
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert _circles(graph) == [["a", "b", "c"]]
+    source = (
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from .records import Refusal\n"
+        "def f():\n    from .flows.registry import FLOWS\n"
+    )
+    probe = PACKAGE / "_service" / "probe_for_the_test.py"
+    try:
+        probe.write_text(source)
+        imports = _runtime_imports(probe, f"{PACKAGE.name}._service")
+    finally:
+        probe.unlink()
+    assert f"{PACKAGE.name}._service.flows.registry" in imports
+    assert f"{PACKAGE.name}._service.records" not in imports

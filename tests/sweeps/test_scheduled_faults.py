@@ -18,8 +18,8 @@ from pytest_mgmtauth import (
 )
 from pytest_mgmtauth._service import faults as _faults
 from pytest_mgmtauth._service.faults import FaultPlan
-from pytest_mgmtauth._service.flows.base import Presented
-from pytest_mgmtauth._service.flows.v1 import V1Flow
+from pytest_mgmtauth._service.flows.bearer import BearerToken
+from pytest_mgmtauth._service.flows.v1 import SessionCookie, V1Flow
 from pytest_mgmtauth._service.flows.v2 import V2Flow
 from pytest_mgmtauth._service.service import AUTH_FAILED, AuthService, Refusal
 from pytest_mgmtauth._service.timeline import ManualClock
@@ -31,21 +31,21 @@ MakeService = Callable[..., AuthService]
 
 def _call(service: AuthService, token: str) -> str:
     """A protected v2 call as the transport makes it: counted, authorized, answered."""
-    service.protected_call_arrived()
+    service.fault_runner.protected_call_arrived()
     try:
         return service.authorize(
             "v2",
-            Presented(token=token, problem=None),
+            BearerToken(token=token, problem=None),
             method="GET",
             path="/v2/things",
             permission=None,
         ).credential
     finally:
-        service.protected_call_answered()
+        service.fault_runner.protected_call_answered()
 
 
 def _grant(service: AuthService, username: str, key: str) -> str:
-    service.auth_call_arrived()
+    service.fault_runner.auth_call_arrived()
     return service.flow(V2Flow).grant(username, key)[0]
 
 
@@ -103,20 +103,20 @@ def test_the_plan_counts_calls_and_fires_each_scheduled_fault_once_at_its_point(
 def test_revoke_before_a_call_ends_the_credential_in_use_when_the_call_before_is_answered(
     service: AuthService,
 ) -> None:
-    account = service.add_account()
-    service.schedule(_faults.scheduled("revoke", "call2"))
+    account = service.accounts.add_account()
+    service.fault_runner.schedule(_faults.scheduled("revoke", "call2"))
     token = _grant(service, account.username, account.api_key)
     assert _call(service, token) == "T1"  # call 1 answered: the revoke fires now
     with pytest.raises(Refusal) as excinfo:
         _call(service, token)
     assert excinfo.value.return_code == AUTH_FAILED
     assert "token T1 was revoked" in excinfo.value.reason
-    fired = [e for e in service.events if isinstance(e, ScheduledFaultFired)]
+    fired = [e for e in service.timeline.events if isinstance(e, ScheduledFaultFired)]
     assert [(e.fault, e.point, e.detail) for e in fired] == [
         ("revoke", "call2", "token T1 revoked on cue")
     ]
-    assert any(isinstance(e, CredentialRevoked) for e in service.events)
-    assert service.faults.scheduled() == []
+    assert any(isinstance(e, CredentialRevoked) for e in service.timeline.events)
+    assert service.fault_runner.plan.scheduled() == []
 
 
 def test_expire_moves_a_movable_clock_to_the_end_of_the_credential_in_use(
@@ -129,21 +129,21 @@ def test_expire_moves_a_movable_clock_to_the_end_of_the_credential_in_use(
         clock.advance(seconds)
         return True
 
-    service.advance = advance
-    account = service.add_account()
-    service.schedule(_faults.scheduled("expire", "call1"))
+    service.fault_runner.advance = advance
+    account = service.accounts.add_account()
+    service.fault_runner.schedule(_faults.scheduled("expire", "call1"))
     token = _grant(service, account.username, account.api_key)  # before call 1: now
     assert moved == [1800.0]  # the token's whole lifetime: its exp has come
     with pytest.raises(Refusal) as excinfo:
         _call(service, token)
     assert "while the answer that granted it was in flight" in excinfo.value.reason
-    refused = [e for e in service.events if isinstance(e, ApiCall)]
+    refused = [e for e in service.timeline.events if isinstance(e, ApiCall)]
     # The clock moved while /v2/auth was answering: a client that checks the token's
     # expiry before each call had checked before it authenticated, and sends the new
     # token at once. A 401 to recover from, not a use of an expired token (issue 29).
     assert not refused[0].credential_expired
     assert not refused[0].wrong_credential
-    fired = next(e for e in service.events if isinstance(e, ScheduledFaultFired))
+    fired = next(e for e in service.timeline.events if isinstance(e, ScheduledFaultFired))
     assert fired.detail == (
         "the clock moved on 1800 s to the end of token T1 while the answer that granted "
         "it was in flight"
@@ -151,48 +151,50 @@ def test_expire_moves_a_movable_clock_to_the_end_of_the_credential_in_use(
     # Before call 2 it fires once call 1 is answered: a client that watches the clock
     # could have renewed, so sending the token then is expired use.
     second = _grant(service, account.username, account.api_key)
-    service.schedule(_faults.scheduled("expire", "call3"))
+    service.fault_runner.schedule(_faults.scheduled("expire", "call3"))
     _call(service, second)
     with pytest.raises(Refusal) as excinfo:
         _call(service, second)
     assert "valid 1800 s from issue" in excinfo.value.reason
-    assert [e for e in service.events if isinstance(e, ApiCall)][-1].credential_expired
+    assert [e for e in service.timeline.events if isinstance(e, ApiCall)][-1].credential_expired
 
 
 def test_expire_on_a_clock_that_cannot_move_ends_the_credential_on_cue(
     service: AuthService,
 ) -> None:
-    service.advance = lambda seconds: False
-    account = service.add_account()
-    service.schedule(_faults.scheduled("expire", "call1"))
+    service.fault_runner.advance = lambda seconds: False
+    account = service.accounts.add_account()
+    service.fault_runner.schedule(_faults.scheduled("expire", "call1"))
     token = _grant(service, account.username, account.api_key)
     with pytest.raises(Refusal) as excinfo:
         _call(service, token)
     assert "ended early on cue" in excinfo.value.reason
-    fired = next(e for e in service.events if isinstance(e, ScheduledFaultFired))
+    fired = next(e for e in service.timeline.events if isinstance(e, ScheduledFaultFired))
     assert "the clock cannot move: the test does not run on mgmt_clock" in fired.detail
 
 
 def test_a_fault_before_call_1_without_any_grant_fires_at_the_call_and_ends_nothing(
     service: AuthService,
 ) -> None:
-    service.schedule(_faults.scheduled("revoke", "call1"))
+    service.fault_runner.schedule(_faults.scheduled("revoke", "call1"))
     with pytest.raises(Refusal):
         _call(service, "not-a-token")
-    fired = next(e for e in service.events if isinstance(e, ScheduledFaultFired))
+    fired = next(e for e in service.timeline.events if isinstance(e, ScheduledFaultFired))
     assert fired.detail == "no credential was in use, nothing ended"
 
 
 def test_throttle_at_an_authentication_answers_429_with_retry_after_and_grants_nothing(
     service: AuthService,
 ) -> None:
-    account = service.add_account()
-    service.schedule(_faults.scheduled("throttle", "auth1"))
-    due = service.auth_call_arrived()
-    fired = service.take_fault("v2", "POST", "/v2/auth", account.username, scheduled=due)
+    account = service.accounts.add_account()
+    service.fault_runner.schedule(_faults.scheduled("throttle", "auth1"))
+    due = service.fault_runner.auth_call_arrived()
+    fired = service.fault_runner.take_fault(
+        "v2", "POST", "/v2/auth", account.username, scheduled=due
+    )
     assert fired is not None
     assert (fired.fault.status, fired.fault.retry_after) == (429, 1)
-    event = next(e for e in service.events if isinstance(e, ScheduledFaultFired))
+    event = next(e for e in service.timeline.events if isinstance(e, ScheduledFaultFired))
     assert event.describe() == (
         "scheduled fault throttle@auth1: POST /v2/auth answered error 429, Retry-After 1s"
     )
@@ -304,31 +306,31 @@ def test_expire_of_a_v1_session_moves_the_clock_past_its_idle_timeout(
         clock.advance(seconds)
         return True
 
-    service.advance = advance
-    account = service.add_account()
-    service.schedule(_faults.scheduled("expire", "call2"))
-    service.auth_call_arrived()
+    service.fault_runner.advance = advance
+    account = service.accounts.add_account()
+    service.fault_runner.schedule(_faults.scheduled("expire", "call2"))
+    service.fault_runner.auth_call_arrived()
     session = service.flow(V1Flow).login(account.username, account.password)
 
     def call() -> str:
-        service.protected_call_arrived()
+        service.fault_runner.protected_call_arrived()
         try:
             return service.authorize(
                 "v1",
-                Presented(session_id=session.session_id, utk=session.utk, problem=None),
+                SessionCookie(session_id=session.session_id, utk=session.utk, problem=None),
                 method="GET",
                 path="/v1/things",
                 permission=None,
             ).credential
         finally:
-            service.protected_call_answered()
+            service.fault_runner.protected_call_answered()
 
     clock.advance(100)
     assert call() == "S1"  # answered: the session's idle timeout has now passed
     with pytest.raises(Refusal) as excinfo:
         call()
     assert "expired after 1800 s idle" in excinfo.value.reason
-    fired = next(e for e in service.events if isinstance(e, ScheduledFaultFired))
+    fired = next(e for e in service.timeline.events if isinstance(e, ScheduledFaultFired))
     assert fired.detail == "the clock moved on 1800 s to the end of session S1"
 
 

@@ -17,7 +17,7 @@ from pytest_mgmtauth._service.accounts import (
     make_account,
     parse_profiles,
 )
-from pytest_mgmtauth._service.flows.base import Presented
+from pytest_mgmtauth._service.flows.bearer import BearerToken
 from pytest_mgmtauth._service.flows.registry import endpoint_for
 from pytest_mgmtauth._service.flows.v1 import V1Flow
 from pytest_mgmtauth._service.flows.v2 import V2Flow
@@ -34,15 +34,15 @@ def _refusal(call: Callable[[], object]) -> Refusal:
 
 def _call(service: AuthService, token: str, path: str) -> Any:
     return service.authorize(
-        "v3", Presented(token=token, problem=None), method="GET", path=path, permission=None
+        "v3", BearerToken(token=token, problem=None), method="GET", path=path, permission=None
     )
 
 
 def test_a_v3_token_is_bound_to_its_account_and_profile(service: AuthService) -> None:
-    alice = service.add_account()
+    alice = service.accounts.add_account()
     token, record = service.flow(V3Flow).grant(alice.username, alice.api_key, "acme", "main")
     assert (record.version, record.account, record.profile) == ("v3", "acme", "main")
-    [issued] = [e for e in service.events if isinstance(e, TokenIssued)]
+    [issued] = [e for e in service.timeline.events if isinstance(e, TokenIssued)]
     assert (issued.version, issued.account, issued.profile) == ("v3", "acme", "main")
     assert "v3 token T1" in issued.describe()
     assert "acme/main" in issued.describe()
@@ -53,7 +53,7 @@ def test_a_v3_token_is_bound_to_its_account_and_profile(service: AuthService) ->
 def test_a_call_for_another_profile_or_account_is_refused_naming_both(
     service: AuthService,
 ) -> None:
-    alice = service.add_account()
+    alice = service.accounts.add_account()
     token, _ = service.flow(V3Flow).grant(alice.username, alice.api_key, "acme", "main")
     other_profile = _refusal(lambda: _call(service, token, "/v3/x/accounts/acme/profiles/dev"))
     assert other_profile.status == 401
@@ -71,7 +71,7 @@ def test_v3_scope_account_accepts_any_profile_of_the_account(
     make_service: Callable[..., AuthService],
 ) -> None:
     service = make_service(v3_scope="account")
-    alice = service.add_account()
+    alice = service.accounts.add_account()
     token, _ = service.flow(V3Flow).grant(alice.username, alice.api_key, "acme", "main")
     assert _call(service, token, "/v3/x/accounts/acme/profiles/dev").credential == "T1"
     refused = _refusal(lambda: _call(service, token, "/v3/x/accounts/umbrella/profiles/main"))
@@ -79,7 +79,7 @@ def test_v3_scope_account_accepts_any_profile_of_the_account(
 
 
 def test_v2_token_on_a_v3_route_and_the_reverse_are_refused(service: AuthService) -> None:
-    alice = service.add_account()
+    alice = service.accounts.add_account()
     v2, _ = service.flow(V2Flow).grant(alice.username, alice.api_key)
     v3, _ = service.flow(V3Flow).grant(alice.username, alice.api_key, "acme", "main")
     refused = _refusal(lambda: _call(service, v2, "/v3/x/accounts/acme/profiles/main"))
@@ -87,7 +87,7 @@ def test_v2_token_on_a_v3_route_and_the_reverse_are_refused(service: AuthService
     assert "/v3/auth/accounts/" in refused.reason
     reverse = _refusal(
         lambda: service.authorize(
-            "v2", Presented(token=v3, problem=None), method="GET", path="/api/x", permission=None
+            "v2", BearerToken(token=v3, problem=None), method="GET", path="/api/x", permission=None
         )
     )
     assert "T2 is a v3 token (for acme/main)" in reverse.reason
@@ -95,15 +95,15 @@ def test_v2_token_on_a_v3_route_and_the_reverse_are_refused(service: AuthService
 
 
 def test_churn_is_counted_per_account_and_profile(service: AuthService) -> None:
-    alice = service.add_account()
+    alice = service.accounts.add_account()
     for profile in ("main", "dev", "qa"):
         service.flow(V3Flow).grant(alice.username, alice.api_key, "acme", profile)
     # A v2 token alongside is no churn either: another credential kind.
     service.flow(V2Flow).grant(alice.username, alice.api_key)
-    issued = [e for e in service.events if isinstance(e, TokenIssued)]
+    issued = [e for e in service.timeline.events if isinstance(e, TokenIssued)]
     assert [e.premature for e in issued] == [False, False, False, False]
     service.flow(V3Flow).grant(alice.username, alice.api_key, "acme", "dev")
-    last = [e for e in service.events if isinstance(e, TokenIssued)][-1]
+    last = [e for e in service.timeline.events if isinstance(e, TokenIssued)][-1]
     assert last.while_valid == ("T2",)
     assert service.auth_count(version="v3") == 4
     assert service.auth_count(version="v2") == 1
@@ -114,7 +114,7 @@ def test_v3_premature_grants_are_throttled_with_retry_after(
     make_service: Callable[..., AuthService],
 ) -> None:
     service = make_service(throttle=2)
-    alice = service.add_account()
+    alice = service.accounts.add_account()
     for _ in range(3):
         service.flow(V3Flow).grant(alice.username, alice.api_key, "acme", "main")
     refused = _refusal(
@@ -122,7 +122,7 @@ def test_v3_premature_grants_are_throttled_with_retry_after(
     )
     assert refused.status == 429
     assert refused.retry_after is not None
-    [throttled] = [e for e in service.events if isinstance(e, Throttled)]
+    [throttled] = [e for e in service.timeline.events if isinstance(e, Throttled)]
     assert throttled.version == "v3"
     assert throttled.describe().startswith("/v3/auth throttled (429")
     # v2 has its own window: not throttled by v3's churn.
@@ -132,7 +132,7 @@ def test_v3_premature_grants_are_throttled_with_retry_after(
 def test_profiles_restrict_which_pairs_an_account_may_get_tokens_for(
     service: AuthService,
 ) -> None:
-    alice = service.add_account(profiles=["acme/main", ("acme", "dev"), "umbrella/*"])
+    alice = service.accounts.add_account(profiles=["acme/main", ("acme", "dev"), "umbrella/*"])
     service.flow(V3Flow).grant(alice.username, alice.api_key, "acme", "dev")
     service.flow(V3Flow).grant(alice.username, alice.api_key, "umbrella", "anything")
     refused = _refusal(
@@ -142,14 +142,14 @@ def test_profiles_restrict_which_pairs_an_account_may_get_tokens_for(
     assert refused.return_code == 1401
     assert "acme/qa" in refused.reason
     assert "acme/dev, acme/main, umbrella/*" in refused.reason
-    rejected = [e for e in service.events if isinstance(e, AuthRejected)][-1]
+    rejected = [e for e in service.timeline.events if isinstance(e, AuthRejected)][-1]
     assert (rejected.version, rejected.account, rejected.profile) == ("v3", "acme", "qa")
     assert rejected.describe().startswith("/v3/auth for acme/qa rejected (1401)")
     assert "profiles=acme/dev, acme/main, umbrella/*" in repr(alice)
 
 
 def test_wrong_key_and_unknown_user_get_1401_with_a_diagnosis(service: AuthService) -> None:
-    alice = service.add_account()
+    alice = service.accounts.add_account()
     wrong = _refusal(lambda: service.flow(V3Flow).grant(alice.username, "nope", "acme", "main"))
     assert wrong.status == 401
     assert "API key" in wrong.reason
@@ -201,7 +201,7 @@ def test_expiry_message_states_the_real_lifetime_of_a_token_issued_mid_second(
 ) -> None:
     clock = ManualClock(1_800_000_000.75)
     service = AuthService(Options(), signer, clock)
-    alice = service.add_account()
+    alice = service.accounts.add_account()
     token, record = service.flow(V3Flow).grant(alice.username, alice.api_key, "acme", "main")
     assert record.claims.exp - record.claims.iat == 1800
     clock.now = record.claims.exp + 5.0
@@ -214,31 +214,35 @@ def test_expiry_message_states_the_real_lifetime_of_a_token_issued_mid_second(
 def test_expiry_message_of_a_token_issued_on_a_whole_second_says_token_ttl(
     service: AuthService, clock: ManualClock
 ) -> None:
-    alice = service.add_account()
+    alice = service.accounts.add_account()
     token, record = service.flow(V2Flow).grant(alice.username, alice.api_key)
     clock.now = record.claims.exp + 1
     refused = _refusal(
         lambda: service.authorize(
-            "v2", Presented(token=token, problem=None), method="GET", path="/api/x", permission=None
+            "v2",
+            BearerToken(token=token, problem=None),
+            method="GET",
+            path="/api/x",
+            permission=None,
         )
     )
     assert "(valid 1800 s from issue)" in refused.reason
 
 
 def test_expire_and_revoke_on_cue_apply_to_v3_tokens(service: AuthService) -> None:
-    alice = service.add_account()
+    alice = service.accounts.add_account()
     token, _ = service.flow(V3Flow).grant(alice.username, alice.api_key, "acme", "main")
-    assert service.expire("T1") == "T1"
+    assert service.fault_runner.expire("T1") == "T1"
     refused = _refusal(lambda: _call(service, token, "/v3/x/accounts/acme/profiles/main"))
     assert "ended early on cue" in refused.reason
     # Re-authenticating after an expiry on cue is no churn.
     service.flow(V3Flow).grant(alice.username, alice.api_key, "acme", "main")
-    assert not [e for e in service.events if isinstance(e, TokenIssued)][-1].premature
-    assert any(e.describe() == "token T1 expired on cue" for e in service.events)
+    assert not [e for e in service.timeline.events if isinstance(e, TokenIssued)][-1].premature
+    assert any(e.describe() == "token T1 expired on cue" for e in service.timeline.events)
 
 
 def test_v1_identifiers_have_the_published_shapes(service: AuthService) -> None:
-    alice = service.add_account()
+    alice = service.accounts.add_account()
     session = service.flow(V1Flow).login(alice.username, alice.password)
     assert re.fullmatch(r"-?[0-9]+", session.session_id)
     assert re.fullmatch(r"[A-Z0-9]{21}", session.utk)
@@ -256,12 +260,12 @@ def test_tokens_carry_the_real_issuer_unless_configured(
     import jwt
 
     default = make_service()
-    alice = default.add_account()
+    alice = default.accounts.add_account()
     token, _ = default.flow(V2Flow).grant(alice.username, alice.api_key)
     claims = jwt.decode(token, options={"verify_signature": False})
     assert claims["iss"] == "https://api.tealiumiq.com"
     custom = make_service(issuer="https://issuer.example")
-    bob = custom.add_account()
+    bob = custom.accounts.add_account()
     token2, _ = custom.flow(V2Flow).grant(bob.username, bob.api_key)
     assert jwt.decode(token2, options={"verify_signature": False})["iss"] == (
         "https://issuer.example"
@@ -269,7 +273,7 @@ def test_tokens_carry_the_real_issuer_unless_configured(
     # A token of the other issuer is refused, naming both.
     refused = _refusal(
         lambda: custom.authorize(
-            "v2", Presented(token=token, problem=None), method="GET", path="/x", permission=None
+            "v2", BearerToken(token=token, problem=None), method="GET", path="/x", permission=None
         )
     )
     assert "https://api.tealiumiq.com" in refused.reason
@@ -289,13 +293,13 @@ def test_bad_v3_options_say_what_to_pass(options: dict[str, Any], message: str) 
 
 
 def test_every_kind_of_scripted_fault_can_target_v3_auth(service: AuthService) -> None:
-    service.faults.add(_faults.hang(5, clock="simulated", version="v3"))
-    service.faults.add(_faults.reset(version="v3"))
-    service.faults.add(_faults.malformed(version="v3"))
-    assert service.take_fault("v2", "POST", "/v2/auth", None) is None
-    assert service.take_fault("v1", "POST", "/v1/login", None) is None
+    service.fault_runner.plan.add(_faults.hang(5, clock="simulated", version="v3"))
+    service.fault_runner.plan.add(_faults.reset(version="v3"))
+    service.fault_runner.plan.add(_faults.malformed(version="v3"))
+    assert service.fault_runner.take_fault("v2", "POST", "/v2/auth", None) is None
+    assert service.fault_runner.take_fault("v1", "POST", "/v1/login", None) is None
     path = "/v3/auth/accounts/acme/profiles/main"
-    kinds = [service.take_fault("v3", "POST", path, None) for _ in range(3)]
+    kinds = [service.fault_runner.take_fault("v3", "POST", path, None) for _ in range(3)]
     assert [k.fault.kind for k in kinds if k is not None] == ["hang", "reset", "malformed"]
     assert _faults.failure(503, version=None).applies_to("v3")
     assert _faults.failure(503, version="v3").endpoints == (

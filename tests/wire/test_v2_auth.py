@@ -241,7 +241,7 @@ def test_token_of_an_earlier_test_is_unknown_here(
     # A token signed by this session's key but issued in another test's state.
     account = mgmt_server.add_account("carry@example.com")
     signer = mgmt_server._service.signer
-    token, _ = signer.issue(account.username, int(mgmt_server._service.now()), 1800)
+    token, _ = signer.issue(account.username, int(mgmt_server._service.timeline.now()), 1800)
     mgmt_server.route("GET", "/api/x").respond_with_json({})
     response = http.get(f"{mgmt_server.url}/api/x", headers={"Authorization": f"Bearer {token}"})
     assert response.status_code == 401

@@ -8,19 +8,23 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, NoReturn, Protocol
 
+from ..events import AuthRejected
+from ..records import AUTH_FAILED
 from ..secret_text import ClientKind
+from ..timeline import to_datetime
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from ..accounts import Account
     from ..credentials import Call
+    from ..events import Event
     from ..limits import SecretKind
     from ..options import Options
     from ..records import Authorization, Refusal
     from ..service import AuthService
-    from .registry import Where
 
 #: The path of the cookies the real service sets (the interface document).
 COOKIE_PATH = "/urest_service"
@@ -109,15 +113,94 @@ class Answer:
 
 
 @dataclasses.dataclass(frozen=True)
-class Presented:
-    """The credentials a protected call presented, and why they are malformed, if so."""
+class Where:
+    """Where a request arrived.
 
-    token: str | None = None
-    session_id: str | None = None
-    utk: str | None = None
+    ``host`` is the named host of the service it reached (through the proxy, or by a
+    ``Host`` header naming one), or ``None`` for the fake's own address, which stands
+    for every host of the service except the region host. ``shown`` is how texts name
+    it (``api.tealiumiq.com``, ``127.0.0.1:53011``)."""
+
+    host: str | None
+    shown: str
+
+    def reaches(self, hosts: tuple[str, ...], region_host: str) -> bool:
+        """Whether a request here reaches one of ``hosts``."""
+        if self.host is None:
+            return any(h != region_host for h in hosts)
+        return self.host in hosts
+
+    def is_region(self, region_host: str) -> bool:
+        return self.host == region_host
+
+
+#: What may surround a header value (RFC 9110 5.5: optional whitespace is SP and HTAB).
+#: str.strip() also strips NBSP, VT, FF, NEL (U+0085) and U+001C..U+001F.
+HTTP_WHITESPACE = " \t"
+
+
+@dataclasses.dataclass(frozen=True)
+class Received:
+    """A protected call as it arrived, read once by the transport: what a flow reads its
+    credential from (no HTTP types)."""
+
+    method: str
+    path: str
+    #: Where it arrived (worked out once, when it arrived).
+    where: Where
+    #: The header lines, in order (a repeated header is joined with ", ").
+    headers: tuple[tuple[str, str], ...] = ()
+    cookies: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    #: The query string's pairs, in order.
+    query: tuple[tuple[str, str], ...] = ()
+    scheme: str = "http"
+    #: The body's media type, without parameters.
+    mimetype: str = ""
+    body: bytes = b""
+
+    def header(self, name: str) -> list[str]:
+        """The values of the header ``name`` (any case)."""
+        wanted = name.lower()
+        return [value for key, value in self.headers if key.lower() == wanted]
+
+    def param(self, name: str) -> list[str]:
+        """The values of the query parameter ``name``."""
+        return [value for key, value in self.query if key == name]
+
+
+@dataclasses.dataclass(frozen=True)
+class Credential:
+    """What a protected call presented of its flow's credential, read by the flow
+    (each flow subclasses it with its own fields): why it is malformed, if so."""
+
     problem: str | None = None
-    #: The call presented no credential at all (no ``Authorization`` header).
+    #: The call presented none of it at all.
     missing: bool = False
+
+
+class MalformedCall(Exception):
+    """A protected call too malformed to authorize (a query parameter sent twice): the
+    transport answers ``status`` (a 4xx) with ``reason``, as for any bad request."""
+
+    def __init__(self, status: int, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
+class Refuse(Protocol):
+    """How a flow's authentication is refused where a shared rule (lockout) says no: a
+    failed login, a refused call. ``then`` is recorded after the refusal's event."""
+
+    def __call__(
+        self,
+        username: str | None,
+        code: int,
+        reason: str,
+        *,
+        message: str | None = None,
+        then: Event | None = None,
+    ) -> NoReturn: ...
 
 
 class Flow:
@@ -132,15 +215,20 @@ class Flow:
     path_title: ClassVar[str]
     #: The secret an account authenticates with.
     secret: ClassVar[SecretKind]
-    #: What it grants: ``"token"`` or ``"session"``.
-    credential: ClassVar[str]
-    #: How a protected call presents the credential (the transport's reader).
-    presents: ClassVar[str]
+    #: What it grants: ``"token"`` or ``"session"``; ``None`` for a flow whose calls
+    #: present the secret itself (nothing is granted, nothing is counted as a grant).
+    credential: ClassVar[str | None]
+    #: How lockout messages name one of its authentications ("login": "failed logins",
+    #: "login attempts").
+    attempt: ClassVar[str] = "authentication"
+    #: Failed authentications in a row lock the account (the service's 1402), and so
+    #: do locks on cue (``mgmt_server.lock``).
+    locks_out: ClassVar[bool] = True
     #: Routes under this path prefix belong to it unless declared otherwise.
     route_prefix: ClassVar[str | None] = None
     #: What ``auth_count`` messages say it counts.
     grants_phrase: ClassVar[str]
-    endpoints: ClassVar[tuple[Endpoint, ...]]
+    endpoints: ClassVar[tuple[Endpoint, ...]] = ()
     #: The hosts of the service its endpoints (authentication) answer on.
     auth_hosts: ClassVar[tuple[str, ...]]
     #: The hosts of the service its API calls (declared routes) answer on.
@@ -168,12 +256,9 @@ class Flow:
     def check_route(cls, permission: str | None, scope: str | None) -> None:
         """ValueError if a route of this flow cannot take ``permission`` or ``scope``."""
         if scope is not None:
-            from .registry import FLOWS  # the registry imports every flow module
-
-            scoped = " or ".join(f"auth={n!r}" for n, f in FLOWS.items() if f.takes_scope)
             raise ValueError(
-                f"route(scope=...): {cls.name} tokens carry no scopes; scopes belong to "
-                f"routes of a flow whose tokens do ({scoped or 'none'})"
+                f"route(scope=...): {cls.name} credentials carry no scopes; scopes belong "
+                "to routes of a flow whose tokens do"
             )
 
     @classmethod
@@ -218,9 +303,20 @@ class Flow:
         )
 
     @classmethod
-    def auth_endpoint(cls) -> str:
-        """The path of its authentication endpoint (the first it lists)."""
-        return cls.endpoints[0].path
+    def fix_refused(cls) -> str:
+        """How a client of this flow sends the credential a protected call needs."""
+        return f"the credential of {cls.title} that the route's flow takes"
+
+    @classmethod
+    def fault_endpoints(cls) -> tuple[Endpoint, ...]:
+        """Its endpoints that scripted and scheduled faults apply to (maybe none)."""
+        return tuple(e for e in cls.endpoints if e.fault_point)
+
+    @classmethod
+    def auth_endpoint(cls) -> str | None:
+        """The path of its authentication endpoint (the first it lists); ``None`` for a
+        flow without one."""
+        return cls.endpoints[0].path if cls.endpoints else None
 
     def answer(self, operation: str, incoming: Incoming) -> Answer:
         """Serve one of :attr:`endpoints` (its ``operation``)."""
@@ -228,9 +324,118 @@ class Flow:
         answer: Answer = method(incoming)
         return answer
 
-    def authorize(self, presented: Presented, call: Call, permission: str | None) -> Authorization:
+    def read(self, received: Received) -> Credential:
+        """The credential a protected call of this flow presents, with why it is missing
+        or malformed (:class:`MalformedCall` for a call too malformed to authorize)."""
+        raise NotImplementedError
+
+    def carried(self, received: Received) -> str | None:
+        """What of this flow's credential ``received`` carries, for a route of another
+        flow to say ("a JSESSIONID cookie: ..."); ``None`` if nothing."""
+        return None
+
+    def others_carried(self, received: Received) -> str | None:
+        """What ``received`` carries of the other flows' credentials, if anything."""
+        found = [
+            text
+            for flow in self.service.flows.values()
+            if flow is not self and (text := flow.carried(received)) is not None
+        ]
+        return "; ".join(dict.fromkeys(found)) or None
+
+    def owner(self, credential: Credential) -> tuple[str | None, str | None]:
+        """The account and label of what a call presented, when this test granted it
+        (a refusal before authentication names them); else ``None`` s."""
+        return None, None
+
+    def authorize(
+        self, credential: Credential, call: Call, permission: str | None
+    ) -> Authorization:
         """Authenticate a protected call; :class:`Refusal` if not."""
         raise NotImplementedError
+
+    # -- the rules every flow shares -------------------------------------------------
+
+    def check_account(
+        self,
+        username: str | None,
+        secret: str | None,
+        *,
+        now: float,
+        client: ClientKind,
+        refuse: Refuse,
+    ) -> Account:
+        """The account whose :attr:`secret` was presented, under the lockout rule (if
+        :attr:`locks_out`): an unknown account, a locked one (1402) or a wrong secret
+        (counted towards a lockout) is refused with ``refuse``."""
+        service = self.service
+        account = service.accounts.get(username) if username is not None else None
+        if account is None or username is None:
+            refuse(None, AUTH_FAILED, service.accounts.unknown_account(username or ""))
+        if self.locks_out:
+            service.lockout.check(self, username, now, refuse)
+        expected = account.secret(self.secret)
+        problem = service.accounts.secret_problem(
+            username, self.secret, expected, secret or "", client
+        )
+        if problem:
+            if self.locks_out:
+                service.lockout.failed(self, username, now, problem, refuse)
+            refuse(username, AUTH_FAILED, problem)
+        if self.locks_out:
+            service.lockout.succeeded(username)
+        return account
+
+    def refuse_auth(
+        self,
+        now: float,
+    ) -> Refuse:
+        """How a refused authentication at this flow's endpoint is recorded
+        (:class:`AuthRejected`; v1 records a ``LoginRejected``)."""
+        timeline = self.service.timeline
+
+        def refuse(
+            username: str | None,
+            code: int,
+            reason: str,
+            *,
+            message: str | None = None,
+            then: Event | None = None,
+        ) -> NoReturn:
+            timeline.refuse(
+                AuthRejected(
+                    at=to_datetime(now),
+                    username=username,
+                    return_code=code,
+                    reason=reason,
+                    version=self.name,
+                ),
+                code,
+                reason,
+                message=message,
+                then=then,
+            )
+
+        return refuse
+
+    def refuse_in_call(self, call: Call) -> Refuse:
+        """How a refused protected call is recorded (an ``ApiCall`` with the wrong
+        credential: a finding): for a flow whose calls present the secret itself."""
+        credentials = self.service.credentials
+
+        def refuse(
+            username: str | None,
+            code: int,
+            reason: str,
+            *,
+            message: str | None = None,
+            then: Event | None = None,
+        ) -> NoReturn:
+            credentials.refuse_call(
+                call, username, None, reason, code=code, wrong=True, message=message, then=then
+            )
+
+        return refuse
 
     @classmethod
     def wrong_path(cls, path: str) -> str:

@@ -4,16 +4,18 @@ that name it)."""
 
 from __future__ import annotations
 
-import math
+import dataclasses
+import re
+import unicodedata
 from collections import deque
 from typing import TYPE_CHECKING, ClassVar, NoReturn
 
 from ..accounts import format_scopes
-from ..events import AuthRejected, Throttled, TokenIssued
-from ..records import AUTH_FAILED, THROTTLE_WINDOW, Authorization, TokenRecord
+from ..events import AuthRejected, TokenIssued
+from ..records import AUTH_FAILED, Authorization, TokenRecord
 from ..timeline import to_datetime
 from ..token_format import TokenProblem, unverified_subject
-from .base import Flow
+from .base import HTTP_WHITESPACE, Credential, Flow
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -22,7 +24,16 @@ if TYPE_CHECKING:
     from ..limits import SecretKind
     from ..options import Options
     from ..secret_text import ClientKind
-    from .base import Presented
+    from .base import Received
+
+
+@dataclasses.dataclass(frozen=True)
+class BearerToken(Credential):
+    """What a bearer call presents: ``Authorization: Bearer <token>``. With a
+    ``problem``, ``token`` may be the JWT found in a malformed header anyway: it
+    attributes the refusal to its account."""
+
+    token: str | None = None
 
 
 class BearerFlow(Flow):
@@ -30,7 +41,31 @@ class BearerFlow(Flow):
 
     secret: ClassVar[SecretKind] = "API key"
     credential = "token"
-    presents = "bearer"
+    #: The service does not publish a lockout of bearer grants.
+    locks_out = False
+    #: How its messages name the token in ``Authorization: Bearer <...>``.
+    token_word: ClassVar[str] = "token"
+
+    @classmethod
+    def fix_refused(cls) -> str:
+        return f"the bearer token of {cls.title}"
+
+    def read(self, received: Received) -> BearerToken:
+        return read_bearer(received, self)
+
+    def carried(self, received: Received) -> str | None:
+        values = received.header("Authorization")
+        if values and values[0].strip(HTTP_WHITESPACE).lower().startswith("bearer "):
+            return "a bearer token"
+        return None
+
+    def owner(self, credential: Credential) -> tuple[str | None, str | None]:
+        if isinstance(credential, BearerToken) and credential.token is not None:
+            with self.service.mutex:
+                record = self.service.credentials.by_token.get(credential.token)
+            if record is not None:
+                return record.username, record.label
+        return None, None
 
     @classmethod
     def origin(cls, record: TokenRecord) -> str:
@@ -79,34 +114,6 @@ class BearerFlow(Flow):
         """1469 if the token's account lacks the route's ``permission``."""
         self.service.credentials.check_permission(call, record.username, record.label, permission)
 
-    def check_throttle(self, username: str, now: float) -> None:
-        service = self.service
-        limit = service.options.throttle
-        if limit is None:
-            return
-        window = service.credentials.premature.get((username, self.name))
-        if not window:
-            return
-        while window and window[0] <= now - THROTTLE_WINDOW:
-            window.popleft()
-        if len(window) >= limit:
-            retry_after = max(1, math.ceil(window[0] + THROTTLE_WINDOW - now))
-            service.timeline.refuse(
-                Throttled(
-                    at=to_datetime(now),
-                    username=username,
-                    retry_after=retry_after,
-                    premature_grants=len(window),
-                    version=self.name,
-                ),
-                429,
-                f"{len(window)} new tokens within {THROTTLE_WINDOW:g} s while the account "
-                f"held a valid one; reuse the token until it is about to expire",
-                message="Too many authentication requests",
-                retry_after=retry_after,
-                status=429,
-            )
-
     def grant_bearer(
         self,
         username: str,
@@ -119,7 +126,7 @@ class BearerFlow(Flow):
     ) -> tuple[str, TokenRecord]:
         service = self.service
         with service.mutex:
-            now = service.now()
+            now = service.timeline.now()
             found = service.accounts.get(username)
 
             def reject(who: str | None, reason: str) -> NoReturn:
@@ -139,7 +146,7 @@ class BearerFlow(Flow):
 
             if found is None:
                 reject(None, service.accounts.unknown_account(username))
-            self.check_throttle(username, now)
+            service.credentials.check_throttle(self, username, now)
             problem = service.accounts.secret_problem(
                 username, self.secret, found.api_key, key, client
             )
@@ -191,8 +198,8 @@ class BearerFlow(Flow):
         else:
             token, claims = service.signer.issue(username, int(now), lifetime, issuer=issuer)
         with service.mutex:
-            now = service.now()
-            self.check_throttle(username, now)
+            now = service.timeline.now()
+            service.credentials.check_throttle(self, username, now)
             held = service.credentials.held_tokens(
                 username, now, self.name, account, profile, scopes=scopes, margin=margin
             )
@@ -242,12 +249,13 @@ class BearerFlow(Flow):
             service.fault_runner.granted()
             return token, record
 
-    def authorize(self, presented: Presented, call: Call, permission: str | None) -> Authorization:
-        """Authenticate a protected call by its bearer token. With a ``problem`` (a
-        malformed Authorization header), ``token`` may be the token found in it anyway:
-        it attributes the refusal to its account."""
+    def authorize(
+        self, credential: Credential, call: Call, permission: str | None
+    ) -> Authorization:
+        """Authenticate a protected call by its bearer token."""
+        assert isinstance(credential, BearerToken)
         service = self.service
-        token, problem = presented.token, presented.problem
+        token, problem = credential.token, credential.problem
         with service.mutex:
             if token is None or problem:
                 owner, label = self._attribute_token(token) if token else (None, None)
@@ -284,13 +292,10 @@ class BearerFlow(Flow):
             record.uses += 1
             return Authorization(record.username, self.name, record.label)
 
-    @staticmethod
-    def origin_of(record: TokenRecord) -> str:
+    def origin_of(self, record: TokenRecord) -> str:
         """Where any flow's token came from (its own flow says)."""
-        from .registry import flow_class  # the registry imports every flow module
-
-        other = flow_class(record.version)
-        assert issubclass(other, BearerFlow)
+        other = self.service.flows[record.version]
+        assert isinstance(other, BearerFlow)
         return other.origin(record)
 
     def wrong_flow_reason(self, record: TokenRecord) -> str:
@@ -369,3 +374,155 @@ def _lifetime(record: TokenRecord) -> str:
         f"valid {lived:.3f} s from issue: exp is iat + {claims.exp - claims.iat} s and iat "
         "is the moment of issue truncated to the second"
     )
+
+
+# -- reading the bearer token of a call -------------------------------------------
+
+#: Anything but visible ASCII (0x21-0x7E), SP and HTAB.
+_NOT_HEADER_TEXT = re.compile(r"[^\x20-\x7e\t]")
+
+#: Characters without a Unicode name that a client lets into a header value by mistake.
+_CHAR_NAMES = {
+    "\x00": "a NUL byte",
+    "\x0b": "a vertical tab",
+    "\x0c": "a form feed",
+    "\x1c": "a file separator",
+    "\x1d": "a group separator",
+    "\x1e": "a record separator",
+    "\x1f": "a unit separator",
+    "\x7f": "a DEL character",
+    "\x85": "a next-line character (NEL)",
+}
+
+
+def odd_char(value: str) -> tuple[int, str] | None:
+    """The first character of a header value that is neither visible ASCII nor SP or
+    HTAB (str.strip() and str.split() treat NBSP, VT, FF, NEL and U+001C..U+001F as
+    whitespace; HTTP does not), and its description."""
+    # One regular-expression search: a loop over the ~900 characters of a bearer token
+    # was a measurable part of every protected call.
+    odd = _NOT_HEADER_TEXT.search(value)
+    if odd is None:
+        return None
+    return odd.start(), _describe_char(value, odd.start())
+
+
+def _describe_char(value: str, index: int) -> str:
+    char, how = value[index], ""
+    if "\xc2" <= char <= "\xf4":
+        # Header values arrive as latin-1: a UTF-8 sequence shows as 2 to 4 characters.
+        raw = value[index : index + 4].encode("latin-1", "replace")
+        for size in (2, 3, 4):
+            try:
+                decoded = raw[:size].decode("utf-8")
+            except UnicodeDecodeError:
+                continue
+            if len(decoded) == 1:
+                char, how = decoded, ", sent as UTF-8"
+            break
+    name = _CHAR_NAMES.get(char)
+    if name is None:
+        unicode_name = unicodedata.name(char, "").lower()
+        if not unicode_name:
+            name = "the character"
+        else:
+            name = f"{'an' if unicode_name[0] in 'aeiou' else 'a'} {unicode_name}"
+    return f"{name} (U+{ord(char):04X}{how})"
+
+
+def read_bearer(received: Received, flow: BearerFlow) -> BearerToken:
+    """The bearer token of ``received``, or why it is missing or malformed, in the words
+    of ``flow`` (where its tokens come from)."""
+    values = received.header("Authorization")
+    source = f"the {flow.token_word} from {flow.title}"
+    if not values:
+        other = flow.others_carried(received)
+        hint = f" (this request carries {other})" if other else ""
+        return BearerToken(
+            missing=True,
+            problem=(
+                f"no Authorization header: send 'Authorization: Bearer <{flow.token_word}>' "
+                f"with {source}{hint}"
+            ),
+        )
+    # The WSGI server joins repeated headers into one with ", " (a JWT has no comma).
+    values = [part for joined in values for part in joined.split(",")]
+    if len(values) > 1:
+        return BearerToken(
+            problem=(
+                f"{len(values)} Authorization values (repeated headers, or commas in one); "
+                "send exactly one 'Authorization: Bearer <token>'"
+            )
+        )
+    value = values[0].strip(HTTP_WHITESPACE)
+    odd = odd_char(value)
+    if odd is not None:
+        index, char = odd
+        # The token found anyway, without the odd characters, attributes the refusal.
+        dropped = "".join(c for c in value if c.isascii() and (c.isprintable() or c == "\t"))
+        words = [re.sub(r"(?i)^bearer", "", word) for word in dropped.split()]
+        found = next((w for w in words if w.count(".") == 2), None)
+        where = _where(value, index)
+        rule = (
+            "a JWT holds only letters, digits, '-', '_' and '.'"
+            if where.startswith("inside")
+            else "HTTP allows only spaces and tabs there"
+        )
+        return BearerToken(
+            token=found,
+            problem=(
+                f"the Authorization header contains {char} {where}; {rule}: send "
+                f"'Authorization: Bearer <token>' with the token exactly as {flow.title} "
+                "returned it"
+            ),
+        )
+    scheme, _, rest = value.partition(" ")
+    rest = rest.strip(HTTP_WHITESPACE)
+    if not rest:
+        if value.count(".") == 2:
+            return BearerToken(
+                token=value,
+                problem=(
+                    "the Authorization header holds the token without the 'Bearer' scheme: "
+                    "send 'Authorization: Bearer <token>'"
+                ),
+            )
+        if scheme.lower() == "bearer":
+            return BearerToken(
+                problem="the Authorization header says 'Bearer' but no token follows it"
+            )
+        return BearerToken(problem="the Authorization header is not 'Bearer <token>'")
+    if scheme.lower() != "bearer":
+        # The scheme is named, never a secret; the value after it is.
+        shown = scheme if len(scheme) <= 20 and scheme.isascii() else f"{scheme[:8]}..."
+        return BearerToken(
+            token=rest if rest.count(".") == 2 else None,
+            problem=(
+                f"the Authorization scheme is {shown!r}, not 'Bearer': {flow.name} calls take "
+                "'Authorization: Bearer <token>'"
+            ),
+        )
+    if " " in rest or "\t" in rest:
+        return BearerToken(
+            problem=(
+                "the bearer token contains a space or a tab; send the token exactly as "
+                f"{flow.title} returned it"
+            )
+        )
+    return BearerToken(token=rest)
+
+
+def _where(value: str, index: int) -> str:
+    """Where in 'Bearer <token>' the character at ``index`` is."""
+
+    def visible(text: str) -> str:
+        return "".join(c for c in text if c.isascii() and c.isprintable() and c != " ")
+
+    before = visible(value[:index])
+    if not before:
+        return "at its start, before the scheme"
+    if not visible(value[index + 1 :]):
+        return "at its end, after the token"
+    if before.lower() == "bearer":
+        return "between 'Bearer' and the token"
+    return f"inside the value (character {index + 1})"

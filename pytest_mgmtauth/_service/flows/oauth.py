@@ -24,8 +24,8 @@ from ..options import OAUTH_TOKEN_PATH
 from ..records import AUTH_FAILED, DIAGNOSIS_BUDGET, DIAGNOSIS_WINDOW, FORBIDDEN, Refusal
 from ..secret_text import ClientKind, diagnose_secret, paused_diagnosis
 from ..timeline import to_datetime
-from .base import Answer, Endpoint, Incoming, Presented
-from .bearer import BearerFlow
+from .base import Answer, Endpoint, Incoming
+from .bearer import BearerFlow, BearerToken
 from .oauth_clients import (
     BASIC_CHALLENGE,
     DEFAULT_SCOPE,
@@ -53,6 +53,7 @@ if TYPE_CHECKING:
     from ..options import Options
     from ..records import Authorization, TokenRecord
     from ..service import AuthService
+    from .base import Credential
 
 #: The statuses of the token endpoint (RFC 6749 5.1, 5.2; 429 when throttled).
 STATUSES = (200, 400, 401, 405, 429)
@@ -70,6 +71,7 @@ class OAuthFlow(BearerFlow):
     api_hosts = (HOST,)
     takes_scope = True
     principal = "OAuth client"
+    token_word = "access_token"
     endpoints = (Endpoint("token", OAUTH_TOKEN_PATH, statuses=STATUSES),)
 
     def __init__(self, service: AuthService) -> None:
@@ -168,7 +170,7 @@ class OAuthFlow(BearerFlow):
             rotated = dataclasses.replace(client, client_secret=new_secret)
             self.clients[client_id] = rotated
             self.service.timeline.hold_secrets(new_secret, *basic_spellings(client_id, new_secret))
-            now = self.service.now()
+            now = self.service.timeline.now()
             self._rotated.setdefault(client_id, []).append((client.client_secret, now))
             self.service.timeline.record(
                 SecretRotated(
@@ -186,7 +188,7 @@ class OAuthFlow(BearerFlow):
         """The client gets no more tokens (invalid_grant); its tokens stay valid."""
         with self.service.mutex:
             self.known_client(client_id)
-            now = self.service.now()
+            now = self.service.timeline.now()
             self._revoked.setdefault(client_id, now)
             self.service.timeline.record(ClientRevoked(at=to_datetime(now), username=client_id))
 
@@ -198,7 +200,7 @@ class OAuthFlow(BearerFlow):
             )
         close = difflib.get_close_matches(client_id, list(self.clients), n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
-        return self.service.redact(f"no OAuth client {quoted(client_id)} exists{hint}")
+        return self.service.timeline.redact(f"no OAuth client {quoted(client_id)} exists{hint}")
 
     # -- the token endpoint ----------------------------------------------------------
 
@@ -228,8 +230,8 @@ class OAuthFlow(BearerFlow):
             form = token_form(incoming, self._reject)
             client_id, secret, raw = client_credentials(incoming, form, self._reject)
             client = self._authenticate(client_id, secret, raw, incoming.client)
-            now = self.service.now()
-            self.check_throttle(client.client_id, now)
+            now = self.service.timeline.now()
+            self.service.credentials.check_throttle(self, client.client_id, now)
             granted = granted_scopes(client, form.get("scope"), self._reject)
         token, _ = self.issue_token(  # signs outside the lock
             client.client_id,
@@ -286,7 +288,7 @@ class OAuthFlow(BearerFlow):
                     f"this is the client's old secret ({fingerprint(old)}), replaced at "
                     f"{self.service.timeline.offset(when)} by rotation: use the current one"
                 )
-        now = self.service.now()
+        now = self.service.timeline.now()
         recent = self._diagnosed.setdefault(client.client_id, deque())
         while recent and recent[0] <= now - DIAGNOSIS_WINDOW:
             recent.popleft()
@@ -301,7 +303,15 @@ class OAuthFlow(BearerFlow):
 
     # -- API calls -------------------------------------------------------------------
 
-    def authorize(self, presented: Presented, call: Call, permission: str | None) -> Authorization:
+    @classmethod
+    def fix_refused(cls) -> str:
+        return "an access token of the token endpoint with the scope the route needs"
+
+    def authorize(
+        self, credential: Credential, call: Call, permission: str | None
+    ) -> Authorization:
+        assert isinstance(credential, BearerToken)
+        presented = credential
         if presented.missing:
             self._refuse(
                 call,
@@ -325,7 +335,7 @@ class OAuthFlow(BearerFlow):
                 status=400,
                 wrong=True,
             )
-        return super().authorize(presented, call, permission)
+        return super().authorize(credential, call, permission)
 
     def refuse_call(
         self,

@@ -12,10 +12,12 @@ knows about sockets: the transport says where a request arrived with a :class:`W
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
-from typing import TYPE_CHECKING, Literal, TypeAlias
+from typing import TYPE_CHECKING
 
+from ..events import FLOW_WORDS, FlowWords
 from ..options import DEFAULT_V3_HOST
 from .oauth import OAuthFlow
 from .v1 import V1Flow
@@ -23,17 +25,52 @@ from .v2 import V2Flow
 from .v3 import V3Flow
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from ..options import Options
     from .base import Endpoint, Flow
 
-#: An auth flow's name: what ``route(auth=...)``, ``auth_count(version=...)`` and the
-#: faults' ``version=`` take.
-Version: TypeAlias = Literal["v1", "v2", "v3", "oauth"]
-
-#: Every flow, in the order messages list them.
-FLOWS: dict[str, type[Flow]] = {flow.name: flow for flow in (V2Flow, V3Flow, V1Flow, OAuthFlow)}
+#: Every flow by its name (what ``route(auth=...)``, ``auth_count(version=...)`` and the
+#: faults' ``version=`` take), in the order messages list them: the one list of flows.
+FLOWS: dict[str, type[Flow]] = {}
 #: The flow of a declared route whose path falls under no flow's ``route_prefix``.
 DEFAULT_FLOW = V2Flow.name
+
+
+def register(flow: type[Flow]) -> None:
+    """Add ``flow`` to :data:`FLOWS` (after the others); ValueError if its name is taken."""
+    if flow.name in FLOWS:
+        raise ValueError(f"a flow named {flow.name!r} is registered already")
+    FLOWS[flow.name] = flow
+    # Events are recorded by the flows and so cannot import them: they read the words
+    # of a flow from this table.
+    FLOW_WORDS[flow.name] = FlowWords(
+        flow.title, flow.path_title, flow.credential or "credential", f"{flow.attempt}s"
+    )
+    _forget_cached()
+
+
+def unregister(name: str) -> None:
+    """Remove the flow ``name`` (a flow a test suite registered for a while)."""
+    del FLOWS[name]
+    del FLOW_WORDS[name]
+    _forget_cached()
+
+
+@contextlib.contextmanager
+def registered(flow: type[Flow]) -> Iterator[type[Flow]]:
+    """``flow`` is registered inside the ``with`` block, and not after it."""
+    register(flow)
+    try:
+        yield flow
+    finally:
+        unregister(flow.name)
+
+
+def _forget_cached() -> None:
+    fixed_hosts.cache_clear()
+    _service_hosts.cache_clear()
+    check_endpoints.cache_clear()
 
 
 def flow_class(name: str) -> type[Flow]:
@@ -171,28 +208,6 @@ WRONG_HOST_STATUS = 404
 
 
 @dataclasses.dataclass(frozen=True)
-class Where:
-    """Where a request arrived.
-
-    ``host`` is the named host of the service it reached (through the proxy, or by a
-    ``Host`` header naming one), or ``None`` for the fake's own address, which stands
-    for every host of the service except the region host. ``shown`` is how texts name
-    it (``api.tealiumiq.com``, ``127.0.0.1:53011``)."""
-
-    host: str | None
-    shown: str
-
-    def reaches(self, hosts: tuple[str, ...], region_host: str) -> bool:
-        """Whether a request here reaches one of ``hosts``."""
-        if self.host is None:
-            return any(h != region_host for h in hosts)
-        return self.host in hosts
-
-    def is_region(self, region_host: str) -> bool:
-        return self.host == region_host
-
-
-@dataclasses.dataclass(frozen=True)
 class HostPlan:
     """How one test's fake stands in for the hosts: the region host (``v3_host``), and
     whether it intercepts (then clients name the hosts themselves; without, a second
@@ -200,3 +215,7 @@ class HostPlan:
 
     region_host: str = DEFAULT_V3_HOST
     intercept: bool = False
+
+
+for _flow in (V2Flow, V3Flow, V1Flow, OAuthFlow):
+    register(_flow)

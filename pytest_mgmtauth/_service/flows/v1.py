@@ -4,19 +4,42 @@ logins."""
 
 from __future__ import annotations
 
-import math
+import dataclasses
 from typing import TYPE_CHECKING, NoReturn
 
 from ..accounts import generate_session_id, generate_utk
-from ..events import AccountLocked, LoggedIn, LoggedOut, LoginRejected, LogoutRejected
-from ..records import AUTH_FAILED, LOCKED_OUT, SERVICE_MESSAGES, Authorization, SessionRecord
+from ..events import LoggedIn, LoggedOut, LoginRejected, LogoutRejected
+from ..records import AUTH_FAILED, Authorization, SessionRecord
 from ..secret_text import ClientKind
 from ..timeline import to_datetime
-from .base import COOKIE_PATH, REMEMBER_ME, Answer, Endpoint, Flow, Incoming, Presented
+from .base import (
+    COOKIE_PATH,
+    REMEMBER_ME,
+    Answer,
+    Credential,
+    Endpoint,
+    Flow,
+    Incoming,
+    MalformedCall,
+    Received,
+)
 
 if TYPE_CHECKING:
     from ..credentials import Call
+    from ..events import Event
     from ..options import Options
+    from .base import Refuse
+
+#: The media type of a form body.
+FORM_TYPE = "application/x-www-form-urlencoded"
+
+
+@dataclasses.dataclass(frozen=True)
+class SessionCookie(Credential):
+    """What a v1 call presents: the ``JSESSIONID`` cookie and the ``utk`` parameter."""
+
+    session_id: str | None = None
+    utk: str | None = None
 
 
 class V1Flow(Flow):
@@ -25,7 +48,8 @@ class V1Flow(Flow):
     path_title = "/v1/login"
     secret = "password"
     credential = "session"
-    presents = "session"
+    attempt = "login"
+    answer_field = "utk"
     route_prefix = "/v1/"
     auth_hosts = ("api.tealiumiq.com",)
     #: Public v1 clients send their later calls (utk, JSESSIONID) to my.tealiumiq.com.
@@ -62,39 +86,11 @@ class V1Flow(Flow):
         a wrong password's fix."""
         service = self.service
         with service.mutex:
-            now = service.now()
+            now = service.timeline.now()
             service.credentials.expire_sessions(now)
-            account = service.accounts.get(username)
-            if account is None:
-                reason = service.accounts.unknown_account(username)
-                self._reject_login(now, None, AUTH_FAILED, reason)
-            self._check_manual_lock(username, now)
-            lockout = service.accounts.lockouts.get(username)
-            if lockout is not None and now < lockout[1]:
-                start, end = lockout
-                attempts = service.accounts.attempts_while_locked.get(username, 0) + 1
-                service.accounts.attempts_while_locked[username] = attempts
-                hammering = ""
-                if attempts > 1:
-                    # A client that retries /v1/login in a loop on 1402 hammers the
-                    # service for nothing: say so, with the count.
-                    hammering = (
-                        f"; the client is still hammering the locked account: {attempts} "
-                        f"login attempts since the lockout began, stop retrying on 1402"
-                    )
-                offset = service.timeline.offset
-                reason = (
-                    f"account locked since {offset(start)} until {offset(end)} after "
-                    f"{service.options.lockout_threshold} failed logins; attempts during a "
-                    f"lockout do not end it sooner: wait {math.ceil(end - now)} s{hammering}"
-                )
-                self._reject_login(now, username, LOCKED_OUT, reason)
-            problem = service.accounts.secret_problem(
-                username, self.secret, account.password, password, client
+            self.check_account(
+                username, password, now=now, client=client, refuse=self.refuse_auth(now)
             )
-            if problem:
-                self._count_failure(now, username, problem)
-            service.accounts.failed_logins[username] = 0
             held = service.credentials.held_sessions(username, now, self.name)
             concurrent = service.credentials.concurrent(
                 service.credentials.sessions.values(), username, arrived
@@ -126,24 +122,29 @@ class V1Flow(Flow):
             service.fault_runner.granted()
             return record
 
-    def _count_failure(self, now: float, username: str, problem: str) -> NoReturn:
-        """A wrong password: one step towards a lockout, then the refusal."""
-        service = self.service
-        failures = service.accounts.failed_logins.get(username, 0) + 1
-        service.accounts.failed_logins[username] = failures
-        locked = None
-        if failures >= service.options.lockout_threshold:
-            until = now + service.options.lockout_duration
-            service.accounts.lockouts[username] = (now, until)
-            service.accounts.failed_logins[username] = 0
-            service.accounts.attempts_while_locked[username] = 0
-            locked = AccountLocked(
-                at=to_datetime(now),
-                username=username,
-                failures=failures,
-                until=to_datetime(until),
+    def refuse_auth(self, now: float) -> Refuse:
+        """A refused login is a :class:`LoginRejected`."""
+        timeline = self.service.timeline
+
+        def refuse(
+            username: str | None,
+            code: int,
+            reason: str,
+            *,
+            message: str | None = None,
+            then: Event | None = None,
+        ) -> NoReturn:
+            timeline.refuse(
+                LoginRejected(
+                    at=to_datetime(now), username=username, return_code=code, reason=reason
+                ),
+                code,
+                reason,
+                message=message,
+                then=then,
             )
-        self._reject_login(now, username, AUTH_FAILED, problem, then=locked)
+
+        return refuse
 
     def answer_login(self, incoming: Incoming) -> Answer:
         session = self.login(
@@ -161,7 +162,7 @@ class V1Flow(Flow):
         """End the session of the JSESSIONID cookie."""
         service = self.service
         with service.mutex:
-            now = service.now()
+            now = service.timeline.now()
             service.credentials.expire_sessions(now)
             record = service.credentials.sessions.get(session_id) if session_id else None
             reason = problem or ""
@@ -201,10 +202,65 @@ class V1Flow(Flow):
         self.logout(session_id, problem=problem)
         return Answer({})
 
-    def authorize(self, presented: Presented, call: Call, permission: str | None) -> Authorization:
+    @classmethod
+    def fix_refused(cls) -> str:
+        return "the JSESSIONID cookie and utk of the v1 session"
+
+    def read(self, received: Received) -> SessionCookie:
+        """The JSESSIONID cookie and utk of a v1 call, with why they are missing."""
+        session_id = received.cookies.get("JSESSIONID")
+        utks = received.param("utk")
+        if len(utks) > 1:
+            # Which one the real service reads is not published, so neither is guessed.
+            raise MalformedCall(
+                400,
+                f"the query parameter 'utk' appears {len(utks)} times; send it once "
+                "(?utk=<the utk of /v1/login's answer>)",
+            )
+        utk = utks[0] if utks else None
+        if session_id:
+            if not utk:
+                misplaced = _misplaced_utk(received)
+                if misplaced:
+                    return SessionCookie(
+                        session_id=session_id,
+                        problem=(
+                            f"utk arrived {misplaced}, not in the query string: v1 calls take "
+                            "it as the query parameter ?utk=<the utk of /v1/login's answer>"
+                        ),
+                    )
+            return SessionCookie(session_id=session_id, utk=utk)
+        other = self.others_carried(received)
+        if other is not None:
+            return SessionCookie(
+                utk=utk,
+                problem=(
+                    "this is a v1 route: it takes the JSESSIONID cookie and utk of /v1/login, "
+                    f"not {other}"
+                ),
+            )
+        return SessionCookie(utk=utk, problem=missing_session_cookie(received), missing=not utk)
+
+    def carried(self, received: Received) -> str | None:
+        if "JSESSIONID" in received.cookies:
+            return "a JSESSIONID cookie: v1 sessions work on /v1/ routes only"
+        return None
+
+    def owner(self, credential: Credential) -> tuple[str | None, str | None]:
+        if isinstance(credential, SessionCookie) and credential.session_id is not None:
+            with self.service.mutex:
+                session = self.service.credentials.sessions.get(credential.session_id)
+            if session is not None:
+                return session.username, session.label
+        return None, None
+
+    def authorize(
+        self, credential: Credential, call: Call, permission: str | None
+    ) -> Authorization:
         """Authenticate a protected v1 call by its JSESSIONID cookie and utk."""
+        assert isinstance(credential, SessionCookie)
         service = self.service
-        session_id, utk, problem = presented.session_id, presented.utk, presented.problem
+        session_id, utk, problem = credential.session_id, credential.utk, credential.problem
         with service.mutex:
             now = call.now
             service.credentials.expire_sessions(now)
@@ -277,33 +333,33 @@ class V1Flow(Flow):
             record.last_used = now
             return Authorization(record.username, self.name, record.label)
 
-    def _check_manual_lock(self, username: str, now: float) -> None:
-        service = self.service
-        lock = service.accounts.manual_locks.get(username)
-        if lock is None or now >= lock[1]:
-            return
-        start, end = lock
-        until = "until unlocked" if end == math.inf else f"until {service.timeline.offset(end)}"
-        reason = f"account locked on cue since {service.timeline.offset(start)}, {until}"
-        self._reject_login(now, username, LOCKED_OUT, reason)
 
-    def _reject_login(
-        self,
-        now: float,
-        username: str | None,
-        code: int,
-        reason: str,
-        *,
-        then: AccountLocked | None = None,
-    ) -> NoReturn:
-        """Refuse a login with ``code`` (a 1402 with the service's lockout text)."""
-        minutes = max(1, math.ceil(self.service.options.lockout_duration / 60))
-        self.service.timeline.refuse(
-            LoginRejected(at=to_datetime(now), username=username, return_code=code, reason=reason),
-            code,
-            reason,
-            message=SERVICE_MESSAGES[LOCKED_OUT].format(minutes=minutes)
-            if code == LOCKED_OUT
-            else None,
-            then=then,
-        )
+def missing_session_cookie(received: Received) -> str:
+    """Why a client's cookie jar did not send JSESSIONID back, for this very request."""
+    causes = []
+    if not received.path.startswith(f"{COOKIE_PATH}/"):
+        causes.append(f"its Path={COOKIE_PATH} does not cover {received.path}")
+    if received.scheme != "https":
+        causes.append("it is Secure and this request came over http://")
+    why = (
+        f"a cookie jar does not send it back here: {' and '.join(causes)}"
+        if causes
+        else "this client does not keep cookies between calls"
+    )
+    others = sorted(name for name in received.cookies if name != "JSESSIONID")
+    sent = f" (cookies sent: {', '.join(others)})" if others else ""
+    return (
+        f"no JSESSIONID cookie was sent{sent}. /v1/login sets it with Path={COOKIE_PATH}; "
+        f"Secure; HttpOnly, so {why}. Take JSESSIONID from /v1/login's Set-Cookie header "
+        "and send 'Cookie: JSESSIONID=<id>' yourself, with utk as a query parameter"
+    )
+
+
+def _misplaced_utk(received: Received) -> str | None:
+    """Where a utk that is not in the query string arrived instead, if anywhere."""
+    for name, _ in received.headers:
+        if "utk" in name.lower():
+            return f"in the header {name!r}"
+    if received.mimetype == FORM_TYPE and b"utk=" in received.body:
+        return "in the form body"
+    return None

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from ..credentials import Call
     from ..options import Options
     from ..records import TokenRecord
-    from .registry import Where
+    from .base import Where
 
 AUTH_TEMPLATE = "/v3/auth/accounts/{account}/profiles/{profile}"
 #: The status codes v3 auth's public documentation lists (and 5xx).
