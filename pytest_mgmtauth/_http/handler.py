@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from werkzeug import Request
 from werkzeug.serving import WSGIRequestHandler
 
+from .._service.flows.base import HTTP_WHITESPACE
 from .._service.secret_text import SecretMasker
 from .app import (
     ACCEPTED_BINDING,
@@ -24,7 +25,6 @@ from .app import (
     CHUNKED_PROBLEM,
     FRAMING_PROBLEM,
 )
-from .._service.flows.base import HTTP_WHITESPACE
 from .errors import MAX_BODY_BYTES, chunked, error_bytes, framing_problem
 from .hosts import serve_connect, tunnel_environ
 from .streams import BriefDrain, ContinueOnRead, CountedInput, Dechunked, SkipDrain

@@ -1,15 +1,11 @@
 """The words and numbers the fake takes: the vocabulary of its parameters and fields as
 types, the limits of every number (durations, counts, clock advances) and the one check
 of each, with an error that names the value and the allowed range: used by
-:class:`~.options.Options` and by the clock, locks, hangs and faults alike. And how an
-option is declared and read (:class:`OptionSpec`, the checks of host names and
-paths); the declarations themselves are in ``options.py``."""
+:class:`~.options.Options` and by the clock, locks, hangs and faults alike."""
 
 from __future__ import annotations
 
-import dataclasses
 import math
-import re
 from datetime import timedelta
 from typing import Literal, TypeAlias
 
@@ -134,138 +130,3 @@ def check_advance(
             f"seconds more, got {total:.0f}"
         )
     return total
-
-
-# -- options: how one is declared, parsed and checked -------------------------------
-
-_LABEL = r"(?!-)[a-z0-9-]{1,63}(?<!-)"
-_HOST_NAME = re.compile(rf"^{_LABEL}(\.{_LABEL})+$")
-
-
-def is_host_name(value: object) -> bool:
-    """A DNS name of two labels or more, lower case, without scheme, port or path."""
-    return isinstance(value, str) and len(value) <= 253 and bool(_HOST_NAME.match(value))
-
-
-def check_path(name: str, path: object) -> None:
-    """A path option: an absolute path without query, fragment or spaces, outside the
-    control API's prefix."""
-    if not isinstance(path, str):
-        raise TypeError(f"mgmtauth option {name!r} must be a str, got {shown(path)}")
-    if not path.startswith("/") or path == "/":
-        raise ValueError(
-            f"mgmtauth option {name!r} must be a path like '/oauth2/token', got {shown(path)}"
-        )
-    if (
-        any(c in path for c in "?#{}%")
-        or path.startswith("//")
-        or not path.isascii()
-        or not path.isprintable()
-    ):
-        # What no request reaches as written: the path is matched decoded, without the
-        # query, and '//x' is read as a host.
-        raise ValueError(
-            f"mgmtauth option {name!r} must be a plain path (no query, fragment, braces, "
-            f"percent-escapes, leading '//', spaces or non-ASCII), got {shown(path)}"
-        )
-    if " " in path or path.startswith("/_mgmtauth"):
-        raise ValueError(
-            f"mgmtauth option {name!r}: {shown(path)} has a space or is under /_mgmtauth "
-            "(mgmtauth-server's control API)"
-        )
-
-
-def _shown_text(text: str) -> str:
-    """A typed value in a message: whole if short, else its start and length."""
-    return repr(text) if len(text) <= 40 else f"{text[:20]!r}... ({len(text)} characters)"
-
-
-@dataclasses.dataclass(frozen=True)
-class OptionSpec:
-    """One option's declaration. ``kind`` is ``"seconds"``, ``"count"``, ``"bool"``,
-    ``"text"`` or ``"choice"``; ``none_words`` are the texts that mean ``None``."""
-
-    name: str
-    kind: str
-    help: str
-    metavar: str = ""
-    none_words: tuple[str, ...] = ()
-    choices: tuple[str, ...] = ()
-    #: What a text that does not parse should have been (defaults by kind).
-    expected: str = ""
-    #: Meaningful inside pytest only (not a ``mgmtauth-server`` flag).
-    test_only: bool = False
-    #: The help of the flag of a ``"bool"`` option that is on by default (the flag
-    #: switches it off: ``--no-<name>``); ``help`` stays the ini setting's.
-    off_help: str = ""
-
-    @property
-    def default(self) -> object:
-        from .options import Options  # the options import this module: read it when used
-
-        return Options.__dataclass_fields__[self.name].default
-
-    @property
-    def flag(self) -> str:
-        """The ``mgmtauth-server`` flag; pytest's is ``--mgmtauth-`` + the same. A flag
-        switches a ``"bool"`` option away from its default: ``--no-<name>`` for one that
-        is on by default (``--no-keep-alive``), ``--<name>`` otherwise."""
-        negated = self.kind == "bool" and self.default is True
-        return ("--no-" if negated else "--") + self.name.replace("_", "-")
-
-    @property
-    def flag_help(self) -> str:
-        """The help of :attr:`flag` (``off_help`` for a ``--no-<name>`` flag)."""
-        return self.off_help if self.flag.startswith("--no-") and self.off_help else self.help
-
-    @property
-    def allowed(self) -> str:
-        """The range of the option in words (for help texts)."""
-        if self.kind == "seconds":
-            return describe_range(0, MAX_DURATION, self.name == "refresh_margin", "seconds")
-        if self.kind == "count":
-            return f">= 1 and <= {MAX_COUNT}" + (" or none" if self.none_words else "")
-        if self.kind == "choice":
-            return " or ".join(self.choices)
-        return ""
-
-    def parse(self, text: str) -> object:
-        """The value a command line or ini text means; ValueError saying what was
-        expected (the caller adds where it came from). Ranges: :class:`Options`."""
-        word = text.strip().lower()
-        if self.none_words and word in self.none_words:
-            return None
-        if self.kind == "bool":
-            if word in ("1", "true", "yes", "on"):
-                return True
-            if word in ("0", "false", "no", "off"):
-                return False
-        elif self.kind == "text":
-            return text.strip()
-        elif self.kind == "choice":
-            if word in self.choices:
-                return word
-        else:
-            # One sign at most: "--0" must be the parse error below, not int()'s.
-            digits = word[1:] if word[:1] in ("+", "-") else word
-            if digits.isascii() and digits.isdigit():
-                # A whole number stays exact (10**400 is not inf: Options names the
-                # range); past int()'s 4300 digits, say so without echoing it all.
-                if len(digits) > 4000:
-                    raise ValueError("a number far too large")
-                return int(word)
-            if self.kind == "seconds":
-                try:
-                    return float(word)
-                except ValueError:
-                    pass
-        raise ValueError(self.expected or _EXPECTED[self.kind])
-
-
-_EXPECTED = {
-    "seconds": "expected a number of seconds",
-    "count": "expected a whole number",
-    "bool": "expected true or false",
-    "choice": "expected one of the choices",
-    "text": "expected text",
-}

@@ -3,13 +3,15 @@ of each (:data:`OPTION_SPECS`).
 
 The marker's kwargs are this class's kwargs, so a typo is an error that names the known
 options (see :func:`build_options`). Durations are seconds; a ``timedelta`` is accepted
-too. How a field and a declaration are checked and parsed is in ``limits.py``.
+too. How a declaration is parsed and checked is here too (:class:`OptionSpec`, the
+checks of host names and paths); the limits of every number are ``limits.py``'s.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import difflib
+import re
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 if TYPE_CHECKING:
@@ -17,13 +19,146 @@ if TYPE_CHECKING:
     from datetime import timedelta
 
 from .limits import (
-    OptionSpec,
+    MAX_COUNT,
+    MAX_DURATION,
     check_count,
-    check_path,
     check_seconds,
-    is_host_name,
+    describe_range,
     shown,
 )
+
+# -- options: how one is declared, parsed and checked -------------------------------
+
+_LABEL = r"(?!-)[a-z0-9-]{1,63}(?<!-)"
+_HOST_NAME = re.compile(rf"^{_LABEL}(\.{_LABEL})+$")
+
+
+def is_host_name(value: object) -> bool:
+    """A DNS name of two labels or more, lower case, without scheme, port or path."""
+    return isinstance(value, str) and len(value) <= 253 and bool(_HOST_NAME.match(value))
+
+
+def check_path(name: str, path: object) -> None:
+    """A path option: an absolute path without query, fragment or spaces, outside the
+    control API's prefix."""
+    if not isinstance(path, str):
+        raise TypeError(f"mgmtauth option {name!r} must be a str, got {shown(path)}")
+    if not path.startswith("/") or path == "/":
+        raise ValueError(
+            f"mgmtauth option {name!r} must be a path like '/oauth2/token', got {shown(path)}"
+        )
+    if (
+        any(c in path for c in "?#{}%")
+        or path.startswith("//")
+        or not path.isascii()
+        or not path.isprintable()
+    ):
+        # What no request reaches as written: the path is matched decoded, without the
+        # query, and '//x' is read as a host.
+        raise ValueError(
+            f"mgmtauth option {name!r} must be a plain path (no query, fragment, braces, "
+            f"percent-escapes, leading '//', spaces or non-ASCII), got {shown(path)}"
+        )
+    if " " in path or path.startswith("/_mgmtauth"):
+        raise ValueError(
+            f"mgmtauth option {name!r}: {shown(path)} has a space or is under /_mgmtauth "
+            "(mgmtauth-server's control API)"
+        )
+
+
+def _shown_text(text: str) -> str:
+    """A typed value in a message: whole if short, else its start and length."""
+    return repr(text) if len(text) <= 40 else f"{text[:20]!r}... ({len(text)} characters)"
+
+
+@dataclasses.dataclass(frozen=True)
+class OptionSpec:
+    """One option's declaration. ``kind`` is ``"seconds"``, ``"count"``, ``"bool"``,
+    ``"text"`` or ``"choice"``; ``none_words`` are the texts that mean ``None``."""
+
+    name: str
+    kind: str
+    help: str
+    metavar: str = ""
+    none_words: tuple[str, ...] = ()
+    choices: tuple[str, ...] = ()
+    #: What a text that does not parse should have been (defaults by kind).
+    expected: str = ""
+    #: Meaningful inside pytest only (not a ``mgmtauth-server`` flag).
+    test_only: bool = False
+    #: The help of the flag of a ``"bool"`` option that is on by default (the flag
+    #: switches it off: ``--no-<name>``); ``help`` stays the ini setting's.
+    off_help: str = ""
+
+    @property
+    def default(self) -> object:
+        return Options.__dataclass_fields__[self.name].default
+
+    @property
+    def flag(self) -> str:
+        """The ``mgmtauth-server`` flag; pytest's is ``--mgmtauth-`` + the same. A flag
+        switches a ``"bool"`` option away from its default: ``--no-<name>`` for one that
+        is on by default (``--no-keep-alive``), ``--<name>`` otherwise."""
+        negated = self.kind == "bool" and self.default is True
+        return ("--no-" if negated else "--") + self.name.replace("_", "-")
+
+    @property
+    def flag_help(self) -> str:
+        """The help of :attr:`flag` (``off_help`` for a ``--no-<name>`` flag)."""
+        return self.off_help if self.flag.startswith("--no-") and self.off_help else self.help
+
+    @property
+    def allowed(self) -> str:
+        """The range of the option in words (for help texts)."""
+        if self.kind == "seconds":
+            return describe_range(0, MAX_DURATION, self.name == "refresh_margin", "seconds")
+        if self.kind == "count":
+            return f">= 1 and <= {MAX_COUNT}" + (" or none" if self.none_words else "")
+        if self.kind == "choice":
+            return " or ".join(self.choices)
+        return ""
+
+    def parse(self, text: str) -> object:
+        """The value a command line or ini text means; ValueError saying what was
+        expected (the caller adds where it came from). Ranges: :class:`Options`."""
+        word = text.strip().lower()
+        if self.none_words and word in self.none_words:
+            return None
+        if self.kind == "bool":
+            if word in ("1", "true", "yes", "on"):
+                return True
+            if word in ("0", "false", "no", "off"):
+                return False
+        elif self.kind == "text":
+            return text.strip()
+        elif self.kind == "choice":
+            if word in self.choices:
+                return word
+        else:
+            # One sign at most: "--0" must be the parse error below, not int()'s.
+            digits = word[1:] if word[:1] in ("+", "-") else word
+            if digits.isascii() and digits.isdigit():
+                # A whole number stays exact (10**400 is not inf: Options names the
+                # range); past int()'s 4300 digits, say so without echoing it all.
+                if len(digits) > 4000:
+                    raise ValueError("a number far too large")
+                return int(word)
+            if self.kind == "seconds":
+                try:
+                    return float(word)
+                except ValueError:
+                    pass
+        raise ValueError(self.expected or _EXPECTED[self.kind])
+
+
+_EXPECTED = {
+    "seconds": "expected a number of seconds",
+    "count": "expected a whole number",
+    "bool": "expected true or false",
+    "choice": "expected one of the choices",
+    "text": "expected text",
+}
+
 
 #: The real service's issuer (its published example token), the default of
 #: ``Options.issuer``. The same text as ``token_format.ISSUER`` (a test checks it): not

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from types import FrameType
 
-    from .._service.limits import OptionSpec
+    from .._service.options import OptionSpec
 
 
 def print_banner(server: StandaloneServer, out: TextIO) -> None:

@@ -227,7 +227,7 @@ class Flow:
     #: Routes under this path prefix belong to it unless declared otherwise.
     route_prefix: ClassVar[str | None] = None
     #: What ``auth_count`` messages say it counts.
-    grants_phrase: ClassVar[str]
+    grants_phrase: ClassVar[str] = "credential grants"
     endpoints: ClassVar[tuple[Endpoint, ...]] = ()
     #: The hosts of the service its endpoints (authentication) answer on.
     auth_hosts: ClassVar[tuple[str, ...]]
@@ -304,8 +304,8 @@ class Flow:
 
     @classmethod
     def fix_refused(cls) -> str:
-        """How a client of this flow sends the credential a protected call needs."""
-        return f"the credential of {cls.title} that the route's flow takes"
+        """What a protected call of this flow must send (a refused call's fix)."""
+        return f"the {cls.secret} of the account, as {cls.title} carry it"
 
     @classmethod
     def fault_endpoints(cls) -> tuple[Endpoint, ...]:

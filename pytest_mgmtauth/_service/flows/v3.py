@@ -98,6 +98,10 @@ class V3Flow(BearerFlow):
         )
 
     @classmethod
+    def fix_refused(cls) -> str:
+        return "the v3 token of the account and profile the path names"
+
+    @classmethod
     def wrong_path(cls, path: str) -> str:
         return (
             f"{path} is not a v3 auth endpoint: v3 authenticates at POST "
