@@ -10,139 +10,109 @@ import warnings
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._fake.server import MgmtServer
-    from ._glue.clock import MgmtClock
-    from ._http.binding import RecordedRequest, RouteHandler
-    from ._service.accounts import Account
+    from ._fake.server import MgmtServer as MgmtServer
+    from ._glue.clock import MgmtClock as MgmtClock
+    from ._http.binding import (
+        RecordedRequest as RecordedRequest,
+        RouteHandler as RouteHandler,
+    )
+    from ._service.accounts import Account as Account
     from ._service.call_events import (
-        ApiCall,
-        BadRequest,
-        FaultInjected,
-        ScheduledFaultFired,
-        TunnelClosed,
-        UnknownRoute,
-        WrongHost,
+        ApiCall as ApiCall,
+        BadRequest as BadRequest,
+        FaultInjected as FaultInjected,
+        ScheduledFaultFired as ScheduledFaultFired,
+        TunnelClosed as TunnelClosed,
+        UnknownRoute as UnknownRoute,
+        WrongHost as WrongHost,
     )
     from ._service.events import (
-        AccountLocked,
-        AccountLockedManually,
-        AccountUnlocked,
-        AuthRejected,
-        ClientRevoked,
-        CredentialExpired,
-        CredentialRevoked,
-        Event,
-        LoggedIn,
-        LoggedOut,
-        LoginRejected,
-        LogoutRejected,
-        SecretRotated,
-        SessionExpired,
-        Throttled,
-        TokenIssued,
+        AccountLocked as AccountLocked,
+        AccountLockedManually as AccountLockedManually,
+        AccountUnlocked as AccountUnlocked,
+        AuthRejected as AuthRejected,
+        ClientRevoked as ClientRevoked,
+        CredentialExpired as CredentialExpired,
+        CredentialRevoked as CredentialRevoked,
+        Event as Event,
+        LoggedIn as LoggedIn,
+        LoggedOut as LoggedOut,
+        LoginRejected as LoginRejected,
+        LogoutRejected as LogoutRejected,
+        SecretRotated as SecretRotated,
+        SessionExpired as SessionExpired,
+        Throttled as Throttled,
+        TokenIssued as TokenIssued,
     )
-    from ._service.faults import ScheduledFault, ScriptedFault
-    from ._service.flows.oauth_clients import OAuthClient
-    from ._service.options import Options
+    from ._service.faults import (
+        ScheduledFault as ScheduledFault,
+        ScriptedFault as ScriptedFault,
+    )
+    from ._service.flows.oauth_clients import OAuthClient as OAuthClient
+    from ._service.options import Options as Options
     from ._verdicts.findings import (
-        AuthFindingWarning,
-        ExpiredCredentialWarning,
-        OpenSessionWarning,
-        RefusedCallWarning,
-        TokenChurnWarning,
-        WrongHostWarning,
+        AuthFindingWarning as AuthFindingWarning,
+        ExpiredCredentialWarning as ExpiredCredentialWarning,
+        OpenSessionWarning as OpenSessionWarning,
+        RefusedCallWarning as RefusedCallWarning,
+        TokenChurnWarning as TokenChurnWarning,
+        WrongHostWarning as WrongHostWarning,
     )
-    from .plugin import SigningKeyCacheWarning
+    from .plugin import SigningKeyCacheWarning as SigningKeyCacheWarning
 
 __version__ = "0.2.0"
 
-__all__ = [
-    "Account",
-    "AccountLocked",
-    "AccountLockedManually",
-    "AccountUnlocked",
-    "ApiCall",
-    "AuthFindingWarning",
-    "AuthRejected",
-    "BadRequest",
-    "ClientRevoked",
-    "CredentialExpired",
-    "CredentialRevoked",
-    "Event",
-    "ExpiredCredentialWarning",
-    "FaultInjected",
-    "LoggedIn",
-    "LoggedOut",
-    "LoginRejected",
-    "LogoutRejected",
-    "MgmtClock",
-    "MgmtServer",
-    "OAuthClient",
-    "OpenSessionWarning",
-    "Options",
-    "RecordedRequest",
-    "RefusedCallWarning",
-    "RouteHandler",
-    "ScheduledFault",
-    "ScheduledFaultFired",
-    "ScriptedFault",
-    "SecretRotated",
-    "SessionExpired",
-    "SigningKeyCacheWarning",
-    "Throttled",
-    "TokenChurnWarning",
-    "TokenIssued",
-    "TunnelClosed",
-    "UnknownRoute",
-    "WrongHost",
-    "WrongHostWarning",
-    "__version__",
-]
-
-#: Where each public name lives: resolved on first access (PEP 562), so that loading the
-#: plugin for a suite that never uses it imports none of the fake, the transport
-#: (Werkzeug, pytest-httpserver) or the event classes.
-_LAZY: dict[str, str] = {
-    "Account": "._service.accounts",
-    "AccountLocked": "._service.events",
-    "AccountLockedManually": "._service.events",
-    "AccountUnlocked": "._service.events",
-    "ApiCall": "._service.call_events",
-    "AuthFindingWarning": "._verdicts.findings",
-    "AuthRejected": "._service.events",
-    "BadRequest": "._service.call_events",
-    "ClientRevoked": "._service.events",
-    "CredentialExpired": "._service.events",
-    "CredentialRevoked": "._service.events",
-    "Event": "._service.events",
-    "ExpiredCredentialWarning": "._verdicts.findings",
-    "FaultInjected": "._service.call_events",
-    "LoggedIn": "._service.events",
-    "LoggedOut": "._service.events",
-    "LoginRejected": "._service.events",
-    "LogoutRejected": "._service.events",
-    "MgmtClock": "._glue.clock",
-    "MgmtServer": "._fake.server",
-    "OAuthClient": "._service.flows.oauth_clients",
-    "OpenSessionWarning": "._verdicts.findings",
-    "Options": "._service.options",
-    "RecordedRequest": "._http.binding",
-    "RefusedCallWarning": "._verdicts.findings",
-    "RouteHandler": "._http.binding",
-    "ScheduledFault": "._service.faults",
-    "ScheduledFaultFired": "._service.call_events",
-    "ScriptedFault": "._service.faults",
-    "SecretRotated": "._service.events",
-    "SessionExpired": "._service.events",
-    "SigningKeyCacheWarning": ".plugin",
-    "Throttled": "._service.events",
-    "TokenChurnWarning": "._verdicts.findings",
-    "TokenIssued": "._service.events",
-    "TunnelClosed": "._service.call_events",
-    "UnknownRoute": "._service.call_events",
-    "WrongHost": "._service.call_events",
-    "WrongHostWarning": "._verdicts.findings",
+#: Where each public name lives, by module: resolved on first access (PEP 562), so that
+#: loading the plugin for a suite that never uses it imports none of the fake, the
+#: transport (Werkzeug, pytest-httpserver) or the event classes.
+_LAZY: dict[str, tuple[str, ...]] = {
+    "._fake.server": ("MgmtServer",),
+    "._glue.clock": ("MgmtClock",),
+    "._http.binding": ("RecordedRequest", "RouteHandler"),
+    "._service.accounts": ("Account",),
+    "._service.call_events": (
+        "ApiCall",
+        "BadRequest",
+        "FaultInjected",
+        "ScheduledFaultFired",
+        "TunnelClosed",
+        "UnknownRoute",
+        "WrongHost",
+    ),
+    "._service.events": (
+        "AccountLocked",
+        "AccountLockedManually",
+        "AccountUnlocked",
+        "AuthRejected",
+        "ClientRevoked",
+        "CredentialExpired",
+        "CredentialRevoked",
+        "Event",
+        "LoggedIn",
+        "LoggedOut",
+        "LoginRejected",
+        "LogoutRejected",
+        "SecretRotated",
+        "SessionExpired",
+        "Throttled",
+        "TokenIssued",
+    ),
+    "._service.faults": ("ScheduledFault", "ScriptedFault"),
+    "._service.flows.oauth_clients": ("OAuthClient",),
+    "._service.options": ("Options",),
+    "._verdicts.findings": (
+        "AuthFindingWarning",
+        "ExpiredCredentialWarning",
+        "OpenSessionWarning",
+        "RefusedCallWarning",
+        "TokenChurnWarning",
+        "WrongHostWarning",
+    ),
+    ".plugin": ("SigningKeyCacheWarning",),
 }
+_MODULE_OF = {name: module for module, names in _LAZY.items() for name in names}
+
+__all__ = sorted([*_MODULE_OF, "__version__"])
 
 #: Renamed public names: old name -> new name. The old names keep working (the same
 #: object, so isinstance checks hold) with a DeprecationWarning.
@@ -152,7 +122,7 @@ _DEPRECATED: dict[str, str] = {
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
+    module = _MODULE_OF.get(name)
     if module is not None:
         value = getattr(importlib.import_module(module, __name__), name)
         globals()[name] = value  # found here from now on, without this function

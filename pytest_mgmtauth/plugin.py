@@ -22,9 +22,14 @@ import pytest
 from ._glue import settings as _settings
 from ._glue.settings import options_for
 from ._service.options import OPTION_NAMES, Options
-from ._verdicts.sweep_plan import FAULT_KINDS, PROP_TEST, SweepConfig, SweepPoint
-from ._verdicts.sweep_plan import FIXTURE as _SWEEP_FIXTURE
-from ._verdicts.sweep_plan import MARKER as _SWEEP_MARKER
+from ._verdicts.sweep_plan import (
+    FAULT_KINDS,
+    FIXTURE as _SWEEP_FIXTURE,
+    MARKER as _SWEEP_MARKER,
+    PROP_TEST,
+    SweepConfig,
+    SweepPoint,
+)
 
 #: Importable from here as before the split.
 __all__ = ["LATE_HANDLER_GRACE", "SECTION_TITLE", "options_for", "section_text"]

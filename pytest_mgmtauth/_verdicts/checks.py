@@ -320,9 +320,7 @@ def refused_call_message(
         + format_timeline(evidence, username=first.username, focus=first)
         + "\n\nFix: send every call the credential the service granted for it (each "
         "refusal above says what arrived and what was expected): "
-        + "; ".join(
-            dict.fromkeys(flow_class(call.version).fix_refused() for call in refused)
-        )
+        + "; ".join(dict.fromkeys(flow_class(call.version).fix_refused() for call in refused))
         + ". If the test sends a wrong credential on "
         f"purpose, say so with {EXPECT_REFUSALS} (or the ?refused_call=false switch of "
         "mgmtauth-server's GET /_mgmtauth/check)."

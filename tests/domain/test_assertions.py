@@ -7,8 +7,7 @@ from collections.abc import Callable
 from urllib.parse import parse_qsl, quote, quote_plus, unquote_plus
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from pytest_mgmtauth._service.accounts import _KEY_ALPHABET, Account, fingerprint
 from pytest_mgmtauth._service.flows.bearer import BearerToken

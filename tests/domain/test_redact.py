@@ -8,8 +8,7 @@ from collections.abc import Callable
 from urllib.parse import quote, quote_plus
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from pytest_mgmtauth._service.accounts import fingerprint, generate_api_key, generate_password
 from pytest_mgmtauth._service.flows.v1 import V1Flow

@@ -24,8 +24,7 @@ from urllib.parse import quote
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import padding
 from hostile_support import World, build_request
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from pytest_mgmtauth import ApiCall, BadRequest
 

@@ -15,8 +15,7 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 from hostile_support import World, build_request
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 PROFILE = settings.get_profile("mgmtauth-hostile")
 RAW_PREFIXES = (b"", b"POST /v2/auth HTTP/1.1\r\n", b"GET /api/items HTTP/1.1\r\nHost: x\r\n")

@@ -29,8 +29,7 @@ from typing import Any
 
 import pytest
 import requests
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from pytest_mgmtauth import MgmtClock, MgmtServer, Options
 from pytest_mgmtauth._glue.settings import _parse_ini

@@ -21,10 +21,8 @@ from urllib.parse import quote, quote_plus, urlencode
 
 import pytest
 import requests
-from hostile_support import SECRET_INPUTS_TRIED as TRIED
-from hostile_support import World, build_request, exchange
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hostile_support import SECRET_INPUTS_TRIED as TRIED, World, build_request, exchange
+from hypothesis import given, settings, strategies as st
 
 from pytest_mgmtauth import AuthRejected, Options
 from pytest_mgmtauth._service.accounts import fingerprint as fp

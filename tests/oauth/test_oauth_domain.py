@@ -10,8 +10,7 @@ from urllib.parse import quote_plus, urlencode
 
 import jwt
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from pytest_mgmtauth import AuthRejected, TokenIssued
 from pytest_mgmtauth._service.call_events import ApiCall

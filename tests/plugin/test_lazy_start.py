@@ -280,7 +280,7 @@ import importlib
 
 import pytest_mgmtauth
 
-lazy = pytest_mgmtauth._LAZY
+lazy = pytest_mgmtauth._MODULE_OF
 assert set(lazy) == set(pytest_mgmtauth.__all__) - {"__version__"}
 for name, module in lazy.items():
     own = getattr(importlib.import_module(module, "pytest_mgmtauth"), name)

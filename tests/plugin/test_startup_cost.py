@@ -4,8 +4,7 @@ zero cost): the pieces that replaced slower spellings must still mean the same."
 from __future__ import annotations
 
 from pytest_mgmtauth._glue.report import _NOT_XML
-from pytest_mgmtauth._service import options as _options
-from pytest_mgmtauth._service import token_format as _token_format
+from pytest_mgmtauth._service import options as _options, token_format as _token_format
 
 
 def _xml_char(code: int) -> bool:

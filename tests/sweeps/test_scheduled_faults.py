@@ -23,8 +23,7 @@ from pytest_mgmtauth._service.flows.v1 import SessionCookie, V1Flow
 from pytest_mgmtauth._service.flows.v2 import V2Flow
 from pytest_mgmtauth._service.service import AUTH_FAILED, AuthService, Refusal
 from pytest_mgmtauth._service.timeline import ManualClock
-from pytest_mgmtauth._verdicts import sweep_plan as _sweep_plan
-from pytest_mgmtauth._verdicts import sweep_verdict as _sweep_verdict
+from pytest_mgmtauth._verdicts import sweep_plan as _sweep_plan, sweep_verdict as _sweep_verdict
 
 MakeService = Callable[..., AuthService]
 
