@@ -4,15 +4,19 @@ fixture). It joins the domain state of this test to the session's HTTP server.""
 from __future__ import annotations
 
 import re
+import warnings
 from typing import TYPE_CHECKING
 
 from .._http.app import CONTROL_PREFIX
 from .._http.binding import Binding, RouteHandler
 from .._http.parsing import unreachable_path
-from .._service.flows.oauth import OAuthFlow
+from .._service import faults as _faults
+from .._service.accounts import Account
+from .._service.flows.base import ClientFlow
 from .._service.flows.registry import (
     builtin_paths,
     check_version,
+    client_flow,
     endpoint_families,
     fixed_hosts,
     flow_class,
@@ -21,10 +25,8 @@ from .._service.flows.registry import (
 )
 from .._service.service import AuthService
 from .._service.timeline import system_clock
-from .._verdicts import findings
-from .._verdicts.evidence import AuthSummary, format_timeline, summarize
-from .assertions import AssertionMethods
-from .faults import FaultMethods
+from .._verdicts import checks, findings
+from .._verdicts.evidence import AuthSummary, Evidence, format_timeline, summarize
 from .session import intercept_environment, set_environment, trust_in_aiohttp
 
 if TYPE_CHECKING:
@@ -32,8 +34,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
     from .._http.binding import RecordedRequest
-    from .._service.accounts import Account
     from .._service.events import Event
+    from .._service.faults import ScheduledFault, ScriptedFault
     from .._service.flows.oauth_clients import OAuthClient
     from .._service.options import Options
     from .._service.timeline import Clock
@@ -42,7 +44,7 @@ if TYPE_CHECKING:
 _METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
 
 
-class MgmtServer(FaultMethods, AssertionMethods):
+class MgmtServer:
     """The fake management auth service of one test.
 
     Internal constructor, may change: use the ``mgmt_server`` fixture.
@@ -202,7 +204,7 @@ class MgmtServer(FaultMethods, AssertionMethods):
         """Register an OAuth client that may get tokens for ``scopes`` (``None``: the
         default scope ``acme:main:tiq:2026-07:profiles:manage``); the id and secret are
         generated unless given (the secret with characters that must be encoded)."""
-        return self._service.flow(OAuthFlow).add_client(
+        return self._client_flow().add_client(
             scopes, client_id=client_id, client_secret=client_secret
         )
 
@@ -210,19 +212,24 @@ class MgmtServer(FaultMethods, AssertionMethods):
     def clients(self) -> list[OAuthClient]:
         """The OAuth clients of this test, oldest first."""
         with self._service.mutex:
-            return list(self._service.flow(OAuthFlow).clients.values())
+            return list(self._client_flow().clients.values())
 
     def rotate_client_secret(
         self, client: OAuthClient | str, new_secret: str | None = None
     ) -> OAuthClient:
         """Give the client a new secret (generated unless given); the old one gets
         invalid_client from now on. Tokens already granted stay valid."""
-        return self._service.flow(OAuthFlow).rotate_client_secret(_client_id(client), new_secret)
+        return self._client_flow().rotate_client_secret(_client_id(client), new_secret)
 
     def revoke_client(self, client: OAuthClient | str) -> None:
         """The client gets no more tokens (invalid_grant); those it holds stay valid
         until they expire (``revoke(token)`` ends one)."""
-        self._service.flow(OAuthFlow).revoke_client(_client_id(client))
+        self._client_flow().revoke_client(_client_id(client))
+
+    def _client_flow(self) -> ClientFlow[OAuthClient]:
+        flow = self._service.flows[client_flow().name]
+        assert isinstance(flow, ClientFlow)
+        return flow
 
     def route(
         self,
@@ -320,11 +327,6 @@ class MgmtServer(FaultMethods, AssertionMethods):
         ``"oauth"``; ``None``: all; ``username``: an account or a client id)."""
         return self._service.auth_count(version=version, username=username)
 
-    # -- faults on cue: inherited from FaultMethods (_fake/faults.py, docs/faults.md) -------
-
-    # -- assertions in auth terms, the timeline, the evidence they judge: inherited from
-    # AssertionMethods (_fake/assertions.py) ------------------------------------------
-
     # -- for the plugin and mgmtauth-server (internal: not part of the public API) --------
     # The lifecycle the pytest glue drives: use_clock_mover() at setup, check() and
     # teardown_findings() after the test, report_section() and summary() for the
@@ -386,9 +388,273 @@ class MgmtServer(FaultMethods, AssertionMethods):
             if other is not None:
                 other.drop_idle_connections()
 
+    # -- faults on cue (docs/faults.md) ----------------------------------------------
+
+    # Scripted faults apply to the next ``count`` calls of /v2/auth (version="v2"), v3
+    # auth (version="v3"), /v1/login (version="v1") or any (None), in the order scripted. They
+    # never change the service's state, and each one that fires is a FaultInjected event.
+
+    def fail_next(
+        self,
+        count: int = 1,
+        *,
+        error: int = 503,
+        version: str | None = None,
+        retry_after: int | None = None,
+    ) -> None:
+        """The next ``count`` auth/login calls answer ``error``: an HTTP status (e.g. 500,
+        502, 503, 504; 429 comes with ``Retry-After``, 1 s unless ``retry_after``) or a
+        service error (1401 wrong credentials, 1402 locked out, both as HTTP 401)."""
+        __tracebackhide__ = True
+        self._service.fault_runner.plan.add(
+            _faults.failure(error, count=count, version=version, retry_after=retry_after)
+        )
+
+    def hang_next(
+        self,
+        count: int = 1,
+        *,
+        seconds: float,
+        clock: str = "real",
+        version: str | None = None,
+    ) -> None:
+        """The next ``count`` auth/login calls are held ``seconds`` before they are
+        answered normally: on the ``"real"`` clock (the client's timeout fires first if
+        it is shorter), or until the ``"simulated"`` clock has moved on ``seconds``
+        (``mgmt_clock.advance`` from another thread). A hang ends when the test does."""
+        __tracebackhide__ = True
+        self._service.fault_runner.plan.add(
+            _faults.hang(seconds, clock=clock, count=count, version=version)
+        )
+
+    def drop_connection_next(self, count: int = 1, *, version: str | None = None) -> None:
+        """The next ``count`` auth/login calls get their TCP connection reset (RST)
+        without an answer."""
+        __tracebackhide__ = True
+        self._service.fault_runner.plan.add(_faults.reset(count=count, version=version))
+
+    def reset_next(self, count: int = 1, *, version: str | None = None) -> None:
+        """Deprecated alias of :meth:`drop_connection_next` (a TCP reset, not the fresh
+        state of ``POST /_mgmtauth/reset``)."""
+        __tracebackhide__ = True
+        warnings.warn(
+            "mgmt_server.reset_next() is deprecated: use mgmt_server.drop_connection_next() "
+            "(same arguments); 'reset' is the control API's fresh state",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        self.drop_connection_next(count, version=version)
+
+    def drop_idle_connections(self) -> int:
+        """Close the clients' kept-alive connections that are idle now, as a server's
+        idle timeout would (a FIN, no answer pending): a client must notice and open a
+        new connection for its next request. Returns how many were closed. (Idle
+        connections are also closed when each test ends.)"""
+        return self._http.drop_idle_connections()
+
+    def malformed_next(self, count: int = 1, *, version: str | None = None) -> None:
+        """The next ``count`` auth/login calls get 200 with a JSON body that stops in
+        the middle (no credential is granted)."""
+        __tracebackhide__ = True
+        self._service.fault_runner.plan.add(_faults.malformed(count=count, version=version))
+
+    def schedule_fault(self, kind: str, *, at: str | int) -> ScheduledFault:
+        """Schedule a fault at a trigger point (what a sweep item does; docs/sweeps.md):
+
+        * ``"expire"`` / ``"revoke"`` at ``"call3"``: the credential in use (the latest
+          token or session granted) expires, as if its lifetime had passed (on
+          ``mgmt_clock`` the clock moves on to its end; without it, it ends early on
+          cue), or is revoked, just before protected call 3;
+        * ``"reset"`` at ``"call3"``: the connection of protected call 3 is reset;
+        * ``"throttle"`` / ``"unavailable"`` at ``"auth2"``: authentication call 2
+          (``/v2/auth`` and ``/v1/login`` requests, counted together) answers 429 with
+          ``Retry-After`` / 503.
+
+        Calls are counted from the start of the test; an int ``at`` is the point of the
+        kind's own sort. Returns the scheduled fault (see :attr:`scheduled_faults`)."""
+        __tracebackhide__ = True
+        fault = _faults.scheduled(kind, at)
+        self._service.fault_runner.schedule(fault)
+        return fault
+
+    @property
+    def scheduled_faults(self) -> list[ScheduledFault]:
+        """Scheduled faults whose point has not come (yet)."""
+        return self._service.fault_runner.plan.scheduled()
+
+    @property
+    def protected_calls(self) -> int:
+        """Calls to declared routes so far (the ``callK`` points count these)."""
+        return self._service.fault_runner.plan.protected_calls
+
+    @property
+    def auth_calls(self) -> int:
+        """``/v2/auth`` and ``/v1/login`` requests so far, granted or not (the ``authK``
+        points count these)."""
+        return self._service.fault_runner.plan.auth_calls
+
+    @property
+    def pending_faults(self) -> list[ScriptedFault]:
+        """Scripted faults that have not fired (yet), with the calls each still applies to."""
+        return self._service.fault_runner.plan.pending()
+
+    def clear_faults(self) -> None:
+        """Drop every scripted or scheduled fault that has not fired."""
+        self._service.fault_runner.plan.clear()
+
+    def expire(self, credential: str) -> str:
+        """Make a token or session expire now; ``credential`` is the token (JWT), the
+        JSESSIONID (or utk) or a label from the timeline (``"T1"``, ``"S1"``). Later calls
+        with it get 401 (1401); re-authenticating is not churn. Returns the label."""
+        __tracebackhide__ = True
+        return self._service.fault_runner.expire(credential)
+
+    def revoke(self, credential: str) -> str:
+        """Revoke a token or session now (as :meth:`expire`, recorded as a revocation).
+        Returns the label."""
+        __tracebackhide__ = True
+        return self._service.fault_runner.revoke(credential)
+
+    def lock(self, account: Account | str, *, seconds: float | None = None) -> None:
+        """Lock an account now: ``/v1/login`` answers 1402 until :meth:`unlock`, or for
+        ``seconds`` of simulated time. ``/v2/auth`` is not affected (use
+        ``fail_next(error=1402, version="v2")`` for that)."""
+        __tracebackhide__ = True
+        self._service.lockout.lock(_username(account), seconds=seconds)
+
+    def unlock(self, account: Account | str) -> None:
+        """End any lock of the account (on cue or after failed logins) and reset its
+        failed-login count."""
+        __tracebackhide__ = True
+        self._service.lockout.unlock(_username(account))
+
+    def rotate_key(self, account: Account | str, new_key: str | None = None) -> Account:
+        """Give the account a new API key (generated unless given) and return the updated
+        ``Account``; the old key gets 1401 from now on. Tokens already issued stay valid
+        (``revoke`` them too to simulate a compromised key)."""
+        __tracebackhide__ = True
+        return self._service.accounts.rotate_secret(_username(account), "API key", new_key)
+
+    def rotate_password(self, account: Account | str, new_password: str | None = None) -> Account:
+        """Give the account a new password and return the updated ``Account``; the old
+        password gets 1401 (and counts towards a lockout) from now on. Sessions already
+        started stay valid."""
+        __tracebackhide__ = True
+        return self._service.accounts.rotate_secret(_username(account), "password", new_password)
+
+    # -- assertions in auth terms, the timeline and the evidence they judge ----------
+
+    def evidence(self) -> Evidence:
+        """What the assertions judge: the events, options and times of this fake."""
+        service = self._service
+        events = service.timeline.events
+        # At teardown mgmt_clock may have stopped already (it is torn down first when
+        # requested after mgmt_server): never let "now" fall before what happened.
+        latest = max((e.at.timestamp() for e in events), default=service.timeline.started_at)
+        return Evidence(
+            events=events,
+            options=self.options,
+            started_at=service.timeline.started_at,
+            now=max(service.timeline.now(), latest),
+        )
+
+    def _known_username(self, username: str | None) -> None:
+        __tracebackhide__ = True
+        if username is None:
+            return
+        names = self._service.principals()
+        if username not in names:
+            known = ", ".join(repr(u) for u in names) or "none"
+            accounts = [a.username for a in self._service.accounts.account_list()]
+            # OAuth clients are named too once there are any.
+            who = "account" if names == accounts else "account or OAuth client"
+            what = "accounts" if names == accounts else "known"
+            raise ValueError(
+                self._service.timeline.redact(
+                    f"no {who} {username!r} in this test; {what}: {known}"
+                )
+            )
+
+    def timeline(self, username: str | None = None) -> str:
+        """This test's timeline (of one account, or all) in simulated time since the
+        test started, with each credential's uses and end; secrets as fingerprints."""
+        self._known_username(username)
+        # Every line: it is where the cut timelines of failure messages send the reader.
+        return format_timeline(self.evidence(), username=username, whole=True)
+
+    def assert_credential_reused(self, *, username: str | None = None) -> None:
+        """Fail if an account was granted a new credential while it still held a valid
+        one (churn; see docs/token-reuse.md). Takes over the teardown check."""
+        __tracebackhide__ = True
+        self._known_username(username)
+        self._checked.add("churn")
+        checks.check_token_reused(self.evidence(), username=username)
+
+    def assert_auth_count(
+        self, n: int, *, version: str | None = None, username: str | None = None
+    ) -> None:
+        """Exactly ``n`` credential grants (``version`` ``"v1"``/``"v2"``/``"v3"``, one
+        account)."""
+        __tracebackhide__ = True
+        self._known_username(username)
+        checks.check_auth_count(self.evidence(), n, version=version, username=username)
+
+    def assert_no_expired_credential_used(self, *, username: str | None = None) -> None:
+        """Fail if the client presented an expired bearer token or an ended v1 session.
+        Takes over the teardown check of expired-credential use."""
+        __tracebackhide__ = True
+        self._known_username(username)
+        self._checked.add("expired_use")
+        checks.check_no_expired_credential_used(self.evidence(), username=username)
+
+    #: Alias of :meth:`assert_credential_reused` (it covers v1 sessions and v3 tokens
+    #: too); kept, no warning.
+    assert_token_reused = assert_credential_reused
+    #: Alias of :meth:`assert_no_expired_credential_used`; kept, no warning.
+    assert_no_expired_token_used = assert_no_expired_credential_used
+
+    def assert_no_refused_calls(self, *, username: str | None = None) -> None:
+        """Fail if the service refused a protected call because the client sent the
+        wrong credential (none, a malformed or unknown one, another account's or
+        profile's token, a v1 call without its session). Takes over the teardown check
+        of refused calls."""
+        __tracebackhide__ = True
+        self._known_username(username)
+        self._checked.add("refused_call")
+        checks.check_no_refused_calls(self.evidence(), username=username)
+
+    def expect_refusals(self) -> None:
+        """Say that this test sends wrong credentials on purpose: the calls the service
+        refuses for them are no finding at teardown (the refusals stay in the timeline,
+        and the other checks still run)."""
+        self._checked.add("refused_call")
+
+    def assert_logged_out(self, *, username: str | None = None) -> None:
+        """Fail if a v1 session opened in this test was not ended with /v1/logout.
+        Takes over the teardown check of ``require_logout``."""
+        __tracebackhide__ = True
+        self._known_username(username)
+        self._checked.add("open_session")
+        checks.check_logged_out(self.evidence(), username=username)
+
+    def assert_single_flight(self, *, username: str | None = None) -> None:
+        """Fail if a grant was requested while another grant to the same account was in
+        flight (a thundering herd of threads or tasks refreshing together)."""
+        __tracebackhide__ = True
+        self._known_username(username)
+        checks.check_single_flight(self.evidence(), username=username)
+
     def __repr__(self) -> str:
         return f"<MgmtServer {self.url} {self.options.describe()}>"
 
 
 def _client_id(client: OAuthClient | str) -> str:
     return client if isinstance(client, str) else client.client_id
+
+
+def _username(account: Account | str) -> str:
+    if isinstance(account, Account):
+        return account.username
+    if isinstance(account, str):
+        return account
+    raise TypeError(f"expects an Account or a username, got {account!r}")

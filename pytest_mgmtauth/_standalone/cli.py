@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, TextIO
 from .. import __version__
 from .._http.app import CONTROL_PREFIX as PREFIX
 from .._service.accounts import make_account
-from .._service.flows.oauth_clients import check_scopes
+from .._service.flows.registry import client_flow
 from .._service.options import OPTION_SPECS, Options, name_source
 from .messages import TEST_ONLY_OPTIONS
 from .server import (
@@ -243,7 +243,7 @@ def server_from_args(args: argparse.Namespace) -> StandaloneServer:
     for client in clients:  # checked before the key is made, like the accounts
         if client.scopes is not None:
             try:
-                check_scopes(client.scopes, what="--client")
+                client_flow().check_client_scopes(client.scopes, what="--client")
             except (TypeError, ValueError) as exc:
                 raise UsageError(str(exc)) from None
     routes = [parse_route(text) for text in args.route]

@@ -120,7 +120,7 @@ def test_counts_and_faults_say_what_a_flow_without_grants_has_instead(
     with pytest.raises(ValueError, match=r"the xkey flow grants no credentials.*requests"):
         mgmt_server.auth_count(version="xkey")
     with pytest.raises(ValueError, match="the xkey flow has no endpoint that scripted faults"):
-        mgmt_server.fail_next(500, version="xkey")
+        mgmt_server.fail_next(error=500, version="xkey")
 
 
 def test_the_request_log_masks_the_key_header(

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
-from typing import TYPE_CHECKING, ClassVar, NoReturn, Protocol
+from typing import TYPE_CHECKING, ClassVar, Generic, NoReturn, Protocol, TypeVar
 
 from ..events import AuthRejected
 from ..records import AUTH_FAILED
@@ -16,7 +16,7 @@ from ..secret_text import ClientKind
 from ..timeline import to_datetime
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Iterable, Mapping
 
     from ..accounts import Account
     from ..credentials import Call
@@ -442,3 +442,36 @@ class Flow:
         """Why ``path`` under a templated endpoint's family is none of its endpoints."""
         shapes = " or ".join(f"{e.method} {e.path}" for e in cls.endpoints if not e.exact)
         return f"{path} is not a {cls.title} endpoint: use {shapes}"
+
+
+#: A client of a :class:`ClientFlow` (OAuth's ``OAuthClient``).
+C = TypeVar("C")
+
+
+class ClientFlow(Flow, Generic[C]):
+    """A flow whose credentials are granted to clients of its own (OAuth's client
+    credentials), not to the accounts: what ``mgmt_server.add_client`` and
+    ``mgmtauth-server --client`` reach, whichever flow that is (the registry finds it)."""
+
+    #: Its clients by id.
+    clients: dict[str, C]
+
+    def add_client(
+        self,
+        scopes: Iterable[str] | None = None,
+        *,
+        client_id: str | None = None,
+        client_secret: str | None = None,
+    ) -> C:
+        raise NotImplementedError
+
+    def rotate_client_secret(self, client_id: str, new_secret: str | None = None) -> C:
+        raise NotImplementedError
+
+    def revoke_client(self, client_id: str) -> None:
+        raise NotImplementedError
+
+    @classmethod
+    def check_client_scopes(cls, scopes: object, *, what: str) -> tuple[str, ...]:
+        """The scopes a client may be given; TypeError or ValueError saying why not."""
+        raise NotImplementedError

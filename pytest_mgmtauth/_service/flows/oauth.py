@@ -24,7 +24,7 @@ from ..options import OAUTH_TOKEN_PATH
 from ..records import AUTH_FAILED, DIAGNOSIS_BUDGET, DIAGNOSIS_WINDOW, FORBIDDEN, Refusal
 from ..secret_text import ClientKind, diagnose_secret, paused_diagnosis
 from ..timeline import to_datetime
-from .base import Answer, Endpoint, Incoming
+from .base import Answer, ClientFlow, Endpoint, Incoming
 from .bearer import BearerFlow, BearerToken
 from .oauth_clients import (
     BASIC_CHALLENGE,
@@ -59,7 +59,7 @@ if TYPE_CHECKING:
 STATUSES = (200, 400, 401, 405, 429)
 
 
-class OAuthFlow(BearerFlow):
+class OAuthFlow(BearerFlow, ClientFlow[OAuthClient]):
     name = "oauth"
     title = "the OAuth 2.0 token endpoint"
     path_title = "OAuth token endpoint"
@@ -117,6 +117,10 @@ class OAuthFlow(BearerFlow):
 
     def principals(self) -> list[str]:
         return list(self.clients)
+
+    @classmethod
+    def check_client_scopes(cls, scopes: object, *, what: str) -> tuple[str, ...]:
+        return check_scopes(scopes, what=what)
 
     # -- clients -------------------------------------------------------------------
 

@@ -15,10 +15,11 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..events import FLOW_WORDS, FlowWords
 from ..options import DEFAULT_V3_HOST
+from .base import ClientFlow
 from .oauth import OAuthFlow
 from .v1 import V1Flow
 from .v2 import V2Flow
@@ -71,6 +72,14 @@ def _forget_cached() -> None:
     fixed_hosts.cache_clear()
     _service_hosts.cache_clear()
     check_endpoints.cache_clear()
+
+
+def client_flow() -> type[ClientFlow[Any]]:
+    """The flow whose credentials go to clients of its own (``add_client``)."""
+    found = next((f for f in FLOWS.values() if issubclass(f, ClientFlow)), None)
+    if found is None:
+        raise ValueError("no registered flow has clients of its own (add_client)")
+    return found
 
 
 def flow_class(name: str) -> type[Flow]:
