@@ -1,11 +1,10 @@
-"""The flows on the wire: their own endpoints, the scripted faults of those, and the
-credentials a protected call presents.
+"""The flows on the wire: their own endpoints, the scripted faults of those, and what a
+protected call brings its flow.
 
-The endpoints (``/v2/auth``, ``/v3/auth/...``, ``/v1/login``, ``/v1/logout``: whatever the
-registry lists) are served from their declarations: read the form the endpoint names,
-hand it to the flow, and answer as the interface document shows (the JSON, the cookies,
-the success headers). The service's refusals and bad input are answered by the caller
-(``FakeApp``).
+The endpoints (whatever the registry lists) are served from their declarations: read the
+form the endpoint names, hand it to the flow, and answer as the interface document shows
+(the JSON, the cookies, the success headers). The service's refusals and bad input are
+answered by the caller (``FakeApp``).
 
 Before that, a scripted fault may take the call (``mgmt_server.fail_next``,
 ``hang_next``, ``drop_connection_next``, ``malformed_next``, or a scheduled one): which
@@ -25,6 +24,7 @@ from typing import TYPE_CHECKING
 from werkzeug import Response
 
 from .._service.flows.base import Incoming, Received
+from .._service.flows.registry import form_hint
 from .._service.service import SERVICE_MESSAGES, Refusal
 from .errors import json_response, refusal_response
 from .parsing import BadInput, client_kind, read_body, read_form
@@ -37,7 +37,8 @@ if TYPE_CHECKING:
     from .._service.service import AuthService
     from .binding import Binding
 
-#: Success headers of /v2/auth and /v1/login, as the interface document lists them.
+#: The success headers of a flow endpoint, as the interface document lists them (a
+#: flow may answer with its own: ``Answer.headers``).
 SUCCESS_HEADERS: tuple[tuple[str, str], ...] = (
     ("Cache-Control", "no-cache,no-store,must-revalidate"),
     ("Pragma", "no-cache"),
@@ -71,7 +72,12 @@ def answer(
     arrived = arrival(service, request)
     body = b""
     if endpoint.form:
-        form = read_form(request, request.path, endpoint.form)
+        form = read_form(
+            request,
+            request.path,
+            endpoint.form,
+            hint=lambda missing, names: form_hint(flow, endpoint, missing, names),
+        )
     else:
         body = read_body(request)  # the size limit holds here too
         form = {}

@@ -20,6 +20,8 @@ from .._service.secret_text import ClientKind, form_idiom
 from .errors import BodyTooLarge, read_limited_body
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from werkzeug import Request
 
 FORM_TYPE = "application/x-www-form-urlencoded"
@@ -113,8 +115,15 @@ def _content_type_problem(request: Request, endpoint: str, fields: tuple[str, ..
     return f"{wanted}; this request sent Content-Type: {raw} ({form_idiom(client)})"
 
 
-def read_form(request: Request, endpoint: str, fields: tuple[str, ...]) -> dict[str, str]:
-    """The named fields of a URL-encoded form body; :class:`BadInput` if anything is off."""
+def read_form(
+    request: Request,
+    endpoint: str,
+    fields: tuple[str, ...],
+    *,
+    hint: Callable[[list[str], list[str]], str] | None = None,
+) -> dict[str, str]:
+    """The named fields of a URL-encoded form body; :class:`BadInput` if anything is off.
+    ``hint(missing, received)`` says why fields may be missing (the flows' words)."""
     raw_type = request.headers.get("Content-Type", "")
     if raw_type.split(";", 1)[0].strip().lower() != FORM_TYPE:
         raise BadInput(415, _content_type_problem(request, endpoint, fields))
@@ -151,15 +160,11 @@ def read_form(request: Request, endpoint: str, fields: tuple[str, ...]) -> dict[
         got = ", ".join(repr(n) for n in shown) or "none"
         if hidden:
             got += f" and {hidden} other(s) not shown"
-        hint = ""
-        if endpoint == "/v2/auth" and "password" in names:
-            hint = " (/v2/auth takes the API key as 'key'; passwords go to /v1/login)"
-        elif endpoint == "/v1/login" and "key" in names:
-            hint = " (/v1/login takes 'password'; API keys go to /v2/auth as 'key')"
+        why = hint(missing, names) if hint is not None else ""
         raise BadInput(
             400,
             f"{endpoint}: missing form field {', '.join(repr(m) for m in missing)}; "
-            f"fields received: {got}{hint}",
+            f"fields received: {got}{why}",
         )
     values: dict[str, str] = {}
     for name, value in pairs:

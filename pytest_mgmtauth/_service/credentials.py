@@ -8,8 +8,7 @@ import dataclasses
 import math
 from typing import TYPE_CHECKING, NoReturn
 
-from .call_events import ApiCall
-from .events import Event, SessionExpired, Throttled
+from .events import ApiCall, Event, SessionExpired, Throttled
 from .records import AUTH_FAILED, FORBIDDEN, THROTTLE_WINDOW, SessionRecord, TokenRecord
 from .timeline import to_datetime
 

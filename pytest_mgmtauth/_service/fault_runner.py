@@ -8,8 +8,7 @@ from typing import TYPE_CHECKING
 from .accounts import (
     fingerprint,
 )
-from .call_events import FaultInjected, ScheduledFaultFired
-from .events import CredentialExpired, CredentialRevoked
+from .events import CredentialExpired, CredentialRevoked, FaultInjected, ScheduledFaultFired
 from .faults import FaultPlan, FiredFault, ScheduledFault, scheduled_failure
 from .records import SessionRecord, TokenRecord
 from .timeline import to_datetime

@@ -12,11 +12,10 @@ import threading
 from typing import TYPE_CHECKING, NoReturn, TypeVar, overload
 
 from .account_book import AccountBook
-from .call_events import WrongHost
 from .credentials import Call, Credentials
-from .events import format_offset, grants
+from .events import WrongHost, format_offset, grants
 from .fault_runner import FaultRunner
-from .flows.registry import FLOWS, WRONG_HOST_STATUS, check_endpoints, check_version
+from .flows.registry import FLOWS, WRONG_HOST_STATUS, check_endpoints, check_grants
 from .lockout import Lockout
 from .records import (
     AUTH_FAILED,
@@ -105,14 +104,7 @@ class AuthService:
     def auth_count(self, *, version: str | None = None, username: str | None = None) -> int:
         """How many credentials were granted (to ``username``, by the flow ``version``).
         ValueError for a flow that grants none: its calls present the secret itself."""
-        check_version(version, what="version", none="every flow")
-        if version is not None and FLOWS[version].credential is None:
-            raise ValueError(
-                f"auth_count(version={version!r}): the {version} flow grants no credentials "
-                f"(every call presents the {FLOWS[version].secret} itself), so there are no "
-                "grants to count: count its calls with mgmt_server.requests, or a route's "
-                "call_count"
-            )
+        check_grants(version, what="auth_count")
         return len(grants(self.timeline.events, version=version, username=username))
 
     def authorize(

@@ -20,8 +20,15 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from .call_events import ApiCall, BadRequest, TunnelClosed, UnknownRoute
-from .events import Event, format_offset, timeline_origin
+from .events import (
+    ApiCall,
+    BadRequest,
+    Event,
+    TunnelClosed,
+    UnknownRoute,
+    format_offset,
+    timeline_origin,
+)
 from .limits import check_advance
 from .records import Refusal
 from .secret_text import SecretMasker

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .._service.call_events import ApiCall
 from .._service.events import (
+    ApiCall,
     CredentialExpired,
     CredentialRevoked,
     Grant,
@@ -17,7 +17,7 @@ from .._service.events import (
     grants,
     shown,
 )
-from .._service.flows.registry import DEFAULT_FLOW, FLOWS, check_version, flow_class
+from .._service.flows.registry import DEFAULT_FLOW, FLOWS, check_grants, flow_class
 from .._service.options import setting_names
 from .._service.records import AUTH_FAILED
 from .._service.secret_text import diagnose_reauth_after, fix_after_forbidden
@@ -26,6 +26,7 @@ from .evidence import (
     concurrent_grants,
     format_timeline,
     grant_label,
+    issued,
     list_labels,
     preceding_call,
     premature_grants,
@@ -53,9 +54,12 @@ def _fix_churn(
     options: Options, versions: set[str], herd: bool, *, with_margin: bool = True
 ) -> str:
     fixes = [flow.fix_churn(options) for name, flow in FLOWS.items() if name in versions]
+    whom = " or ".join(
+        dict.fromkeys(flow.principal for flow in FLOWS.values() if flow.name in versions)
+    )
     fixes.append(
-        "threads and clients that use one account should share one credential (churn is "
-        "counted per account, whichever client asked)"
+        f"threads and clients that use one {whom or 'account'} should share one credential "
+        f"(churn is counted per {whom or 'account'}, whichever client asked)"
     )
     if herd:
         fixes.append(
@@ -149,8 +153,8 @@ def check_single_flight(evidence: Evidence, *, username: str | None = None) -> N
         f"{principal(evidence.events, account)} {account!r} "
         f"were requested while another grant to it was in flight; first: {grant_label(first)} at "
         f"{evidence.offset(first.at.timestamp())}, requested before "
-        f"{list_labels(first.concurrent_with)} was issued, so its client could not have "
-        "reused it.\n\n"
+        f"{issued(first.concurrent_with)}, so its client could not have reused "
+        f"{'it' if len(first.concurrent_with) == 1 else 'them'}.\n\n"
         + format_timeline(evidence, username=account, focus=first)
         + "\n\nFix: refresh in single flight: one thread or task refreshes under a lock "
         "while the others wait and then use its credential."
@@ -161,7 +165,7 @@ def check_auth_count(
     evidence: Evidence, expected: int, *, version: str | None = None, username: str | None = None
 ) -> None:
     __tracebackhide__ = True
-    check_version(version, what="version", none="every flow")
+    check_grants(version, what="assert_auth_count")
     if isinstance(expected, bool) or not isinstance(expected, int) or expected < 0:
         raise TypeError(f"assert_auth_count(n): n must be an int >= 0, got {expected!r}")
     found = grants(evidence.events, version=version, username=username)

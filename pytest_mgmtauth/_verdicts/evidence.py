@@ -9,9 +9,10 @@ import dataclasses
 import functools
 from typing import TYPE_CHECKING
 
-from .._service.call_events import ApiCall, BadRequest, TunnelClosed, WrongHost
 from .._service.events import (
+    ApiCall,
     AuthRejected,
+    BadRequest,
     CredentialExpired,
     CredentialRevoked,
     Event,
@@ -23,6 +24,8 @@ from .._service.events import (
     SessionExpired,
     Throttled,
     TokenIssued,
+    TunnelClosed,
+    WrongHost,
     format_offset,
     grants,
     timeline_origin,
@@ -169,6 +172,11 @@ def list_labels(labels: Sequence[str], limit: int = 4) -> str:
     return f"{', '.join(labels[:limit])} and {len(labels) - limit} more"
 
 
+def issued(labels: Sequence[str]) -> str:
+    """``T2 was issued``, ``T2, T3 were issued``."""
+    return f"{list_labels(labels)} {'was' if len(labels) == 1 else 'were'} issued"
+
+
 def times_text(n: int) -> str:
     return f"{n} time" if n == 1 else f"{n} times"
 
@@ -201,8 +209,7 @@ def _annotate(grant: Grant, evidence: Evidence) -> list[str]:
         marks.append(f"PREMATURE: {held} still valid{left}")
     if grant.concurrent_with:
         marks.append(
-            f"CONCURRENT: requested before {list_labels(grant.concurrent_with)} was issued "
-            "(thundering herd)"
+            f"CONCURRENT: requested before {issued(grant.concurrent_with)} (thundering herd)"
         )
     return marks
 

@@ -10,8 +10,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
-from .._service.call_events import ApiCall, WrongHost
-from .._service.events import LoggedIn, TokenIssued, grants
+from .._service.events import ApiCall, LoggedIn, TokenIssued, WrongHost, grants
 from .checks import (
     churn_message,
     expired_use_message,

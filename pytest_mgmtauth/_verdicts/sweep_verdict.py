@@ -11,12 +11,13 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
-from .._service.call_events import ApiCall, ScheduledFaultFired
 from .._service.events import (
+    ApiCall,
     AuthRejected,
     Event,
     LoggedIn,
     LoginRejected,
+    ScheduledFaultFired,
     SessionExpired,
     Throttled,
     TokenIssued,

@@ -198,3 +198,10 @@ def test_options_take_require_logout_as_a_bool() -> None:
     assert "require_logout=True" in Options(require_logout=True).describe()
     with pytest.raises(TypeError, match="'require_logout' must be True or False"):
         Options(require_logout="yes")  # type: ignore[arg-type]
+
+
+def test_concurrent_grants_are_named_in_the_plural_when_several() -> None:
+    from pytest_mgmtauth._verdicts.evidence import issued
+
+    assert issued(["T1"]) == "T1 was issued"
+    assert issued(["T2", "T3"]) == "T2, T3 were issued"

@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from pytest_mgmtauth._service.call_events import ApiCall, WrongHost
+from pytest_mgmtauth._service.events import ApiCall, WrongHost
 from pytest_mgmtauth._service.flows.base import Where
 from pytest_mgmtauth._service.flows.bearer import BearerToken
 from pytest_mgmtauth._service.flows.registry import (

@@ -13,8 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from pytest_mgmtauth import AuthRejected, TokenIssued
-from pytest_mgmtauth._service.call_events import ApiCall
-from pytest_mgmtauth._service.events import ClientRevoked, SecretRotated
+from pytest_mgmtauth._service.events import ApiCall, ClientRevoked, SecretRotated
 from pytest_mgmtauth._service.flows.base import Answer, Incoming
 from pytest_mgmtauth._service.flows.bearer import BearerToken
 from pytest_mgmtauth._service.flows.oauth import OAuthFlow

@@ -119,6 +119,8 @@ def test_counts_and_faults_say_what_a_flow_without_grants_has_instead(
 ) -> None:
     with pytest.raises(ValueError, match=r"the xkey flow grants no credentials.*requests"):
         mgmt_server.auth_count(version="xkey")
+    with pytest.raises(ValueError, match=r"assert_auth_count\(version='xkey'\): the xkey"):
+        mgmt_server.assert_auth_count(0, version="xkey")
     with pytest.raises(ValueError, match="the xkey flow has no endpoint that scripted faults"):
         mgmt_server.fail_next(error=500, version="xkey")
 

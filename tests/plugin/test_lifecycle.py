@@ -18,7 +18,6 @@ GLUE = [
     "_glue/sweep.py",
     "_standalone/server.py",
     "_standalone/control.py",
-    "_standalone/actions.py",
 ]
 
 

@@ -98,6 +98,19 @@ def check_version(value: object, *, what: str, none: str | None = None) -> str |
     raise ValueError(f"{what} must be {names}{either}, got {value!r}")
 
 
+def check_grants(version: object, *, what: str) -> str | None:
+    """:func:`check_version` for a count of grants: ValueError for a flow that grants
+    nothing (its calls present the secret itself), saying what to count instead."""
+    name = check_version(version, what="version", none="every flow")
+    if name is not None and FLOWS[name].credential is None:
+        raise ValueError(
+            f"{what}(version={name!r}): the {name} flow grants no credentials (every call "
+            f"presents the {FLOWS[name].secret} itself), so there are no grants to count: "
+            "count its calls with mgmt_server.requests, or a route's call_count"
+        )
+    return name
+
+
 def route_flow(pattern: str, *, scope: str | None = None) -> str:
     """The flow a route declared without ``auth=`` belongs to: by its ``scope`` (the
     flow whose tokens carry scopes), else by its path."""
@@ -120,6 +133,23 @@ def endpoint_for(
             if params is not None:
                 return flow, endpoint, params
     return None
+
+
+def form_hint(flow: type[Flow], endpoint: Endpoint, missing: list[str], names: list[str]) -> str:
+    """Why a form sent to ``endpoint`` may lack ``missing``: it carries a field of another
+    flow's endpoint instead (a password at ``/v2/auth``); ``""`` if not."""
+    for other in FLOWS.values():
+        if other is flow:
+            continue
+        for theirs in other.endpoints:
+            stray = [n for n in names if n in theirs.form and n not in endpoint.form]
+            if stray:
+                takes = " and ".join(repr(field) for field in endpoint.form)
+                return (
+                    f" ({endpoint.path} takes {takes}; {other.secret}s go to "
+                    f"{theirs.path} as {stray[0]!r})"
+                )
+    return ""
 
 
 def endpoint_family(path: str) -> tuple[type[Flow], Endpoint] | None:
