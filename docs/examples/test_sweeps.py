@@ -83,16 +83,16 @@ def test_a_client_that_never_retries_on_401_survives_expire_and_fails_revoke(
     )
 
 
-def test_a_client_that_ignores_retry_after_passes_and_is_shown_as_such(
+def test_a_client_that_ignores_retry_after_is_throttled_again_and_fails(
     pytester: pytest.Pytester,
 ) -> None:
     result = _sweep(pytester, "ImpatientClient", ("throttle",))
-    # One authentication without a fault, one with the 429 at auth 1 and its retry.
-    result.assert_outcomes(passed=2, skipped=2)
+    # Its retries at once are answered 429 again, as a real throttle answers them.
+    result.assert_outcomes(passed=1, failed=1, skipped=2)
     result.stdout.re_match_lines(
         [
-            r"  throttle auth +ok\* +- +-$",
-            r"  verdict: survives throttle at 1/1 points, but at auth 1 the client retried "
+            r"  throttle auth +FAIL +- +-$",
+            r"  verdict: throttle fails from auth 1 \(1/1 points\): the client retried "
             r"authentication 0 s after a 429 with Retry-After 1 s: honour Retry-After$",
         ]
     )

@@ -32,7 +32,7 @@ from .parsing import BadInput, client_kind, read_body, read_form
 if TYPE_CHECKING:
     from werkzeug import Request
 
-    from .._service.faults import ScriptedFault
+    from .._service.faults import FiredFault
     from .._service.flows.base import Endpoint, Flow, Where
     from .._service.service import AuthService
     from .binding import Binding
@@ -126,17 +126,16 @@ class ConnectionResetOnCue(ConnectionAbortedError):
 
 def scripted_fault(
     binding: Binding, request: Request, flow: type[Flow], endpoint: Endpoint
-) -> ScriptedFault | None:
+) -> FiredFault | None:
     """The fault this call of a flow's endpoint gets (already recorded), or ``None``."""
     version = flow.name
-    service = binding.service
-    due = service.fault_runner.auth_call_arrived()  # counted for scheduled faults (auth2...)
-    if due is None and not service.fault_runner.plan.any_for(version):
+    runner = binding.service.fault_runner
+    due = runner.auth_call_arrived()  # counted for scheduled faults (auth2...)
+    if due is None and not runner.plan.any_for(version) and not runner.throttling(version):
         return None  # the common case: no form parsing for the fault's attribution
-    fired = service.fault_runner.take_fault(
+    return runner.take_fault(
         version, request.method, request.path, _username_of(request, endpoint), scheduled=due
     )
-    return fired.fault if fired is not None else None
 
 
 def _username_of(request: Request, endpoint: Endpoint) -> str | None:
@@ -148,10 +147,11 @@ def _username_of(request: Request, endpoint: Endpoint) -> str | None:
 
 
 def carry_out(
-    fault: ScriptedFault, binding: Binding, request: Request, flow: type[Flow]
+    fired: FiredFault, binding: Binding, request: Request, flow: type[Flow]
 ) -> Response | None:
     """The answer a scripted fault gives, or None to go on answering normally (after a
     hang). A reset raises :class:`ConnectionResetOnCue`."""
+    fault = fired.fault
     if fault.kind == "fail":
         assert fault.status is not None
         assert fault.return_code is not None
@@ -159,7 +159,7 @@ def carry_out(
         refusal = Refusal(
             fault.status,
             fault.return_code,
-            "scripted fault: the test told the fake to fail this call",
+            fired.reason or "scripted fault: the test told the fake to fail this call",
             message=base,
             retry_after=fault.retry_after,
         )

@@ -239,16 +239,28 @@ class SessionExpired(Event):
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Throttled(Event):
-    """``/v2/auth`` (or v3 auth) answered 429: too many premature grants within 60 s."""
+    """``/v2/auth`` (or v3 auth) answered 429: too many premature grants within 60 s; or
+    (``waited`` set) an authentication retried ``waited`` seconds after a 429 that said
+    ``Retry-After: asked``, answered 429 again as a real throttle would."""
 
     retry_after: int
     premature_grants: int
     version: str = "v2"
+    #: Seconds between the 429 and this retry, when it came inside its Retry-After.
+    waited: float | None = None
+    #: The Retry-After of that 429.
+    asked: int | None = None
 
     def describe(self, when: TimeFormat = iso_time) -> str:
+        path = flow_title(self.version, path=True)
+        if self.waited is not None:
+            return (
+                f"{path} throttled again (429, Retry-After {self.retry_after}s): retried "
+                f"{self.waited:g} s after a 429 with Retry-After {self.asked}s; honour "
+                "Retry-After"
+            )
         return (
-            f"{flow_title(self.version, path=True)} throttled (429, Retry-After "
-            f"{self.retry_after}s) after "
+            f"{path} throttled (429, Retry-After {self.retry_after}s) after "
             f"{self.premature_grants} premature grants within 60 s"
         )
 

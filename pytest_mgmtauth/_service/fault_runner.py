@@ -3,13 +3,27 @@ their trigger points, scripted faults of auth calls) and ends credentials on cue
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from .accounts import (
     fingerprint,
 )
-from .events import CredentialExpired, CredentialRevoked, FaultInjected, ScheduledFaultFired
-from .faults import FaultPlan, FiredFault, ScheduledFault, scheduled_failure
+from .events import (
+    CredentialExpired,
+    CredentialRevoked,
+    FaultInjected,
+    ScheduledFaultFired,
+    Throttled,
+)
+from .faults import (
+    DEFAULT_RETRY_AFTER,
+    FaultPlan,
+    FiredFault,
+    ScheduledFault,
+    failure,
+    scheduled_failure,
+)
 from .records import SessionRecord, TokenRecord
 from .timeline import to_datetime
 
@@ -40,6 +54,8 @@ class FaultRunner:
         self._credentials = credentials
         self._options = options
         self._lock = lock
+        #: The last 429 a fault answered, per flow: when, and its Retry-After.
+        self._throttled: dict[str, tuple[float, int]] = {}
         #: Scripted and scheduled faults (faults.py).
         self.plan = FaultPlan()
         #: Moves the clock forward by that many seconds and returns True, or returns
@@ -161,34 +177,85 @@ class FaultRunner:
         the timeline; ``None`` when the call is answered normally. A ``scheduled`` fault
         (from :meth:`auth_call_arrived`) comes first."""
         with self._lock:
-            if scheduled is not None:
-                answer = scheduled_failure(scheduled)
-                if answer is not None:
-                    self._timeline.record(
-                        ScheduledFaultFired(
-                            at=to_datetime(self._timeline.now()),
-                            username=username if username in self._accounts else None,
-                            fault=scheduled.kind,
-                            point=scheduled.point,
-                            detail=f"{method} {path} answered {answer.describe()}",
-                        )
-                    )
-                    return FiredFault(answer, 1)
-            fired = self.plan.take(version)
-            if fired is not None:
+            retry = self._retried_too_soon(version, username)
+            if retry is not None:
+                return retry
+            fired = self._take_fault(version, method, path, username, scheduled)
+            if fired is not None and fired.fault.status == 429:
+                # A throttled client must wait Retry-After: a retry before then gets 429
+                # again, as a real throttle answers.
+                asked = fired.fault.retry_after or DEFAULT_RETRY_AFTER
+                self._throttled[version] = (self._timeline.now(), asked)
+            return fired
+
+    def throttling(self, version: str) -> bool:
+        """Whether an authentication of ``version`` may still be inside the Retry-After
+        of a 429 a fault answered (then :meth:`take_fault` decides)."""
+        return version in self._throttled
+
+    def _retried_too_soon(self, version: str, username: str | None) -> FiredFault | None:
+        window = self._throttled.get(version)
+        if window is None:
+            return None
+        fired_at, asked = window
+        now = self._timeline.now()
+        if now >= fired_at + asked:
+            del self._throttled[version]
+            return None
+        remaining = max(1, math.ceil(fired_at + asked - now))
+        self._timeline.record(
+            Throttled(
+                at=to_datetime(now),
+                username=username if username in self._accounts else None,
+                retry_after=remaining,
+                premature_grants=0,
+                version=version,
+                waited=round(now - fired_at, 3),
+                asked=asked,
+            )
+        )
+        reason = (
+            f"retried {now - fired_at:g} s after a 429 with Retry-After {asked} s: wait "
+            "Retry-After seconds before asking again"
+        )
+        return FiredFault(failure(429, retry_after=remaining), 1, reason=reason)
+
+    def _take_fault(
+        self,
+        version: str,
+        method: str,
+        path: str,
+        username: str | None,
+        scheduled: ScheduledFault | None,
+    ) -> FiredFault | None:
+        if scheduled is not None:
+            answer = scheduled_failure(scheduled)
+            if answer is not None:
                 self._timeline.record(
-                    FaultInjected(
+                    ScheduledFaultFired(
                         at=to_datetime(self._timeline.now()),
                         username=username if username in self._accounts else None,
-                        method=method,
-                        path=path,
-                        fault=fired.fault.kind,
-                        detail=fired.fault.describe(),
-                        ordinal=fired.ordinal,
-                        count=fired.fault.count,
+                        fault=scheduled.kind,
+                        point=scheduled.point,
+                        detail=f"{method} {path} answered {answer.describe()}",
                     )
                 )
-            return fired
+                return FiredFault(answer, 1)
+        fired = self.plan.take(version)
+        if fired is not None:
+            self._timeline.record(
+                FaultInjected(
+                    at=to_datetime(self._timeline.now()),
+                    username=username if username in self._accounts else None,
+                    method=method,
+                    path=path,
+                    fault=fired.fault.kind,
+                    detail=fired.fault.describe(),
+                    ordinal=fired.ordinal,
+                    count=fired.fault.count,
+                )
+            )
+        return fired
 
     def find_credential(self, credential: str) -> TokenRecord | SessionRecord:
         """A token or session of this test by its value (the JWT, the JSESSIONID) or its

@@ -248,10 +248,13 @@ def scheduled_failure(fault: ScheduledFault) -> ScriptedFault | None:
 
 @dataclasses.dataclass(frozen=True)
 class FiredFault:
-    """A scripted fault taken by one call: ``ordinal`` of ``fault.count``."""
+    """A scripted fault taken by one call: ``ordinal`` of ``fault.count``. ``reason``:
+    why the call gets it, where the fault is not one the test scripted (a retry inside
+    the Retry-After of a scripted 429)."""
 
     fault: ScriptedFault
     ordinal: int
+    reason: str | None = None
 
 
 @dataclasses.dataclass

@@ -22,6 +22,7 @@ from pytest_mgmtauth import (
     LoginRejected,
     MgmtClock,
     MgmtServer,
+    Throttled,
     TokenIssued,
 )
 
@@ -77,10 +78,14 @@ def test_a_5xx_body_is_the_fakes_json_error(
 
 
 def test_a_scripted_429_carries_retry_after_which_the_client_honours(
-    mgmt_server: MgmtServer, mgmt_account: Account
+    mgmt_server: MgmtServer, mgmt_account: Account, mgmt_clock: MgmtClock
 ) -> None:
     mgmt_server.fail_next(error=429, retry_after=7)
     slept: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        mgmt_clock.advance(seconds=seconds)
 
     def auth_with_backoff(client: httpx.Client, sleep: Callable[[float], None]) -> httpx.Response:
         for _ in range(3):
@@ -93,11 +98,36 @@ def test_a_scripted_429_carries_retry_after_which_the_client_honours(
         raise AssertionError("still throttled")
 
     with httpx.Client(base_url=mgmt_server.url, trust_env=False) as client:
-        answer = auth_with_backoff(client, slept.append)
+        answer = auth_with_backoff(client, sleep)
     assert answer.status_code == 200
     assert slept == [7.0]
     (fault,) = _faults(mgmt_server)
     assert fault.detail == "error 429, Retry-After 7s"
+    assert "throttled again" not in mgmt_server.timeline()
+
+
+def test_a_retry_inside_a_scripted_retry_after_is_throttled_again_and_shown(
+    mgmt_server: MgmtServer, mgmt_account: Account, mgmt_clock: MgmtClock
+) -> None:
+    """As a real throttle answers: a client that retries at once gets 429 again, with the
+    Retry-After that is left, until the wait is over."""
+    mgmt_server.fail_next(error=429, retry_after=30)
+    form = {"username": mgmt_account.username, "key": mgmt_account.api_key}
+    with httpx.Client(base_url=mgmt_server.url, trust_env=False) as client:
+        assert client.post("/v2/auth", data=form).status_code == 429
+        mgmt_clock.advance(seconds=10)
+        again = client.post("/v2/auth", data=form)
+        assert again.status_code == 429
+        assert again.headers["Retry-After"] == "20"
+        assert "retried 10 s after a 429 with Retry-After 30 s" in again.json()["message"]
+        mgmt_clock.advance(seconds=20)
+        assert client.post("/v2/auth", data=form).status_code == 200
+    throttled = [e for e in mgmt_server.events if isinstance(e, Throttled)]
+    assert [(e.waited, e.asked, e.retry_after) for e in throttled] == [(10, 30, 20)]
+    assert (
+        "/v2/auth throttled again (429, Retry-After 20s): retried 10 s after a 429 with "
+        "Retry-After 30s; honour Retry-After"
+    ) in mgmt_server.timeline()
 
 
 def test_a_scripted_1401_is_a_service_error_the_client_retries_once(

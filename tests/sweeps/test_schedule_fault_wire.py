@@ -71,6 +71,7 @@ def test_reset_drops_the_connection_of_that_call_only(
 def test_throttle_and_unavailable_answer_that_authentication(
     mgmt_server: MgmtServer,
     mgmt_account: Account,
+    mgmt_clock: MgmtClock,
     http: requests.Session,
     kind: str,
     status: int,
@@ -82,6 +83,7 @@ def test_throttle_and_unavailable_answer_that_authentication(
     assert answer.json()["returnCode"] == status
     if kind == "throttle":
         assert answer.headers["Retry-After"] == "1"
+        mgmt_clock.advance(seconds=1)  # a throttled client waits Retry-After
     assert _token(http, mgmt_server, mgmt_account).status_code == 200
     assert mgmt_server.auth_calls == 3
     fired = [e for e in mgmt_server.events if isinstance(e, ScheduledFaultFired)]
