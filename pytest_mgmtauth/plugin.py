@@ -89,7 +89,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         "mgmtauth_sweep(faults=(...), points=N): run the test once without a fault and "
-        "once per fault kind and point (docs/sweeps.md); faults: "
+        "once per fault kind and point (the documentation's page Sweeps); faults: "
         f"{', '.join(FAULT_KINDS)}",
     )
     try:

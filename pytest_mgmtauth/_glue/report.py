@@ -203,7 +203,12 @@ def check_findings(
     if not found:
         return
     if fake.options.strict and not call_failed:
-        pytest.fail("\n\n".join(f.message for f in found), pytrace=False)
+        # The error's report carries the timeline in its section: not printed twice.
+        pytest.fail(
+            "\n\n".join("\n\n".join(filter(None, (f.headline, f.fix))) for f in found)
+            + f"\n\n(the timeline is in the test's '{SECTION_TITLE}' report section)",
+            pytrace=False,
+        )
     # Attributed to the test function, not to this file, in pytest's warnings summary.
     path, lineno, _ = item.reportinfo()
     for kind in KINDS:

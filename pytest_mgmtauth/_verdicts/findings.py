@@ -72,7 +72,7 @@ def wrong_host_message(evidence: Evidence, username: str | None) -> str | None:
         + "\n\nFix: send "
         + "; ".join(where[:_FIX_LIMIT])
         + more
-        + " (see docs/hosts.md)."
+        + ' (see the page "Hosts and interception" of pytest-mgmtauth\'s documentation).'
     )
 
 

@@ -5,6 +5,7 @@ no framework at all."""
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from pathlib import Path
 
@@ -204,3 +205,40 @@ def test_an_import_circle_is_caught() -> None:
         probe.unlink()
     assert f"{PACKAGE.name}._service.flows.registry" in imports
     assert f"{PACKAGE.name}._service.records" not in imports
+
+
+def _message_texts(path: Path) -> list[str]:
+    """The string literals of a module that are not docstrings."""
+    tree = ast.parse(path.read_text())
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    return [
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and id(node) not in docstrings
+    ]
+
+
+def test_no_message_points_to_a_path_of_the_repository() -> None:
+    """An installed user has no docs/ folder: messages name a page by its title."""
+    found = [
+        f"{path.relative_to(PACKAGE)}: {text!r}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        for text in _message_texts(path)
+        if re.search(r"docs/[\w-]+\.md", text)
+    ]
+    assert found == []
+
+
+def test_a_message_naming_a_docs_path_is_caught(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text('"""See docs/hosts.md."""\nX = "(see docs/hosts.md)"\n')
+    assert _message_texts(probe) == ["(see docs/hosts.md)"]

@@ -108,13 +108,17 @@ def test_strict_marker_fails_the_churning_test_at_teardown_with_the_timeline(
             "*_ ERROR at teardown of test_churns _*",
             "pytest-mgmtauth: token churn: account 'user1.*@example.com' was granted 2 new "
             "credential(s)*",
-            "Timeline of account*",
-            "*<-- PREMATURE: T1 still valid*",
             "Fix: keep the token from /v2/auth*",
+            "(the timeline is in the test's 'mgmtauth timeline' report section)",
+            "*- mgmtauth timeline -*",
+            "Timeline of *",
+            "*<-- PREMATURE: T1 still valid*",
             "*= short test summary info =*",
             "ERROR *::test_churns*",
         ]
     )
+    # The timeline is printed once: in the report section, not in the error too.
+    assert result.stdout.str().count("<-- PREMATURE: T1 still valid") == 1
     assert "TokenChurnWarning" not in result.stdout.str()
     # pytrace=False: the user sees the timeline, not the plugin's frames.
     assert "plugin.py" not in result.stdout.str()

@@ -283,7 +283,11 @@ def test_date_header_follows_the_fakes_clock(
 
 @pytest.mark.parametrize("error", [500, 503, 429, 1401])
 def test_scripted_failures_hit_v3_auth(
-    mgmt_server: MgmtServer, mgmt_account: Account, http: requests.Session, error: int
+    mgmt_server: MgmtServer,
+    mgmt_account: Account,
+    mgmt_clock: MgmtClock,
+    http: requests.Session,
+    error: int,
 ) -> None:
     mgmt_server.fail_next(error=error, version="v3")
     # A v2 call does not take a v3 fault.
@@ -297,6 +301,7 @@ def test_scripted_failures_hit_v3_auth(
     [fault] = [e for e in mgmt_server.events if isinstance(e, FaultInjected)]
     assert fault.path == "/v3/auth/accounts/acme/profiles/main"
     assert fault.username == mgmt_account.username
+    mgmt_clock.advance(seconds=1)  # the Retry-After of a 429
     assert _auth(mgmt_server, http, mgmt_account).ok
 
 
