@@ -36,6 +36,22 @@ class KeyProblem(ValueError):
     """The bytes are not a signing key this fake can use; ``str()`` says why."""
 
 
+def import_cryptography() -> None:
+    """Import what making, checking and using the key needs, in the caller's thread.
+
+    Not in the thread that makes the key: a test using ``pytester`` restores
+    ``sys.modules`` after it, dropping every module first imported while it ran, in any
+    thread. Imported again later, ``hashes`` has new classes, which the key's backend
+    (bound to the first ones) refuses: every later grant of the run was a 500
+    (``TypeError: Expected instance of hashes.HashAlgorithm``). The caller is the plugin
+    at the end of collection, before any test runs."""
+    import cryptography.exceptions
+    import cryptography.hazmat.primitives.asymmetric.padding
+    import cryptography.hazmat.primitives.asymmetric.rsa
+    import cryptography.hazmat.primitives.hashes
+    import cryptography.hazmat.primitives.serialization  # noqa: F401
+
+
 def new_key() -> rsa.RSAPrivateKey:
     from cryptography.hazmat.primitives.asymmetric import rsa
 
@@ -205,6 +221,7 @@ class SigningKey:
 
     def start(self) -> None:
         """Start making the key in a background thread; nothing once started."""
+        import_cryptography()
         with self._lock:
             if self.started:
                 return

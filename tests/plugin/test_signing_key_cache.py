@@ -416,3 +416,49 @@ def test_under_xdist_each_worker_gets_a_working_key_and_its_own_server(
     assert all(len(urls) == 1 for urls in by_worker.values())  # one server per worker
     assert by_worker["gw0"] != by_worker["gw1"]  # and not the same one
     assert load_key(pytester.path.joinpath(*KEY_ENTRY).read_bytes()).key_size == 4096
+
+
+#: The key made (so cryptography imported, before the fix: in the key's thread) only once
+#: a test that uses pytester runs: pytester drops, after it, every module first imported
+#: meanwhile, in any thread.
+KEY_MADE_DURING_A_PYTESTER_TEST = """
+import threading
+
+# Imported before the pytester test, as the key's thread had begun importing when the
+# run reported it: the packages stay, their submodules made meanwhile are dropped from
+# sys.modules but stay their attributes, and the two halves no longer match.
+import cryptography.hazmat.primitives.asymmetric
+
+from pytest_mgmtauth._fake import key_cache
+from pytest_mgmtauth.plugin import _KEY
+
+pytester_test_runs = threading.Event()
+_fresh_key = key_cache.fresh_key
+
+
+def made_once_the_pytester_test_runs():
+    pytester_test_runs.wait(60)
+    return _fresh_key()
+
+
+# Before the plugin starts the key (at the end of collection); -p no:cacheprovider: the
+# key is a fresh one, kept in memory.
+key_cache.fresh_key = made_once_the_pytester_test_runs
+
+
+def test_first_uses_pytester(pytester, pytestconfig):
+    pytester_test_runs.set()
+    pytestconfig.stash[_KEY].key()  # made now, while pytester's snapshot holds
+"""
+
+
+def test_a_key_made_while_a_pytester_test_runs_keeps_every_later_grant_working(
+    pytester: pytest.Pytester,
+) -> None:
+    # Issue 38, item 15: every later grant of the run answered 500 (TypeError: Expected
+    # instance of hashes.HashAlgorithm): the key's thread imported cryptography while
+    # the pytester test ran, and pytester dropped those modules after it.
+    pytester.makepyfile(test_a_first=KEY_MADE_DURING_A_PYTESTER_TEST, test_b_uses=USES_A_TOKEN)
+    result = _run(pytester, "-p", "no:cacheprovider", "-p", "pytester")
+    result.stdout.no_fnmatch_line("*Expected instance of hashes.HashAlgorithm*")
+    result.assert_outcomes(passed=3)
