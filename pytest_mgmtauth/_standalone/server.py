@@ -22,6 +22,7 @@ from .._fake.key_cache import (
     key_pem,
     load_key,
     new_key,
+    read_key_file,
     write_private_file,
 )
 from .._fake.server import MgmtServer
@@ -173,7 +174,7 @@ def _file_key(path: str) -> Callable[[], KeyOutcome]:
 
     def make() -> KeyOutcome:
         try:
-            pem = Path(path).read_bytes()
+            pem = read_key_file(Path(path))
         except FileNotFoundError:
             key = new_key()
             try:
@@ -183,6 +184,11 @@ def _file_key(path: str) -> Callable[[], KeyOutcome]:
             return key, []
         except OSError as exc:
             raise UsageError(f"--key-file {path}: {exc.strerror or exc}") from None
+        except KeyProblem as problem:  # a FIFO, a device, a huge file: never read whole
+            raise UsageError(
+                f"--key-file {path} {problem}: pass the path of a key file, or a path that "
+                "does not exist yet, and the key is made there"
+            ) from None
         try:
             # Any size: a key of the user's own is used as it is.
             return load_key(pem, bits=None), []

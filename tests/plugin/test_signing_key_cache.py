@@ -4,6 +4,7 @@ one background thread; under xdist each worker gets a working key."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -198,6 +199,64 @@ def test_a_directory_where_the_key_file_should_be_is_replaced_if_empty(
     assert problems[1].startswith(f"pytest-mgmtauth cannot write its new signing key to {entry}")
     assert (entry / "something").is_dir()
     assert len(new_keys) == 2
+
+
+#: Real seconds a read of the cache may take before the test fails: a hang guard.
+READ_GUARD = 30.0
+
+
+def _unblock(fifo: Path) -> None:
+    """End a reader blocked on ``fifo`` (opening it for writing, then closing it)."""
+    with contextlib.suppress(OSError):
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
+def test_a_fifo_in_place_of_the_key_file_is_replaced_not_read(
+    tmp_path: Path, new_keys: list[rsa.RSAPrivateKey]
+) -> None:
+    # Issue 38, item 12: reading it blocked until something wrote to it: the whole run hung.
+    entry = tmp_path / "mgmtauth" / KEY_FILE
+    entry.parent.mkdir()
+    os.mkfifo(entry)
+    got: list[KeyOutcome] = []
+    reader = threading.Thread(
+        target=lambda: got.append(cached_key(_mkdir(tmp_path), "mgmtauth")()), daemon=True
+    )
+    reader.start()
+    reader.join(READ_GUARD)
+    if reader.is_alive():
+        _unblock(entry)
+        reader.join(READ_GUARD)
+        pytest.fail("reading the cached key blocked on the FIFO")
+    ((key, problems),) = got
+    assert problems == [
+        f"the signing key cached in {entry} is a named pipe (FIFO), not a regular file: "
+        "pytest-mgmtauth replaced it with a new key"
+    ]
+    assert new_keys == [key]
+    assert stat.S_ISREG(entry.stat().st_mode)
+    assert _same(load_key(entry.read_bytes()), key)
+
+
+def test_a_huge_file_in_place_of_the_key_file_is_replaced_unread(
+    tmp_path: Path, new_keys: list[rsa.RSAPrivateKey], default_key_pem: bytes
+) -> None:
+    entry = tmp_path / "mgmtauth" / KEY_FILE
+    entry.parent.mkdir()
+    entry.write_bytes(default_key_pem + b"\n" * key_cache.MAX_KEY_FILE)
+    key, problems = cached_key(_mkdir(tmp_path), "mgmtauth")()
+    assert problems == [
+        f"the signing key cached in {entry} is larger than 64 KiB: no PEM key is: "
+        "pytest-mgmtauth replaced it with a new key"
+    ]
+    assert _same(load_key(entry.read_bytes()), key)
+    # A key file of exactly the largest size is read.
+    entry.write_bytes(default_key_pem.ljust(key_cache.MAX_KEY_FILE, b"\n"))
+    again, problems = cached_key(_mkdir(tmp_path), "mgmtauth")()
+    assert problems == []
+    assert new_keys == [key]  # read, not made again
+    assert _same(again, key)
 
 
 def test_a_file_where_the_cache_directory_should_be_is_replaced(
