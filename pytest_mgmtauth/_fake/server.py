@@ -55,6 +55,7 @@ class MgmtServer(FaultMethods, AssertionMethods):
         clock: Clock | None = None,
         *,
         test_id: str = "",
+        bind: bool = True,
     ) -> None:
         if options.v3_host in fixed_hosts():
             raise ValueError(
@@ -79,11 +80,10 @@ class MgmtServer(FaultMethods, AssertionMethods):
         https = options.https
         self._binding.region_port = lambda: pool.region_server(https=https).port
         self._binding.main_port = self._http.port
-        self._http.app.bind(self._binding)
         #: The proxy of the intercept option; None without it.
         self._proxy = pool.proxy_server() if options.intercept else None
-        if self._proxy is not None:
-            self._proxy.app.bind(self._binding)
+        if bind:  # else mgmtauth-server sets it up first, then take_over()
+            self.take_over(None)
 
     # -- where ---------------------------------------------------------------------
 
@@ -349,9 +349,16 @@ class MgmtServer(FaultMethods, AssertionMethods):
         returns whether it did (the plugin's frozen clock); None: it waits in real time."""
         self._service.advance = mover
 
-    def keep_masking(self, old: MgmtServer) -> None:
-        """Mask the secrets ``old`` handed out too (mgmtauth-server's reset; internal)."""
-        self._service.keep_masking(old._service)
+    def take_over(self, old: MgmtServer | None) -> None:
+        """Answer from now on in ``old``'s place: its secrets stay masked, requests on its
+        connections come here, it is closed (internal: mgmtauth-server, bind=False)."""
+        if old is not None:
+            self._service.keep_masking(old._service)
+            old._binding.successor = self._binding
+        for server in filter(None, (self._http, self._proxy)):
+            server.app.bind(self._binding)
+        if old is not None:
+            old.close()
 
     def whole_timeline(self, username: str | None = None) -> str:
         """Every line of the timeline, not cut (mgmtauth-server's; internal)."""
@@ -375,9 +382,8 @@ class MgmtServer(FaultMethods, AssertionMethods):
 
     def close(self) -> None:
         """Stop answering for this test (internal: the fixture and mgmtauth-server)."""
-        self._http.app.unbind(self._binding)
-        if self._proxy is not None:
-            self._proxy.app.unbind(self._binding)
+        for server in filter(None, (self._http, self._proxy)):
+            server.app.unbind(self._binding)
         self._binding.close()  # requests held by a scripted hang give up now
         # Kept-alive connections idle now are closed, as a server's idle timeout would:
         # the next test's requests come on new connections (clients reconnect).

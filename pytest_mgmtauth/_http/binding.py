@@ -179,6 +179,9 @@ class Binding:
         self.lock = threading.Lock()
         #: Set when the test ends: requests held by a scripted hang give up at once.
         self.closed = threading.Event()
+        #: The binding that answers in its place once it is closed (mgmtauth-server's
+        #: reset); None under pytest: a request of an ended test belongs to no test.
+        self.successor: Binding | None = None
         #: How this test's fake stands in for the service's hosts (set by the fake).
         self.hosts = HostPlan(service.options.v3_host, service.options.intercept)
         #: The port of the region address (its listener started on first use); 0 when

@@ -264,10 +264,14 @@ class StandaloneServer:
             ),
         )
         self._fake = self._new_fake()
+        self._fake.take_over(None)  # under --intercept, the proxy accepts from here on
         http.app.open()
 
     def _new_fake(self) -> MgmtServer:
-        fake = MgmtServer(self.options, self._pool, clock=self.clock)
+        """A fake with the startup accounts, clients and routes, not answering yet: the
+        server's requests (and the proxy's, under --intercept) go on to the previous
+        one, or wait, until :meth:`MgmtServer.take_over`."""
+        fake = MgmtServer(self.options, self._pool, clock=self.clock, bind=False)
         # At startup the accounts come from --account; a reset re-adds the very
         # credentials generated then, so clients keep working.
         sources = self._account_specs if self._startup_accounts is None else self._startup_accounts
@@ -308,11 +312,11 @@ class StandaloneServer:
         no tokens, sessions, events or faults. The clock keeps its time."""
         with self._lock:
             old = self._fake
-            self._fake = self._new_fake()  # binds itself to the server
-            if old is not None:
-                # Secrets handed out before the reset are still secrets.
-                self._fake.keep_masking(old)
-                old.close()
+            # Made whole before it answers: requests meanwhile get the old state, never
+            # a state without the startup accounts (issue 38, item 11).
+            fake = self._new_fake()
+            self._fake = fake
+            fake.take_over(old)  # old's secrets are still secrets
 
     def timeline(self, username: str | None = None) -> str:
         """Every line of the timeline since the last reset (``GET /_mgmtauth/timeline``):
