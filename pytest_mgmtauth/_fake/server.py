@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     import ssl
     from collections.abc import Callable, Iterable
 
-    from .._http.binding import RecordedRequest
+    from .._http.binding import LoggedRequests
     from .._service.accounts import Account
     from .._service.events import Event
     from .._service.flows.oauth_clients import OAuthClient
@@ -307,11 +307,11 @@ class MgmtServer(FaultMethods, AssertionMethods):
         return self._service.events
 
     @property
-    def requests(self) -> list[RecordedRequest]:
-        """The requests the fake answered in this test, oldest first (the last 1000), as
-        they arrived, secrets masked as in :attr:`events`; refused ones (bad input,
-        unknown routes) included. Like pytest-httpserver's ``log`` and respx's
-        ``calls``."""
+    def requests(self) -> LoggedRequests:
+        """The requests the fake answered in this test, oldest first, as they arrived,
+        secrets masked as in :attr:`events`, refused ones included; the last 1000 within
+        4 MiB (``.dropped`` counts earlier ones; long texts are cut, and say so). Like
+        pytest-httpserver's ``log`` and respx's ``calls``."""
         return self._binding.requests.entries(self._service.redact)
 
     def auth_count(self, *, version: str | None = None, username: str | None = None) -> int:
