@@ -5,6 +5,9 @@ CI (``.ci/run``) runs the README's install and commands first: the whole suite a
 depth (``pytest``, then ``pytest -n 2``) on the Python ``python3`` names, 3.11 with the
 newest dependencies. That is its main row; the rows here run beside it:
 
+- ``examples``: the README's first minutes: ``pip install -e .`` and the HTTP clients
+  the examples use, nothing else (no test extra: no pytest-asyncio), then
+  ``pytest docs/examples`` (the async examples skip and say what they need);
 - ``release``: sdist and wheel built, ``twine check``, then tests/release against them
   (the sdist holds the tests and the docs, the wheel installed in a new virtualenv runs a
   user's first test). It runs in the environment nox runs in (``.[test]`` installed);
@@ -49,9 +52,12 @@ WHOLE_SUITE = ("docs/examples", "tests")
 PYTEST_DRIVEN = ("tests/plugin", "tests/concurrency")
 PYTHON_ROW = (*WHOLE_SUITE, *(f"--ignore={path}" for path in PYTEST_DRIVEN))
 PYTEST_ROW = ("docs/examples", "tests/plugin", "tests/sweeps")
+#: What docs/examples import beside the plugin and its dependencies (the examples row).
+EXAMPLE_CLIENTS = ("requests", "httpx", "aiohttp")
 
 # What `nox` runs, in this order (the quick and the pytest-facing rows first), and CI too.
 nox.options.sessions = [
+    "examples",
     "release",
     "plugins",
     "floors",
@@ -101,6 +107,13 @@ def tests(session: nox.Session) -> None:
     """The suite but the pytest-driven tests on this Python, newest dependencies."""
     session.install(".[test]")
     session.run("pytest", *RUN, *(session.posargs or PYTHON_ROW), env=_row_env())
+
+
+@nox.session(python="3.11")
+def examples(session: nox.Session) -> None:
+    """`pytest docs/examples` after `pip install -e .` and the HTTP clients alone."""
+    session.install("-e", ".", *EXAMPLE_CLIENTS)
+    session.run("pytest", "docs/examples", *session.posargs)
 
 
 @nox.session(python=OLDEST)

@@ -9,7 +9,9 @@ the last one written stays (the write replaces the file whole).
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import stat
 import tempfile
 import threading
 import warnings
@@ -28,12 +30,30 @@ if TYPE_CHECKING:
 KEY_FILE = "rsa4096.pem"
 #: A key and what went wrong on the way to it (each a sentence for a warning).
 KeyOutcome = tuple["rsa.RSAPrivateKey", list[str]]
+#: The most a key file may hold: a PEM of a 16384-bit RSA key is about 13 KB.
+MAX_KEY_FILE = 64 * 1024
 _PUBLIC_EXPONENT = 65537
 _CHECKED_MESSAGE = b"pytest-mgmtauth signing key check"
 
 
 class KeyProblem(ValueError):
     """The bytes are not a signing key this fake can use; ``str()`` says why."""
+
+
+def import_cryptography() -> None:
+    """Import what making, checking and using the key needs, in the caller's thread.
+
+    Not in the thread that makes the key: a test using ``pytester`` restores
+    ``sys.modules`` after it, dropping every module first imported while it ran, in any
+    thread. Imported again later, ``hashes`` has new classes, which the key's backend
+    (bound to the first ones) refuses: every later grant of the run was a 500
+    (``TypeError: Expected instance of hashes.HashAlgorithm``). The caller is the plugin
+    at the end of collection, before any test runs."""
+    import cryptography.exceptions
+    import cryptography.hazmat.primitives.asymmetric.padding
+    import cryptography.hazmat.primitives.asymmetric.rsa
+    import cryptography.hazmat.primitives.hashes
+    import cryptography.hazmat.primitives.serialization  # noqa: F401
 
 
 def new_key() -> rsa.RSAPrivateKey:
@@ -85,6 +105,41 @@ def load_key(pem: bytes, bits: int | None = KEY_BITS) -> rsa.RSAPrivateKey:
     return key
 
 
+_KINDS = (
+    (stat.S_ISFIFO, "a named pipe (FIFO)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def read_key_file(path: Path) -> bytes:
+    """The bytes of the key file ``path``, read without blocking and within
+    :data:`MAX_KEY_FILE`: :class:`KeyProblem` for anything but a regular file of that
+    size (a FIFO, which would block the run for ever until something writes to it, a
+    device); ``IsADirectoryError`` for a directory, other ``OSError`` as raised."""
+    # O_NONBLOCK: opening a FIFO waits for a writer without it.
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+    fd = os.open(path, flags)
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+        if not stat.S_ISREG(mode):
+            kind = next((name for test, name in _KINDS if test(mode)), "not a file")
+            raise KeyProblem(f"is {kind}, not a regular file")
+        chunks: list[bytes] = []
+        size = 0
+        while size <= MAX_KEY_FILE and (chunk := os.read(fd, MAX_KEY_FILE + 1 - size)):
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > MAX_KEY_FILE:
+            raise KeyProblem(f"is larger than {MAX_KEY_FILE // 1024} KiB: no PEM key is")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
 def write_private_file(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` atomically and readable by its owner only (0600) from
     the first byte: a temporary file in the same directory, made 0600 by mkstemp, then
@@ -122,7 +177,7 @@ def cached_key(mkdir: Callable[[str], Path], name: str) -> Callable[[], KeyOutco
             )
             return new_key(), problems
         try:
-            return load_key(path.read_bytes()), problems
+            return load_key(read_key_file(path)), problems
         except FileNotFoundError:
             found = ""
         except KeyProblem as problem:
@@ -205,6 +260,7 @@ class SigningKey:
 
     def start(self) -> None:
         """Start making the key in a background thread; nothing once started."""
+        import_cryptography()
         with self._lock:
             if self.started:
                 return

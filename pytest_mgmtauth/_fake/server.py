@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     import ssl
     from collections.abc import Callable, Iterable
 
-    from .._http.binding import RecordedRequest
+    from .._http.binding import LoggedRequests
     from .._service.events import Event
     from .._service.faults import ScheduledFault, ScriptedFault
     from .._service.flows.oauth_clients import OAuthClient
@@ -57,6 +57,7 @@ class MgmtServer:
         clock: Clock | None = None,
         *,
         test_id: str = "",
+        bind: bool = True,
     ) -> None:
         if options.v3_host in fixed_hosts():
             raise ValueError(
@@ -81,11 +82,10 @@ class MgmtServer:
         https = options.https
         self._binding.region_port = lambda: pool.region_server(https=https).port
         self._binding.main_port = self._http.port
-        self._http.app.bind(self._binding)
         #: The proxy of the intercept option; None without it.
         self._proxy = pool.proxy_server() if options.intercept else None
-        if self._proxy is not None:
-            self._proxy.app.bind(self._binding)
+        if bind:  # else mgmtauth-server sets it up first, then take_over()
+            self.take_over(None)
 
     # -- where ---------------------------------------------------------------------
 
@@ -314,11 +314,11 @@ class MgmtServer:
         return self._service.timeline.events
 
     @property
-    def requests(self) -> list[RecordedRequest]:
-        """The requests the fake answered in this test, oldest first (the last 1000), as
-        they arrived, secrets masked as in :attr:`events`; refused ones (bad input,
-        unknown routes) included. Like pytest-httpserver's ``log`` and respx's
-        ``calls``."""
+    def requests(self) -> LoggedRequests:
+        """The requests the fake answered in this test, oldest first, as they arrived,
+        secrets masked as in :attr:`events`, refused ones included; the last 1000 within
+        4 MiB (``.dropped`` counts earlier ones; long texts are cut, and say so). Like
+        pytest-httpserver's ``log`` and respx's ``calls``."""
         return self._binding.requests.entries(self._service.timeline.redact)
 
     def auth_count(self, *, version: str | None = None, username: str | None = None) -> int:
@@ -351,9 +351,16 @@ class MgmtServer:
         returns whether it did (the plugin's frozen clock); None: it waits in real time."""
         self._service.fault_runner.advance = mover
 
-    def keep_masking(self, old: MgmtServer) -> None:
-        """Mask the secrets ``old`` handed out too (mgmtauth-server's reset; internal)."""
-        self._service.timeline.keep_masking(old._service.timeline)
+    def take_over(self, old: MgmtServer | None) -> None:
+        """Answer from now on in ``old``'s place: its secrets stay masked, requests on its
+        connections come here, it is closed (internal: mgmtauth-server, bind=False)."""
+        if old is not None:
+            self._service.timeline.keep_masking(old._service.timeline)
+            old._binding.successor = self._binding
+        for server in filter(None, (self._http, self._proxy)):
+            server.app.bind(self._binding)
+        if old is not None:
+            old.close()
 
     def whole_timeline(self, username: str | None = None) -> str:
         """Every line of the timeline, not cut (mgmtauth-server's; internal)."""
@@ -377,9 +384,8 @@ class MgmtServer:
 
     def close(self) -> None:
         """Stop answering for this test (internal: the fixture and mgmtauth-server)."""
-        self._http.app.unbind(self._binding)
-        if self._proxy is not None:
-            self._proxy.app.unbind(self._binding)
+        for server in filter(None, (self._http, self._proxy)):
+            server.app.unbind(self._binding)
         self._binding.close()  # requests held by a scripted hang give up now
         # Kept-alive connections idle now are closed, as a server's idle timeout would:
         # the next test's requests come on new connections (clients reconnect).

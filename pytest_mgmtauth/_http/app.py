@@ -144,6 +144,8 @@ class FakeApp:
         # server records it), not to whichever test is bound when its headers finally
         # get parsed: a slow or stalled client must not leak events into the next test.
         binding = request.environ.get(ACCEPTED_BINDING, self._binding)
+        while binding is not None and binding.successor is not None and binding.closed.is_set():
+            binding = binding.successor  # mgmtauth-server's state after a reset
         framing = request.environ.get(FRAMING_PROBLEM)
         if framing is not None and (binding is None or binding.closed.is_set()):
             return error_response(framing[0], framing[0], framing[1])  # in no test's log

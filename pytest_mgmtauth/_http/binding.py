@@ -7,7 +7,9 @@ The request log holds every request the fake answered for the test, as it arrive
 (``mgmt_server.requests``, ``GET /_mgmtauth/requests``), refused ones included. Entries
 are kept as they arrived and masked when read, with the test's secret masker: a secret
 handed out after a request (a session's id, say) is masked in it too, and the requests
-of a test cost no masking unless the test reads them.
+of a test cost no masking unless the test reads them. The log is bounded in entries and
+in size: a text over its limit is masked at once and cut, with a marker saying so, and
+the oldest entries are dropped and counted (``mgmt_server.requests.dropped``).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from pytest_httpserver import RequestHandler, RequestMatcher
 from .._service.flows.registry import HostPlan
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator, Mapping
+    from collections.abc import Callable, Iterable, Iterator, Mapping
     from datetime import datetime
 
     from pytest_httpserver.httpserver import HEADERS_T
@@ -169,7 +171,7 @@ class Binding:
         #: Its node id, or None (mgmtauth-server's state): the request log's ``test``.
         self.test_id = owner or None
         #: The requests answered for it (``mgmt_server.requests``).
-        self.requests = RequestLog()
+        self.requests = RequestLog(service.timeline.redact)
         self.routes: list[RouteHandler] = []
         #: Exceptions raised while answering (the fake's own, or a route handler's):
         #: re-raised in the test at teardown, never lost; those raised after the test
@@ -179,6 +181,9 @@ class Binding:
         self.lock = threading.Lock()
         #: Set when the test ends: requests held by a scripted hang give up at once.
         self.closed = threading.Event()
+        #: The binding that answers in its place once it is closed (mgmtauth-server's
+        #: reset); None under pytest: a request of an ended test belongs to no test.
+        self.successor: Binding | None = None
         #: How this test's fake stands in for the service's hosts (set by the fake).
         self.hosts = HostPlan(service.options.v3_host, service.options.intercept)
         #: The port of the region address (its listener started on first use); 0 when
@@ -207,6 +212,17 @@ class Binding:
 
 #: Most requests one test's log keeps; beyond it, the oldest are dropped.
 REQUEST_LOG_SIZE = 1000
+#: Most text the log of one test keeps (characters: bytes, for the ASCII requests are
+#: mostly made of); beyond it, the oldest entries are dropped.
+REQUEST_LOG_BYTES = 4 * 1024 * 1024
+#: Most characters kept of one header name or value; of the body, path or query (which
+#: the fake's limits hold to 64 KiB already), :data:`REQUEST_LOG_TEXT`.
+REQUEST_LOG_HEADER = 16 * 1024
+REQUEST_LOG_TEXT = 64 * 1024
+#: How much of a cut text's end is left out after masking it: a secret the cut went
+#: through is shorter (a 60-character key encoded three times, in Basic credentials,
+#: is under 1 KiB), so no piece of one is kept.
+CUT_MARGIN = 4096
 
 
 @dataclasses.dataclass(frozen=True)
@@ -241,6 +257,7 @@ class RecordedRequest:
         """This entry with ``mask`` applied to every text that came from the client."""
         return dataclasses.replace(
             self,
+            method=mask(self.method),
             host=mask(self.host),
             path=mask(self.path),
             query=mask(self.query),
@@ -248,20 +265,88 @@ class RecordedRequest:
             body=None if self.body is None else mask(self.body),
         )
 
+    def cut(self, mask: Callable[[str], str], header: int, text: int) -> RecordedRequest:
+        """This entry with each text over its limit (``header`` for a header's name or
+        value, ``text`` for the rest) masked and cut, with a marker saying so."""
+
+        def kept(value: str, limit: int) -> str:
+            if len(value) <= limit:
+                return value
+            # Masked before it is cut, and the end left out: a secret the cut went
+            # through is masked, or left out whole, never kept in part.
+            head = mask(value[:limit])
+            head = head[: max(0, len(head) - CUT_MARGIN)]
+            return f"{head}{CUT_MARKER.format(total=len(value))}"
+
+        return dataclasses.replace(
+            self,
+            method=kept(self.method, text),
+            host=kept(self.host, header),
+            path=kept(self.path, text),
+            query=kept(self.query, text),
+            headers=tuple((kept(k, header), kept(v, header)) for k, v in self.headers),
+            body=None if self.body is None else kept(self.body, text),
+        )
+
+    def size(self) -> int:
+        """The characters of text it holds."""
+        texts = (self.method, self.host, self.path, self.query, self.body or "")
+        return sum(map(len, texts)) + sum(len(k) + len(v) for k, v in self.headers)
+
+
+#: What ends a text the request log cut (docs/reference.md).
+CUT_MARKER = "...[cut by the request log: {total} characters in all]"
+
+
+class LoggedRequests(list[RecordedRequest]):
+    """What ``mgmt_server.requests`` returns: the requests kept, oldest first, and
+    :attr:`dropped`, how many earlier ones the log no longer holds."""
+
+    def __init__(self, entries: Iterable[RecordedRequest] = (), dropped: int = 0) -> None:
+        super().__init__(entries)
+        #: Earlier requests dropped to stay within the log's bounds: more than
+        #: :data:`REQUEST_LOG_SIZE` requests, or :data:`REQUEST_LOG_BYTES` of text.
+        self.dropped = dropped
+
 
 class RequestLog:
-    """The last :data:`REQUEST_LOG_SIZE` requests of one test, oldest first."""
+    """The last requests of one test, oldest first: at most ``size`` of them and
+    ``total`` characters of text; a header's name or value over ``header`` characters,
+    another text over ``text``, is masked with ``mask`` at once and cut."""
 
-    def __init__(self, size: int = REQUEST_LOG_SIZE) -> None:
+    def __init__(
+        self,
+        mask: Callable[[str], str] = str,
+        *,
+        size: int = REQUEST_LOG_SIZE,
+        total: int = REQUEST_LOG_BYTES,
+        header: int = REQUEST_LOG_HEADER,
+        text: int = REQUEST_LOG_TEXT,
+    ) -> None:
         self._lock = threading.Lock()
-        self._entries: collections.deque[RecordedRequest] = collections.deque(maxlen=size)
+        self._entries: collections.deque[RecordedRequest] = collections.deque()
+        self._sizes: collections.deque[int] = collections.deque()
+        self._mask = mask
+        self._limits = (size, total, header, text)
+        self._total = 0
+        #: Entries dropped so far, the oldest first.
+        self.dropped = 0
 
     def add(self, entry: RecordedRequest) -> None:
+        size, total, header, text = self._limits
+        entry = entry.cut(self._mask, header, text)
+        entry_size = entry.size()
         with self._lock:
             self._entries.append(entry)
+            self._sizes.append(entry_size)
+            self._total += entry_size
+            while len(self._entries) > 1 and (len(self._entries) > size or self._total > total):
+                self._entries.popleft()
+                self._total -= self._sizes.popleft()
+                self.dropped += 1
 
-    def entries(self, mask: Callable[[str], str]) -> list[RecordedRequest]:
+    def entries(self, mask: Callable[[str], str]) -> LoggedRequests:
         """Every entry kept, oldest first, masked with ``mask``."""
         with self._lock:
-            entries = list(self._entries)
-        return [entry.masked(mask) for entry in entries]
+            entries, dropped = list(self._entries), self.dropped
+        return LoggedRequests((entry.masked(mask) for entry in entries), dropped)

@@ -25,18 +25,15 @@ repeat a value from the token.
 from __future__ import annotations
 
 import enum
-import re
 import threading
 from urllib.parse import quote, quote_plus, unquote, unquote_plus
 
 from .accounts import fingerprint
+from .secret_spans import Span, jwt_spans, replaced, secret_spans
 
 #: Secrets shorter than this are not masked: a 3-letter password would be masked in
 #: every word that contains it. Generated secrets are 20 characters or more.
 MIN_MASKED_LENGTH = 6
-
-#: Three base64url segments, the first a JSON object ('eyJ' is '{"' encoded).
-_JWT = re.compile(r"eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*")
 
 
 def _spellings(secret: str) -> set[str]:
@@ -86,32 +83,36 @@ class SecretMasker:
         return secret in self._known
 
     def mask(self, text: str) -> str:
-        """``text`` with every known secret (and every JWT) replaced by its fingerprint."""
+        """``text`` with every known secret, in any spelling a client may give it
+        (``secret_spans.py``), and every JWT replaced by its fingerprint."""
         if "eyJ" in text:
-            text = _JWT.sub(lambda m: fingerprint(m.group()), text)
-        index = self._by_prefix
-        if not index or len(text) < MIN_MASKED_LENGTH:
+            jwts = [(start, end, fingerprint(text[start:end])) for start, end in jwt_spans(text)]
+            text = replaced(text, jwts) if jwts else text
+        if not self._by_prefix or len(text) < MIN_MASKED_LENGTH:
             return text
-        out: list[str] = []
-        start = i = 0
+        spans = secret_spans(text, self._find)
+        return replaced(text, spans) if spans else text
+
+    def _find(self, text: str) -> list[Span]:
+        """Where the spellings of known secrets stand in ``text`` as it is (no decoding):
+        the longest spelling that starts at a place, leftmost first, not overlapping."""
+        index = self._by_prefix
+        found: list[Span] = []
+        i = 0
         last = len(text) - MIN_MASKED_LENGTH
         while i <= last:
             bucket = index.get(text[i : i + MIN_MASKED_LENGTH])
             if bucket is not None:
                 for spelling, shown in tuple(bucket):
                     if text.startswith(spelling, i):
-                        out.append(text[start:i])
-                        out.append(shown)
-                        i = start = i + len(spelling)
+                        found.append((i, i + len(spelling), shown))
+                        i += len(spelling)
                         break
                 else:
                     i += 1
                 continue
             i += 1
-        if not out:
-            return text
-        out.append(text[start:])
-        return "".join(out)
+        return found
 
 
 # Diagnosis of a wrong secret.

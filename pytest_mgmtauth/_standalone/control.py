@@ -109,7 +109,8 @@ class ControlAPI:
                 self._requests,
                 (),
                 "the requests the fake answered since the last reset, oldest first, as they "
-                "arrived (secrets masked); not the control API's own",
+                "arrived (secrets masked); not the control API's own; 'dropped': how many "
+                "earlier ones the log no longer holds",
             ),
             ("GET", "/timeline"): (
                 self._timeline,
@@ -268,7 +269,8 @@ class ControlAPI:
         return 200, {"events": [event_json(e) for e in self._fake().events]}
 
     def _requests(self, body: Body) -> tuple[int, Any]:
-        return 200, {"requests": [request_json(r) for r in self._fake().requests]}
+        logged = self._fake().requests
+        return 200, {"requests": [request_json(r) for r in logged], "dropped": logged.dropped}
 
     def _timeline(self, body: Body) -> tuple[int, Any]:
         username = body.query.get("username") or None

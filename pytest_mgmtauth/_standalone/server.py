@@ -22,6 +22,7 @@ from .._fake.key_cache import (
     key_pem,
     load_key,
     new_key,
+    read_key_file,
     write_private_file,
 )
 from .._fake.server import MgmtServer
@@ -173,7 +174,7 @@ def _file_key(path: str) -> Callable[[], KeyOutcome]:
 
     def make() -> KeyOutcome:
         try:
-            pem = Path(path).read_bytes()
+            pem = read_key_file(Path(path))
         except FileNotFoundError:
             key = new_key()
             try:
@@ -183,6 +184,11 @@ def _file_key(path: str) -> Callable[[], KeyOutcome]:
             return key, []
         except OSError as exc:
             raise UsageError(f"--key-file {path}: {exc.strerror or exc}") from None
+        except KeyProblem as problem:  # a FIFO, a device, a huge file: never read whole
+            raise UsageError(
+                f"--key-file {path} {problem}: pass the path of a key file, or a path that "
+                "does not exist yet, and the key is made there"
+            ) from None
         try:
             # Any size: a key of the user's own is used as it is.
             return load_key(pem, bits=None), []
@@ -258,10 +264,14 @@ class StandaloneServer:
             ),
         )
         self._fake = self._new_fake()
+        self._fake.take_over(None)  # under --intercept, the proxy accepts from here on
         http.app.open()
 
     def _new_fake(self) -> MgmtServer:
-        fake = MgmtServer(self.options, self._pool, clock=self.clock)
+        """A fake with the startup accounts, clients and routes, not answering yet: the
+        server's requests (and the proxy's, under --intercept) go on to the previous
+        one, or wait, until :meth:`MgmtServer.take_over`."""
+        fake = MgmtServer(self.options, self._pool, clock=self.clock, bind=False)
         # At startup the accounts come from --account; a reset re-adds the very
         # credentials generated then, so clients keep working.
         sources = self._account_specs if self._startup_accounts is None else self._startup_accounts
@@ -302,11 +312,11 @@ class StandaloneServer:
         no tokens, sessions, events or faults. The clock keeps its time."""
         with self._lock:
             old = self._fake
-            self._fake = self._new_fake()  # binds itself to the server
-            if old is not None:
-                # Secrets handed out before the reset are still secrets.
-                self._fake.keep_masking(old)
-                old.close()
+            # Made whole before it answers: requests meanwhile get the old state, never
+            # a state without the startup accounts (issue 38, item 11).
+            fake = self._new_fake()
+            self._fake = fake
+            fake.take_over(old)  # old's secrets are still secrets
 
     def timeline(self, username: str | None = None) -> str:
         """Every line of the timeline since the last reset (``GET /_mgmtauth/timeline``):

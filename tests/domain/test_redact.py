@@ -3,16 +3,31 @@ client (issue 9). The service is driven directly; tests/hostile drives it over H
 
 from __future__ import annotations
 
+import base64
 import dataclasses
+import re
+import string
+import subprocess
+import sys
+import warnings
 from collections.abc import Callable
-from urllib.parse import quote, quote_plus
+from types import FrameType
+from typing import Any
+from urllib.parse import quote, quote_plus, unquote, unquote_plus
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given, settings, strategies as st
 
+from pytest_mgmtauth._service import secret_spans, secret_text
+
+with warnings.catch_warnings():  # the regex parser, by its old names on every Python
+    warnings.simplefilter("ignore", DeprecationWarning)
+    import sre_constants as re_constants
+    import sre_parse as re_parser
 from pytest_mgmtauth._service.accounts import fingerprint, generate_api_key, generate_password
 from pytest_mgmtauth._service.flows.v1 import V1Flow
 from pytest_mgmtauth._service.flows.v2 import V2Flow
+from pytest_mgmtauth._service.secret_spans import jwt_spans
 from pytest_mgmtauth._service.secret_text import MIN_MASKED_LENGTH, SecretMasker
 from pytest_mgmtauth._service.service import (
     DIAGNOSIS_BUDGET,
@@ -23,6 +38,8 @@ from pytest_mgmtauth._service.service import (
 from pytest_mgmtauth._service.timeline import ManualClock
 
 MakeService = Callable[..., AuthService]
+#: Real seconds a subprocess may take before the test fails (a hang guard).
+GUARD = 60
 
 
 def _masker(*secrets: str) -> SecretMasker:
@@ -97,6 +114,190 @@ def test_no_whole_secret_survives_masking_whatever_surrounds_it(
 ) -> None:
     masked = _masker(secret).mask(before + secret + after)
     assert secret not in masked
+
+
+# -- any spelling a client's encoder gives a secret (issue 38, item 1) --------------------
+
+#: Secrets as the fake generates them (API keys, passwords, client secrets: the
+#: characters that must be encoded included), and any text a user may choose.
+GENERATED = st.text(alphabet=string.ascii_letters + string.digits + "+&=%/!*-_.~#", min_size=20)
+CHOSEN = st.text(alphabet=st.characters(codec="utf-8"), min_size=12, max_size=40)
+
+
+def _form_serializer(secret: str, keep: str) -> str:
+    """The application/x-www-form-urlencoded serializer of URLSearchParams (WHATWG) and
+    Java's URLEncoder: letters, digits and ``keep`` as they are, a space as '+', every
+    other UTF-8 byte as %XX (upper case)."""
+    out = []
+    for byte in secret.encode("utf-8"):
+        char = chr(byte)
+        if char.isascii() and (char.isalnum() or char in keep):
+            out.append(char)
+        else:
+            out.append("+" if char == " " else f"%{byte:02X}")
+    return "".join(out)
+
+
+ENCODERS: dict[str, Callable[[str], str]] = {
+    "Python quote": lambda s: quote(s, safe=""),
+    "Python quote keeping /": quote,
+    "Python quote_plus": quote_plus,
+    "JS encodeURIComponent": lambda s: quote(s, safe="-_.!~*'()"),
+    "JS URLSearchParams": lambda s: _form_serializer(s, "*-._"),
+    "Java URLEncoder": lambda s: _form_serializer(s, ".-*_"),
+    "encoded twice": lambda s: quote(quote(s, safe=""), safe=""),
+    "encoded three times": lambda s: quote(quote(quote_plus(s), safe=""), safe=""),
+    "un-encoded": lambda s: s,
+}
+
+
+def _lower_hex(text: str, which: list[bool]) -> str:
+    """``text`` with the hex digits of some percent-escapes in lower case."""
+    flags = iter(which * (len(text) // max(1, len(which)) + 1))
+    return re.sub(r"%[0-9A-F]{2}", lambda m: m[0].lower() if next(flags) else m[0], text)
+
+
+def _readings(text: str) -> list[str]:
+    """What one decoding (or a few) of ``text`` gives back, as a reader would try."""
+    once, once_plus = unquote(text), unquote_plus(text)
+    return [text, once, once_plus, unquote(once), unquote(once_plus), unquote(unquote(once))]
+
+
+def _basic(user: str, secret: str) -> str:
+    return "Basic " + base64.b64encode(f"{user}:{secret}".encode()).decode()
+
+
+@settings(max_examples=300)
+@given(
+    secret=st.one_of(GENERATED, CHOSEN),
+    encoder=st.sampled_from(sorted(ENCODERS)),
+    lower=st.lists(st.booleans(), min_size=1, max_size=5),
+    place=st.sampled_from(["body", "query", "path", "header", "basic", "cookie"]),
+)
+def test_a_secret_is_masked_in_any_encoding_a_client_sends_it_in(
+    secret: str, encoder: str, lower: list[bool], place: str
+) -> None:
+    encoded = _lower_hex(ENCODERS[encoder](secret), lower)
+    text = {
+        "body": f"username=alice%40example.com&key={encoded}&grant_type=client_credentials",
+        "query": f"page=2&utk={encoded}",
+        "path": f"/v1/items/{encoded}/x",
+        "header": f"X-Api-Key: {encoded}",
+        "basic": _basic("alice@example.com", encoded),
+        "cookie": f'JSESSIONID="{encoded}"; other=1',
+    }[place]
+    masked = _masker(secret).mask(text)
+    for reading in _readings(masked):
+        assert secret not in reading, (encoder, place, masked)
+    if len(encoded) >= MIN_MASKED_LENGTH and place != "basic":
+        assert encoded not in masked
+    assert fingerprint(secret) in masked
+
+
+def test_javascript_and_java_spell_a_key_otherwise_than_python() -> None:
+    # Why listing Python's spellings was not enough: those of the other languages differ
+    # for most generated keys, and each decodes back to the key.
+    key = "k3y~+&=%/!*'()x-long-enough"
+    python = {ENCODERS[name](key) for name in ENCODERS if name.startswith("Python")}
+    js, java = ENCODERS["JS encodeURIComponent"](key), ENCODERS["Java URLEncoder"](key)
+    assert js == "k3y~%2B%26%3D%25%2F!*'()x-long-enough"
+    assert java == "k3y%7E%2B%26%3D%25%2F%21*%27%28%29x-long-enough"
+    assert js not in python
+    assert java not in python
+    assert unquote(js) == unquote_plus(java) == key
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        lambda user, key: _basic(user, key),
+        lambda user, key: _basic(quote_plus(user), quote_plus(key)),
+        lambda user, key: _basic(user, quote(key, safe="-_.!~*'()")),
+        lambda user, key: _basic(user, key).replace("Basic", "basic").rstrip("="),
+    ],
+    ids=["as is", "form-encoded", "JS-encoded", "lower-case scheme, no padding"],
+)
+def test_basic_credentials_carrying_a_secret_are_masked_whole(
+    header: Callable[[str, str], str],
+) -> None:
+    key = generate_api_key()
+    value = header("alice@example.com", key)
+    masked = _masker(key).mask(f"Authorization: {value}")
+    assert masked.lower() == f"authorization: basic {fingerprint(key)}"
+
+
+def test_basic_credentials_without_a_secret_are_kept() -> None:
+    value = _basic("alice@example.com", "not-a-known-secret")
+    assert _masker(generate_api_key()).mask(value) == value
+
+
+# -- masking is linear (issue 38, item 8) --------------------------------------------------
+
+OLD_JWT = re.compile(r"eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*")
+
+
+@given(st.text(alphabet="eyJa.-_/ %", max_size=60))
+def test_jwts_are_found_where_the_old_regex_found_them(text: str) -> None:
+    assert list(jwt_spans(text)) == [m.span() for m in OLD_JWT.finditer(text)]
+
+
+def _python_steps(call: Callable[[], object]) -> int:
+    """The bytecode instructions ``call`` runs in the masking modules (deterministic)."""
+    counted = {secret_spans.__file__, secret_text.__file__}
+    steps = 0
+
+    def trace(frame: FrameType, event: str, arg: object) -> Any:
+        nonlocal steps
+        if frame.f_code.co_filename not in counted:
+            return None
+        frame.f_trace_opcodes = True
+        if event == "opcode":
+            steps += 1
+        return trace
+
+    sys.settrace(trace)
+    try:
+        call()
+    finally:
+        sys.settrace(None)
+    return steps
+
+
+@pytest.mark.parametrize(
+    "unit",
+    ["eyJ", "eyJ.", "eyJ.a.", "%41eyJ", "a+%2", "Basic eyJ ", "\\061eyJ"],
+    ids=["eyJ", "eyJ dot", "two dots", "escapes", "plus", "basic", "backslash"],
+)
+def test_masking_work_grows_linearly_with_the_text(unit: str) -> None:
+    masker = _masker(generate_api_key(), generate_password())
+    small = _python_steps(lambda: masker.mask(unit * 500))
+    large = _python_steps(lambda: masker.mask(unit * 2000))
+    assert large <= 5 * small  # 4 times the text: about 4 times the work (quadratic: 16)
+
+
+def test_the_jwt_scan_reads_each_character_once() -> None:
+    # The one regex the scan runs is a single repeat of one character class: finditer
+    # reads each character once and never starts again inside a run.
+    parsed: list[Any] = re_parser.parse(secret_spans._RUN.pattern).data
+    assert len(parsed) == 1
+    kind, (low, high, item) = parsed[0]
+    assert (kind, low, high) == (re_constants.MAX_REPEAT, 1, re_constants.MAXREPEAT)
+    assert [op for op, _ in item] == [re_constants.IN]
+
+
+def test_a_long_text_full_of_eyj_is_masked_without_hanging() -> None:
+    # 63 KB of 'eyJ' took 5 s with the old regex (quadratic, holding the GIL), so 1.2 MB
+    # would take half an hour. In a subprocess: a thread could not even time out while
+    # the regex holds the GIL. GUARD is a hang guard, not a timing check.
+    code = (
+        "from pytest_mgmtauth._service.secret_text import SecretMasker\n"
+        "m = SecretMasker(); m.add('a-registered-secret')\n"
+        "print(len(m.mask('/' + 'eyJ' * 400_000)))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=GUARD, check=True
+    )
+    assert done.stdout.strip() == str(1 + 3 * 400_000)
 
 
 # -- the service -------------------------------------------------------------------------

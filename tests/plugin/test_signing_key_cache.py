@@ -4,6 +4,7 @@ one background thread; under xdist each worker gets a working key."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -198,6 +199,64 @@ def test_a_directory_where_the_key_file_should_be_is_replaced_if_empty(
     assert problems[1].startswith(f"pytest-mgmtauth cannot write its new signing key to {entry}")
     assert (entry / "something").is_dir()
     assert len(new_keys) == 2
+
+
+#: Real seconds a read of the cache may take before the test fails: a hang guard.
+READ_GUARD = 30.0
+
+
+def _unblock(fifo: Path) -> None:
+    """End a reader blocked on ``fifo`` (opening it for writing, then closing it)."""
+    with contextlib.suppress(OSError):
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
+def test_a_fifo_in_place_of_the_key_file_is_replaced_not_read(
+    tmp_path: Path, new_keys: list[rsa.RSAPrivateKey]
+) -> None:
+    # Issue 38, item 12: reading it blocked until something wrote to it: the whole run hung.
+    entry = tmp_path / "mgmtauth" / KEY_FILE
+    entry.parent.mkdir()
+    os.mkfifo(entry)
+    got: list[KeyOutcome] = []
+    reader = threading.Thread(
+        target=lambda: got.append(cached_key(_mkdir(tmp_path), "mgmtauth")()), daemon=True
+    )
+    reader.start()
+    reader.join(READ_GUARD)
+    if reader.is_alive():
+        _unblock(entry)
+        reader.join(READ_GUARD)
+        pytest.fail("reading the cached key blocked on the FIFO")
+    ((key, problems),) = got
+    assert problems == [
+        f"the signing key cached in {entry} is a named pipe (FIFO), not a regular file: "
+        "pytest-mgmtauth replaced it with a new key"
+    ]
+    assert new_keys == [key]
+    assert stat.S_ISREG(entry.stat().st_mode)
+    assert _same(load_key(entry.read_bytes()), key)
+
+
+def test_a_huge_file_in_place_of_the_key_file_is_replaced_unread(
+    tmp_path: Path, new_keys: list[rsa.RSAPrivateKey], default_key_pem: bytes
+) -> None:
+    entry = tmp_path / "mgmtauth" / KEY_FILE
+    entry.parent.mkdir()
+    entry.write_bytes(default_key_pem + b"\n" * key_cache.MAX_KEY_FILE)
+    key, problems = cached_key(_mkdir(tmp_path), "mgmtauth")()
+    assert problems == [
+        f"the signing key cached in {entry} is larger than 64 KiB: no PEM key is: "
+        "pytest-mgmtauth replaced it with a new key"
+    ]
+    assert _same(load_key(entry.read_bytes()), key)
+    # A key file of exactly the largest size is read.
+    entry.write_bytes(default_key_pem.ljust(key_cache.MAX_KEY_FILE, b"\n"))
+    again, problems = cached_key(_mkdir(tmp_path), "mgmtauth")()
+    assert problems == []
+    assert new_keys == [key]  # read, not made again
+    assert _same(again, key)
 
 
 def test_a_file_where_the_cache_directory_should_be_is_replaced(
@@ -416,3 +475,49 @@ def test_under_xdist_each_worker_gets_a_working_key_and_its_own_server(
     assert all(len(urls) == 1 for urls in by_worker.values())  # one server per worker
     assert by_worker["gw0"] != by_worker["gw1"]  # and not the same one
     assert load_key(pytester.path.joinpath(*KEY_ENTRY).read_bytes()).key_size == 4096
+
+
+#: The key made (so cryptography imported, before the fix: in the key's thread) only once
+#: a test that uses pytester runs: pytester drops, after it, every module first imported
+#: meanwhile, in any thread.
+KEY_MADE_DURING_A_PYTESTER_TEST = """
+import threading
+
+# Imported before the pytester test, as the key's thread had begun importing when the
+# run reported it: the packages stay, their submodules made meanwhile are dropped from
+# sys.modules but stay their attributes, and the two halves no longer match.
+import cryptography.hazmat.primitives.asymmetric
+
+from pytest_mgmtauth._fake import key_cache
+from pytest_mgmtauth.plugin import _KEY
+
+pytester_test_runs = threading.Event()
+_fresh_key = key_cache.fresh_key
+
+
+def made_once_the_pytester_test_runs():
+    pytester_test_runs.wait(60)
+    return _fresh_key()
+
+
+# Before the plugin starts the key (at the end of collection); -p no:cacheprovider: the
+# key is a fresh one, kept in memory.
+key_cache.fresh_key = made_once_the_pytester_test_runs
+
+
+def test_first_uses_pytester(pytester, pytestconfig):
+    pytester_test_runs.set()
+    pytestconfig.stash[_KEY].key()  # made now, while pytester's snapshot holds
+"""
+
+
+def test_a_key_made_while_a_pytester_test_runs_keeps_every_later_grant_working(
+    pytester: pytest.Pytester,
+) -> None:
+    # Issue 38, item 15: every later grant of the run answered 500 (TypeError: Expected
+    # instance of hashes.HashAlgorithm): the key's thread imported cryptography while
+    # the pytester test ran, and pytester dropped those modules after it.
+    pytester.makepyfile(test_a_first=KEY_MADE_DURING_A_PYTESTER_TEST, test_b_uses=USES_A_TOKEN)
+    result = _run(pytester, "-p", "no:cacheprovider", "-p", "pytester")
+    result.stdout.no_fnmatch_line("*Expected instance of hashes.HashAlgorithm*")
+    result.assert_outcomes(passed=3)

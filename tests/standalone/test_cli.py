@@ -3,9 +3,12 @@ accounts from the command line and a file, clean stops on SIGTERM and Ctrl-C, er
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import threading
@@ -218,6 +221,35 @@ def test_a_key_file_that_is_not_a_key_is_never_overwritten(
     with pytest.raises(SystemExit):
         main(["--port", "0", "--key-file", str(tmp_path / "missing" / "key.pem")])
     assert "its directory does not exist" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
+def test_a_key_file_that_is_a_fifo_is_refused_unread(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Issue 38, item 12: reading it blocked the server's start until something wrote to it.
+    fifo = tmp_path / "key.pem"
+    os.mkfifo(fifo)
+    exits: list[object] = []
+
+    def start() -> None:
+        try:
+            main(["--port", "0", "--key-file", str(fifo)])
+        except SystemExit as exc:
+            exits.append(exc.code)
+
+    starting = threading.Thread(target=start, daemon=True)
+    starting.start()
+    starting.join(GUARD)
+    if starting.is_alive():
+        with contextlib.suppress(OSError):  # unblock the reader, then fail
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        starting.join(GUARD)
+        pytest.fail("mgmtauth-server blocked reading a FIFO as its --key-file")
+    assert exits == [2]
+    err = capsys.readouterr().err
+    assert f"--key-file {fifo} is a named pipe (FIFO), not a regular file" in err
+    assert stat.S_ISFIFO(fifo.stat().st_mode)  # never overwritten
 
 
 def test_a_bad_command_line_as_a_process(key_file: Path) -> None:

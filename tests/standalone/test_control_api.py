@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, unquote_plus, urlsplit
 
 import pytest
 import requests
@@ -194,7 +194,30 @@ def test_the_request_log_through_the_control_api(
     authorization = dict(logged[1]["headers"])["Authorization"]
     assert token not in authorization
     control("POST", "/reset")
-    assert control("GET", "/requests").json() == {"requests": []}
+    assert control("GET", "/requests").json() == {"requests": [], "dropped": 0}
+
+
+def test_the_request_log_masks_a_key_in_the_encodings_of_other_languages(
+    server: StandaloneServer, control: Any, http: requests.Session
+) -> None:
+    # Issue 38, item 1: GET /_mgmtauth/requests gave back the key as JavaScript and Java
+    # encode it, or in lower-case hex, or in a Basic header.
+    key = "k+e&y=%/1"
+    js, java = "k%2Be%26y%3D%25%2F1", "k%2be%26y%3d%25%2f1"  # encodeURIComponent, lower hex
+    form = {"Content-Type": "application/x-www-form-urlencoded"}
+    for spelled in (js, java):
+        body = f"username=alice%40example.com&key={spelled}"
+        assert http.post(f"{server.url}/v2/auth", data=body, headers=form).ok
+    http.get(f"{server.url}/v2/things", auth=("alice@example.com", key))
+    answer = control("GET", "/requests").json()
+    assert answer["dropped"] == 0
+    logged = answer["requests"]
+    assert len(logged) == 3
+    text = repr(logged)
+    for reading in (text, unquote(text), unquote_plus(text)):
+        assert key not in reading
+    authorization = dict(logged[2]["headers"])["Authorization"]
+    assert re.fullmatch(r"Basic #[0-9a-f]{6}", authorization)
 
 
 def test_faults_through_the_control_api(

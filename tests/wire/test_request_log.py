@@ -4,17 +4,26 @@ and the test it belongs to."""
 
 from __future__ import annotations
 
+import re
 import socket
 from collections.abc import Callable
 from datetime import datetime
-from urllib.parse import quote_plus, urlencode, urlsplit
+from urllib.parse import quote, quote_plus, unquote, unquote_plus, urlencode, urlsplit
 
 import pytest
 import requests
 
 import pytest_mgmtauth
 from pytest_mgmtauth import Account, MgmtServer, RecordedRequest
-from pytest_mgmtauth._http.binding import REQUEST_LOG_SIZE
+from pytest_mgmtauth._http.binding import (
+    CUT_MARGIN,
+    CUT_MARKER,
+    REQUEST_LOG_BYTES,
+    REQUEST_LOG_HEADER,
+    REQUEST_LOG_SIZE,
+    LoggedRequests,
+    RequestLog,
+)
 from pytest_mgmtauth._service.accounts import fingerprint
 
 
@@ -123,18 +132,124 @@ def test_a_scripted_reset_is_logged_without_a_status(
     assert (entry.path, entry.status) == ("/v2/auth", None)
 
 
-def test_the_log_keeps_the_last_requests(
-    mgmt_server: MgmtServer, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_log_keeps_the_last_requests(mgmt_server: MgmtServer) -> None:
     log = mgmt_server._binding.requests
     for i in range(REQUEST_LOG_SIZE + 5):
-        log._entries.append(
-            RecordedRequest("GET", "h", f"/r{i}", "", (), None, 404, datetime.now())
-        )
+        log.add(RecordedRequest("GET", "h", f"/r{i}", "", (), None, 404, datetime.now()))
     logged = mgmt_server.requests
     assert len(logged) == REQUEST_LOG_SIZE
     assert logged[0].path == "/r5"
+    assert logged.dropped == 5
 
 
 def test_each_test_starts_with_an_empty_log(mgmt_server: MgmtServer) -> None:
     assert mgmt_server.requests == []
+
+
+# -- secrets in any encoding (issue 38, item 1) -------------------------------------------
+
+
+def _js(value: str) -> str:
+    """JavaScript's encodeURIComponent."""
+    return quote(value, safe="-_.!~*'()")
+
+
+def _java(value: str) -> str:
+    """Java's URLEncoder.encode(value, UTF_8), and URLSearchParams: '*-._' kept, a space
+    as '+', every other byte as %XX."""
+    return quote_plus(value, safe="*").replace("~", "%7E")
+
+
+def _lower_hex(value: str) -> str:
+    return re.sub(r"%[0-9A-F]{2}", lambda m: m[0].lower(), value)
+
+
+def _readings(text: str) -> list[str]:
+    once, once_plus = unquote(text), unquote_plus(text)
+    return [text, once, once_plus, unquote(once), unquote(unquote(once_plus))]
+
+
+def _logged_text(logged: list[RecordedRequest]) -> str:
+    return "\n".join(
+        "\n".join([r.host, r.path, r.query, r.body or "", *(f"{k}: {v}" for k, v in r.headers)])
+        for r in logged
+    )
+
+
+def test_a_secret_sent_in_any_encoding_is_masked_in_the_log(
+    mgmt_server: MgmtServer, mgmt_account: Account, http: requests.Session
+) -> None:
+    key, password = mgmt_account.api_key, mgmt_account.password
+    user = quote(mgmt_account.username, safe="")
+    form = {"Content-Type": "application/x-www-form-urlencoded"}
+    bodies = [
+        f"username={user}&key={_js(key)}",
+        f"username={user}&key={_java(key)}",
+        f"username={user}&key={_lower_hex(quote(key, safe=''))}",
+        f"username={user}&key={_lower_hex(_java(key))}",
+    ]
+    statuses = [
+        http.post(f"{mgmt_server.url}/v2/auth", data=body, headers=form).status_code
+        for body in bodies
+    ]
+    assert statuses == [200] * len(bodies)  # each is the key, as the fake reads it
+    login = f"username={user}&password={_js(password)}"
+    assert http.post(f"{mgmt_server.url}/v1/login", data=login, headers=form).ok
+    # The key in a query, and by HTTP Basic with the username (the fake refuses both).
+    http.get(f"{mgmt_server.url}/v2/things?key={_lower_hex(_js(key))}")
+    basic = http.post(
+        f"{mgmt_server.url}/v2/auth",
+        data={"username": mgmt_account.username, "key": "not-it"},
+        auth=(mgmt_account.username, key),
+    )
+    assert basic.status_code == 401
+    logged = mgmt_server.requests
+    assert len(logged) == len(bodies) + 3
+    text = _logged_text(logged)
+    for reading in _readings(text):
+        assert key not in reading
+        assert password not in reading
+    assert logged[0].body == f"username={user}&key={fingerprint(key)}"
+    assert logged[-1].header("Authorization") == f"Basic {fingerprint(key)}"
+
+
+# -- bounded in size (issue 38, item 7) ----------------------------------------------------
+
+
+def test_the_log_is_bounded_in_size_and_says_what_it_cut_and_dropped(
+    mgmt_server: MgmtServer, http: requests.Session
+) -> None:
+    # 12 requests with large headers kept 65 MiB.
+    big = {f"X-Big-{i}": "v" * 60_000 for i in range(60)}
+    for _ in range(8):
+        http.get(f"{mgmt_server.url}/nowhere", headers=big)
+    logged = mgmt_server.requests
+    assert isinstance(logged, LoggedRequests)
+    assert len(logged) + logged.dropped == 8
+    sizes = [entry.size() for entry in logged]
+    assert sum(sizes) <= REQUEST_LOG_BYTES < sum(sizes) + sizes[0]  # as many as fit
+    assert logged.dropped >= 1
+    value = logged[-1].header("X-Big-0")
+    assert value is not None
+    marker = CUT_MARKER.format(total=60_000)
+    assert value.endswith(marker)
+    assert value == "v" * (REQUEST_LOG_HEADER - CUT_MARGIN) + marker
+    assert logged[-1].header("Accept") == "*/*"  # short values are kept whole
+
+
+def test_a_secret_where_a_text_is_cut_is_masked_not_kept_in_part(
+    mgmt_server: MgmtServer, mgmt_account: Account
+) -> None:
+    key = mgmt_account.api_key
+    log = RequestLog(mgmt_server._service.timeline.redact)
+    # The cut goes through the key at each place in turn.
+    sent = ["x" * (REQUEST_LOG_HEADER - shift) + key * 3 for shift in range(0, len(key) + 1, 7)]
+    for value in sent:
+        headers = (("X-Key", value),)
+        log.add(RecordedRequest("GET", "h", "/", "", headers, None, 404, datetime.now()))
+    logged = log.entries(mgmt_server._service.timeline.redact)
+    assert len(logged) == len(sent)
+    for value, entry in zip(sent, logged, strict=True):
+        kept = entry.headers[0][1]
+        assert kept.endswith(CUT_MARKER.format(total=len(value)))
+        assert key[:8] not in kept

@@ -1,0 +1,206 @@
+"""Where a secret stands in a text, whatever the spelling a client gave it: the spans that
+:class:`~.secret_text.SecretMasker` replaces by fingerprints.
+
+A client can spell a secret in as many ways as its encoder chooses: percent-escapes for
+any character, in either hex case, a space as ``+`` or ``%20`` (Python's ``quote`` and
+``quote_plus``, JavaScript's ``encodeURIComponent`` and ``URLSearchParams``, Java's
+``URLEncoder`` all differ), encoded twice or three times, inside HTTP Basic credentials
+(base64 of ``id:secret``, each part form-encoded or not), as a quoted cookie value with
+backslash escapes. Listing spellings misses most of them. So the text is decoded the
+ways the fake (and the libraries a client uses) decode it, keeping for each decoded
+character where it stood in the text; a secret found in a decoded text is masked over
+the raw span it came from.
+
+Every step is linear in the text: each decoding is one pass, at most
+:data:`MAX_DECODINGS` of them, and bearer tokens (anything shaped like a JWT) are found
+by one pass over runs of base64url characters, never by a regex that starts again
+inside a run it has read (``eyJ`` repeated made that quadratic).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from collections.abc import Callable, Iterator
+
+#: A secret found in a text: start, end (exclusive) and what stands in for it.
+Span = tuple[int, int, str]
+#: Finds the spans of known secrets in a text, as it is (no decoding).
+Find = Callable[[str], list[Span]]
+#: A decoded text and, per character, its start in the raw text (one more entry: the
+#: raw text's length).
+Decoded = tuple[str, list[int]]
+
+#: How many times a text is percent-decoded at most: the fake diagnoses a secret encoded
+#: up to three times.
+DECODING_DEPTH = 3
+#: Decoded texts looked at per text at most (both readings of '+' at each depth).
+MAX_DECODINGS = 2 + 4 + 8
+
+_ESCAPES = re.compile(r"(?:%[0-9A-Fa-f]{2})+")
+_ESCAPES_OR_PLUS = re.compile(r"(?:%[0-9A-Fa-f]{2})+|\+")
+#: A backslash escape of a quoted cookie value, as Werkzeug reads it.
+_UNSLASH = re.compile(r"\\([0-3][0-7]{2}|.)", re.DOTALL)
+#: HTTP Basic credentials (any case, standard or URL-safe alphabet, padding optional).
+_BASIC = re.compile(r"\b[Bb][Aa][Ss][Ii][Cc][ \t]+([A-Za-z0-9+/_-]+={0,2})")
+#: A run of base64url characters and dots, where a JWT can stand.
+_RUN = re.compile(r"[A-Za-z0-9_.-]+")
+
+
+def jwt_spans(text: str) -> Iterator[tuple[int, int]]:
+    """The spans of what looks like a JWT: from an ``eyJ`` ('{"' encoded) through the end
+    of the second dot-separated segment after the one it is in, leftmost first, as the
+    regex ``eyJ[A-Za-z0-9_-]*\\.[A-Za-z0-9_-]*\\.[A-Za-z0-9_-]*`` would find them, in
+    one pass."""
+    for run in _RUN.finditer(text):
+        part = run.group()
+        if "eyJ" not in part or part.count(".") < 2:
+            continue
+        segments = part.split(".")
+        starts = [run.start()]
+        for segment in segments[:-1]:
+            starts.append(starts[-1] + len(segment) + 1)
+        i = 0
+        while i + 2 < len(segments):
+            at = segments[i].find("eyJ")
+            if at < 0:
+                i += 1
+                continue
+            yield starts[i] + at, starts[i + 2] + len(segments[i + 2])
+            i += 3
+
+
+def _decoded_escapes(run: str, at: int, chars: list[str], starts: list[int]) -> None:
+    """Append the characters of a run of %XX escapes (UTF-8; a byte that is not, as a
+    lone surrogate) and where each starts (``at``: the run's start)."""
+    data = bytes.fromhex(run.replace("%", ""))
+    offset = 0
+    for char in data.decode("utf-8", "surrogateescape"):
+        chars.append(char)
+        starts.append(at + 3 * offset)
+        offset += 1 if "\udc80" <= char <= "\udcff" else len(char.encode("utf-8"))
+
+
+def percent_decoded(text: str, *, plus: bool) -> Decoded | None:
+    """``text`` with its percent-escapes decoded (``plus``: each '+' read as a space, as
+    in a form or a query), and where each character stood; None if nothing decodes."""
+    chars: list[str] = []
+    starts: list[int] = []
+    done = 0
+    matched = False
+    for found in (_ESCAPES_OR_PLUS if plus else _ESCAPES).finditer(text):
+        matched = True
+        chars.append(text[done : found.start()])
+        starts.extend(range(done, found.start()))
+        if found.group() == "+":
+            chars.append(" ")
+            starts.append(found.start())
+        else:
+            _decoded_escapes(found.group(), found.start(), chars, starts)
+        done = found.end()
+    if not matched:
+        return None
+    chars.append(text[done:])
+    starts.extend(range(done, len(text) + 1))
+    return "".join(chars), starts
+
+
+def unslashed(text: str) -> Decoded | None:
+    """``text`` with the backslash escapes of quoted cookie values read (``\\055`` is
+    '-', ``\\"`` is '"'), and where each character stood; None if there are none."""
+    chars: list[str] = []
+    starts: list[int] = []
+    done = 0
+    for found in _UNSLASH.finditer(text):
+        chars.append(text[done : found.start()])
+        starts.extend(range(done, found.start()))
+        escaped = found.group(1)
+        chars.append(chr(int(escaped, 8)) if len(escaped) == 3 else escaped)
+        starts.append(found.start())
+        done = found.end()
+    if not starts:  # every escape adds a start: none found
+        return None
+    chars.append(text[done:])
+    starts.extend(range(done, len(text) + 1))
+    return "".join(chars), starts
+
+
+def decodings(text: str) -> Iterator[Decoded]:
+    """The texts ``text`` reads as once decoded (percent-escapes, one to
+    :data:`DECODING_DEPTH` times, '+' as a space or not; cookie escapes), each with the
+    start in ``text`` of each of its characters. Each distinct text once."""
+    seen = {text}
+    # Per depth, the texts to decode further, with their map to ``text`` (None: itself).
+    level: list[tuple[str, list[int] | None]] = [(text, None)]
+    for _ in range(DECODING_DEPTH):
+        deeper: list[tuple[str, list[int] | None]] = []
+        for current, starts in level:
+            if "%" not in current and "+" not in current:
+                continue
+            for plus in (True, False):
+                found = percent_decoded(current, plus=plus)
+                if found is None or found[0] in seen:
+                    continue
+                seen.add(found[0])
+                mapped = found[1] if starts is None else [starts[i] for i in found[1]]
+                deeper.append((found[0], mapped))
+                yield found[0], mapped
+        level = deeper
+    if "\\" in text:
+        found = unslashed(text)
+        if found is not None and found[0] not in seen:
+            yield found
+
+
+def _spans_in(text: str, find: Find) -> list[Span]:
+    """The spans of known secrets in ``text`` and in every decoding of it."""
+    spans = find(text)
+    for decoded, starts in decodings(text):
+        spans.extend((starts[start], starts[end], shown) for start, end, shown in find(decoded))
+    return spans
+
+
+def _basic_spans(text: str, find: Find) -> list[Span]:
+    """The Basic credentials of ``text`` that carry a known secret, each whole."""
+    spans = []
+    for found in _BASIC.finditer(text):
+        blob = found.group(1)
+        padded = blob.replace("-", "+").replace("_", "/").rstrip("=")
+        padded += "=" * (-len(padded) % 4)
+        try:
+            decoded = base64.b64decode(padded).decode("utf-8", "replace")
+        except (binascii.Error, ValueError):
+            continue
+        inside = _spans_in(decoded, find)
+        if inside:
+            spans.append((found.start(1), found.end(1), inside[0][2]))
+    return spans
+
+
+def secret_spans(text: str, find: Find) -> list[Span]:
+    """Where the secrets ``find`` knows stand in ``text``, in any spelling; overlapping
+    spans merged (the first one's stand-in kept), in order."""
+    spans = _basic_spans(text, find)
+    spans.extend(_spans_in(text, find))
+    spans.sort(key=lambda span: span[0])  # stable: a Basic span first where it starts
+    merged: list[Span] = []
+    for start, end, shown in spans:
+        if merged and start < merged[-1][1]:
+            last = merged[-1]
+            merged[-1] = (last[0], max(last[1], end), last[2])
+        else:
+            merged.append((start, end, shown))
+    return merged
+
+
+def replaced(text: str, spans: list[Span]) -> str:
+    """``text`` with each of ``spans`` (in order, not overlapping) replaced."""
+    out = []
+    done = 0
+    for start, end, shown in spans:
+        out.append(text[done:start])
+        out.append(shown)
+        done = end
+    out.append(text[done:])
+    return "".join(out)
