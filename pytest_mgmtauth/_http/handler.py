@@ -72,6 +72,15 @@ _HEADER_LINE_DEFECTS = (
     email.errors.InvalidHeaderDefect,
 )
 
+def _asks_to_continue(expect: list[str]) -> bool:
+    """Whether the ``Expect`` lines ask for ``100-continue`` and nothing else: the field
+    is a list (RFC 9110 5.3, 10.1.1), so the expectation may come in two lines or twice
+    in one ("100-continue, 100-continue"), and still gets its one interim answer."""
+    members = [m.strip(HTTP_WHITESPACE).lower() for line in expect for m in line.split(",")]
+    members = [m for m in members if m]
+    return bool(members) and all(m == "100-continue" for m in members)
+
+
 #: The first bytes of a TLS handshake record (content type 22, version 3.x).
 _TLS_RECORD_STARTS = (b"\x16\x03",)
 
@@ -207,11 +216,7 @@ class ConnectionHandler(WSGIRequestHandler):
         if expect:
             environ["HTTP_EXPECT"] = ",".join(expect)
         reader: Any = self.rfile
-        if (
-            self.request_version == "HTTP/1.1"
-            and len(expect) == 1
-            and expect[0].strip(HTTP_WHITESPACE).lower() == "100-continue"
-        ):
+        if self.request_version == "HTTP/1.1" and _asks_to_continue(expect):
             # Not to HTTP/1.0 clients (RFC 9110 10.1.1).
             reader = ContinueOnRead(reader, self.wfile.write)
         if problem is None and chunked(headers):
