@@ -121,6 +121,31 @@ class ConnectionHandler(WSGIRequestHandler):
         self._served += 1
         super().handle_one_request()
 
+    def parse_request(self) -> bool:
+        # http.server takes a request line of one or two words for HTTP/0.9 and answers
+        # it without a status line (a bare JSON body); "CONNECT  HTTP/1.1" (no target)
+        # was one. The fake speaks HTTP/1.x only: such a line gets an HTTP/1.1 400.
+        line = str(self.raw_requestline, "iso-8859-1").rstrip("\r\n")
+        words = line.split()
+        if not 0 < len(words) < 3:
+            return bool(super().parse_request())
+        self.command, self.requestline = None, line
+        self.request_version = "HTTP/1.1"  # a status line, whatever the client wrote
+        self.close_connection = True
+        if words[-1].upper().startswith("HTTP/"):
+            why = "it has no target"
+        elif len(words) == 2:
+            why = "it has no HTTP version (HTTP/0.9 is not served)"
+        else:
+            why = "it is one word"
+        self.send_error(
+            400,
+            f"Malformed request line {line!r}",
+            f"{why}; a request line is METHOD SP target SP HTTP/1.1, like "
+            "'GET /v2/things HTTP/1.1' or 'CONNECT api.tealiumiq.com:443 HTTP/1.1'",
+        )
+        return False
+
     def handle_expect_100(self) -> bool:
         # http.server sent "100 Continue" here, and Werkzeug's run_wsgi another: the
         # one interim answer goes out when the body is first read (see make_environ).
@@ -321,9 +346,9 @@ class ConnectionHandler(WSGIRequestHandler):
         # the hostile-input suite).
         if code == 505:
             code, message = 400, f"{message or 'Unsupported HTTP version'}: send HTTP/1.1"
-        if len(getattr(self, "requestline", "").split()) >= 3:
+        if getattr(self, "request_version", "HTTP/0.9") == "HTTP/0.9":
             # An unparsable version leaves http.server at HTTP/0.9, which would send
-            # the body without a status line; the client wrote an HTTP/1.x-style line.
+            # the body without a status line; every answer of the fake has one.
             self.request_version = "HTTP/1.0"
         short, long = self.responses.get(code, ("Error", ""))
         # http.server quotes the request line ("Bad request syntax ('GET /?utk=...')").

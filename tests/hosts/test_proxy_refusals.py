@@ -98,6 +98,16 @@ def test_a_connect_line_of_too_many_words_is_400(mgmt_server: MgmtServer) -> Non
     assert answer.startswith(b"HTTP/1.0 400 ") or answer.startswith(b"HTTP/1.1 400 ")
 
 
+@pytest.mark.parametrize("line", [b"CONNECT  HTTP/1.1", b"CONNECT api.tealiumiq.com:443"])
+def test_a_connect_line_without_three_words_is_an_http11_400(
+    mgmt_server: MgmtServer, line: bytes
+) -> None:
+    # No target, or no version: http.server answered HTTP/0.9 style, a JSON body with
+    # no status line.
+    message = _refused(mgmt_server, line + b"\r\n\r\n", 400)
+    assert message.startswith(f"Malformed request line {line.decode()!r}: it has no ")
+
+
 def _tunnel(server: MgmtServer, host: str = "api.tealiumiq.com") -> socket.socket:
     raw = socket.create_connection(_proxy(server), timeout=LIMIT)
     raw.sendall(f"CONNECT {host}:443 HTTP/1.1\r\nHost: {host}:443\r\n\r\n".encode())
