@@ -30,6 +30,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
 from .._service.flows.registry import Where, route_hosts, service_hosts
+from .._service.timeline import to_datetime
+from .binding import RecordedRequest
 from .errors import error_bytes
 from .flows import fake_host
 
@@ -197,6 +199,7 @@ class _Handler(Protocol):
     """What the proxy needs of the connection's request handler."""
 
     path: str
+    headers: Any
     server: Any
     connection: Any
     rfile: Any
@@ -293,6 +296,7 @@ def serve_connect(handler: _Handler) -> None:
     except ProxyRefusal as refusal:
         if binding is not None and not binding.closed.is_set():
             binding.service.record_bad_request("CONNECT", target, refusal.status, refusal.reason)
+            binding.requests.add(_refused_connect(handler, binding, refusal.status))
         _answer(handler, refusal.status, refusal.reason)
         return
     _answer(handler, 200)
@@ -312,6 +316,23 @@ def serve_connect(handler: _Handler) -> None:
         with contextlib.suppress(OSError, ValueError):
             handler.wfile.flush()
         tunnel.close()
+
+
+def _refused_connect(handler: _Handler, binding: Binding, status: int) -> RecordedRequest:
+    """The request log's entry of a refused ``CONNECT`` (its target is the path), as the
+    app logs the requests it answers."""
+    headers = tuple(handler.headers.items())
+    return RecordedRequest(
+        method="CONNECT",
+        host=next((v for k, v in headers if k.lower() == "host"), ""),
+        path=handler.path,
+        query="",
+        headers=headers,
+        body=None,
+        status=status,
+        at=to_datetime(binding.service.now()),
+        test=binding.test_id,
+    )
 
 
 def _handshake(
