@@ -26,7 +26,7 @@ from .app import (
 )
 from .errors import HTTP_WHITESPACE, MAX_BODY_BYTES, chunked, error_bytes, framing_problem
 from .hosts import serve_connect, tunnel_environ
-from .streams import BriefDrain, ContinueOnRead, CountedInput, Dechunked, SkipDrain
+from .streams import BriefDrain, ContinueOnRead, CountedInput, Dechunked, HeadBounded, SkipDrain
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -71,6 +71,7 @@ _HEADER_LINE_DEFECTS = (
     email.errors.FirstHeaderLineIsContinuationDefect,
     email.errors.InvalidHeaderDefect,
 )
+
 
 def _asks_to_continue(expect: list[str]) -> bool:
     """Whether the ``Expect`` lines ask for ``100-continue`` and nothing else: the field
@@ -129,7 +130,7 @@ class ConnectionHandler(WSGIRequestHandler):
         words = line.split()
         if not 0 < len(words) < 3:
             return bool(super().parse_request())
-        self.command, self.requestline = None, line
+        self.command, self.requestline = "", line  # as http.server sets them for an error
         self.request_version = "HTTP/1.1"  # a status line, whatever the client wrote
         self.close_connection = True
         if words[-1].upper().startswith("HTTP/"):
@@ -173,6 +174,11 @@ class ConnectionHandler(WSGIRequestHandler):
     def setup(self) -> None:
         super().setup()
         self.binding = self.server.binding_of(self.request)
+        if self.server.tunnel_context is not None:
+            # The proxy: a CONNECT's head is read without the bytes after it, which
+            # belong to the tunnel's TLS (see HeadBounded).
+            self.rfile.close()
+            self.rfile = io.BufferedReader(HeadBounded(self.connection))
         if isinstance(self.connection, ssl.SSLSocket):
             # Deferred from accept() (see ConnectionServer.get_request); a failed handshake
             # closes this connection only.

@@ -227,8 +227,8 @@ def _sni_check(host: str) -> Callable[[ssl.SSLObject, str, ssl.SSLContext], int 
     def check(sock: ssl.SSLObject, name: str | None, _: ssl.SSLContext) -> int | None:
         # The first argument is the SSLSocket under wrap_socket (typeshed: SSLObject);
         # name is None when the client sent no SNI.
-        if name == host:
-            return None
+        if name is not None and name.lower() == host:
+            return None  # host names are case-insensitive (RFC 6066 3); Node keeps the URL's case
         problem = (
             "the TLS handshake named no host (no SNI)"
             if name is None
