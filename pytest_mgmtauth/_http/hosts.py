@@ -178,9 +178,14 @@ SNI_PROBLEM = "mgmtauth_sni_problem"
 #: The only port a tunnel may be opened to: the service is HTTPS on 443.
 TUNNEL_PORT = 443
 
-#: Seconds the TLS handshake of a tunnel may take, from the ``200`` on: a client that
-#: never starts TLS has its connection closed after this.
+#: Seconds a tunnel waits, from the ``200`` on, for the first byte of the client's TLS
+#: handshake: a client that never starts TLS has its connection closed after this.
 HANDSHAKE_TIMEOUT = 3.0
+
+#: Seconds the TLS handshake of a tunnel may take once its first byte came: generous,
+#: as one handshake among a hundred tunnels opened at once on a loaded machine can take
+#: seconds (with 3 s for the whole handshake, tunnels died so under load).
+HANDSHAKE_LIMIT = 30.0
 
 #: What the answers and texts call the proxy.
 _WHO = "the fake's proxy (intercept option)"
@@ -341,15 +346,20 @@ def _handshake(
     """The server side of the tunnel's TLS, or None (the connection closed, the reason in
     the timeline) when the handshake fails or does not come in time."""
     raw: socket.socket = handler.connection
+    reason = _first_byte(raw)
+    if reason is not None:
+        if not binding.closed.is_set():
+            binding.service.record_tunnel_closed(f"{host}:{TUNNEL_PORT}", reason)
+        return None
     tunnel = context.wrap_socket(raw, server_side=True, do_handshake_on_connect=False)
-    tunnel.settimeout(HANDSHAKE_TIMEOUT)
+    tunnel.settimeout(HANDSHAKE_LIMIT)
     try:
         tunnel.do_handshake()
     except (OSError, ValueError) as exc:
         if isinstance(exc, socket.timeout):
             reason = (
-                f"the client sent no TLS handshake within {HANDSHAKE_TIMEOUT:g} s of the "
-                "200 answer; the tunnel speaks TLS only"
+                f"the TLS handshake with {host} did not finish within {HANDSHAKE_LIMIT:g} s "
+                "of its first byte"
             )
         elif isinstance(exc, ssl.SSLError) and exc.reason == "HTTP_REQUEST":
             reason = (
@@ -369,6 +379,24 @@ def _handshake(
     timeout = getattr(handler, "timeout", None)
     tunnel.settimeout(timeout)
     return tunnel
+
+
+def _first_byte(raw: socket.socket) -> str | None:
+    """Wait up to :data:`HANDSHAKE_TIMEOUT` for the first byte of the client's TLS
+    handshake (left in the socket for TLS); None when it came, else why the tunnel
+    closes."""
+    try:
+        raw.settimeout(HANDSHAKE_TIMEOUT)
+        if raw.recv(1, socket.MSG_PEEK):
+            return None
+        return "the client closed the tunnel before its TLS handshake"
+    except TimeoutError:
+        return (
+            f"the client sent no TLS handshake within {HANDSHAKE_TIMEOUT:g} s of the 200 "
+            "answer; the tunnel speaks TLS only"
+        )
+    except OSError as exc:
+        return f"the connection failed before the TLS handshake ({exc})"
 
 
 def _answer(handler: _Handler, status: int, reason: str | None = None) -> None:

@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from pytest_mgmtauth import MgmtServer, TunnelClosed
+from pytest_mgmtauth._http import hosts
 
 pytestmark = pytest.mark.mgmtauth(intercept=True)
 
@@ -143,3 +144,57 @@ def test_a_client_hello_in_the_packet_of_the_connect_is_read(
         answer = client.exchange(_get("api.tealiumiq.com"))
     assert answer.startswith(b"HTTP/1.1 404 "), answer[:200]
     assert not [e for e in mgmt_server.events if isinstance(e, TunnelClosed)]
+
+
+def test_the_first_byte_limit_does_not_bound_the_handshake(
+    mgmt_server: MgmtServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A handshake that starts at once and then takes longer than the first-byte limit
+    # (a loaded machine) completes: the limit is for a client that never starts TLS.
+    monkeypatch.setattr(hosts, "HANDSHAKE_TIMEOUT", 0.2)
+    with _proxy_socket(mgmt_server) as raw:
+        raw.sendall(_connect_head("api.tealiumiq.com"))
+        assert _read_head(raw).startswith(b"HTTP/1.1 200 ")
+        client = TLSClient(raw, mgmt_server, "api.tealiumiq.com")
+        hello = client.client_hello()
+        raw.sendall(hello[:5])
+        time.sleep(1.0)  # five times the first-byte limit, mid-handshake
+        raw.sendall(hello[5:])
+        client.finish_handshake()
+        answer = client.exchange(_get("api.tealiumiq.com"))
+    assert answer.startswith(b"HTTP/1.1 404 "), answer[:200]
+    assert not [e for e in mgmt_server.events if isinstance(e, TunnelClosed)]
+
+
+def test_a_handshake_that_stalls_after_its_first_byte_is_closed_and_says_why(
+    mgmt_server: MgmtServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(hosts, "HANDSHAKE_LIMIT", 0.3)
+    with _proxy_socket(mgmt_server) as raw:
+        raw.sendall(_connect_head("api.tealiumiq.com"))
+        assert _read_head(raw).startswith(b"HTTP/1.1 200 ")
+        client = TLSClient(raw, mgmt_server, "api.tealiumiq.com")
+        raw.sendall(client.client_hello()[:5])
+        assert raw.recv(1) == b""  # closed by the proxy, without a byte
+    deadline = time.monotonic() + 5
+    while not [e for e in mgmt_server.events if isinstance(e, TunnelClosed)]:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    [closed] = [e for e in mgmt_server.events if isinstance(e, TunnelClosed)]
+    assert closed.reason == (
+        "the TLS handshake with api.tealiumiq.com did not finish within 0.3 s of its first byte"
+    )
+
+
+def test_a_client_that_closes_before_its_handshake_is_told_apart(
+    mgmt_server: MgmtServer,
+) -> None:
+    with _proxy_socket(mgmt_server) as raw:
+        raw.sendall(_connect_head("api.tealiumiq.com"))
+        assert _read_head(raw).startswith(b"HTTP/1.1 200 ")
+    deadline = time.monotonic() + 5
+    while not [e for e in mgmt_server.events if isinstance(e, TunnelClosed)]:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    [closed] = [e for e in mgmt_server.events if isinstance(e, TunnelClosed)]
+    assert closed.reason == "the client closed the tunnel before its TLS handshake"
