@@ -82,6 +82,9 @@ class MgmtServer(FaultMethods, AssertionMethods):
         self._http.app.bind(self._binding)
         #: The proxy of the intercept option; None without it.
         self._proxy = pool.proxy_server() if options.intercept else None
+        #: The variables of interception as set for the test (made from the user's
+        #: before they were replaced); None until then.
+        self._env: dict[str, str] | None = None
         if self._proxy is not None:
             self._proxy.app.bind(self._binding)
 
@@ -142,15 +145,19 @@ class MgmtServer(FaultMethods, AssertionMethods):
         """The environment variables of interception, for subprocesses: the proxy
         variables (``HTTPS_PROXY``, ``HTTP_PROXY``, ``NO_PROXY``, also in lower case)
         and the CA variables (``REQUESTS_CA_BUNDLE``, ``SSL_CERT_FILE``,
-        ``CURL_CA_BUNDLE``, ``NODE_EXTRA_CA_CERTS``). The plugin sets them in this
-        process for the test's duration. Only with the intercept option."""
+        ``CURL_CA_BUNDLE``, ``NODE_EXTRA_CA_CERTS``), extending the process's own
+        (``NO_PROXY``'s entries kept, each CA bundle with the certificates its variable
+        named). The plugin sets them in this process for the test's duration. Only
+        with the intercept option."""
         __tracebackhide__ = True
         if self.proxy_url is None:
             raise ValueError(
                 "mgmt_server.env holds the variables of interception: turn it on with "
                 "@pytest.mark.mgmtauth(intercept=True) (or use mgmt_server.url directly)"
             )
-        return intercept_environment(self.proxy_url, self._pool.ca.intercept_bundle)
+        if self._env is not None:
+            return dict(self._env)
+        return intercept_environment(self.proxy_url, self._pool.ca, self.hosts)
 
     def apply_environment(self) -> Callable[[], None]:
         """Under interception, set :attr:`env` in this process (and have aiohttp's
@@ -158,8 +165,8 @@ class MgmtServer(FaultMethods, AssertionMethods):
         (internal: the plugin calls it around the test)."""
         if self._proxy is None:
             return lambda: None
-        env = self.env
-        trust_in_aiohttp(env["SSL_CERT_FILE"])
+        self._env = env = self.env
+        trust_in_aiohttp(self._pool.ca.ca_bundle)
         return set_environment(env)
 
     # -- setup ---------------------------------------------------------------------

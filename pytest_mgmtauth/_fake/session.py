@@ -23,7 +23,7 @@ from .._service.tokens import TokenSigner
 from .key_cache import SigningKey
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable, Iterable, Mapping
 
 
 class SessionResources:
@@ -136,20 +136,55 @@ PROXY_VARIABLES = ("HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "https_proxy", "http
 #: CA certificates they trust.
 CA_VARIABLES = ("REQUESTS_CA_BUNDLE", "SSL_CERT_FILE", "CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS")
 #: Reached directly, never through the proxy: the loopback names and addresses, so that
-#: local services (and ``mgmt_server.url``) keep working.
+#: local services (and ``mgmt_server.url``) keep working. Added to the user's own.
 NO_PROXY = "localhost,127.0.0.1,::1"
 
 _environ_lock = threading.Lock()
 
 
-def intercept_environment(proxy_url: str, ca_bundle: str) -> dict[str, str]:
-    """The variables that point unchanged clients at the fake's proxy and CA."""
+def intercept_environment(
+    proxy_url: str, ca: TestCA, hosts: Iterable[str], environ: Mapping[str, str] = os.environ
+) -> dict[str, str]:
+    """The variables that point unchanged clients at the fake's proxy and CA, made from
+    the user's (``environ``): ``NO_PROXY`` keeps the user's entries and adds the loopback
+    ones, and each CA variable names a bundle of the test CA and what the user's
+    variable named (else the system's CA certificates), so that what the user reached
+    directly and trusted stays so."""
+    bypass = no_proxy(environ, tuple(hosts))
     env = {}
     for name in PROXY_VARIABLES:
-        env[name] = NO_PROXY if name.lower() == "no_proxy" else proxy_url
+        env[name] = bypass if name.lower() == "no_proxy" else proxy_url
     for name in CA_VARIABLES:
-        env[name] = ca_bundle
+        env[name] = ca.bundle_with(environ.get(name))
     return env
+
+
+def no_proxy(environ: Mapping[str, str], hosts: tuple[str, ...]) -> str:
+    """``NO_PROXY`` under interception: the user's entries (of ``no_proxy`` and
+    ``NO_PROXY``: clients read either), then :data:`NO_PROXY`'s. An entry that would
+    send one of the service's ``hosts`` around the proxy (``.tealiumiq.com``, ``*``) is
+    left out: those requests would go to the real service."""
+    entries: list[str] = []
+    for name in ("no_proxy", "NO_PROXY"):
+        for entry in environ.get(name, "").split(","):
+            entry = entry.strip()
+            if entry and entry not in entries and not _bypasses(entry, hosts):
+                entries.append(entry)
+    entries += [entry for entry in NO_PROXY.split(",") if entry not in entries]
+    return ",".join(entries)
+
+
+def _bypasses(entry: str, hosts: tuple[str, ...]) -> bool:
+    """Whether a ``NO_PROXY`` entry covers one of ``hosts`` (a name, ``.domain`` or
+    ``*.domain`` for its subdomains as clients read them, maybe with a port, or ``*``)."""
+    name = entry.lower()
+    if name == "*":
+        return True
+    head, sep, port = name.rpartition(":")
+    if sep and port.isdigit() and "]" not in port:
+        name = head
+    name = name.removeprefix("*").lstrip(".")
+    return bool(name) and any(host == name or host.endswith("." + name) for host in hosts)
 
 
 def set_environment(env: Mapping[str, str]) -> Callable[[], None]:
@@ -182,7 +217,7 @@ def set_environment(env: Mapping[str, str]) -> Callable[[], None]:
     return restore
 
 
-def trust_in_aiohttp(ca_bundle: str) -> bool:
+def trust_in_aiohttp(ca_certificate: str) -> bool:
     """Add the test CA to aiohttp's default verified SSL context, if aiohttp is loaded:
     aiohttp makes that context once, at import, from the CA variables of that moment,
     so a client session created with default SSL settings would not trust the fake.
@@ -193,5 +228,5 @@ def trust_in_aiohttp(ca_bundle: str) -> bool:
     context = getattr(connector, "_SSL_CONTEXT_VERIFIED", None)
     if context is None:
         return False
-    context.load_verify_locations(cafile=ca_bundle)
+    context.load_verify_locations(cafile=ca_certificate)
     return True

@@ -166,6 +166,7 @@ class TestCA:
         self._dir = tempfile.TemporaryDirectory(prefix="mgmtauth-ca-")
         self._lock = threading.Lock()
         self._host_contexts: dict[str, ssl.SSLContext] = {}
+        self._bundles: dict[tuple[object, ...], str] = {}
 
     @cached_property
     def ca_bundle(self) -> str:
@@ -174,22 +175,22 @@ class TestCA:
         self._ca.cert_pem.write_to_path(path)
         return path
 
-    @cached_property
-    def intercept_bundle(self) -> str:
-        """Path of a PEM bundle of the test CA and the system's CA certificates, for the
-        CA variables of interception: clients that read it (requests, curl, OpenSSL)
-        trust the fake's hosts and, as before, every other host."""
-        path = os.path.join(self._dir.name, "mgmtauth-intercept-bundle.pem")
-        parts = [self._ca.cert_pem.bytes()]
-        paths = ssl.get_default_verify_paths()
-        for system in (paths.cafile, paths.openssl_cafile):
-            if system and os.path.isfile(system):
-                with open(system, "rb") as file:
-                    parts.append(file.read())
-                break
-        with open(path, "wb") as file:
-            file.write(b"\n".join(parts))
-        return path
+    def bundle_with(self, source: str | None) -> str:
+        """Path of a PEM bundle of the test CA and the CA certificates ``source`` names
+        (a file, or a directory of them, as a CA variable may), else the system's: for
+        the CA variables of interception, so that clients that read it trust the fake's
+        hosts and, as before, every host they trusted. Made once per source and version."""
+        if source and os.path.dirname(os.path.abspath(source)) == self._dir.name:
+            return source  # one of these bundles already: it holds the test CA
+        key = _source_key(source)
+        with self._lock:
+            path = self._bundles.get(key)
+            if path is None:
+                path = os.path.join(self._dir.name, f"mgmtauth-bundle-{len(self._bundles)}.pem")
+                with open(path, "wb") as file:
+                    file.write(b"\n".join([self._ca.cert_pem.bytes(), *_certificates(key)]))
+                self._bundles[key] = path
+            return path
 
     def server_context(self) -> ssl.SSLContext:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -221,6 +222,40 @@ class TestCA:
 
     def close(self) -> None:
         self._dir.cleanup()
+
+
+def _source_key(source: str | None) -> tuple[object, ...]:
+    """What a CA variable names, and its version: a bundle is made again when it changes."""
+    try:
+        if source:
+            stat = os.stat(source)
+            return (os.path.realpath(source), stat.st_mtime_ns, stat.st_size)
+    except OSError:
+        pass  # a path that is not there: the client trusts nothing of it; the system's
+    return ("system",)
+
+
+def _certificates(key: tuple[object, ...]) -> list[bytes]:
+    """The PEM texts of what :func:`_source_key` described: a file, the files of a
+    directory (those holding a certificate), or the system's CA file."""
+    source = key[0]
+    if source == "system":
+        paths = ssl.get_default_verify_paths()
+        files = [next((f for f in (paths.cafile, paths.openssl_cafile) if f), "")]
+    elif os.path.isdir(str(source)):
+        files = sorted(os.path.join(str(source), name) for name in os.listdir(str(source)))
+    else:
+        files = [str(source)]
+    texts = []
+    for path in files:
+        try:
+            with open(path, "rb") as file:
+                text = file.read()
+        except OSError:
+            continue  # unreadable, a directory, gone: nothing a client could trust
+        if b"-----BEGIN CERTIFICATE-----" in text:
+            texts.append(text)
+    return texts
 
 
 def _sni_check(host: str) -> Callable[[ssl.SSLObject, str, ssl.SSLContext], int | None]:
