@@ -145,10 +145,9 @@ class MgmtServer(FaultMethods, AssertionMethods):
         """The environment variables of interception, for subprocesses: the proxy
         variables (``HTTPS_PROXY``, ``HTTP_PROXY``, ``NO_PROXY``, also in lower case)
         and the CA variables (``REQUESTS_CA_BUNDLE``, ``SSL_CERT_FILE``,
-        ``CURL_CA_BUNDLE``, ``NODE_EXTRA_CA_CERTS``), extending the process's own
-        (``NO_PROXY``'s entries kept, each CA bundle with the certificates its variable
-        named). The plugin sets them in this process for the test's duration. Only
-        with the intercept option."""
+        ``CURL_CA_BUNDLE``, ``NODE_EXTRA_CA_CERTS``), extending the process's own (see
+        docs/hosts.md). The plugin sets them in this process for the test. Only with
+        the intercept option."""
         __tracebackhide__ = True
         if self.proxy_url is None:
             raise ValueError(

@@ -30,8 +30,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
 from .._service.flows.registry import Where, route_hosts, service_hosts
-from .._service.timeline import to_datetime
-from .binding import RecordedRequest
 from .errors import error_bytes
 from .flows import fake_host
 
@@ -182,9 +180,8 @@ TUNNEL_PORT = 443
 #: handshake: a client that never starts TLS has its connection closed after this.
 HANDSHAKE_TIMEOUT = 3.0
 
-#: Seconds the TLS handshake of a tunnel may take once its first byte came: generous,
-#: as one handshake among a hundred tunnels opened at once on a loaded machine can take
-#: seconds (with 3 s for the whole handshake, tunnels died so under load).
+#: Seconds the TLS handshake of a tunnel may take once its first byte came: generous, as
+#: on a loaded machine (a hundred tunnels at once) one can take seconds.
 HANDSHAKE_LIMIT = 30.0
 
 #: What the answers and texts call the proxy.
@@ -301,7 +298,7 @@ def serve_connect(handler: _Handler) -> None:
     except ProxyRefusal as refusal:
         if binding is not None and not binding.closed.is_set():
             binding.service.record_bad_request("CONNECT", target, refusal.status, refusal.reason)
-            binding.requests.add(_refused_connect(handler, binding, refusal.status))
+            binding.log_refused("CONNECT", target, tuple(handler.headers.items()), refusal.status)
         _answer(handler, refusal.status, refusal.reason)
         return
     _answer(handler, 200)
@@ -323,44 +320,32 @@ def serve_connect(handler: _Handler) -> None:
         tunnel.close()
 
 
-def _refused_connect(handler: _Handler, binding: Binding, status: int) -> RecordedRequest:
-    """The request log's entry of a refused ``CONNECT`` (its target is the path), as the
-    app logs the requests it answers."""
-    headers = tuple(handler.headers.items())
-    return RecordedRequest(
-        method="CONNECT",
-        host=next((v for k, v in headers if k.lower() == "host"), ""),
-        path=handler.path,
-        query="",
-        headers=headers,
-        body=None,
-        status=status,
-        at=to_datetime(binding.service.now()),
-        test=binding.test_id,
-    )
-
-
 def _handshake(
     handler: _Handler, context: ssl.SSLContext, host: str, binding: Binding
 ) -> ssl.SSLSocket | None:
     """The server side of the tunnel's TLS, or None (the connection closed, the reason in
     the timeline) when the handshake fails or does not come in time."""
     raw: socket.socket = handler.connection
-    reason = _first_byte(raw)
-    if reason is not None:
-        if not binding.closed.is_set():
-            binding.service.record_tunnel_closed(f"{host}:{TUNNEL_PORT}", reason)
-        return None
     tunnel = context.wrap_socket(raw, server_side=True, do_handshake_on_connect=False)
-    tunnel.settimeout(HANDSHAKE_LIMIT)
+    started = False
     try:
+        # The first byte within HANDSHAKE_TIMEOUT (peeked below TLS, left for it), then
+        # the handshake within its own, generous bound.
+        tunnel.settimeout(HANDSHAKE_TIMEOUT)
+        started = bool(socket.socket.recv(tunnel, 1, socket.MSG_PEEK))
+        tunnel.settimeout(HANDSHAKE_LIMIT)
         tunnel.do_handshake()
     except (OSError, ValueError) as exc:
         if isinstance(exc, socket.timeout):
             reason = (
                 f"the TLS handshake with {host} did not finish within {HANDSHAKE_LIMIT:g} s "
                 "of its first byte"
+                if started
+                else f"the client sent no TLS handshake within {HANDSHAKE_TIMEOUT:g} s of "
+                "the 200 answer; the tunnel speaks TLS only"
             )
+        elif not started:
+            reason = "the client closed the tunnel before its TLS handshake"
         elif isinstance(exc, ssl.SSLError) and exc.reason == "HTTP_REQUEST":
             reason = (
                 f"plain HTTP arrived in the tunnel to {host}, which speaks TLS: a client "
@@ -379,24 +364,6 @@ def _handshake(
     timeout = getattr(handler, "timeout", None)
     tunnel.settimeout(timeout)
     return tunnel
-
-
-def _first_byte(raw: socket.socket) -> str | None:
-    """Wait up to :data:`HANDSHAKE_TIMEOUT` for the first byte of the client's TLS
-    handshake (left in the socket for TLS); None when it came, else why the tunnel
-    closes."""
-    try:
-        raw.settimeout(HANDSHAKE_TIMEOUT)
-        if raw.recv(1, socket.MSG_PEEK):
-            return None
-        return "the client closed the tunnel before its TLS handshake"
-    except TimeoutError:
-        return (
-            f"the client sent no TLS handshake within {HANDSHAKE_TIMEOUT:g} s of the 200 "
-            "answer; the tunnel speaks TLS only"
-        )
-    except OSError as exc:
-        return f"the connection failed before the TLS handshake ({exc})"
 
 
 def _answer(handler: _Handler, status: int, reason: str | None = None) -> None:
