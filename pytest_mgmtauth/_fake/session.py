@@ -195,26 +195,51 @@ def set_environment(env: Mapping[str, str]) -> Callable[[], None]:
     builds it on first use with the proxies of that moment and keeps it, so one built
     before the test would go around the proxy (to the real host), and one built during
     the test would send every later test's requests to this test's proxy."""
+    settle_environment()
     urllib_request = sys.modules.get("urllib.request")
     opener = getattr(urllib_request, "_opener", None)
     with _environ_lock:
         before = {name: os.environ.get(name) for name in env}
         os.environ.update(env)
+        _restored.clear()
         if urllib_request is not None:
             urllib_request._opener = None  # type: ignore[attr-defined]
 
     def restore() -> None:
         with _environ_lock:
             for name, value in before.items():
-                if value is None:
-                    os.environ.pop(name, None)
-                else:
-                    os.environ[name] = value
+                _put(name, value)
+                _restored[name] = (env[name], value)
         module = sys.modules.get("urllib.request")
         if module is not None and getattr(module, "_opener", None) is not opener:
             module._opener = opener  # type: ignore[attr-defined]
 
     return restore
+
+
+#: Per variable, the value interception set and the one its restore put back, kept
+#: until the next interception: see :func:`settle_environment`.
+_restored: dict[str, tuple[str, str | None]] = {}
+
+
+def _put(name: str, value: str | None) -> None:
+    if value is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = value
+
+
+def settle_environment() -> list[str]:
+    """Put back the user's value of each variable that holds interception's value again
+    after the restore (the names): a fixture torn down after ``mgmt_server`` (a
+    ``monkeypatch`` listed before it, which set a variable during the test) writes
+    back what it found, the fake's proxy or CA. Called once a test's teardown is done
+    and before the next interception."""
+    with _environ_lock:
+        wrong = [name for name, (ours, _) in _restored.items() if os.environ.get(name) == ours]
+        for name in wrong:
+            _put(name, _restored[name][1])
+        return wrong
 
 
 def trust_in_aiohttp(ca_certificate: str) -> bool:

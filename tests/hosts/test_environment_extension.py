@@ -127,3 +127,66 @@ def test_no_proxy_keeps_the_users_entries_and_adds_loopback(
     # are left out: `*`, `.tealiumiq.com:443`, `*.tealiumapis.com`.
     assert requests.utils.should_bypass_proxies("https://internal.example/x", None)
     assert not requests.utils.should_bypass_proxies("https://api.tealiumiq.com/x", None)
+
+
+@pytest.fixture
+def pytester(mgmt_pytester: pytest.Pytester) -> pytest.Pytester:
+    return mgmt_pytester
+
+
+def test_a_fixture_torn_down_after_the_fake_cannot_leave_its_values_behind(
+    pytester: pytest.Pytester,
+) -> None:
+    # monkeypatch, listed before mgmt_server, is torn down after it: its undo wrote the
+    # fake's proxy and CA values back after the plugin restored the user's, and every
+    # later test sent its HTTPS to a proxy no test was using.
+    pytester.makepyfile(
+        test_a_function_fixture="""
+        import os
+
+        import pytest
+
+        NAMES = ("HTTPS_PROXY", "https_proxy", "NO_PROXY", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE")
+        BEFORE = {name: os.environ.get(name) for name in NAMES}
+
+
+        @pytest.mark.mgmtauth(intercept=True)
+        def test_changes_the_variables(monkeypatch, mgmt_server):
+            monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
+            monkeypatch.setenv("NO_PROXY", "elsewhere.example")
+            monkeypatch.delenv("SSL_CERT_FILE")
+            monkeypatch.delenv("https_proxy")
+
+
+        def test_later_tests_see_the_users_values():
+            assert {name: os.environ.get(name) for name in NAMES} == BEFORE
+        """,
+        test_b_module_fixture="""
+        import os
+
+        import pytest
+
+
+        @pytest.fixture(scope="module")
+        def module_patch():
+            with pytest.MonkeyPatch.context() as patch:
+                yield patch
+
+
+        @pytest.mark.mgmtauth(intercept=True)
+        def test_a_module_fixture_changes_them(module_patch, mgmt_server):
+            module_patch.setenv("REQUESTS_CA_BUNDLE", "/nowhere.pem")
+            module_patch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
+        """,
+        test_c_later="""
+        import os
+
+        from test_a_function_fixture import BEFORE, NAMES
+
+
+        def test_later_modules_see_the_users_values():
+            assert {name: os.environ.get(name) for name in NAMES} == BEFORE
+        """,
+    )
+    result = pytester.runpytest_inprocess("-p", "no:randomly", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=4)
