@@ -25,7 +25,8 @@ from .._verdicts import findings
 from .._verdicts.evidence import AuthSummary, format_timeline, summarize
 from .assertions import AssertionMethods
 from .faults import FaultMethods
-from .session import intercept_environment, set_environment, trust_in_aiohttp
+from .resolution import refuse_lookups
+from .session import intercept_environment, intercept_process
 
 if TYPE_CHECKING:
     import ssl
@@ -159,14 +160,13 @@ class MgmtServer(FaultMethods, AssertionMethods):
         return intercept_environment(self.proxy_url, self._pool.ca, self.hosts)
 
     def apply_environment(self) -> Callable[[], None]:
-        """Under interception, set :attr:`env` in this process (and have aiohttp's
-        default SSL context trust the test CA); returns what restores the variables
-        (internal: the plugin calls it around the test)."""
+        """Under interception, set :attr:`env` in this process and resolve the service's
+        hosts to the fake; without it, refuse lookups of them. Returns what restores it
+        all (internal: the plugin calls it around the test; docs/hosts.md)."""
         if self._proxy is None:
-            return lambda: None
-        self._env = env = self.env
-        trust_in_aiohttp(self._pool.ca.ca_bundle)
-        return set_environment(env)
+            return refuse_lookups(self.hosts)
+        self._env = self.env
+        return intercept_process(self._pool, self._env, self.hosts)
 
     # -- setup ---------------------------------------------------------------------
 
@@ -387,10 +387,7 @@ class MgmtServer(FaultMethods, AssertionMethods):
         self._binding.close()  # requests held by a scripted hang give up now
         # Kept-alive connections idle now are closed, as a server's idle timeout would:
         # the next test's requests come on new connections (clients reconnect).
-        self._http.drop_idle_connections()
-        for other in (self._pool.started_region(https=self.options.https), self._proxy):
-            if other is not None:
-                other.drop_idle_connections()
+        self._pool.drop_idle_connections()
 
     def __repr__(self) -> str:
         return f"<MgmtServer {self.url} {self.options.describe()}>"

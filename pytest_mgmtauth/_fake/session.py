@@ -21,6 +21,7 @@ from .._http.hosts import REGION_LISTENER
 from .._http.server import FakeHTTPServer, TestCA
 from .._service.tokens import TokenSigner
 from .key_cache import SigningKey
+from .resolution import resolve_to_fake
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
@@ -98,11 +99,6 @@ class SessionResources:
         server.start()
         return server
 
-    def started_region(self, *, https: bool) -> FakeHTTPServer | None:
-        """The region address's listener if a request has needed it, else None."""
-        with self._lock:
-            return self._servers.get(("region", https))
-
     def proxy_server(self) -> FakeHTTPServer:
         """The HTTP proxy of the intercept option (plain HTTP, any free port): tunnels to
         the service's hosts end in it, in TLS from the test CA. Started on first use."""
@@ -114,6 +110,29 @@ class SessionResources:
                 self._servers[("proxy", False)] = server
         server.start()
         return server
+
+    def direct_server(self) -> FakeHTTPServer:
+        """Where this process's connections to the service's hosts go under interception
+        (``resolution.py``): TLS whose SNI chooses the host's certificate, answering for
+        the same test as the proxy, whose app it shares. Started on first use."""
+        proxy = self.proxy_server()
+        context = self.ca.by_name_context
+        with self._lock:
+            server = self._servers.get(("direct", True))
+            if server is None:
+                server = FakeHTTPServer(
+                    host=self._host, port=0, ssl_context=context(), app=proxy.app
+                )
+                self._servers[("direct", True)] = server
+        server.start()
+        return server
+
+    def drop_idle_connections(self) -> None:
+        """Close the kept-alive connections idle now on every listener (a test's end)."""
+        with self._lock:
+            servers = list(self._servers.values())
+        for server in servers:
+            server.drop_idle_connections()
 
     def close(self) -> None:
         with self._lock:
@@ -185,6 +204,32 @@ def _bypasses(entry: str, hosts: tuple[str, ...]) -> bool:
         name = head
     name = name.removeprefix("*").lstrip(".")
     return bool(name) and any(host == name or host.endswith("." + name) for host in hosts)
+
+
+def intercept_process(
+    pool: SessionResources, env: Mapping[str, str], hosts: Iterable[str]
+) -> Callable[[], None]:
+    """Intercept the service's ``hosts`` in this process for a test: set ``env`` (the
+    proxy and CA variables), have aiohttp's default SSL context trust the test CA, and
+    resolve the hosts to the fake (``resolution.py``) for clients that ignore the
+    variables; returns what restores it all."""
+    trust_in_aiohttp(pool.ca.ca_bundle)
+    restore_environment = set_environment(env)
+    proxy, direct = pool.proxy_server(), pool.direct_server()
+    restore_names = resolve_to_fake(
+        hosts, https=_loopback(direct.host, direct.port), http=_loopback(proxy.host, proxy.port)
+    )
+
+    def restore() -> None:
+        restore_names()
+        restore_environment()
+
+    return restore
+
+
+def _loopback(host: str, port: int) -> tuple[str, int]:
+    """Where this process reaches a listener of ``host`` (any address: loopback)."""
+    return ("127.0.0.1" if host in ("", "0.0.0.0", "::") else host), port
 
 
 def set_environment(env: Mapping[str, str]) -> Callable[[], None]:

@@ -24,6 +24,7 @@ from .app import (
     CHUNKED_PROBLEM,
     FRAMING_PROBLEM,
 )
+from .connections import SNI_HOST, SOCKET_BINDING
 from .errors import HTTP_WHITESPACE, MAX_BODY_BYTES, chunked, error_bytes, framing_problem
 from .hosts import serve_connect, tunnel_environ
 from .streams import BriefDrain, ContinueOnRead, CountedInput, Dechunked, HeadBounded, SkipDrain
@@ -181,17 +182,35 @@ class ConnectionHandler(WSGIRequestHandler):
             self.rfile = io.BufferedReader(HeadBounded(self.connection))
         if isinstance(self.connection, ssl.SSLSocket):
             # Deferred from accept() (see ConnectionServer.get_request); a failed handshake
-            # closes this connection only.
+            # closes this connection only. An SNI callback may choose the host's name.
+            setattr(self.connection, SOCKET_BINDING, self.binding)
             try:
                 self.connection.do_handshake()
+                self.tunnel_host = getattr(self.connection, SNI_HOST, None)
             except ssl.SSLError as exc:
                 self.close_connection = True
                 self.handshake_failed = True
                 if exc.reason == "HTTP_REQUEST":
                     self._answer_plain_http()
+                elif getattr(self.connection, SNI_HOST, None):
+                    self._refused_certificate(exc)
             except OSError:
                 self.close_connection = True
                 self.handshake_failed = True
+
+    def _refused_certificate(self, exc: ssl.SSLError) -> None:
+        """A client reached the fake by a lookup of a service host (interception) and its
+        TLS handshake failed after the SNI chose the host: most likely it does not trust
+        the test CA (it verifies against a bundle of its own)."""
+        host, binding = getattr(self.connection, SNI_HOST), self.binding
+        if binding is not None and not binding.closed.is_set():
+            binding.service.record_tunnel_closed(
+                f"{host}:443",
+                f"the TLS handshake failed ({exc.reason}): a client that verifies against a "
+                "CA bundle of its own (requests or httpx with trust_env=False use certifi's) "
+                "does not trust the fake's test CA; pass verify=mgmt_server.ca_bundle",
+                via="TLS",
+            )
 
     def _answer_plain_http(self) -> None:
         """A plain-HTTP request reached the HTTPS fake (OpenSSL saw "POST /..." where a

@@ -48,8 +48,9 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_httpserver import HTTPServer
 
+from .._service.flows.registry import service_hosts
 from .app import AFTER_ANSWER, FakeApp
-from .connections import ConnectionServer
+from .connections import SNI_HOST, SOCKET_BINDING, ConnectionServer
 from .handler import ConnectionHandler, FakeRequest
 from .hosts import LISTENER, SNI_PROBLEM
 
@@ -57,6 +58,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from werkzeug import Request, Response
+
+    from .binding import Binding
 
 
 def _drain_briefly_after(app: Any) -> Any:
@@ -213,6 +216,15 @@ class TestCA:
                 self._host_contexts[host] = context
             return context
 
+    def by_name_context(self) -> ssl.SSLContext:
+        """The server context of the listener that this process's connections to the
+        service's hosts go to under interception (``_fake/resolution.py``): the client's
+        SNI chooses the host's certificate, among the hosts of the connection's test;
+        no SNI or another name gets ``unrecognized_name`` and a ``TunnelClosed`` event."""
+        context = self.server_context()
+        context.sni_callback = _sni_choose(self.host_context)
+        return context
+
     def client_context(self) -> ssl.SSLContext:
         """A client context that trusts the CA (and nothing else): cheap, unlike
         ``ssl.create_default_context()``, which loads the system store."""
@@ -273,6 +285,30 @@ def _sni_check(host: str) -> Callable[[ssl.SSLObject, str, ssl.SSLContext], int 
         return ssl.ALERT_DESCRIPTION_UNRECOGNIZED_NAME
 
     return check
+
+
+def _sni_choose(
+    contexts: Callable[[str], ssl.SSLContext],
+) -> Callable[[ssl.SSLObject, str, ssl.SSLContext], int | None]:
+    def choose(sock: ssl.SSLObject, name: str | None, _: ssl.SSLContext) -> int | None:
+        binding: Binding | None = getattr(sock, SOCKET_BINDING, None)
+        if binding is None or binding.closed.is_set():
+            return ssl.ALERT_DESCRIPTION_UNRECOGNIZED_NAME  # no test: nothing to serve
+        hosts = service_hosts(binding.service.options)
+        if name is not None and name.lower() in hosts:
+            sock.context = contexts(name.lower())
+            setattr(sock, SNI_HOST, name.lower())
+            return None
+        binding.service.record_tunnel_closed(
+            f"{name or '-'}:443",
+            f"the TLS handshake named {'no host (no SNI)' if name is None else repr(name)}: "
+            f"where lookups of the service's hosts lead, the fake serves TLS for "
+            f"{', '.join(hosts)} only, named by SNI",
+            via="TLS",
+        )
+        return ssl.ALERT_DESCRIPTION_UNRECOGNIZED_NAME
+
+    return choose
 
 
 def _no_tickets(context: ssl.SSLContext) -> None:

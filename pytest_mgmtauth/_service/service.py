@@ -132,9 +132,10 @@ class AuthService:
     def record_bad_request(self, method: str, path: str, status: int, reason: str) -> None:
         self.timeline.record_bad_request(method, path, status, reason)
 
-    def record_tunnel_closed(self, target: str, reason: str) -> None:
-        """A tunnel through the fake's proxy closed before its first request."""
-        self.timeline.record_tunnel_closed(target, reason)
+    def record_tunnel_closed(self, target: str, reason: str, via: str = "CONNECT") -> None:
+        """A tunnel through the fake's proxy (or a TLS connection) closed before its first
+        request."""
+        self.timeline.record_tunnel_closed(target, reason, via)
 
     def record_unknown_route(self, method: str, path: str, status: int) -> None:
         self.timeline.record_unknown_route(method, path, status)
