@@ -12,6 +12,8 @@ import asyncio
 import http.client
 import json
 import socket
+import ssl
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -229,12 +231,42 @@ def test_requests_with_its_own_ca_bundle_is_told_to_trust_the_test_ca(
             http.post("https://api.tealiumiq.com/v2/auth", data=form, timeout=10)
         http.verify = mgmt_server.ca_bundle or ""
         assert http.post("https://api.tealiumiq.com/v2/auth", data=form, timeout=10).ok
-    [closed] = [e for e in mgmt_server.events if isinstance(e, TunnelClosed)]
+    [closed] = _tunnels_closed(mgmt_server)
     assert (closed.via, closed.target) == ("TLS", "api.tealiumiq.com:443")
     assert closed.reason.endswith("pass verify=mgmt_server.ca_bundle")
     assert "TLS api.tealiumiq.com:443 -> connection closed: the TLS handshake failed" in (
         mgmt_server.timeline()
     )
+
+
+def _tunnels_closed(server: MgmtServer, count: int = 1) -> list[TunnelClosed]:
+    """The TunnelClosed events, once ``count`` are there (the fake's thread records one
+    as the client's handshake fails, maybe a moment after the client saw it fail)."""
+    deadline = time.monotonic() + 5
+    while len(closed := [e for e in server.events if isinstance(e, TunnelClosed)]) < count:
+        assert time.monotonic() < deadline, closed
+        time.sleep(0.01)
+    return closed
+
+
+@pytest.mark.parametrize("sni", [None, "example.com"])
+def test_a_handshake_that_names_no_service_host_is_refused_and_says_why(
+    mgmt_server: MgmtServer, sni: str | None
+) -> None:
+    # Only a client that connects to the address itself (or sends no SNI) gets there.
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    with (
+        socket.create_connection(("api.tealiumiq.com", 443), timeout=10) as raw,
+        pytest.raises(ssl.SSLError, match="UNRECOGNIZED_NAME"),
+    ):
+        context.wrap_socket(raw, server_hostname=sni)
+    [closed] = _tunnels_closed(mgmt_server)
+    named = "no host (no SNI)" if sni is None else "'example.com'"
+    assert closed.via == "TLS"
+    assert closed.reason.startswith(f"the TLS handshake named {named}: where lookups of the ")
+    assert "api.tealiumiq.com, platform.tealiumapis.com" in closed.reason
 
 
 def test_a_lookup_leads_to_the_fake_and_other_ports_are_refused(
