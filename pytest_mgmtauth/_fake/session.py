@@ -1,7 +1,7 @@
 """What a test session shares: the HTTP(S) servers, the signing key, the test CA, and
 the process environment of interception (the ``intercept`` option: the proxy and CA
-variables set for a test and restored after, and aiohttp's default SSL context, which is
-made once, when aiohttp is imported).
+variables set for a test and restored after, aiohttp's default SSL context, which is
+made once, when aiohttp is imported, and the name resolution of ``resolution.py``).
 
 Each piece is made the first time a test needs it, so a suite that installs the plugin
 but never uses its fixtures starts no server and generates no key. The signing key
@@ -213,9 +213,9 @@ def intercept_process(
     proxy and CA variables), have aiohttp's default SSL context trust the test CA, and
     resolve the hosts to the fake (``resolution.py``) for clients that ignore the
     variables; returns what restores it all."""
+    proxy, direct = pool.proxy_server(), pool.direct_server()  # first: they may fail
     trust_in_aiohttp(pool.ca.ca_bundle)
     restore_environment = set_environment(env)
-    proxy, direct = pool.proxy_server(), pool.direct_server()
     restore_names = resolve_to_fake(
         hosts, https=_loopback(direct.host, direct.port), http=_loopback(proxy.host, proxy.port)
     )
