@@ -237,27 +237,28 @@ class TestCA:
 
 
 def _source_key(source: str | None) -> tuple[object, ...]:
-    """What a CA variable names, and its version: a bundle is made again when it changes."""
-    try:
-        if source:
-            stat = os.stat(source)
-            return (os.path.realpath(source), stat.st_mtime_ns, stat.st_size)
-    except OSError:
-        pass  # a path that is not there: the client trusts nothing of it; the system's
-    return ("system",)
+    """What a CA variable names (else the system's CA file), and its version: a bundle
+    is made again when it changes."""
+    paths = ssl.get_default_verify_paths()
+    for path in (source, paths.cafile or paths.openssl_cafile):
+        try:
+            if path:
+                stat = os.stat(path)
+                return (os.path.realpath(path), stat.st_mtime_ns, stat.st_size)
+        except OSError:
+            pass  # not there: a client trusts nothing of it
+    return ("",)
 
 
 def _certificates(key: tuple[object, ...]) -> list[bytes]:
-    """The PEM texts of what :func:`_source_key` described: a file, the files of a
-    directory (those holding a certificate), or the system's CA file."""
-    source = key[0]
-    if source == "system":
-        paths = ssl.get_default_verify_paths()
-        files = [next((f for f in (paths.cafile, paths.openssl_cafile) if f), "")]
-    elif os.path.isdir(str(source)):
-        files = sorted(os.path.join(str(source), name) for name in os.listdir(str(source)))
-    else:
-        files = [str(source)]
+    """The PEM texts of what :func:`_source_key` described: a file, or the files of a
+    directory (those holding a certificate)."""
+    source = str(key[0])
+    if not source:
+        return []
+    files = [source]
+    if os.path.isdir(source):
+        files = sorted(os.path.join(source, name) for name in os.listdir(source))
     texts = []
     for path in files:
         try:
