@@ -9,6 +9,7 @@ XML, the findings check, late errors).
 
 from __future__ import annotations
 
+import sys
 import warnings
 from typing import TYPE_CHECKING, Any
 
@@ -348,6 +349,8 @@ def pytest_runtest_makereport(
 ) -> Generator[None, Result[pytest.TestReport], None]:
     outcome = yield
     report = outcome.get_result()
+    if report.when == "teardown" and "pytest_mgmtauth._fake.session" in sys.modules:
+        sys.modules["pytest_mgmtauth._fake.session"].settle_environment()  # see its text
     if report.when in ("setup", "call") and not report.passed:
         # Failed, errored, skipped or xfailed (reported as skipped): findings only warn.
         item.stash[_CALL_FAILED] = True

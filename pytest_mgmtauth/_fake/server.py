@@ -27,7 +27,8 @@ from .._service.service import AuthService
 from .._service.timeline import system_clock
 from .._verdicts import checks, findings
 from .._verdicts.evidence import AuthSummary, Evidence, format_timeline, summarize
-from .session import intercept_environment, set_environment, trust_in_aiohttp
+from .resolution import refuse_lookups
+from .session import intercept_environment, intercept_process
 
 if TYPE_CHECKING:
     import ssl
@@ -84,6 +85,9 @@ class MgmtServer:
         self._binding.main_port = self._http.port
         #: The proxy of the intercept option; None without it.
         self._proxy = pool.proxy_server() if options.intercept else None
+        #: The variables of interception as set for the test (made from the user's
+        #: before they were replaced); None until then.
+        self._env: dict[str, str] | None = None
         if bind:  # else mgmtauth-server sets it up first, then take_over()
             self.take_over(None)
 
@@ -144,25 +148,27 @@ class MgmtServer:
         """The environment variables of interception, for subprocesses: the proxy
         variables (``HTTPS_PROXY``, ``HTTP_PROXY``, ``NO_PROXY``, also in lower case)
         and the CA variables (``REQUESTS_CA_BUNDLE``, ``SSL_CERT_FILE``,
-        ``CURL_CA_BUNDLE``, ``NODE_EXTRA_CA_CERTS``). The plugin sets them in this
-        process for the test's duration. Only with the intercept option."""
+        ``CURL_CA_BUNDLE``, ``NODE_EXTRA_CA_CERTS``), extending the process's own (see
+        docs/hosts.md). The plugin sets them in this process for the test. Only with
+        the intercept option."""
         __tracebackhide__ = True
         if self.proxy_url is None:
             raise ValueError(
                 "mgmt_server.env holds the variables of interception: turn it on with "
                 "@pytest.mark.mgmtauth(intercept=True) (or use mgmt_server.url directly)"
             )
-        return intercept_environment(self.proxy_url, self._pool.ca.intercept_bundle)
+        if self._env is not None:
+            return dict(self._env)
+        return intercept_environment(self.proxy_url, self._pool.ca, self.hosts)
 
     def apply_environment(self) -> Callable[[], None]:
-        """Under interception, set :attr:`env` in this process (and have aiohttp's
-        default SSL context trust the test CA); returns what restores the variables
-        (internal: the plugin calls it around the test)."""
+        """Under interception, set :attr:`env` in this process and resolve the service's
+        hosts to the fake; without it, refuse lookups of them. Returns what restores it
+        all (internal: the plugin calls it around the test; docs/hosts.md)."""
         if self._proxy is None:
-            return lambda: None
-        env = self.env
-        trust_in_aiohttp(env["SSL_CERT_FILE"])
-        return set_environment(env)
+            return refuse_lookups(self.hosts)
+        self._env = self.env
+        return intercept_process(self._pool, self._env, self.hosts)
 
     # -- setup ---------------------------------------------------------------------
 
@@ -389,10 +395,7 @@ class MgmtServer:
         self._binding.close()  # requests held by a scripted hang give up now
         # Kept-alive connections idle now are closed, as a server's idle timeout would:
         # the next test's requests come on new connections (clients reconnect).
-        self._http.drop_idle_connections()
-        for other in (self._pool.started_region(https=self.options.https), self._proxy):
-            if other is not None:
-                other.drop_idle_connections()
+        self._pool.drop_idle_connections()
 
     # -- faults on cue (docs/faults.md) ----------------------------------------------
 

@@ -1,7 +1,7 @@
 """What a test session shares: the HTTP(S) servers, the signing key, the test CA, and
 the process environment of interception (the ``intercept`` option: the proxy and CA
-variables set for a test and restored after, and aiohttp's default SSL context, which is
-made once, when aiohttp is imported).
+variables set for a test and restored after, aiohttp's default SSL context, which is
+made once, when aiohttp is imported, and the name resolution of ``resolution.py``).
 
 Each piece is made the first time a test needs it, so a suite that installs the plugin
 but never uses its fixtures starts no server and generates no key. The signing key
@@ -21,9 +21,10 @@ from .._http.hosts import REGION_LISTENER
 from .._http.server import FakeHTTPServer, TestCA
 from .._service.tokens import TokenSigner
 from .key_cache import SigningKey
+from .resolution import resolve_to_fake
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable, Iterable, Mapping
 
 
 class SessionResources:
@@ -98,11 +99,6 @@ class SessionResources:
         server.start()
         return server
 
-    def started_region(self, *, https: bool) -> FakeHTTPServer | None:
-        """The region address's listener if a request has needed it, else None."""
-        with self._lock:
-            return self._servers.get(("region", https))
-
     def proxy_server(self) -> FakeHTTPServer:
         """The HTTP proxy of the intercept option (plain HTTP, any free port): tunnels to
         the service's hosts end in it, in TLS from the test CA. Started on first use."""
@@ -114,6 +110,29 @@ class SessionResources:
                 self._servers[("proxy", False)] = server
         server.start()
         return server
+
+    def direct_server(self) -> FakeHTTPServer:
+        """Where this process's connections to the service's hosts go under interception
+        (``resolution.py``): TLS whose SNI chooses the host's certificate, answering for
+        the same test as the proxy, whose app it shares. Started on first use."""
+        proxy = self.proxy_server()
+        context = self.ca.by_name_context
+        with self._lock:
+            server = self._servers.get(("direct", True))
+            if server is None:
+                server = FakeHTTPServer(
+                    host=self._host, port=0, ssl_context=context(), app=proxy.app
+                )
+                self._servers[("direct", True)] = server
+        server.start()
+        return server
+
+    def drop_idle_connections(self) -> None:
+        """Close the kept-alive connections idle now on every listener (a test's end)."""
+        with self._lock:
+            servers = list(self._servers.values())
+        for server in servers:
+            server.drop_idle_connections()
 
     def close(self) -> None:
         with self._lock:
@@ -136,20 +155,81 @@ PROXY_VARIABLES = ("HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "https_proxy", "http
 #: CA certificates they trust.
 CA_VARIABLES = ("REQUESTS_CA_BUNDLE", "SSL_CERT_FILE", "CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS")
 #: Reached directly, never through the proxy: the loopback names and addresses, so that
-#: local services (and ``mgmt_server.url``) keep working.
+#: local services (and ``mgmt_server.url``) keep working. Added to the user's own.
 NO_PROXY = "localhost,127.0.0.1,::1"
 
 _environ_lock = threading.Lock()
 
 
-def intercept_environment(proxy_url: str, ca_bundle: str) -> dict[str, str]:
-    """The variables that point unchanged clients at the fake's proxy and CA."""
+def intercept_environment(
+    proxy_url: str, ca: TestCA, hosts: Iterable[str], environ: Mapping[str, str] = os.environ
+) -> dict[str, str]:
+    """The variables that point unchanged clients at the fake's proxy and CA, made from
+    the user's (``environ``): ``NO_PROXY`` keeps the user's entries and adds the loopback
+    ones, and each CA variable names a bundle of the test CA and what the user's
+    variable named (else the system's CA certificates), so that what the user reached
+    directly and trusted stays so."""
+    bypass = no_proxy(environ, tuple(hosts))
     env = {}
     for name in PROXY_VARIABLES:
-        env[name] = NO_PROXY if name.lower() == "no_proxy" else proxy_url
+        env[name] = bypass if name.lower() == "no_proxy" else proxy_url
     for name in CA_VARIABLES:
-        env[name] = ca_bundle
+        env[name] = ca.bundle_with(environ.get(name))
     return env
+
+
+def no_proxy(environ: Mapping[str, str], hosts: tuple[str, ...]) -> str:
+    """``NO_PROXY`` under interception: the user's entries (of ``no_proxy`` and
+    ``NO_PROXY``: clients read either), then :data:`NO_PROXY`'s. An entry that would
+    send one of the service's ``hosts`` around the proxy (``.tealiumiq.com``, ``*``) is
+    left out: those requests would go to the real service."""
+    entries: list[str] = []
+    for name in ("no_proxy", "NO_PROXY"):
+        for entry in environ.get(name, "").split(","):
+            entry = entry.strip()
+            if entry and entry not in entries and not _bypasses(entry, hosts):
+                entries.append(entry)
+    entries += [entry for entry in NO_PROXY.split(",") if entry not in entries]
+    return ",".join(entries)
+
+
+def _bypasses(entry: str, hosts: tuple[str, ...]) -> bool:
+    """Whether a ``NO_PROXY`` entry covers one of ``hosts`` (a name, ``.domain`` or
+    ``*.domain`` for its subdomains as clients read them, maybe with a port, or ``*``)."""
+    name = entry.lower()
+    if name == "*":
+        return True
+    head, sep, port = name.rpartition(":")
+    if sep and port.isdigit() and "]" not in port:
+        name = head
+    name = name.removeprefix("*").lstrip(".")
+    return bool(name) and any(host == name or host.endswith("." + name) for host in hosts)
+
+
+def intercept_process(
+    pool: SessionResources, env: Mapping[str, str], hosts: Iterable[str]
+) -> Callable[[], None]:
+    """Intercept the service's ``hosts`` in this process for a test: set ``env`` (the
+    proxy and CA variables), have aiohttp's default SSL context trust the test CA, and
+    resolve the hosts to the fake (``resolution.py``) for clients that ignore the
+    variables; returns what restores it all."""
+    proxy, direct = pool.proxy_server(), pool.direct_server()  # first: they may fail
+    trust_in_aiohttp(pool.ca.ca_bundle)
+    restore_environment = set_environment(env)
+    restore_names = resolve_to_fake(
+        hosts, https=_loopback(direct.host, direct.port), http=_loopback(proxy.host, proxy.port)
+    )
+
+    def restore() -> None:
+        restore_names()
+        restore_environment()
+
+    return restore
+
+
+def _loopback(host: str, port: int) -> tuple[str, int]:
+    """Where this process reaches a listener of ``host`` (any address: loopback)."""
+    return ("127.0.0.1" if host in ("", "0.0.0.0", "::") else host), port
 
 
 def set_environment(env: Mapping[str, str]) -> Callable[[], None]:
@@ -160,21 +240,21 @@ def set_environment(env: Mapping[str, str]) -> Callable[[], None]:
     builds it on first use with the proxies of that moment and keeps it, so one built
     before the test would go around the proxy (to the real host), and one built during
     the test would send every later test's requests to this test's proxy."""
+    settle_environment()
     urllib_request = sys.modules.get("urllib.request")
     opener = getattr(urllib_request, "_opener", None)
     with _environ_lock:
         before = {name: os.environ.get(name) for name in env}
         os.environ.update(env)
+        _restored.clear()
         if urllib_request is not None:
             urllib_request._opener = None  # type: ignore[attr-defined]
 
     def restore() -> None:
         with _environ_lock:
             for name, value in before.items():
-                if value is None:
-                    os.environ.pop(name, None)
-                else:
-                    os.environ[name] = value
+                _put(name, value)
+                _restored[name] = (env[name], value)
         module = sys.modules.get("urllib.request")
         if module is not None and getattr(module, "_opener", None) is not opener:
             module._opener = opener  # type: ignore[attr-defined]
@@ -182,7 +262,32 @@ def set_environment(env: Mapping[str, str]) -> Callable[[], None]:
     return restore
 
 
-def trust_in_aiohttp(ca_bundle: str) -> bool:
+#: Per variable, the value interception set and the one its restore put back, kept
+#: until the next interception: see :func:`settle_environment`.
+_restored: dict[str, tuple[str, str | None]] = {}
+
+
+def _put(name: str, value: str | None) -> None:
+    if value is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = value
+
+
+def settle_environment() -> list[str]:
+    """Put back the user's value of each variable that holds interception's value again
+    after the restore (the names): a fixture torn down after ``mgmt_server`` (a
+    ``monkeypatch`` listed before it, which set a variable during the test) writes
+    back what it found, the fake's proxy or CA. Called once a test's teardown is done
+    and before the next interception."""
+    with _environ_lock:
+        wrong = [name for name, (ours, _) in _restored.items() if os.environ.get(name) == ours]
+        for name in wrong:
+            _put(name, _restored[name][1])
+        return wrong
+
+
+def trust_in_aiohttp(ca_certificate: str) -> bool:
     """Add the test CA to aiohttp's default verified SSL context, if aiohttp is loaded:
     aiohttp makes that context once, at import, from the CA variables of that moment,
     so a client session created with default SSL settings would not trust the fake.
@@ -193,5 +298,5 @@ def trust_in_aiohttp(ca_bundle: str) -> bool:
     context = getattr(connector, "_SSL_CONTEXT_VERIFIED", None)
     if context is None:
         return False
-    context.load_verify_locations(cafile=ca_bundle)
+    context.load_verify_locations(cafile=ca_certificate)
     return True

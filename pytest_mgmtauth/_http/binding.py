@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_httpserver import RequestHandler, RequestMatcher
 
 from .._service.flows.registry import HostPlan
+from .._service.timeline import to_datetime
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -198,6 +199,25 @@ class Binding:
                 self.errors.append(error)
                 return
         self.late.add(self.owner, where, error)
+
+    def log_refused(
+        self, method: str, target: str, headers: tuple[tuple[str, str], ...], status: int
+    ) -> None:
+        """Log a request answered outside the app (the proxy's refused ``CONNECT``, whose
+        target is the path), as the app logs the requests it answers."""
+        self.requests.add(
+            RecordedRequest(
+                method=method,
+                host=next((v for k, v in headers if k.lower() == "host"), ""),
+                path=target,
+                query="",
+                headers=headers,
+                body=None,
+                status=status,
+                at=to_datetime(self.service.timeline.now()),
+                test=self.test_id,
+            )
+        )
 
     def close(self) -> None:
         with self.lock:

@@ -24,6 +24,12 @@ if TYPE_CHECKING:
     from .app import FakeApp
     from .binding import Binding
 
+#: Attributes of a TLS connection's socket, for its handshake's SNI callback: the test
+#: it belongs to, and the host of the service its SNI named (on the listener where the
+#: SNI chooses the certificate, see server.TestCA.by_name_context).
+SOCKET_BINDING = "mgmtauth_binding"
+SNI_HOST = "mgmtauth_sni_host"
+
 #: Seconds drop_idle_connections waits for the connections it closes to be closed.
 DROP_WAIT = 1.0
 

@@ -25,9 +25,10 @@ from .app import (
     CHUNKED_PROBLEM,
     FRAMING_PROBLEM,
 )
+from .connections import SNI_HOST, SOCKET_BINDING
 from .errors import MAX_BODY_BYTES, chunked, error_bytes, framing_problem
 from .hosts import serve_connect, tunnel_environ
-from .streams import BriefDrain, ContinueOnRead, CountedInput, Dechunked, SkipDrain
+from .streams import BriefDrain, ContinueOnRead, CountedInput, Dechunked, HeadBounded, SkipDrain
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -73,6 +74,16 @@ _HEADER_LINE_DEFECTS = (
     email.errors.InvalidHeaderDefect,
 )
 
+
+def _asks_to_continue(expect: list[str]) -> bool:
+    """Whether the ``Expect`` lines ask for ``100-continue`` and nothing else: the field
+    is a list (RFC 9110 5.3, 10.1.1), so the expectation may come in two lines or twice
+    in one ("100-continue, 100-continue"), and still gets its one interim answer."""
+    members = [m.strip(HTTP_WHITESPACE).lower() for line in expect for m in line.split(",")]
+    members = [m for m in members if m]
+    return bool(members) and all(m == "100-continue" for m in members)
+
+
 #: The first bytes of a TLS handshake record (content type 22, version 3.x).
 _TLS_RECORD_STARTS = (b"\x16\x03",)
 
@@ -113,6 +124,31 @@ class ConnectionHandler(WSGIRequestHandler):
         self._served += 1
         super().handle_one_request()
 
+    def parse_request(self) -> bool:
+        # http.server takes a request line of one or two words for HTTP/0.9 and answers
+        # it without a status line (a bare JSON body); "CONNECT  HTTP/1.1" (no target)
+        # was one. The fake speaks HTTP/1.x only: such a line gets an HTTP/1.1 400.
+        line = str(self.raw_requestline, "iso-8859-1").rstrip("\r\n")
+        words = line.split()
+        if not 0 < len(words) < 3:
+            return bool(super().parse_request())
+        self.command, self.requestline = "", line  # as http.server sets them for an error
+        self.request_version = "HTTP/1.1"  # a status line, whatever the client wrote
+        self.close_connection = True
+        if words[-1].upper().startswith("HTTP/"):
+            why = "it has no target"
+        elif len(words) == 2:
+            why = "it has no HTTP version (HTTP/0.9 is not served)"
+        else:
+            why = "it is one word"
+        self.send_error(
+            400,
+            f"Malformed request line {line!r}",
+            f"{why}; a request line is METHOD SP target SP HTTP/1.1, like "
+            "'GET /v2/things HTTP/1.1' or 'CONNECT api.tealiumiq.com:443 HTTP/1.1'",
+        )
+        return False
+
     def handle_expect_100(self) -> bool:
         # http.server sent "100 Continue" here, and Werkzeug's run_wsgi another: the
         # one interim answer goes out when the body is first read (see make_environ).
@@ -140,19 +176,42 @@ class ConnectionHandler(WSGIRequestHandler):
     def setup(self) -> None:
         super().setup()
         self.binding = self.server.binding_of(self.request)
+        if self.server.tunnel_context is not None:
+            # The proxy: a CONNECT's head is read without the bytes after it, which
+            # belong to the tunnel's TLS (see HeadBounded).
+            self.rfile.close()
+            self.rfile = io.BufferedReader(HeadBounded(self.connection))
         if isinstance(self.connection, ssl.SSLSocket):
             # Deferred from accept() (see ConnectionServer.get_request); a failed handshake
-            # closes this connection only.
+            # closes this connection only. An SNI callback may choose the host's name.
+            setattr(self.connection, SOCKET_BINDING, self.binding)
             try:
                 self.connection.do_handshake()
+                self.tunnel_host = getattr(self.connection, SNI_HOST, None)
             except ssl.SSLError as exc:
                 self.close_connection = True
                 self.handshake_failed = True
                 if exc.reason == "HTTP_REQUEST":
                     self._answer_plain_http()
+                elif getattr(self.connection, SNI_HOST, None):
+                    self._refused_certificate(exc)
             except OSError:
                 self.close_connection = True
                 self.handshake_failed = True
+
+    def _refused_certificate(self, exc: ssl.SSLError) -> None:
+        """A client reached the fake by a lookup of a service host (interception) and its
+        TLS handshake failed after the SNI chose the host: most likely it does not trust
+        the test CA (it verifies against a bundle of its own)."""
+        host, binding = getattr(self.connection, SNI_HOST), self.binding
+        if binding is not None and not binding.closed.is_set():
+            binding.service.timeline.record_tunnel_closed(
+                f"{host}:443",
+                f"the TLS handshake failed ({exc.reason}): a client that verifies against a "
+                "CA bundle of its own (requests or httpx with trust_env=False use certifi's) "
+                "does not trust the fake's test CA; pass verify=mgmt_server.ca_bundle",
+                via="TLS",
+            )
 
     def _answer_plain_http(self) -> None:
         """A plain-HTTP request reached the HTTPS fake (OpenSSL saw "POST /..." where a
@@ -208,11 +267,7 @@ class ConnectionHandler(WSGIRequestHandler):
         if expect:
             environ["HTTP_EXPECT"] = ",".join(expect)
         reader: Any = self.rfile
-        if (
-            self.request_version == "HTTP/1.1"
-            and len(expect) == 1
-            and expect[0].strip(HTTP_WHITESPACE).lower() == "100-continue"
-        ):
+        if self.request_version == "HTTP/1.1" and _asks_to_continue(expect):
             # Not to HTTP/1.0 clients (RFC 9110 10.1.1).
             reader = ContinueOnRead(reader, self.wfile.write)
         if problem is None and chunked(headers):
@@ -317,9 +372,9 @@ class ConnectionHandler(WSGIRequestHandler):
         # the hostile-input suite).
         if code == 505:
             code, message = 400, f"{message or 'Unsupported HTTP version'}: send HTTP/1.1"
-        if len(getattr(self, "requestline", "").split()) >= 3:
+        if getattr(self, "request_version", "HTTP/0.9") == "HTTP/0.9":
             # An unparsable version leaves http.server at HTTP/0.9, which would send
-            # the body without a status line; the client wrote an HTTP/1.x-style line.
+            # the body without a status line; every answer of the fake has one.
             self.request_version = "HTTP/1.0"
         short, long = self.responses.get(code, ("Error", ""))
         # http.server quotes the request line ("Bad request syntax ('GET /?utk=...')").

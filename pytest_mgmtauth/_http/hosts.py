@@ -179,9 +179,13 @@ SNI_PROBLEM = "mgmtauth_sni_problem"
 #: The only port a tunnel may be opened to: the service is HTTPS on 443.
 TUNNEL_PORT = 443
 
-#: Seconds the TLS handshake of a tunnel may take, from the ``200`` on: a client that
-#: never starts TLS has its connection closed after this.
+#: Seconds a tunnel waits, from the ``200`` on, for the first byte of the client's TLS
+#: handshake: a client that never starts TLS has its connection closed after this.
 HANDSHAKE_TIMEOUT = 3.0
+
+#: Seconds the TLS handshake of a tunnel may take once its first byte came: generous, as
+#: on a loaded machine (a hundred tunnels at once) one can take seconds.
+HANDSHAKE_LIMIT = 30.0
 
 #: What the answers and texts call the proxy.
 _WHO = "the fake's proxy (intercept option)"
@@ -200,6 +204,7 @@ class _Handler(Protocol):
     """What the proxy needs of the connection's request handler."""
 
     path: str
+    headers: Any
     server: Any
     connection: Any
     rfile: Any
@@ -298,6 +303,7 @@ def serve_connect(handler: _Handler) -> None:
             binding.service.timeline.record_bad_request(
                 "CONNECT", target, refusal.status, refusal.reason
             )
+            binding.log_refused("CONNECT", target, tuple(handler.headers.items()), refusal.status)
         _answer(handler, refusal.status, refusal.reason)
         return
     _answer(handler, 200)
@@ -326,15 +332,25 @@ def _handshake(
     the timeline) when the handshake fails or does not come in time."""
     raw: socket.socket = handler.connection
     tunnel = context.wrap_socket(raw, server_side=True, do_handshake_on_connect=False)
-    tunnel.settimeout(HANDSHAKE_TIMEOUT)
+    started = False
     try:
+        # The first byte within HANDSHAKE_TIMEOUT (peeked below TLS, left for it), then
+        # the handshake within its own, generous bound.
+        tunnel.settimeout(HANDSHAKE_TIMEOUT)
+        started = bool(socket.socket.recv(tunnel, 1, socket.MSG_PEEK))
+        tunnel.settimeout(HANDSHAKE_LIMIT)
         tunnel.do_handshake()
     except (OSError, ValueError) as exc:
         if isinstance(exc, socket.timeout):
             reason = (
-                f"the client sent no TLS handshake within {HANDSHAKE_TIMEOUT:g} s of the "
-                "200 answer; the tunnel speaks TLS only"
+                f"the TLS handshake with {host} did not finish within {HANDSHAKE_LIMIT:g} s "
+                "of its first byte"
+                if started
+                else f"the client sent no TLS handshake within {HANDSHAKE_TIMEOUT:g} s of "
+                "the 200 answer; the tunnel speaks TLS only"
             )
+        elif not started:
+            reason = "the client closed the tunnel before its TLS handshake"
         elif isinstance(exc, ssl.SSLError) and exc.reason == "HTTP_REQUEST":
             reason = (
                 f"plain HTTP arrived in the tunnel to {host}, which speaks TLS: a client "

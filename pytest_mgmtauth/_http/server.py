@@ -48,8 +48,9 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_httpserver import HTTPServer
 
+from .._service.flows.registry import service_hosts
 from .app import AFTER_ANSWER, FakeApp
-from .connections import ConnectionServer
+from .connections import SNI_HOST, SOCKET_BINDING, ConnectionServer
 from .handler import ConnectionHandler, FakeRequest
 from .hosts import LISTENER, SNI_PROBLEM
 
@@ -57,6 +58,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from werkzeug import Request, Response
+
+    from .binding import Binding
 
 
 def _drain_briefly_after(app: Any) -> Any:
@@ -166,6 +169,7 @@ class TestCA:
         self._dir = tempfile.TemporaryDirectory(prefix="mgmtauth-ca-")
         self._lock = threading.Lock()
         self._host_contexts: dict[str, ssl.SSLContext] = {}
+        self._bundles: dict[tuple[object, ...], str] = {}
 
     @cached_property
     def ca_bundle(self) -> str:
@@ -174,22 +178,22 @@ class TestCA:
         self._ca.cert_pem.write_to_path(path)
         return path
 
-    @cached_property
-    def intercept_bundle(self) -> str:
-        """Path of a PEM bundle of the test CA and the system's CA certificates, for the
-        CA variables of interception: clients that read it (requests, curl, OpenSSL)
-        trust the fake's hosts and, as before, every other host."""
-        path = os.path.join(self._dir.name, "mgmtauth-intercept-bundle.pem")
-        parts = [self._ca.cert_pem.bytes()]
-        paths = ssl.get_default_verify_paths()
-        for system in (paths.cafile, paths.openssl_cafile):
-            if system and os.path.isfile(system):
-                with open(system, "rb") as file:
-                    parts.append(file.read())
-                break
-        with open(path, "wb") as file:
-            file.write(b"\n".join(parts))
-        return path
+    def bundle_with(self, source: str | None) -> str:
+        """Path of a PEM bundle of the test CA and the CA certificates ``source`` names
+        (a file, or a directory of them, as a CA variable may), else the system's: for
+        the CA variables of interception, so that clients that read it trust the fake's
+        hosts and, as before, every host they trusted. Made once per source and version."""
+        if source and os.path.dirname(os.path.abspath(source)) == self._dir.name:
+            return source  # one of these bundles already: it holds the test CA
+        key = _source_key(source)
+        with self._lock:
+            path = self._bundles.get(key)
+            if path is None:
+                path = os.path.join(self._dir.name, f"mgmtauth-bundle-{len(self._bundles)}.pem")
+                with open(path, "wb") as file:
+                    file.write(b"\n".join([self._ca.cert_pem.bytes(), *_certificates(key)]))
+                self._bundles[key] = path
+            return path
 
     def server_context(self) -> ssl.SSLContext:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -212,6 +216,15 @@ class TestCA:
                 self._host_contexts[host] = context
             return context
 
+    def by_name_context(self) -> ssl.SSLContext:
+        """The server context of the listener that this process's connections to the
+        service's hosts go to under interception (``_fake/resolution.py``): the client's
+        SNI chooses the host's certificate, among the hosts of the connection's test;
+        no SNI or another name gets ``unrecognized_name`` and a ``TunnelClosed`` event."""
+        context = self.server_context()
+        context.sni_callback = _sni_choose(self.host_context)
+        return context
+
     def client_context(self) -> ssl.SSLContext:
         """A client context that trusts the CA (and nothing else): cheap, unlike
         ``ssl.create_default_context()``, which loads the system store."""
@@ -223,12 +236,47 @@ class TestCA:
         self._dir.cleanup()
 
 
+def _source_key(source: str | None) -> tuple[object, ...]:
+    """What a CA variable names (else the system's CA file), and its version: a bundle
+    is made again when it changes."""
+    paths = ssl.get_default_verify_paths()
+    for path in (source, paths.cafile or paths.openssl_cafile):
+        try:
+            if path:
+                stat = os.stat(path)
+                return (os.path.realpath(path), stat.st_mtime_ns, stat.st_size)
+        except OSError:
+            pass  # not there: a client trusts nothing of it
+    return ("",)
+
+
+def _certificates(key: tuple[object, ...]) -> list[bytes]:
+    """The PEM texts of what :func:`_source_key` described: a file, or the files of a
+    directory (those holding a certificate)."""
+    source = str(key[0])
+    if not source:
+        return []
+    files = [source]
+    if os.path.isdir(source):
+        files = sorted(os.path.join(source, name) for name in os.listdir(source))
+    texts = []
+    for path in files:
+        try:
+            with open(path, "rb") as file:
+                text = file.read()
+        except OSError:
+            continue  # unreadable, a directory, gone: nothing a client could trust
+        if b"-----BEGIN CERTIFICATE-----" in text:
+            texts.append(text)
+    return texts
+
+
 def _sni_check(host: str) -> Callable[[ssl.SSLObject, str, ssl.SSLContext], int | None]:
     def check(sock: ssl.SSLObject, name: str | None, _: ssl.SSLContext) -> int | None:
         # The first argument is the SSLSocket under wrap_socket (typeshed: SSLObject);
         # name is None when the client sent no SNI.
-        if name == host:
-            return None
+        if name is not None and name.lower() == host:
+            return None  # host names are case-insensitive (RFC 6066 3); Node keeps the URL's case
         problem = (
             "the TLS handshake named no host (no SNI)"
             if name is None
@@ -238,6 +286,30 @@ def _sni_check(host: str) -> Callable[[ssl.SSLObject, str, ssl.SSLContext], int 
         return ssl.ALERT_DESCRIPTION_UNRECOGNIZED_NAME
 
     return check
+
+
+def _sni_choose(
+    contexts: Callable[[str], ssl.SSLContext],
+) -> Callable[[ssl.SSLObject, str, ssl.SSLContext], int | None]:
+    def choose(sock: ssl.SSLObject, name: str | None, _: ssl.SSLContext) -> int | None:
+        binding: Binding | None = getattr(sock, SOCKET_BINDING, None)
+        if binding is None or binding.closed.is_set():
+            return ssl.ALERT_DESCRIPTION_UNRECOGNIZED_NAME  # no test: nothing to serve
+        hosts = service_hosts(binding.service.options)
+        if name is not None and name.lower() in hosts:
+            sock.context = contexts(name.lower())
+            setattr(sock, SNI_HOST, name.lower())
+            return None
+        binding.service.timeline.record_tunnel_closed(
+            f"{name or '-'}:443",
+            f"the TLS handshake named {'no host (no SNI)' if name is None else repr(name)}: "
+            f"where lookups of the service's hosts lead, the fake serves TLS for "
+            f"{', '.join(hosts)} only, named by SNI",
+            via="TLS",
+        )
+        return ssl.ALERT_DESCRIPTION_UNRECOGNIZED_NAME
+
+    return choose
 
 
 def _no_tickets(context: ssl.SSLContext) -> None:

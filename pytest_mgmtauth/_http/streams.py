@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import io
 import re
+import socket
 import time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    import socket
     from collections.abc import Callable
 
 #: After the answer: what the client still sends is discarded until it is silent this
@@ -210,6 +210,46 @@ class Dechunked(io.RawIOBase):
                     "than were sent (sizes are hexadecimal)"
                 )
         return len(data)
+
+
+#: What ends a request head: an empty line, after CRLF or a bare LF (as http.server
+#: reads header lines).
+_HEAD_ENDS = (b"\n\r\n", b"\n\n")
+
+
+class HeadBounded(io.RawIOBase):
+    """The raw reader of a connection to the proxy: it never takes from the socket more
+    than up to the end of a request head in one read (it peeks first), so that what the
+    client sent after a ``CONNECT``'s head (its TLS ClientHello, often in the same
+    packet) stays in the socket for the tunnel's TLS. A buffered reader over the socket
+    would keep those bytes in its buffer, where TLS never sees them."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        super().__init__()
+        self._sock = sock
+        #: The last bytes taken, for a head's end split across two reads.
+        self._tail = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int | None:
+        try:
+            ahead = self._sock.recv(len(buffer), socket.MSG_PEEK)
+        except BlockingIOError:
+            return None  # as socket.SocketIO: nothing yet on a non-blocking socket
+        window = self._tail + ahead
+        take = len(ahead)
+        for end in _HEAD_ENDS:
+            # Only an end that reaches into the new bytes (not one taken already).
+            found = window.find(end, max(0, len(self._tail) - len(end) + 1))
+            if found != -1:
+                take = min(take, found + len(end) - len(self._tail))
+        if not take:
+            return 0
+        got = self._sock.recv_into(buffer, take)
+        self._tail = (self._tail + bytes(buffer[:got]))[-2:]
+        return got
 
 
 class SkipDrain(io.BufferedIOBase):

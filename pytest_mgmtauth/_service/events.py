@@ -482,16 +482,22 @@ class WrongHost(Event):
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class TunnelClosed(Event):
     """A tunnel through the fake's proxy (the ``intercept`` option) closed before its
-    first request: its TLS handshake failed (no SNI, another name) or never came."""
+    first request: its TLS handshake failed (no SNI, another name) or never came. Also a
+    connection that this process's lookup of a service host sent to the fake, whose TLS
+    handshake failed (``via`` ``"TLS"``)."""
 
     _names_account: ClassVar[bool] = False
 
-    #: What the CONNECT named: ``host:443``.
+    #: What the CONNECT named (or the TLS handshake, by SNI): ``host:443``.
     target: str
     reason: str
+    #: ``"CONNECT"`` (a tunnel of the proxy) or ``"TLS"`` (a connection to the fake
+    #: from a lookup in this process).
+    via: str = "CONNECT"
 
     def describe(self, when: TimeFormat = iso_time) -> str:
-        return f"CONNECT {self.target} -> tunnel closed: {self.reason}"
+        closed = "tunnel closed" if self.via == "CONNECT" else "connection closed"
+        return f"{self.via} {self.target} -> {closed}: {self.reason}"
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

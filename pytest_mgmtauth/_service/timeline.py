@@ -262,11 +262,15 @@ class Timeline:
                 )
             )
 
-    def record_tunnel_closed(self, target: str, reason: str) -> None:
+    def record_tunnel_closed(self, target: str, reason: str, via: str = "CONNECT") -> None:
         with self._lock:
             self.record(
                 TunnelClosed(
-                    at=to_datetime(self.now()), username=None, target=target, reason=reason
+                    at=to_datetime(self.now()),
+                    username=None,
+                    target=target,
+                    reason=reason,
+                    via=via,
                 )
             )
 

@@ -67,7 +67,7 @@ def _refused(server: MgmtServer, data: bytes, status: int) -> str:
 
 
 def test_a_connect_to_a_host_the_fake_does_not_stand_in_for_is_403(
-    mgmt_server: MgmtServer,
+    mgmt_server: MgmtServer, request: pytest.FixtureRequest
 ) -> None:
     message = _refused(
         mgmt_server, b"CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n", 403
@@ -76,6 +76,32 @@ def test_a_connect_to_a_host_the_fake_does_not_stand_in_for_is_403(
     assert "not example.com; it forwards nothing" in message
     [bad] = [e for e in mgmt_server.events if isinstance(e, BadRequest)]
     assert (bad.method, bad.path, bad.status) == ("CONNECT", "example.com:443", 403)
+    # In the request log too, as every other refused request is.
+    [logged] = mgmt_server.requests
+    assert (logged.method, logged.path, logged.query, logged.status) == (
+        "CONNECT",
+        "example.com:443",
+        "",
+        403,
+    )
+    assert (logged.host, logged.body, logged.test) == ("example.com:443", None, request.node.nodeid)
+    assert logged.headers == (("Host", "example.com:443"),)
+
+
+def test_each_refused_connect_is_in_the_request_log(mgmt_server: MgmtServer) -> None:
+    _refused(mgmt_server, b"CONNECT api.tealiumiq.com:80 HTTP/1.1\r\n\r\n", 403)
+    _refused(mgmt_server, b"CONNECT api.tealiumiq.com HTTP/1.1\r\n\r\n", 400)
+    parts = urlsplit(mgmt_server.url)
+    with socket.create_connection((parts.hostname or "", parts.port or 0), timeout=LIMIT) as raw:
+        raw.sendall(b"CONNECT api.tealiumiq.com:443 HTTP/1.1\r\n\r\n")
+        while raw.recv(65536):
+            pass
+    logged = [(r.method, r.path, r.status, r.host) for r in mgmt_server.requests]
+    assert logged == [
+        ("CONNECT", "api.tealiumiq.com:80", 403, ""),
+        ("CONNECT", "api.tealiumiq.com", 400, ""),
+        ("CONNECT", "api.tealiumiq.com:443", 405, ""),  # at the fake's own address
+    ]
 
 
 def test_a_connect_to_another_port_is_403(mgmt_server: MgmtServer) -> None:
@@ -96,6 +122,16 @@ def test_a_connect_line_of_too_many_words_is_400(mgmt_server: MgmtServer) -> Non
     answer, took = _exchange(mgmt_server, b"CONNECT api.tealiumiq.com:443 x HTTP/1.1\r\n\r\n")
     assert took < LIMIT
     assert answer.startswith(b"HTTP/1.0 400 ") or answer.startswith(b"HTTP/1.1 400 ")
+
+
+@pytest.mark.parametrize("line", [b"CONNECT  HTTP/1.1", b"CONNECT api.tealiumiq.com:443"])
+def test_a_connect_line_without_three_words_is_an_http11_400(
+    mgmt_server: MgmtServer, line: bytes
+) -> None:
+    # No target, or no version: http.server answered HTTP/0.9 style, a JSON body with
+    # no status line.
+    message = _refused(mgmt_server, line + b"\r\n\r\n", 400)
+    assert message.startswith(f"Malformed request line {line.decode()!r}: it has no ")
 
 
 def _tunnel(server: MgmtServer, host: str = "api.tealiumiq.com") -> socket.socket:

@@ -119,3 +119,28 @@ def test_protected_call_reads_its_body_after_one_100_continue(
         answer = _read_to_eof(sock)
     assert answer.startswith(b"HTTP/1.1 200 "), answer[:300]
     assert b"100 Continue" not in answer
+
+
+@pytest.mark.parametrize(
+    "expect",
+    ["Expect: 100-continue\r\n", "Expect: 100-continue, 100-Continue\r\n"],
+    ids=["two-lines", "a-list"],
+)
+def test_100_continue_asked_twice_gets_one_interim_answer(
+    mgmt_server: MgmtServer, mgmt_account: Account, expect: str
+) -> None:
+    # The head already has one Expect line: a second one, or one line listing the
+    # expectation twice, still asks for 100-continue (RFC 9110 10.1.1: a list).
+    form = urlencode({"username": mgmt_account.username, "key": mgmt_account.api_key}).encode()
+    head = _head("/v2/auth", len(form), extra=expect)
+    if "," in expect:
+        head = head.replace(b"Expect: 100-continue\r\n", b"", 1)
+    assert head.lower().count(b"100-continue") == 2
+    with socket.create_connection(_address(mgmt_server), timeout=10) as sock:
+        sock.sendall(head)
+        assert _received_within(sock, QUIET) == CONTINUE
+        sock.sendall(form)
+        answer = _read_to_eof(sock)
+    assert answer.startswith(b"HTTP/1.1 200 "), answer[:200]
+    assert b"100 Continue" not in answer
+    assert mgmt_server.auth_count() == 1

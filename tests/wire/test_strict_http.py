@@ -192,6 +192,35 @@ def test_bearer_with_sp_and_htab_around_it_is_fine(
     assert (status, body) == (200, {"items": []})
 
 
+# -- the request line (RFC 9112 3) ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "why"),
+    [
+        ("CONNECT  HTTP/1.1", "it has no target"),
+        ("GET  HTTP/1.1", "it has no target"),
+        ("GET /v2/things", "it has no HTTP version (HTTP/0.9 is not served)"),
+        ("GET", "it is one word"),
+    ],
+)
+def test_a_request_line_without_three_words_is_an_http11_400(
+    mgmt_server: MgmtServer, line: str, why: str
+) -> None:
+    # http.server took these for HTTP/0.9 and answered a bare JSON body, no status line
+    # ("GET  HTTP/1.1" was even served, as a GET of "/HTTP/1.1").
+    with socket.create_connection(_address(mgmt_server), timeout=10) as sock:
+        sock.sendall(f"{line}\r\nHost: x\r\n\r\n".encode())
+        answer = _read_to_eof(sock)
+    assert answer.startswith(b"HTTP/1.1 400 Bad Request\r\n"), answer[:200]
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert b"\r\nConnection: close" in head
+    message = json.loads(body)["message"]
+    assert message.startswith(f"Malformed request line {line!r}: {why}; ")
+    assert "METHOD SP target SP HTTP/1.1" in message
+    assert mgmt_server.requests == []  # nothing was served
+
+
 # -- Host and Content-Length (RFC 9112) --------------------------------------------------------
 
 
