@@ -43,11 +43,14 @@ def _poll(port: int, request: bytes, stop: threading.Event, statuses: list[int])
         except OSError:  # not listening yet
             time.sleep(0.002)
             continue
-        with sock:
-            sock.sendall(request)
-            answer = b""
-            while chunk := sock.recv(65536):
-                answer += chunk
+        answer = b""
+        try:
+            with sock:
+                sock.sendall(request)
+                while chunk := sock.recv(65536):
+                    answer += chunk
+        except OSError:  # accepted while the listener was being set up, then closed
+            continue
         if answer.startswith(b"HTTP/1.1 "):
             statuses.append(int(answer.split()[1]))
             return
