@@ -45,10 +45,17 @@ USER_PLUGINS = ("pytest-asyncio", "pytest-randomly", "pytest-rerunfailures", "py
 #: Every row but plugins runs in the suite's own order (no pytest-randomly there anyway).
 RUN = ("-n", "2", "-p", "no:randomly", "-q")
 WHOLE_SUITE = ("docs/examples", "tests")
+#: The plugin's hooks and fixtures as a user's suite meets them: the modules that run a
+#: suite with pytester (in process, in subprocesses, under xdist). tests/ is sorted by
+#: feature, so they are named one by one.
+PLUGIN_TESTS = (
+    "tests/plugin",
+    "tests/tokens/test_signing_key_cache.py",
+)
 #: The tests that drive pytest itself: in-process and subprocess pytester runs, xdist.
-PYTEST_DRIVEN = ("tests/plugin", "tests/concurrency")
+PYTEST_DRIVEN = (*PLUGIN_TESTS, "tests/concurrency")
 PYTHON_ROW = (*WHOLE_SUITE, *(f"--ignore={path}" for path in PYTEST_DRIVEN))
-PYTEST_ROW = ("docs/examples", "tests/plugin", "tests/sweeps")
+PYTEST_ROW = ("docs/examples", *PLUGIN_TESTS, "tests/sweeps")
 
 # What `nox` runs, in this order (the quick and the pytest-facing rows first), and CI too.
 nox.options.sessions = [
@@ -131,7 +138,7 @@ def plugins(session: nox.Session) -> None:
     # pytest-randomly reorders (its seed is printed for a rerun); pytest-asyncio in auto
     # mode takes every async test (strict mode is the ini's, the main row's).
     session.run(
-        "pytest", "-n", "2", "-o", "asyncio_mode=auto", "docs/examples", "tests/plugin",
+        "pytest", "-n", "2", "-o", "asyncio_mode=auto", "docs/examples", *PLUGIN_TESTS,
         *session.posargs,
     )  # fmt: skip
     session.run("pytest", "-n", "2", "--import-mode=importlib", "docs/examples")
