@@ -51,6 +51,9 @@ WHOLE_SUITE = ("docs/examples", "tests")
 PLUGIN_TESTS = (
     "tests/plugin",
     "tests/tokens/test_signing_key_cache.py",
+    "tests/verdicts/test_right_verdicts_plugin.py",
+    "tests/verdicts/test_teardown_and_report.py",
+    "tests/verdicts/test_verdicts.py",
 )
 #: The tests that drive pytest itself: in-process and subprocess pytester runs, xdist.
 PYTEST_DRIVEN = (*PLUGIN_TESTS, "tests/concurrency")
