@@ -50,6 +50,7 @@ WHOLE_SUITE = ("docs/examples", "tests")
 #: feature, so they are named one by one.
 PLUGIN_TESTS = (
     "tests/plugin",
+    "tests/options/test_marker_options.py",
     "tests/tokens/test_signing_key_cache.py",
     "tests/verdicts/test_right_verdicts_plugin.py",
     "tests/verdicts/test_teardown_and_report.py",
