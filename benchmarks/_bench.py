@@ -167,12 +167,6 @@ def make_cold(directory: Path) -> None:
     shutil.rmtree(directory / "__pycache__", ignore_errors=True)
 
 
-def importable_from(directory: Path) -> dict[str, str]:
-    """The environment a suite needs to load a plugin module kept in ``directory``
-    (``-p name``), before any PYTHONPATH of this process."""
-    return {"PYTHONPATH": os.pathsep.join([str(directory), os.environ.get("PYTHONPATH", "")])}
-
-
 def run_pytest(directory: Path, *args: str, env: dict[str, str] | None = None) -> Run:
     """Times of ``python -m pytest`` in ``directory`` (a fresh process, as users run)."""
     full_env = dict(os.environ)
