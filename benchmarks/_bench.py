@@ -6,6 +6,7 @@ Every figure is a ratio of two things measured in the same run, in alternating o
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import os
 import platform
@@ -14,9 +15,17 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    # Only named here: importing it would load the fake into every benchmark process.
+    from pytest_mgmtauth import MgmtServer
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -167,12 +176,6 @@ def make_cold(directory: Path) -> None:
     shutil.rmtree(directory / "__pycache__", ignore_errors=True)
 
 
-def importable_from(directory: Path) -> dict[str, str]:
-    """The environment a suite needs to load a plugin module kept in ``directory``
-    (``-p name``), before any PYTHONPATH of this process."""
-    return {"PYTHONPATH": os.pathsep.join([str(directory), os.environ.get("PYTHONPATH", "")])}
-
-
 def run_pytest(directory: Path, *args: str, env: dict[str, str] | None = None) -> Run:
     """Times of ``python -m pytest`` in ``directory`` (a fresh process, as users run)."""
     full_env = dict(os.environ)
@@ -261,3 +264,70 @@ def machine() -> str:
         f"Python {platform.python_version()} on {platform.system()} {platform.machine()}, "
         f"{os.cpu_count()} CPUs"
     )
+
+
+# -- the plugin's fixtures in this process -----------------------------------------------
+
+#: A benchmark's measurement in one test: ``body(index, mgmt_server)``.
+Body = Callable[[int, "MgmtServer"], None]
+
+#: The settings of the in-process runs: the plugin and pytest's own plugins only; the
+#: churn a benchmark makes on purpose (a grant before every sample) is allowed, and so
+#: is pytest-httpserver imported before the run (by a benchmark's own stock server).
+IN_TESTS_INI = (
+    "[pytest]\n"
+    "addopts = -p no:xdist -p no:hypothesispytest -p no:asyncio -p no:anyio -p no:randomly\n"
+    "filterwarnings =\n"
+    "    ignore::pytest_mgmtauth.AuthFindingWarning\n"
+    "    ignore:Module already imported so cannot be rewritten:pytest.PytestAssertRewriteWarning\n"
+)
+IN_TESTS_MODULE = """
+def test_measure(bench_body, bench_index, mgmt_server):
+    bench_body(bench_index, mgmt_server)
+"""
+_in_tests_dir: list[Path] = []
+
+
+class _InTests:
+    """The pytest plugin that hands a benchmark's body and options to the generated test."""
+
+    def __init__(self, body: Body, options: Sequence[Mapping[str, Any]]) -> None:
+        self.body = body
+        self.options = options
+
+    def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
+        if "bench_index" in metafunc.fixturenames:
+            cases = [
+                pytest.param(index, marks=pytest.mark.mgmtauth(**options))
+                for index, options in enumerate(self.options)
+            ]
+            metafunc.parametrize("bench_index", cases)
+
+    @pytest.fixture
+    def bench_body(self) -> Body:
+        return self.body
+
+
+def in_tests(body: Body, options: Sequence[Mapping[str, Any]]) -> None:
+    """Call ``body(index, mgmt_server)`` in one test per entry of ``options`` (that test's
+    ``mgmtauth`` marker keywords), in order, in one pytest run in this process: each
+    test's fake is the one the ``mgmt_server`` fixture gives a user's test. The runs of
+    one process share a directory, and so pytest's cache with the plugin's signing key.
+    Raises when a test fails (pytest's output above says why)."""
+    if not _in_tests_dir:
+        directory = Path(tempfile.mkdtemp(prefix="mgmtauth-bench-in-tests-"))
+        atexit.register(shutil.rmtree, directory, ignore_errors=True)
+        (directory / "pytest.ini").write_text(IN_TESTS_INI)
+        (directory / "test_measure.py").write_text(IN_TESTS_MODULE)
+        _in_tests_dir.append(directory)
+    directory = _in_tests_dir[0]
+    # This repository's settings are not the generated test's.
+    addopts = os.environ.pop("PYTEST_ADDOPTS", None)
+    try:
+        status = pytest.main([str(directory), "-q"], plugins=[_InTests(body, options)])
+    finally:
+        if addopts is not None:
+            os.environ["PYTEST_ADDOPTS"] = addopts
+        sys.modules.pop("test_measure", None)
+    if status != 0:
+        raise RuntimeError(f"the benchmark's tests failed (exit status {status}): see above")

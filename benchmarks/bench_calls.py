@@ -6,11 +6,14 @@
 2. ``POST /v2/auth`` against a stock handler that reads the same form and makes one
    RS512 signature with the same 4096-bit key. Target: at most 1.2x.
 
-Baseline server: pytest-httpserver's ``HTTPServer(threaded=True)``, its request log
-switched off (the fake logs nothing either); otherwise stock. Client: ``http.client``,
-one new connection per request on both sides (stock Werkzeug closes every connection;
-the fake would keep it alive): the fastest common client, so the fake's own overhead
-shows most.
+The fake is the ``mgmt_server`` fixture's, in tests of one pytest run in this process
+(``mgmtauth(throttle=None)``: the benchmark asks for a token again and again on
+purpose): the call figure in one test, each grant sample in a test of its own, as each
+test gets a fresh fake. Baseline server: pytest-httpserver's ``HTTPServer(threaded=True)``,
+its request log switched off (the fake logs nothing either); otherwise stock; it signs
+with a 4096-bit RSA key of its own, as the plugin's. Client: ``http.client``, one new
+connection per request on both sides (stock Werkzeug closes every connection; the fake
+would keep it alive): the fastest common client, so the fake's own overhead shows most.
 
     python benchmarks/bench_calls.py [--quick]
 """
@@ -25,13 +28,23 @@ import time
 from urllib.parse import urlencode, urlsplit
 
 import jwt
-from _bench import Figure, alternate, median, per_call, print_figures, spread, table
+from _bench import (
+    Figure,
+    alternate,
+    in_tests,
+    median,
+    per_call,
+    print_figures,
+    spread,
+    stock_key_pem,
+    table,
+)
+from cryptography.hazmat.primitives.asymmetric import rsa
+from cryptography.hazmat.primitives.serialization import load_pem_private_key
 from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
-from pytest_mgmtauth._fake.server import MgmtServer
-from pytest_mgmtauth._fake.session import SessionResources
-from pytest_mgmtauth._service.options import Options
+from pytest_mgmtauth import MgmtServer
 
 FORM = {"Content-Type": "application/x-www-form-urlencoded"}
 ITEMS = {"items": [1, 2, 3]}
@@ -61,22 +74,17 @@ def _request(
 
 def main(quick: bool = False) -> list[Figure]:
     rounds, batch = (30, 20) if quick else (120, 25)
+    auth_rounds = max(10, rounds // 2)
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # stock: request log off
-    pool = SessionResources()
-    signer = pool.signer
-    # Throttling off: the benchmark asks for a token again and again on purpose.
-    fake = MgmtServer(Options(throttle=None), pool)
+    key = load_pem_private_key(stock_key_pem(), password=None)
+    assert isinstance(key, rsa.RSAPrivateKey)
     stock = HTTPServer(threaded=True)
     stock.start()
+    call_fake: list[float] = []
+    call_stock: list[float] = []
+    auth_fake: list[float] = []
+    auth_stock: list[float] = []
     try:
-        account = fake.add_account()
-        fake.route("GET", "/api/items").respond_with_json(ITEMS)
-        fake_address = _address(fake.url)
-        form = urlencode({"username": account.username, "key": account.api_key})
-        token = json.loads(_request(fake_address, "POST", "/v2/auth", form, FORM))["token"]
-        bearer = {"Authorization": f"Bearer {token}"}
-
-        key = signer._private_key  # the very key object the fake signs with
 
         def stock_auth(request: Request) -> Response:
             now = int(time.time())
@@ -88,49 +96,51 @@ def main(quick: bool = False) -> list[Figure]:
         stock.expect_request("/v2/auth", method="POST").respond_with_handler(stock_auth)
         stock_address = _address(stock.url_for("/"))
 
-        def fake_call() -> None:
-            _request(fake_address, "GET", "/api/items", None, bearer)
+        def measure(index: int, fake: MgmtServer) -> None:
+            account = fake.add_account()
+            fake.route("GET", "/api/items").respond_with_json(ITEMS)
+            fake_address = _address(fake.url)
+            form = urlencode({"username": account.username, "key": account.api_key})
 
-        def stock_call() -> None:
-            _request(stock_address, "GET", "/api/items", None, bearer)
+            def fake_auth() -> None:
+                _request(fake_address, "POST", "/v2/auth", form, FORM)
 
-        def fake_auth() -> None:
-            _request(fake_address, "POST", "/v2/auth", form, FORM)
+            def stock_auth_call() -> None:
+                _request(stock_address, "POST", "/v2/auth", form, FORM)
 
-        def stock_auth_call() -> None:
-            _request(stock_address, "POST", "/v2/auth", form, FORM)
-
-        for fn in (fake_call, stock_call, fake_auth, stock_auth_call):  # warm up
-            for _ in range(10):
-                fn()
-
-        call_fake, call_stock = alternate(
-            per_call(fake_call, batch), per_call(stock_call, batch), rounds
-        )
-
-        auth_rounds = max(10, rounds // 2)
-        fresh = [fake]
-
-        def fake_auth_sample() -> float:
-            # A new fake per sample, as each test gets: per-test state stays small.
-            fresh[0].close()
-            fresh[0] = MgmtServer(Options(throttle=None), pool)
-            fresh[0]._service.accounts.add_account(
-                account.username, api_key=account.api_key, password=account.password
-            )
             # The account's first token is signed ahead (figure 9): take it untimed, so
             # that every timed grant signs on demand, as the stock handler does.
-            fake_auth()
-            return float(per_call(fake_auth, batch)())
+            token = json.loads(_request(fake_address, "POST", "/v2/auth", form, FORM))["token"]
+            if index > 0:  # a grant sample, on this test's fresh fake
+                fake_sample = per_call(fake_auth, batch)
+                stock_sample = per_call(stock_auth_call, batch)
+                if index % 2:
+                    auth_fake.append(fake_sample())
+                    auth_stock.append(stock_sample())
+                else:
+                    auth_stock.append(stock_sample())
+                    auth_fake.append(fake_sample())
+                return
+            bearer = {"Authorization": f"Bearer {token}"}
 
-        auth_fake, auth_stock = alternate(
-            fake_auth_sample, per_call(stock_auth_call, batch), auth_rounds
-        )
-        fresh[0].close()
+            def fake_call() -> None:
+                _request(fake_address, "GET", "/api/items", None, bearer)
+
+            def stock_call() -> None:
+                _request(stock_address, "GET", "/api/items", None, bearer)
+
+            for fn in (fake_call, stock_call, fake_auth, stock_auth_call):  # warm up
+                for _ in range(10):
+                    fn()
+            xs, ys = alternate(per_call(fake_call, batch), per_call(stock_call, batch), rounds)
+            call_fake.extend(xs)
+            call_stock.extend(ys)
+
+        # Test 0: the protected call, one fake for every round; then one test per grant
+        # sample, the fake and the stock handler taking turns to go first (A B B A ...).
+        in_tests(measure, [{"throttle": None}] * (1 + auth_rounds))
     finally:
-        fake.close()
         stock.stop()
-        pool.close()
 
     print(
         table(

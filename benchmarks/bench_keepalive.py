@@ -3,6 +3,10 @@
 connection reuse (the same fake and Session, alternating; without reuse each call sends
 ``Connection: close``).
 
+The fake is the ``mgmt_server`` fixture's, in one test of a pytest run in this process;
+the Session counts the TCP connections it opens (reconnections too) through a transport
+adapter of its own.
+
     python benchmarks/bench_keepalive.py [--quick]
 """
 
@@ -12,39 +16,76 @@ import argparse
 import logging
 import sys
 from pathlib import Path
+from typing import Any
 
 import requests
+import urllib3
+from requests.adapters import HTTPAdapter
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from _bench import Figure, alternate, median, per_call, print_figures, spread, table  # noqa: E402
+from _bench import (  # noqa: E402
+    Figure,
+    alternate,
+    in_tests,
+    median,
+    per_call,
+    print_figures,
+    spread,
+    table,
+)
 
-from pytest_mgmtauth import Options  # noqa: E402
-from pytest_mgmtauth._fake.server import MgmtServer  # noqa: E402
-from pytest_mgmtauth._fake.session import SessionResources  # noqa: E402
+from pytest_mgmtauth import MgmtServer  # noqa: E402
 
 CALLS = 100
+#: TCP connections the counting adapter's pools have opened.
+OPENED = [0]
+
+
+class _CountingConnection(urllib3.connection.HTTPConnection):
+    """urllib3's connection, counting each TCP connection it opens (reconnections too)."""
+
+    def connect(self) -> None:
+        OPENED[0] += 1
+        super().connect()
+
+
+class _CountingPool(urllib3.HTTPConnectionPool):
+    ConnectionCls = _CountingConnection
+
+
+class _CountingAdapter(HTTPAdapter):
+    """requests' own adapter, its plain-HTTP pools counting their connections."""
+
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+        super().init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = {
+            **self.poolmanager.pool_classes_by_scheme,
+            "http": _CountingPool,
+        }
 
 
 def main(quick: bool = False) -> list[Figure]:
     rounds, batch = (10, 10) if quick else (60, 25)
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
-    pool = SessionResources()
-    kept = MgmtServer(Options(throttle=None), pool)
-    try:
+    measured: dict[str, Any] = {}
+
+    def measure(index: int, kept: MgmtServer) -> None:
         account = kept.add_account()
         kept.route("GET", "/api/items").respond_with_json({"items": [1, 2, 3]})
         url = kept.url
         with requests.Session() as session:
-            opened = kept._http.connections_accepted  # the auth's connection counts too
+            session.trust_env = False  # no proxy from the environment: the fake is local
+            session.mount("http://", _CountingAdapter())
+            opened = OPENED[0]  # the auth's connection counts too
             answer = session.post(
                 f"{url}/v2/auth", data={"username": account.username, "key": account.api_key}
             )
             bearer = {"Authorization": f"Bearer {answer.json()['token']}"}
             for _ in range(CALLS):
                 session.get(f"{url}/api/items", headers=bearer).raise_for_status()
-            per_100 = kept._http.connections_accepted - opened
+            measured["per_100"] = OPENED[0] - opened
 
             def reuse() -> None:
                 session.get(f"{url}/api/items", headers=bearer).raise_for_status()
@@ -59,12 +100,14 @@ def main(quick: bool = False) -> list[Figure]:
             for fn in (reuse, no_reuse):  # warm up
                 for _ in range(10):
                     fn()
-            with_reuse, without_reuse = alternate(
+            measured["reuse"], measured["no_reuse"] = alternate(
                 per_call(reuse, batch), per_call(no_reuse, batch), rounds
             )
-    finally:
-        kept.close()
-        pool.close()
+
+    in_tests(measure, [{"throttle": None}])
+    per_100: int = measured["per_100"]
+    with_reuse: list[float] = measured["reuse"]
+    without_reuse: list[float] = measured["no_reuse"]
     print(
         table(
             ["protected call (requests.Session)", "median", "IQR", "samples"],

@@ -1,17 +1,19 @@
 """Transport benchmark: HTTPS against HTTP, and concurrent slow handlers.
 
 A script, not a test: timings never decide whether a test passes. It measures, side by
-side in one run, with the two schemes alternating in every round (ABBA order) so that
-machine noise hits both alike, and reports medians:
+side in one run, and reports medians:
 
 * the round trip of a protected API call (``GET`` with a bearer token) with
   http.client, requests and httpx; target: HTTPS within 2.5x of HTTP. The http.client
   call opens a new connection each time, so its HTTPS side pays a TLS handshake per
   request; requests and httpx reuse their pooled connection (keep-alive);
-* the same over HTTPS with TLS session tickets switched back on, the server's setting
-  before it was tuned: the diagnostic row that shows where the time went;
 * eight clients calling a route whose handler takes 100 ms, all at once; target: all
   eight answered within 200 ms (a serialising server would need 800 ms).
+
+The fakes are the ``mgmt_server`` fixture's, in tests of one pytest run in this process:
+a test serves one scheme (``mgmtauth(https=...)``), so the two schemes take turns test
+by test (HTTP, HTTPS, HTTPS, HTTP, ...) so that machine noise hits both alike, each test
+taking its share of every client's rounds.
 
 Run from the repository root::
 
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import http.client
+import math
 import os
 import platform
 import ssl
@@ -30,23 +33,32 @@ import statistics
 import sys
 import threading
 import time
+from collections import defaultdict
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import httpx
 import requests
 from werkzeug import Request, Response
 
-from pytest_mgmtauth._fake.server import MgmtServer
-from pytest_mgmtauth._fake.session import SessionResources
-from pytest_mgmtauth._http.server import FakeHTTPServer
-from pytest_mgmtauth._service.options import Options
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from _bench import in_tests  # noqa: E402
+
+from pytest_mgmtauth import MgmtServer  # noqa: E402
 
 RATIO_TARGET = 2.5
 CONCURRENT_CLIENTS = 8
 HANDLER_SECONDS = 0.100
 CONCURRENT_TARGET = 0.200
+#: Tests per scheme: each takes its share of the rounds.
+TESTS_PER_SCHEME = 10
+#: Untimed calls per client at the start of each test (connections, TLS sessions).
+WARMUP = 3
 
 Call = Callable[[], None]
 
@@ -66,8 +78,7 @@ class Target:
         return urlsplit(self.url).netloc
 
 
-def make_target(name: str, pool: SessionResources, *, https: bool) -> Target:
-    fake = MgmtServer(Options(https=https, throttle=None), pool)
+def make_target(fake: MgmtServer) -> Target:
     fake.route("GET", "/api/ping").respond_with_json({"ok": True})
 
     def slow(request: Request) -> Response:
@@ -83,32 +94,14 @@ def make_target(name: str, pool: SessionResources, *, https: bool) -> Target:
         timeout=10,
     )
     reply.raise_for_status()
+    name = "https" if fake.url.startswith("https:") else "http"
     return Target(name, fake, reply.json()["token"], fake.url, fake.client_ssl_context())
-
-
-def ticketed_twin(pool: SessionResources, https_target: Target) -> tuple[Target, FakeHTTPServer]:
-    """A second HTTPS server bound to the same state, with TLS session tickets on (the
-    server's setting before tuning): the diagnostic row."""
-    context = pool.ca.server_context()
-    context.num_tickets = 2  # OpenSSL's default for TLS 1.3
-    context.options &= ~ssl.OP_NO_TICKET
-    server = FakeHTTPServer(ssl_context=context)
-    server.start()
-    server.app.bind(https_target.fake._binding)
-    twin = Target(
-        "https+tickets",
-        https_target.fake,
-        https_target.token,
-        server.base_url,
-        https_target.client_context,
-    )
-    return twin, server
 
 
 # -- clients ----------------------------------------------------------------------------
 
 
-def http_client_call(target: Target, path: str = "/api/ping") -> Call:
+def http_client_call(target: Target, stack: ExitStack, path: str = "/api/ping") -> Call:
     headers = {"Authorization": f"Bearer {target.token}"}
 
     def call() -> None:
@@ -129,8 +122,8 @@ def http_client_call(target: Target, path: str = "/api/ping") -> Call:
     return call
 
 
-def requests_call(target: Target) -> Call:
-    session = requests.Session()
+def requests_call(target: Target, stack: ExitStack) -> Call:
+    session = stack.enter_context(requests.Session())
     session.trust_env = False  # REQUESTS_CA_BUNDLE would override verify
     session.verify = target.fake.ca_bundle or True
     session.headers["Authorization"] = f"Bearer {target.token}"
@@ -143,11 +136,13 @@ def requests_call(target: Target) -> Call:
     return call
 
 
-def httpx_call(target: Target) -> Call:
-    client = httpx.Client(
-        verify=target.client_context or True,
-        headers={"Authorization": f"Bearer {target.token}"},
-        timeout=10,
+def httpx_call(target: Target, stack: ExitStack) -> Call:
+    client = stack.enter_context(
+        httpx.Client(
+            verify=target.client_context or True,
+            headers={"Authorization": f"Bearer {target.token}"},
+            timeout=10,
+        )
     )
     url = f"{target.url}/api/ping"
 
@@ -161,29 +156,26 @@ def httpx_call(target: Target) -> Call:
 # -- measuring --------------------------------------------------------------------------
 
 
-def alternate(calls: dict[str, Call], rounds: int, warmup: int) -> dict[str, float]:
-    """Median seconds per call, the calls taking turns in ABBA order every round."""
-    names = list(calls)
-    samples: dict[str, list[float]] = {name: [] for name in names}
+def timed(call: Call, count: int, warmup: int) -> list[float]:
+    """Seconds each of ``count`` calls took, after ``warmup`` untimed ones."""
+    for _ in range(warmup):
+        call()
+    samples: list[float] = []
     clock = time.perf_counter
-    for index in range(warmup + rounds):
-        order = names if index % 2 == 0 else names[::-1]
-        for name in order:
-            start = clock()
-            calls[name]()
-            elapsed = clock() - start
-            if index >= warmup:
-                samples[name].append(elapsed)
-    return {name: statistics.median(values) for name, values in samples.items()}
+    for _ in range(count):
+        start = clock()
+        call()
+        samples.append(clock() - start)
+    return samples
 
 
-def concurrent_slow_calls(target: Target) -> Call:
+def concurrent_slow_calls(target: Target, stack: ExitStack) -> Call:
     """Eight threads call the 100 ms route at once; the call returns when all are done."""
 
     def call() -> None:
         start = threading.Barrier(CONCURRENT_CLIENTS + 1)
         errors: list[BaseException] = []
-        one = http_client_call(target, "/api/slow")
+        one = http_client_call(target, stack, "/api/slow")
 
         def worker() -> None:
             start.wait()
@@ -218,74 +210,65 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
     args = parser.parse_args(argv)
 
-    pool = SessionResources()
-    plain = make_target("http", pool, https=False)
-    tls = make_target("https", pool, https=True)
-    ticketed, ticketed_server = ticketed_twin(pool, tls)
+    clients: list[tuple[str, Callable[[Target, ExitStack], Call]]] = [
+        ("http.client", http_client_call),
+        ("requests.Session", requests_call),
+        ("httpx.Client", httpx_call),
+    ]
+    per_test = math.ceil(args.rounds / TESTS_PER_SCHEME)
+    concurrent_per_test = math.ceil(args.concurrent_rounds / TESTS_PER_SCHEME)
+    #: Seconds per call by (client, or "concurrent"; scheme).
+    samples: dict[tuple[str, str], list[float]] = defaultdict(list)
+
+    def measure(index: int, fake: MgmtServer) -> None:
+        target = make_target(fake)
+        with ExitStack() as stack:
+            for label, make in clients if index % 2 == 0 else clients[::-1]:
+                samples[label, target.name] += timed(make(target, stack), per_test, WARMUP)
+            samples["concurrent", target.name] += timed(
+                concurrent_slow_calls(target, stack), concurrent_per_test, warmup=1
+            )
+
+    https_by_test = [index % 4 in (1, 2) for index in range(2 * TESTS_PER_SCHEME)]
+    in_tests(measure, [{"https": https, "throttle": None} for https in https_by_test])
+
+    medians = {key: statistics.median(values) for key, values in samples.items()}
     rows: list[tuple[str, str, str, str, str, str]] = []
     missed = 0
-    try:
-        clients: list[tuple[str, Callable[[Target], Call]]] = [
-            ("http.client", http_client_call),
-            ("requests.Session", requests_call),
-            ("httpx.Client", httpx_call),
-        ]
-        for label, make in clients:
-            calls = {"http": make(plain), "https": make(tls)}
-            if label == "http.client":
-                calls["https+tickets"] = make(ticketed)
-            medians = alternate(calls, args.rounds, warmup=max(10, args.rounds // 20))
-            ratio = medians["https"] / medians["http"]
-            ok = ratio <= RATIO_TARGET
-            missed += not ok
-            rows.append(
-                (
-                    f"round trip, {label}",
-                    ms(medians["http"]),
-                    ms(medians["https"]),
-                    f"{ratio:5.2f}x",
-                    f"<= {RATIO_TARGET}x",
-                    "ok" if ok else "MISSED",
-                )
+    for label, _ in clients:
+        ratio = medians[label, "https"] / medians[label, "http"]
+        ok = ratio <= RATIO_TARGET
+        missed += not ok
+        rows.append(
+            (
+                f"round trip, {label}",
+                ms(medians[label, "http"]),
+                ms(medians[label, "https"]),
+                f"{ratio:5.2f}x",
+                f"<= {RATIO_TARGET}x",
+                "ok" if ok else "MISSED",
             )
-            if "https+tickets" in medians:
-                rows.append(
-                    (
-                        "  same, TLS session tickets on",
-                        ms(medians["http"]),
-                        ms(medians["https+tickets"]),
-                        f"{medians['https+tickets'] / medians['http']:5.2f}x",
-                        "(diagnostic)",
-                        "",
-                    )
-                )
-        medians = alternate(
-            {"http": concurrent_slow_calls(plain), "https": concurrent_slow_calls(tls)},
-            args.concurrent_rounds,
-            warmup=2,
         )
-        for scheme in ("http", "https"):
-            ok = medians[scheme] <= CONCURRENT_TARGET
-            missed += not ok
-            rows.append(
-                (
-                    f"{CONCURRENT_CLIENTS} concurrent 100 ms handlers, {scheme}",
-                    ms(medians["http"]) if scheme == "http" else "",
-                    ms(medians["https"]) if scheme == "https" else "",
-                    "",
-                    f"<= {CONCURRENT_TARGET * 1000:.0f} ms",
-                    "ok" if ok else "MISSED",
-                )
+    for scheme in ("http", "https"):
+        ok = medians["concurrent", scheme] <= CONCURRENT_TARGET
+        missed += not ok
+        rows.append(
+            (
+                f"{CONCURRENT_CLIENTS} concurrent 100 ms handlers, {scheme}",
+                ms(medians["concurrent", "http"]) if scheme == "http" else "",
+                ms(medians["concurrent", "https"]) if scheme == "https" else "",
+                "",
+                f"<= {CONCURRENT_TARGET * 1000:.0f} ms",
+                "ok" if ok else "MISSED",
             )
-    finally:
-        ticketed_server.stop()
-        pool.close()
+        )
 
     print(
         f"pytest-mgmtauth transport benchmark: Python {platform.python_version()}, "
         f"{os.cpu_count()} CPUs, OpenSSL {ssl.OPENSSL_VERSION.split()[1]}; medians of "
-        f"{args.rounds} rounds (round trips) and {args.concurrent_rounds} rounds "
-        "(concurrency), HTTP and HTTPS alternating"
+        f"{per_test * TESTS_PER_SCHEME} calls per client (round trips) and "
+        f"{concurrent_per_test * TESTS_PER_SCHEME} rounds (concurrency) per scheme, "
+        f"HTTP and HTTPS taking turns over {2 * TESTS_PER_SCHEME} tests"
     )
     header = ("measure", "HTTP", "HTTPS", "ratio", "target", "")
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]

@@ -177,7 +177,9 @@ def _basic(user: str, secret: str) -> str:
 def test_a_secret_is_masked_in_any_encoding_a_client_sends_it_in(
     secret: str, encoder: str, lower: list[bool], place: str
 ) -> None:
-    encoded = _lower_hex(ENCODERS[encoder](secret), lower)
+    encoded = ENCODERS[encoder](secret)
+    if encoder != "un-encoded":  # lower-case hex is a spelling of an encoder's escapes;
+        encoded = _lower_hex(encoded, lower)  # a '%A0' of the secret itself is not one
     text = {
         "body": f"username=alice%40example.com&key={encoded}&grant_type=client_credentials",
         "query": f"page=2&utk={encoded}",

@@ -1,4 +1,7 @@
-"""Checks and helpers shared by the wire tests."""
+"""Checks and helpers shared by the tests of several folders (v1, v2, http).
+
+In tests/ itself: pytest puts the directory of tests/conftest.py on ``sys.path``, so a
+test of any folder imports it by its plain name (see tests/README.md)."""
 
 from __future__ import annotations
 

@@ -415,7 +415,7 @@ def test_any_key_sent_unencoded_is_diagnosed_as_such_without_showing_it(key: str
     try:
         received = dict(parse_qsl(body, keep_blank_values=True, errors="strict"))["key"]
     except UnicodeDecodeError:
-        return  # answered 400 before any comparison (tests/wire/test_diagnoses.py)
+        return  # answered 400 before any comparison (tests/diagnoses/test_diagnoses.py)
     message = diagnose_secret("API key", key, received)
     if received == key:
         assert message == ""  # nothing in it needed encoding
