@@ -11,7 +11,7 @@ import dataclasses
 import math
 import re
 from datetime import timedelta
-from typing import Literal, TypeAlias
+from typing import Generic, Literal, TypeAlias, TypeVar, overload
 
 #: The secret an account authenticates with (each flow says which).
 SecretKind: TypeAlias = Literal["API key", "password", "client secret"]
@@ -137,6 +137,48 @@ def check_advance(
 
 
 # -- options: how one is declared, parsed and checked -------------------------------
+
+#: What a duration option reads back as: seconds (``float``), or ``float | None`` for
+#: ``refresh_margin``, whose ``None`` means "derive it".
+_Read = TypeVar("_Read", bound="float | None")
+
+
+class Duration(Generic[_Read]):
+    """A duration field of :class:`~.options.Options`: set as seconds or a ``timedelta``,
+    read back as seconds.
+
+    A descriptor for the sake of type checkers, which take ``__set__``'s value type as
+    the parameter's and ``__get__``'s return type as the attribute's: so
+    ``Options(token_ttl=timedelta(minutes=5))``, as documented, type-checks, and
+    ``options.token_ttl`` is still a ``float``. The value is kept in the instance's
+    ``__dict__`` under the field's name, as without the descriptor; ``__post_init__``
+    checks it and converts it to seconds, as it does every other field."""
+
+    def __init__(self, default: _Read) -> None:
+        self._default = default
+        self._name = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = name
+
+    @overload
+    def __get__(self, instance: None, owner: type) -> _Read: ...
+
+    @overload
+    def __get__(self, instance: object, owner: type | None = None) -> _Read: ...
+
+    def __get__(self, instance: object | None, owner: type | None = None) -> _Read:
+        if instance is None:  # the class's attribute: dataclasses reads the default here
+            return self._default
+        try:
+            value: _Read = instance.__dict__[self._name]
+        except KeyError:  # not set yet: what hasattr() and getattr(..., default) expect
+            raise AttributeError(self._name) from None
+        return value
+
+    def __set__(self, instance: object, value: float | timedelta | _Read) -> None:
+        instance.__dict__[self._name] = value
+
 
 _LABEL = r"(?!-)[a-z0-9-]{1,63}(?<!-)"
 _HOST_NAME = re.compile(rf"^{_LABEL}(\.{_LABEL})+$")

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from datetime import timedelta
 
 from .limits import (
+    Duration,
     OptionSpec,
     check_count,
     check_path,
@@ -39,48 +39,6 @@ Seconds = float
 #: real region host seen in public clients).
 DEFAULT_V3_HOST = "us-west-2-platform.tealiumapis.com"
 
-#: What a duration option reads back as: seconds (``float``), or ``float | None`` for
-#: ``refresh_margin``, whose ``None`` means "derive it".
-_Read = TypeVar("_Read", bound="float | None")
-
-
-class _Duration(Generic[_Read]):
-    """A duration field of :class:`Options`: set as seconds or a ``timedelta``, read
-    back as seconds.
-
-    A descriptor for the sake of type checkers, which take ``__set__``'s value type as
-    the parameter's and ``__get__``'s return type as the attribute's: so
-    ``Options(token_ttl=timedelta(minutes=5))``, as documented, type-checks, and
-    ``options.token_ttl`` is still a ``float``. The value is kept in the instance's
-    ``__dict__`` under the field's name, as without the descriptor; ``__post_init__``
-    checks it and converts it to seconds, as it does every other field."""
-
-    def __init__(self, default: _Read) -> None:
-        self._default = default
-        self._name = ""
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self._name = name
-
-    @overload
-    def __get__(self, instance: None, owner: type) -> _Read: ...
-
-    @overload
-    def __get__(self, instance: object, owner: type | None = None) -> _Read: ...
-
-    def __get__(self, instance: object | None, owner: type | None = None) -> _Read:
-        if instance is None:  # the class's attribute: dataclasses reads the default here
-            return self._default
-        try:
-            value: _Read = instance.__dict__[self._name]
-        except KeyError:  # not set yet: what hasattr() and getattr(..., default) expect
-            raise AttributeError(self._name) from None
-        return value
-
-    def __set__(self, instance: object, value: float | timedelta | _Read) -> None:
-        instance.__dict__[self._name] = value
-
-
 #: The longest derived refresh margin (the one of the default token_ttl).
 DERIVED_MARGIN_MAX = 300
 
@@ -98,17 +56,17 @@ class Options:
     could need another answer to is one of these."""
 
     #: Bearer token validity (the interface document: 30 minutes).
-    token_ttl: _Duration[float] = _Duration(1800.0)
+    token_ttl: Duration[float] = Duration(1800.0)
     #: Re-authenticating this close to a credential's expiry counts as reuse, not churn.
     #: ``None`` (not set): derived from ``token_ttl`` by :func:`derived_refresh_margin`
     #: (300 s for the default token_ttl); read it back as a number.
-    refresh_margin: _Duration[float | None] = _Duration(None)
+    refresh_margin: Duration[float | None] = Duration(None)
     #: Failed v1 logins in a row that lock the account (not shown; our choice: 5).
     lockout_threshold: int = 5
     #: How long error 1402 lasts, from the failure that started the lockout.
-    lockout_duration: _Duration[float] = _Duration(600.0)
+    lockout_duration: Duration[float] = Duration(600.0)
     #: Idle time after which a v1 session ends by itself (not shown; our choice: 30 min).
-    session_timeout: _Duration[float] = _Duration(1800.0)
+    session_timeout: Duration[float] = Duration(1800.0)
     #: Premature grants one account may get within 60 s before /v2/auth answers 429;
     #: ``None`` switches throttling off.
     throttle: int | None = 5
@@ -137,7 +95,7 @@ class Options:
     oauth_token_path: str = OAUTH_TOKEN_PATH
     #: OAuth access token validity (not published; our choice: 30 minutes, like the
     #: other tokens).
-    oauth_token_ttl: _Duration[float] = _Duration(1800.0)
+    oauth_token_ttl: Duration[float] = Duration(1800.0)
     #: Whether ``refresh_margin`` was derived from ``token_ttl`` (not set explicitly):
     #: :func:`build_options` derives it again when only ``token_ttl`` changes.
     refresh_margin_derived: bool = dataclasses.field(
