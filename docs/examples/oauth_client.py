@@ -3,8 +3,8 @@ token per set of scopes, renewed ``refresh_margin`` seconds before ``expires_in`
 out, and renewed once more if the API answers 401 ``invalid_token`` (revoked).
 
 It knows nothing about pytest: the tests point it at ``mgmt_server.url``. Against the
-real portal ``base_url`` is the gateway's (the token path is not published; the fake's
-default is ``/oauth2/token``).
+real portal ``base_url`` is the gateway's, ``https://api.tealiumapis.com``, whose token
+path is ``/oauth/token``.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ class PortalClient:
         client_id: str,
         client_secret: str,
         *,
-        token_path: str = "/oauth2/token",
+        token_path: str = "/oauth/token",
         refresh_margin: float = 60.0,
         verify: str | bool = True,
         trust_env: bool = False,

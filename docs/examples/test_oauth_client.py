@@ -36,7 +36,7 @@ def test_one_token_per_scope_set_reused_and_renewed_before_expiry(
         assert client.request("PUT", "/profiles/main", [WRITE], json={}).ok
     mgmt_server.assert_auth_count(2, version="oauth")  # one per scope set, not per call
 
-    mgmt_clock.advance(minutes=29, seconds=30)  # within refresh_margin of expires_in
+    mgmt_clock.advance(hours=1, minutes=59, seconds=30)  # within refresh_margin of expires_in
     client.request("GET", "/profiles", [READ])
     mgmt_server.assert_auth_count(3, version="oauth")
     mgmt_server.assert_credential_reused()
@@ -86,7 +86,7 @@ def test_the_gateway_host_unchanged_through_interception(
 ) -> None:
     # The base URL public code uses; the plugin's proxy and CA variables do the rest.
     client = PortalClient(
-        "https://developer.tealiumapis.com",
+        "https://api.tealiumapis.com",
         mgmt_oauth_client.client_id,
         mgmt_oauth_client.client_secret,
         trust_env=True,  # the proxy and CA variables the plugin sets for the test

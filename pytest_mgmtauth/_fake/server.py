@@ -201,7 +201,8 @@ class MgmtServer(FaultMethods, AssertionMethods):
     ) -> OAuthClient:
         """Register an OAuth client that may get tokens for ``scopes`` (``None``: the
         default scope ``acme:main:tiq:2026-07:profiles:manage``); the id and secret are
-        generated unless given (the secret with characters that must be encoded)."""
+        generated unless given (the secret of letters and digits, as the
+        developer portal's)."""
         return self._service.flow(OAuthFlow).add_client(
             scopes, client_id=client_id, client_secret=client_secret
         )

@@ -196,7 +196,7 @@ def check_path(name: str, path: object) -> None:
         raise TypeError(f"mgmtauth option {name!r} must be a str, got {shown(path)}")
     if not path.startswith("/") or path == "/":
         raise ValueError(
-            f"mgmtauth option {name!r} must be a path like '/oauth2/token', got {shown(path)}"
+            f"mgmtauth option {name!r} must be a path like '/oauth/token', got {shown(path)}"
         )
     if (
         any(c in path for c in "?#{}%")

@@ -30,8 +30,11 @@ from .limits import (
 #: imported from there, so that reading the options (which every run of pytest does,
 #: for the report header) does not load the token module too.
 ISSUER = "https://api.tealiumiq.com"
-#: The default of ``Options.oauth_token_path`` (not published; our choice).
-OAUTH_TOKEN_PATH = "/oauth2/token"
+#: The default of ``Options.oauth_token_path``: where the developer portal's pages send
+#: the token request (``POST https://api.tealiumapis.com/oauth/token``).
+OAUTH_TOKEN_PATH = "/oauth/token"
+#: The default of ``Options.oauth_token_ttl``: the pages' ``expires_in`` (two hours).
+OAUTH_TOKEN_TTL = 7200.0
 
 Seconds = float
 
@@ -91,11 +94,10 @@ class Options:
     #: Be an HTTP proxy for the service's hosts too, and point the process's proxy and
     #: CA variables at it for the test: unchanged clients with hard-coded hosts reach it.
     intercept: bool = False
-    #: Where the OAuth 2.0 token endpoint is (not published; our choice).
+    #: Where the OAuth 2.0 token endpoint is (the developer portal's pages: /oauth/token).
     oauth_token_path: str = OAUTH_TOKEN_PATH
-    #: OAuth access token validity (not published; our choice: 30 minutes, like the
-    #: other tokens).
-    oauth_token_ttl: Duration[float] = Duration(1800.0)
+    #: OAuth access token validity (the pages: 7200 s).
+    oauth_token_ttl: Duration[float] = Duration(OAUTH_TOKEN_TTL)
     #: Whether ``refresh_margin`` was derived from ``token_ttl`` (not set explicitly):
     #: :func:`build_options` derives it again when only ``token_ttl`` changes.
     refresh_margin_derived: bool = dataclasses.field(
@@ -185,7 +187,7 @@ class Options:
             parts.append("intercept=True")
         if self.oauth_token_path != OAUTH_TOKEN_PATH:
             parts.append(f"oauth_token_path={self.oauth_token_path}")
-        if self.oauth_token_ttl != 1800.0:
+        if self.oauth_token_ttl != OAUTH_TOKEN_TTL:
             parts.append(f"oauth_token_ttl={self.oauth_token_ttl:g}s")
         return " ".join(parts)
 
@@ -318,7 +320,7 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
     OptionSpec(
         "oauth_token_ttl",
         "seconds",
-        "OAuth access token validity in seconds (default 1800)",
+        "OAuth access token validity in seconds (default 7200, the developer portal's)",
     ),
 )
 OPTION_SPEC: dict[str, OptionSpec] = {spec.name: spec for spec in OPTION_SPECS}

@@ -33,6 +33,9 @@ from pytest_mgmtauth._service.timeline import ManualClock
 FORM = "application/x-www-form-urlencoded"
 READ = "acme:main:tiq:2026-07:profiles:read"
 WRITE = "acme:main:tiq:2026-07:profiles:write"
+#: A secret a test chooses with the characters RFC 6749 2.3.1 form-encodes (generated
+#: secrets are letters and digits, as the portal's).
+RESERVED = "s3cr+t&k3y=%41/x"
 
 
 def basic(client_id: str, secret: str, *, encode: bool = True) -> str:
@@ -60,7 +63,7 @@ def request(
     if authorization is None:
         authorization = (basic(client.client_id, client.client_secret),) if client else ()
     incoming = Incoming(
-        path="/oauth2/token",
+        path="/oauth/token",
         form={},
         params={},
         cookies={},
@@ -105,13 +108,13 @@ def oauth(service: AuthService) -> OAuthFlow:
 
 def test_the_flow_is_registered_with_its_endpoint_from_the_option() -> None:
     assert FLOWS["oauth"] is OAuthFlow
-    found = endpoint_for("/oauth2/token", Options())
+    found = endpoint_for("/oauth/token", Options())
     assert found is not None
     assert found[0] is OAuthFlow
     moved = Options(oauth_token_path="/portal/token")
     assert endpoint_for("/portal/token", moved) is not None
-    assert endpoint_for("/oauth2/token", moved) is None
-    assert OAuthFlow.auth_hosts == OAuthFlow.api_hosts == ("developer.tealiumapis.com",)
+    assert endpoint_for("/oauth/token", moved) is None
+    assert OAuthFlow.auth_hosts == OAuthFlow.api_hosts == ("api.tealiumapis.com",)
 
 
 def test_an_option_path_on_another_flows_endpoint_is_refused(
@@ -150,12 +153,17 @@ def test_manage_covers_write_and_read_and_a_star_profile_covers_every_profile() 
 # -- clients -----------------------------------------------------------------------
 
 
-def test_a_client_gets_a_secret_that_needs_encoding_and_never_shows_it(
+def test_a_client_gets_a_secret_of_letters_and_digits_and_never_shows_it(
     oauth: OAuthFlow,
 ) -> None:
     client = oauth.add_client()
     assert client.scopes == (DEFAULT_SCOPE,)
-    assert set("+&=%/") <= set(client.client_secret)
+    # The portal's alphabet: curl -u and RFC 6749 2.3.1's form-encoding send the same.
+    assert client.client_secret.isascii()
+    assert client.client_secret.isalnum()
+    assert len(client.client_secret) == 48
+    assert quote_plus(client.client_secret) == client.client_secret
+    assert oauth.rotate_client_secret(client.client_id).client_secret.isalnum()
     assert client.client_secret not in repr(client)
     assert client.client_id in repr(client)
     assert client.client_secret not in oauth.service.redact(f"x {client.client_secret} y")
@@ -183,7 +191,7 @@ def test_a_client_gets_a_jwt_with_its_scopes_by_basic_auth(
     body = answer.body
     assert (body["token_type"], body["expires_in"], body["scope"]) == (
         "Bearer",
-        1800,
+        7200,
         DEFAULT_SCOPE,
     )
     token = str(body["access_token"])
@@ -191,7 +199,7 @@ def test_a_client_gets_a_jwt_with_its_scopes_by_basic_auth(
     assert jwt.get_unverified_header(token)["alg"] == "RS512"
     assert claims["sub"] == claims["client_id"] == client.client_id
     assert claims["scope"] == DEFAULT_SCOPE
-    assert claims["exp"] == int(clock()) + 1800
+    assert claims["exp"] == int(clock()) + 7200
     [issued] = [e for e in service.events if isinstance(e, TokenIssued)]
     assert (issued.version, issued.scopes, issued.username) == (
         "oauth",
@@ -252,7 +260,7 @@ def test_a_wrong_or_unknown_client_is_invalid_client_401_with_a_challenge(
     wrong = OAuthClient(client.client_id, "not-the-secret-at-all", client.scopes)
     refusal = refused(lambda: request(service, wrong))
     assert error_of(refusal) == (401, "invalid_client")
-    assert ("WWW-Authenticate", 'Basic realm="developer.tealiumapis.com", charset="UTF-8"') in (
+    assert ("WWW-Authenticate", 'Basic realm="api.tealiumapis.com", charset="UTF-8"') in (
         refusal.headers
     )
     assert ("Cache-Control", "no-store") in refusal.headers
@@ -268,7 +276,7 @@ def test_a_wrong_or_unknown_client_is_invalid_client_401_with_a_challenge(
 def test_a_secret_not_form_encoded_before_base64_is_diagnosed(
     service: AuthService, oauth: OAuthFlow
 ) -> None:
-    client = oauth.add_client()
+    client = oauth.add_client(client_secret=RESERVED)
     header = basic(client.client_id, client.client_secret, encode=False)
     refusal = refused(lambda: request(service, authorization=(header,)))
     assert error_of(refusal) == (401, "invalid_client")
@@ -281,7 +289,7 @@ def test_a_secret_not_form_encoded_before_base64_is_diagnosed(
 def test_a_secret_not_encoded_in_the_form_is_diagnosed(
     service: AuthService, oauth: OAuthFlow
 ) -> None:
-    client = oauth.add_client()
+    client = oauth.add_client(client_secret=RESERVED)
     body = (
         f"grant_type=client_credentials&client_id={client.client_id}"
         f"&client_secret={client.client_secret}"
@@ -390,7 +398,7 @@ def test_a_new_token_for_the_same_scopes_while_one_is_valid_is_churn(
     request(service, client, scope=READ)  # the same set again: churn
     issued = [e for e in service.events if isinstance(e, TokenIssued)]
     assert [e.while_valid for e in issued] == [(), (), ("T1",)]
-    clock.advance(1800 - 30)  # within the refresh margin: renewal, not churn
+    clock.advance(7200 - 30)  # within the refresh margin: renewal, not churn
     request(service, client, scope=WRITE)
     assert [e for e in service.events if isinstance(e, TokenIssued)][-1].while_valid == ()
 
@@ -435,7 +443,7 @@ def test_an_expired_or_unknown_token_is_invalid_token(
     service: AuthService, oauth: OAuthFlow, clock: ManualClock
 ) -> None:
     token = token_of(service, oauth.add_client())
-    clock.advance(1801)
+    clock.advance(7201)
     refusal = refused(lambda: call(service, token))
     assert error_of(refusal) == (401, "invalid_token")
     assert refusal.headers == (("WWW-Authenticate", 'Bearer error="invalid_token"'),)

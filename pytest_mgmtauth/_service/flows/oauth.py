@@ -18,7 +18,7 @@ from collections import deque
 from typing import TYPE_CHECKING, NoReturn
 from urllib.parse import unquote
 
-from ..accounts import fingerprint, generate_api_key
+from ..accounts import fingerprint
 from ..events import AuthRejected, ClientRevoked, SecretRotated
 from ..options import OAUTH_TOKEN_PATH
 from ..records import AUTH_FAILED, DIAGNOSIS_BUDGET, DIAGNOSIS_WINDOW, FORBIDDEN, Refusal
@@ -39,6 +39,7 @@ from .oauth_clients import (
     check_scopes,
     client_credentials,
     covers,
+    generate_client_secret,
     granted_scopes,
     quoted,
     rfc_text,
@@ -53,7 +54,6 @@ if TYPE_CHECKING:
     from ..options import Options
     from ..records import Authorization, TokenRecord
     from ..service import AuthService
-
 #: The statuses of the token endpoint (RFC 6749 5.1, 5.2; 429 when throttled).
 STATUSES = (200, 400, 401, 405, 429)
 
@@ -125,8 +125,8 @@ class OAuthFlow(BearerFlow):
         client_id: str | None = None,
         client_secret: str | None = None,
     ) -> OAuthClient:
-        """A new client; its id and secret are generated unless given (the secret with
-        the characters API keys have that must be encoded)."""
+        """A new client; its id and secret are generated unless given (the secret of
+        letters and digits, as the portal's)."""
         scopes = check_scopes([DEFAULT_SCOPE] if scopes is None else scopes, what="add_client")
         for what, value in (("client_id", client_id), ("client_secret", client_secret)):
             if value is not None and (not isinstance(value, str) or not value.isprintable()):
@@ -140,7 +140,7 @@ class OAuthFlow(BearerFlow):
                 client_id = f"client{len(self.clients) + 1}-{secrets.token_hex(4)}"
             if client_id in self.clients:
                 raise ValueError(f"add_client: a client {client_id!r} exists already in this test")
-            client = OAuthClient(client_id, client_secret or generate_api_key(), scopes)
+            client = OAuthClient(client_id, client_secret or generate_client_secret(), scopes)
             self.clients[client_id] = client
             self.service.timeline.hold_secrets(
                 client.client_secret, *basic_spellings(client_id, client.client_secret)
@@ -162,7 +162,7 @@ class OAuthFlow(BearerFlow):
                 raise ValueError(
                     f"the new client secret must be a non-empty str, got {new_secret!r}"
                 )
-            new_secret = new_secret or generate_api_key()
+            new_secret = new_secret or generate_client_secret()
             if new_secret == client.client_secret:
                 raise ValueError("the new client secret is the client's current one")
             rotated = dataclasses.replace(client, client_secret=new_secret)

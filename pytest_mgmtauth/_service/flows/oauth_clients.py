@@ -9,6 +9,8 @@ import base64
 import binascii
 import dataclasses
 import re
+import secrets
+import string
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 from urllib.parse import parse_qsl, quote_plus, unquote_plus
 
@@ -20,14 +22,14 @@ if TYPE_CHECKING:
     from .base import Incoming
 
 #: The account and profile of ``mgmt_oauth_client``'s scope (our choice, as in v3's docs).
-DEFAULT_ACCOUNT = "acme"
-
-DEFAULT_PROFILE = "main"
-
+DEFAULT_ACCOUNT, DEFAULT_PROFILE = "acme", "main"
 DEFAULT_SCOPE = f"{DEFAULT_ACCOUNT}:{DEFAULT_PROFILE}:tiq:2026-07:profiles:manage"
 
-#: The gateway host public code calls (our choice for interception: not published).
-HOST = "developer.tealiumapis.com"
+#: The gateway host of the portal's pages: the token endpoint and every API call.
+HOST = "api.tealiumapis.com"
+#: Generated secrets: letters and digits, like the pages' example (``s3cr3tk3y``), so that
+#: raw HTTP Basic (``curl -u``) and RFC 6749 2.3.1's form-encoding send the same bytes.
+SECRET_ALPHABET, SECRET_LENGTH = string.ascii_letters + string.digits, 48
 
 SCOPE_SHAPE = "{account}:{profile}:{apiFamily}:{apiVersion}:{resource}:{action}"
 
@@ -35,8 +37,11 @@ SCOPE_SHAPE = "{account}:{profile}:{apiFamily}:{apiVersion}:{resource}:{action}"
 ACTIONS = {"read": ("read",), "write": ("write",), "manage": ("manage", "write", "read")}
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
-
 _API_VERSION = re.compile(r"\d{4}-(0[1-9]|1[0-2])")
+
+
+def generate_client_secret() -> str:
+    return "".join(secrets.choice(SECRET_ALPHABET) for _ in range(SECRET_LENGTH))
 
 
 def quoted(text: str) -> str:

@@ -1,0 +1,151 @@
+"""The developer portal's curl commands, copied verbatim from its pages (repository
+Tealium/docs-site, folder administration/early-access/developer-portal/), run by bash
+through the fake's proxy with only their placeholders filled in: a client written from
+the pages must work against the fake unchanged.
+
+The commands keep the pages' line breaks and quoting; ``{client_id}`` and the like are
+replaced by the values of a client made with ``add_client()`` or ``mgmt_oauth_client``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+
+import jwt
+import pytest
+
+from pytest_mgmtauth import MgmtServer, OAuthClient
+
+pytestmark = [
+    pytest.mark.skipif(shutil.which("curl") is None, reason="needs curl"),
+    pytest.mark.mgmtauth(intercept=True),
+]
+
+#: dev-portal-authentication, "Request an access token": all profiles of an account.
+AUTH_WILDCARD = """\
+curl -X POST \\
+https://api.tealiumapis.com/oauth/token \\
+-u '{client_id}:{client_secret}' \\
+-H 'Content-Type: application/x-www-form-urlencoded' \\
+-d 'grant_type=client_credentials' \\
+-d 'scope=tealium-corp:*:cdp-api:2026-07:labels:read'
+"""
+
+#: dev-portal-authentication: one profile.
+AUTH_PROFILE = """\
+curl -X POST \\
+https://api.tealiumapis.com/oauth/token \\
+-u '{client_id}:{client_secret}' \\
+-H 'Content-Type: application/x-www-form-urlencoded' \\
+-d 'grant_type=client_credentials' \\
+-d 'scope=tealium-corp:main:cdp-api:2026-07:labels:read'
+"""
+
+#: dev-portal-authentication: "To request multiple scopes, separate them with a space"
+#: (the page shows this line alone, in place of the first command's scope line).
+AUTH_MULTIPLE = """\
+-d 'scope=tealium-corp:*:cdp-api:2026-07:labels:read tealium-corp:*:cdp-api:2026-07:audiences:write'
+"""
+
+#: dev-portal-getting-started, "Step 3: Request an access token", with its example.
+STARTED_TEMPLATE = """\
+curl -X POST \\
+https://api.tealiumapis.com/oauth/token \\
+-u '{client_id}:{client_secret}' \\
+-H 'Content-Type: application/x-www-form-urlencoded' \\
+-d 'grant_type=client_credentials' \\
+-d 'scope={space-separated-scopes}'
+"""
+
+STARTED_EXAMPLE = """\
+curl -X POST \\
+https://api.tealiumapis.com/oauth/token \\
+-u 'a1b2c3d4e5f6:s3cr3tk3y' \\
+-H 'Content-Type: application/x-www-form-urlencoded' \\
+-d 'grant_type=client_credentials' \\
+-d 'scope=acme-corp:main:cdp-api:2026-07:audiences:read acme-corp:main:cdp-api:2026-07:labels:read'
+"""
+
+LABELS_READ = "tealium-corp:*:cdp-api:2026-07:labels:read"
+AUDIENCES_WRITE = "tealium-corp:*:cdp-api:2026-07:audiences:write"
+
+
+def filled(command: str, **values: str) -> str:
+    """The page's command with its placeholders replaced (``{name}`` -> ``values[name]``),
+    nothing else changed."""
+    for name, value in values.items():
+        command = command.replace("{" + name + "}", value)
+    assert "{" not in command.replace("{space-separated-scopes}", ""), command
+    return command
+
+
+def run(server: MgmtServer, command: str) -> dict[str, object]:
+    """The command run by bash with the proxy and CA variables of interception; its
+    standard output, a JSON answer."""
+    env = {**{k: v for k, v in os.environ.items() if k not in server.env}, **server.env}
+    result = subprocess.run(
+        ["bash", "-c", "set -euo pipefail\n" + command],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    answer: dict[str, object] = json.loads(result.stdout)
+    return answer
+
+
+def test_the_authentication_pages_token_requests(mgmt_server: MgmtServer) -> None:
+    client = mgmt_server.add_client([LABELS_READ, AUDIENCES_WRITE])
+    secrets = {"client_id": client.client_id, "client_secret": client.client_secret}
+    wildcard = run(mgmt_server, filled(AUTH_WILDCARD, **secrets))
+    assert wildcard["token_type"] == "Bearer"
+    assert wildcard["expires_in"] == 7200
+    assert wildcard["scope"] == LABELS_READ
+    claims = jwt.decode(str(wildcard["access_token"]), options={"verify_signature": False})
+    assert claims["scope"] == LABELS_READ
+    both = AUTH_WILDCARD.replace(
+        "-d 'scope=tealium-corp:*:cdp-api:2026-07:labels:read'\n", AUTH_MULTIPLE
+    )
+    assert run(mgmt_server, filled(both, **secrets))["scope"] == (
+        f"{LABELS_READ} {AUDIENCES_WRITE}"
+    )
+    mgmt_server.assert_auth_count(2, version="oauth")
+
+
+def test_a_profile_granted_by_name_is_requested_by_name(mgmt_server: MgmtServer) -> None:
+    client = mgmt_server.add_client(["tealium-corp:main:cdp-api:2026-07:labels:read"])
+    answer = run(
+        mgmt_server,
+        filled(AUTH_PROFILE, client_id=client.client_id, client_secret=client.client_secret),
+    )
+    assert answer["scope"] == "tealium-corp:main:cdp-api:2026-07:labels:read"
+
+
+def test_the_getting_started_pages_token_requests(
+    mgmt_server: MgmtServer, mgmt_oauth_client: OAuthClient
+) -> None:
+    # Its template, with the fixture's client and scope...
+    template = filled(
+        STARTED_TEMPLATE,
+        client_id=mgmt_oauth_client.client_id,
+        client_secret=mgmt_oauth_client.client_secret,
+    ).replace("{space-separated-scopes}", " ".join(mgmt_oauth_client.scopes))
+    assert run(mgmt_server, template)["scope"] == " ".join(mgmt_oauth_client.scopes)
+    # ...and its example exactly as printed: the client the page names.
+    mgmt_server.add_client(
+        [
+            "acme-corp:main:cdp-api:2026-07:audiences:read",
+            "acme-corp:main:cdp-api:2026-07:labels:read",
+        ],
+        client_id="a1b2c3d4e5f6",
+        client_secret="s3cr3tk3y",
+    )
+    example = run(mgmt_server, STARTED_EXAMPLE)
+    assert example["scope"] == (
+        "acme-corp:main:cdp-api:2026-07:audiences:read acme-corp:main:cdp-api:2026-07:labels:read"
+    )
+    assert example["expires_in"] == 7200
