@@ -196,7 +196,16 @@ def test_a_client_gets_a_jwt_with_its_scopes_by_basic_auth(
     )
     token = str(body["access_token"])
     claims = jwt.decode(token, options={"verify_signature": False})
-    assert jwt.get_unverified_header(token)["alg"] == "RS512"
+    # "JWT signed with RS256", its header in the order of the pages' example token.
+    assert token.startswith("eyJhbGciOiJSUzI1NiIsInR5cCI6IkpXVCJ9.")
+    public_key = service.signer._public_key
+    verified = jwt.decode(
+        token,
+        public_key,
+        algorithms=["RS256"],
+        options={"verify_exp": False, "verify_iat": False, "verify_nbf": False},
+    )
+    assert verified == claims
     assert claims["sub"] == claims["client_id"] == client.client_id
     assert claims["scope"] == DEFAULT_SCOPE
     assert claims["exp"] == int(clock()) + 7200
@@ -478,6 +487,22 @@ def test_a_v2_token_on_an_oauth_route_is_invalid_token(service: AuthService) -> 
     refusal = refused(lambda: call(service, token))
     assert error_of(refusal) == (401, "invalid_token")
     assert "OAuth access token" in refusal.reason
+
+
+def test_an_access_token_of_another_test_verifies_as_rs256_and_is_refused_as_such(
+    make_service: Callable[..., AuthService],
+) -> None:
+    # Signed by this fake's key with RS256: known as the fake's own, not this test's.
+    earlier = make_service()
+    token = token_of(earlier, earlier.flow(OAuthFlow).add_client())
+    service = make_service()
+    refusal = refused(lambda: call(service, token))
+    assert error_of(refusal) == (401, "invalid_token")
+    assert "not issued in this test" in refusal.reason
+    # The same claims signed RS512 with the same key were never an access token.
+    claims = jwt.decode(token, options={"verify_signature": False})
+    resigned = jwt.encode(claims, service.signer._private_key, algorithm="RS512")
+    assert "not 'RS256'" in refused(lambda: call(service, resigned)).reason
 
 
 def test_a_route_scope_is_checked_when_the_route_is_declared() -> None:

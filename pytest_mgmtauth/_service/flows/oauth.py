@@ -1,12 +1,11 @@
 """OAuth 2.0 client credentials of the developer portal (RFC 6749 section 4.4): ``POST``
 to the token endpoint (option ``oauth_token_path``) with a client's id and secret -> an
-RS512 JWT access token that carries scopes, sent as ``Authorization: Bearer <token>``.
+RS256 JWT access token that carries scopes, sent as ``Authorization: Bearer <token>``.
 
-A scope is ``{account}:{profile}:{apiFamily}:{apiVersion}:{resource}:{action}``. A route
-declared with ``scope=...`` takes a token with a scope that covers it: the same account,
-family, version and resource; the same profile or ``*``; the same action, or ``manage``
-(which covers ``write`` and ``read``; our choice). Errors have the shapes of RFC 6749
-section 5.2 (the token endpoint) and RFC 6750 section 3 (API calls), not the service's.
+A route declared with ``scope=...`` takes a token with a scope that covers it (the same
+account, family, version and resource; the same profile or ``*``; the same action, or
+``manage``). Errors have the shapes of RFC 6749 section 5.2 (the token endpoint) and RFC
+6750 section 3 (API calls), not the service's.
 """
 
 from __future__ import annotations
@@ -70,6 +69,7 @@ class OAuthFlow(BearerFlow):
     api_hosts = (HOST,)
     takes_scope = True
     principal = "OAuth client"
+    algorithm = "RS256"  # dev-portal-authentication: "JWT signed with RS256"
     endpoints = (Endpoint("token", OAUTH_TOKEN_PATH, statuses=STATUSES),)
 
     def __init__(self, service: AuthService) -> None:
