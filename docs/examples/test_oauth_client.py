@@ -13,6 +13,12 @@ WRITE = "acme:main:tiq:2026-07:profiles:write"
 
 
 @pytest.fixture
+def granted(mgmt_server: MgmtServer) -> OAuthClient:
+    """A client granted both scopes: it asks for each as it was granted."""
+    return mgmt_server.add_client([READ, WRITE])
+
+
+@pytest.fixture
 def profiles(mgmt_server: MgmtServer) -> None:
     mgmt_server.route("GET", "/profiles", scope=READ).respond_with_json(["main"])
     mgmt_server.route("PUT", "/profiles/main", scope=WRITE).respond_with_json({})
@@ -26,11 +32,11 @@ def _client(server: MgmtServer, client: OAuthClient) -> PortalClient:
 @pytest.mark.mgmtauth(strict=True)  # churn would fail this test at teardown
 def test_one_token_per_scope_set_reused_and_renewed_before_expiry(
     mgmt_server: MgmtServer,
-    mgmt_oauth_client: OAuthClient,
+    granted: OAuthClient,
     mgmt_clock: MgmtClock,
     profiles: None,
 ) -> None:
-    client = _client(mgmt_server, mgmt_oauth_client)
+    client = _client(mgmt_server, granted)
     for _ in range(3):
         assert client.request("GET", "/profiles", [READ]).json() == ["main"]
         assert client.request("PUT", "/profiles/main", [WRITE], json={}).ok
@@ -48,10 +54,10 @@ def test_one_token_per_scope_set_reused_and_renewed_before_expiry(
 
 # --8<-- [start:scopes]
 def test_a_token_without_the_routes_scope_is_403_and_not_renewed(
-    mgmt_server: MgmtServer, mgmt_oauth_client: OAuthClient, profiles: None
+    mgmt_server: MgmtServer, granted: OAuthClient, profiles: None
 ) -> None:
     mgmt_server.expect_refusals()  # the 403 is this test's point, not a client bug
-    client = _client(mgmt_server, mgmt_oauth_client)
+    client = _client(mgmt_server, granted)
     answer = client.request("PUT", "/profiles/main", [READ], json={})
     assert answer.status_code == 403
     assert answer.headers["WWW-Authenticate"] == (
@@ -66,9 +72,9 @@ def test_a_token_without_the_routes_scope_is_403_and_not_renewed(
 
 # --8<-- [start:revoked]
 def test_a_revoked_token_is_replaced_once(
-    mgmt_server: MgmtServer, mgmt_oauth_client: OAuthClient, profiles: None
+    mgmt_server: MgmtServer, granted: OAuthClient, profiles: None
 ) -> None:
-    client = _client(mgmt_server, mgmt_oauth_client)
+    client = _client(mgmt_server, granted)
     client.request("GET", "/profiles", [READ])
     mgmt_server.revoke(client.token_for([READ]).token)
     assert client.request("GET", "/profiles", [READ]).json() == ["main"]
@@ -82,13 +88,13 @@ def test_a_revoked_token_is_replaced_once(
 # --8<-- [start:intercept]
 @pytest.mark.mgmtauth(intercept=True)
 def test_the_gateway_host_unchanged_through_interception(
-    mgmt_server: MgmtServer, mgmt_oauth_client: OAuthClient, profiles: None
+    mgmt_server: MgmtServer, granted: OAuthClient, profiles: None
 ) -> None:
     # The base URL public code uses; the plugin's proxy and CA variables do the rest.
     client = PortalClient(
         "https://api.tealiumapis.com",
-        mgmt_oauth_client.client_id,
-        mgmt_oauth_client.client_secret,
+        granted.client_id,
+        granted.client_secret,
         trust_env=True,  # the proxy and CA variables the plugin sets for the test
     )
     assert client.request("GET", "/profiles", [READ]).json() == ["main"]

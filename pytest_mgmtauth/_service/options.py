@@ -24,6 +24,7 @@ from .limits import (
     is_host_name,
     shown,
 )
+from .portal_options import PORTAL_SPECS, changed_portal_options, check_portal_options
 
 #: The real service's issuer (its published example token), the default of
 #: ``Options.issuer``. The same text as ``token_format.ISSUER`` (a test checks it): not
@@ -98,6 +99,14 @@ class Options:
     oauth_token_path: str = OAUTH_TOKEN_PATH
     #: OAuth access token validity (the pages: 7200 s).
     oauth_token_ttl: Duration[float] = Duration(OAUTH_TOKEN_TTL)
+    #: Where the developer portal's pages disagree (portal_options.py, docs/oauth.md): the
+    #: action of DELETE; manage covering the others; the profile wildcard {account}:*:*;
+    #: token requests naming scopes as granted or any covered one; engine scopes added.
+    oauth_delete_action: str = "write"
+    oauth_manage_covers: bool = True
+    oauth_profile_wildcard: bool = True
+    oauth_scope_request: str = "exact"
+    oauth_engine_scopes: str = "automatic"
     #: Whether ``refresh_margin`` was derived from ``token_ttl`` (not set explicitly):
     #: :func:`build_options` derives it again when only ``token_ttl`` changes.
     refresh_margin_derived: bool = dataclasses.field(
@@ -149,6 +158,7 @@ class Options:
                 "scheme, port or path (like 'us-east-1-platform.tealiumapis.com'), got "
                 f"{shown(self.v3_host)}"
             )
+        check_portal_options(self)
         for name in ("strict", "https", "require_logout", "keep_alive", "intercept"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(
@@ -189,7 +199,7 @@ class Options:
             parts.append(f"oauth_token_path={self.oauth_token_path}")
         if self.oauth_token_ttl != OAUTH_TOKEN_TTL:
             parts.append(f"oauth_token_ttl={self.oauth_token_ttl:g}s")
-        return " ".join(parts)
+        return " ".join(parts + changed_portal_options(self))
 
     def oauth_margin(self) -> float:
         """The refresh margin of OAuth access tokens: ``refresh_margin`` if set, else
@@ -322,6 +332,7 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
         "seconds",
         "OAuth access token validity in seconds (default 7200, the developer portal's)",
     ),
+    *PORTAL_SPECS,
 )
 OPTION_SPEC: dict[str, OptionSpec] = {spec.name: spec for spec in OPTION_SPECS}
 assert tuple(OPTION_SPEC) == OPTION_NAMES, "declare every option of Options, in order"

@@ -18,12 +18,8 @@ from pytest_mgmtauth._service.call_events import ApiCall
 from pytest_mgmtauth._service.events import ClientRevoked, SecretRotated
 from pytest_mgmtauth._service.flows.base import Answer, Incoming, Presented
 from pytest_mgmtauth._service.flows.oauth import OAuthFlow
-from pytest_mgmtauth._service.flows.oauth_clients import (
-    DEFAULT_SCOPE,
-    OAuthClient,
-    covers,
-    parse_scope,
-)
+from pytest_mgmtauth._service.flows.oauth_clients import OAuthClient
+from pytest_mgmtauth._service.flows.oauth_scopes import DEFAULT_SCOPE, covers, parse_scope
 from pytest_mgmtauth._service.flows.registry import FLOWS, endpoint_for
 from pytest_mgmtauth._service.options import Options
 from pytest_mgmtauth._service.secret_text import ClientKind
@@ -127,27 +123,58 @@ def test_an_option_path_on_another_flows_endpoint_is_refused(
 # -- scopes ------------------------------------------------------------------------
 
 
-def test_scopes_have_six_parts_a_version_and_a_known_action() -> None:
+ENGINE = "e01ce645-3964-4343-9a0c-7d165e653b35"
+
+
+def test_scopes_have_the_forms_of_the_scopes_page() -> None:
     assert parse_scope(DEFAULT_SCOPE)[5] == "manage"
-    with pytest.raises(ValueError, match="has 5 part"):
-        parse_scope("acme:main:tiq:2026-07:profiles")
-    with pytest.raises(ValueError, match="not read, write or manage"):
-        parse_scope("acme:main:tiq:2026-07:profiles:delete")
+    # dev-portal-scopes: the actions read, write, delete and manage; '*' anywhere.
+    assert parse_scope("acme:main:tiq:2026-07:profiles:delete")[5] == "delete"
+    assert parse_scope("my-account:main:cdp-api:2026-07:*:*")[4:] == ("*", "*")
+    assert parse_scope("my-account:main:cdp-api:*:labels:read")[3] == "*"
+    # Engine scopes: five parts, seven combined; the profile wildcard of three.
+    assert parse_scope(f"my-account:main:context-api:2026-06:{ENGINE}")[4] == ENGINE
+    assert parse_scope("my-account:main:context-api:2026-06:*")[4] == "*"
+    assert len(parse_scope(f"my-account:main:context-api:2026-06:{ENGINE}:actions:read")) == 7
+    assert parse_scope("acme:*:*") == ("acme", "*", "*")
+    with pytest.raises(ValueError, match="only scope of 3 parts is"):
+        parse_scope("acme:main:tiq")
+    with pytest.raises(ValueError, match="oauth_profile_wildcard=False"):
+        parse_scope("acme:*:*", profile_wildcard=False)
+    with pytest.raises(ValueError, match="has 4 part"):
+        parse_scope("acme:main:tiq:2026-07")
+    with pytest.raises(ValueError, match="is not read, write, delete or manage"):
+        parse_scope("acme:main:tiq:2026-07:profiles:own")
     with pytest.raises(ValueError, match="like '2026-07'"):
-        parse_scope("acme:main:tiq:v3:profiles:read")
+        parse_scope("acme:main:tiq:v2026-07:profiles:read")
     with pytest.raises(ValueError, match="profile"):
         parse_scope("acme::tiq:2026-07:profiles:read")
 
 
-def test_manage_covers_write_and_read_and_a_star_profile_covers_every_profile() -> None:
+def test_what_a_scope_covers() -> None:
     assert covers(DEFAULT_SCOPE, READ)
     assert covers(DEFAULT_SCOPE, WRITE)
+    assert covers(DEFAULT_SCOPE, "acme:main:tiq:2026-07:profiles:delete")
+    assert not covers(DEFAULT_SCOPE, READ, manage_covers=False)
     assert not covers(WRITE, READ)
     assert not covers(READ, WRITE)
     assert covers("acme:*:tiq:2026-07:profiles:read", READ)
     assert not covers(READ, "acme:*:tiq:2026-07:profiles:read")
     assert not covers(READ, "acme:dev:tiq:2026-07:profiles:read")
     assert not covers(READ, "other:main:tiq:2026-07:profiles:read")
+    # '*' in any position: every version, every scope of an API.
+    assert covers("acme:main:tiq:*:profiles:read", READ)
+    assert covers("acme:main:tiq:2026-07:*:*", WRITE)
+    assert not covers("acme:main:tiq:2026-07:*:*", "acme:main:cdp:2026-07:labels:read")
+    # An engine scope covers its engine's resources; a resource scope no engine.
+    engine = f"acme:main:context-api:2026-06:{ENGINE}"
+    assert covers(engine, f"{engine}:actions:read")
+    assert covers("acme:main:context-api:2026-06:*", engine)
+    assert covers("acme:*:*", engine)
+    assert not covers("acme:*:*", "acme:main:context-api:2026-06:actions:read")
+    assert not covers("acme:main:context-api:2026-06:actions:read", f"{engine}:actions:read")
+    assert covers(f"{engine}:actions:*", f"{engine}:actions:write")
+    assert not covers(f"{engine}:actions:read", engine)
 
 
 # -- clients -----------------------------------------------------------------------
@@ -234,10 +261,49 @@ def test_the_token_lifetime_is_an_option(make_service: Callable[..., AuthService
     assert request(service, client).body["expires_in"] == 300
 
 
-def test_a_narrower_scope_may_be_asked_for(service: AuthService, oauth: OAuthFlow) -> None:
-    client = oauth.add_client(["acme:*:tiq:2026-07:profiles:manage"])
+def test_a_subset_of_the_granted_scopes_may_be_asked_for_each_as_granted(
+    service: AuthService, oauth: OAuthFlow
+) -> None:
+    client = oauth.add_client([READ, WRITE, "acme:*:tiq:2026-07:profiles:manage"])
+    assert request(service, client, scope=WRITE).body["scope"] == WRITE
+    wildcard = "acme:*:tiq:2026-07:profiles:manage"
+    assert request(service, client, scope=wildcard).body["scope"] == wildcard
+    # A scope a wildcard covers is named in the wildcard's form (the authentication
+    # page: "Request the scope exactly as it was granted").
+    narrower = "acme:dev:tiq:2026-07:profiles:manage"
+    refusal = refused(lambda: request(service, client, scope=narrower))
+    assert error_of(refusal) == (400, "invalid_scope")
+    assert f"was granted {wildcard!r}" in refusal.reason
+    assert "oauth_scope_request='covered'" in refusal.reason
+
+
+def test_with_covered_requests_a_narrower_scope_may_be_asked_for(
+    make_service: Callable[..., AuthService],
+) -> None:
+    service = make_service(oauth_scope_request="covered")
+    client = service.flow(OAuthFlow).add_client(["acme:*:tiq:2026-07:profiles:manage"])
     answer = request(service, client, scope=f"{READ} {WRITE}")
     assert answer.body["scope"] == f"{READ} {WRITE}"
+
+
+def test_engine_scopes_are_added_to_tokens_unless_they_must_be_requested(
+    make_service: Callable[..., AuthService],
+) -> None:
+    engine = f"acme:main:context-api:2026-06:{ENGINE}"
+    for reading, expected in (("automatic", f"{READ} {engine}"), ("requested", READ)):
+        service = make_service(oauth_engine_scopes=reading)
+        client = service.flow(OAuthFlow).add_client([READ, engine])
+        assert request(service, client, scope=READ).body["scope"] == expected
+        assert request(service, client, scope=engine).body["scope"] == engine
+
+
+def test_the_profile_wildcard_is_refused_when_the_option_says_so(
+    make_service: Callable[..., AuthService],
+) -> None:
+    service = make_service(oauth_profile_wildcard=False)
+    with pytest.raises(ValueError, match="oauth_profile_wildcard=False"):
+        service.flow(OAuthFlow).add_client(["acme:*:*"])
+    assert make_service().flow(OAuthFlow).add_client(["acme:*:*"]).scopes == ("acme:*:*",)
 
 
 @pytest.mark.parametrize(
@@ -245,7 +311,7 @@ def test_a_narrower_scope_may_be_asked_for(service: AuthService, oauth: OAuthFlo
     [
         ("acme:main:tiq:2026-07:profiles:read", "may not get the scope"),
         ("acme:main:tiq", "has 3 part"),
-        ("acme:main:tiq:2026-07:profiles:own", "not read, write or manage"),
+        ("acme:main:tiq:2026-07:profiles:own", "not read, write, delete or manage"),
         ("", "scope is empty"),
         (f"{WRITE}  {WRITE}", "extra space"),
     ],
@@ -401,7 +467,7 @@ def test_no_client_authentication_is_invalid_client(service: AuthService) -> Non
 def test_a_new_token_for_the_same_scopes_while_one_is_valid_is_churn(
     service: AuthService, oauth: OAuthFlow, clock: ManualClock
 ) -> None:
-    client = oauth.add_client(["acme:*:tiq:2026-07:profiles:manage"])
+    client = oauth.add_client([READ, WRITE])
     request(service, client, scope=READ)
     request(service, client, scope=WRITE)  # another scope set: no churn
     request(service, client, scope=READ)  # the same set again: churn
@@ -465,7 +531,7 @@ def test_an_expired_or_unknown_token_is_invalid_token(
 def test_a_token_without_the_scope_is_403_insufficient_scope_naming_both(
     service: AuthService, oauth: OAuthFlow
 ) -> None:
-    client = oauth.add_client(["acme:*:tiq:2026-07:profiles:manage"])
+    client = oauth.add_client([READ, WRITE])
     token = token_of(service, client, scope=READ)
     refusal = refused(lambda: call(service, token, scope=WRITE))
     assert error_of(refusal) == (403, "insufficient_scope")

@@ -63,7 +63,7 @@ def test_requests_gets_a_token_and_calls_a_scoped_route(
 def test_httpx_with_the_credentials_in_the_form(mgmt_server: MgmtServer) -> None:
     # A secret the test chooses with characters RFC 6749 2.3.1 form-encodes (generated
     # ones are letters and digits, which raw Basic sends unchanged).
-    mgmt_oauth_client = mgmt_server.add_client(client_secret="s3cr+t&k3y=%41/x")
+    mgmt_oauth_client = mgmt_server.add_client([WRITE], client_secret="s3cr+t&k3y=%41/x")
     mgmt_server.route("POST", "/api/profiles", scope=WRITE).respond_with_json({}, status=201)
     with httpx.Client(base_url=mgmt_server.url, trust_env=False) as client:
         response = client.post(
@@ -307,7 +307,7 @@ def test_over_https_with_httpx(mgmt_server: MgmtServer, mgmt_oauth_client: OAuth
     with httpx.Client(base_url=mgmt_server.url, verify=context, trust_env=False) as client:
         answer = client.post(
             "/oauth/token",
-            data={"grant_type": "client_credentials", "scope": READ},
+            data={"grant_type": "client_credentials", "scope": " ".join(mgmt_oauth_client.scopes)},
             auth=httpx.BasicAuth(*encoded_auth(mgmt_oauth_client)),
         )
         assert answer.status_code == 200, answer.text

@@ -188,7 +188,8 @@ def test_suite_that_never_uses_the_plugin_imports_nothing_heavy(
 
 
 #: All of the package a run of pytest imports when it never uses the plugin (no -v, no
-#: --mgmtauth-report, no --junitxml, no sweep): the options, their flags and ini settings,
+#: --mgmtauth-report, no --junitxml, no sweep): the options (the developer portal's in
+#: their own module), their flags and ini settings,
 #: the sweep's plan (names and defaults for the flags' help). Not the sweep's glue or the
 #: fault table, not the token module, not the terminal table, not the JUnit timelines:
 #: each would cost every run of pytest its import.
@@ -197,6 +198,7 @@ STARTUP_MODULES = {
     "pytest_mgmtauth._service",
     "pytest_mgmtauth._service.options",
     "pytest_mgmtauth._service.limits",
+    "pytest_mgmtauth._service.portal_options",
     "pytest_mgmtauth._glue",
     "pytest_mgmtauth._glue.settings",
     "pytest_mgmtauth._verdicts",

@@ -104,7 +104,7 @@ def test_the_control_api_adds_lists_rotates_and_revokes_clients(
     [
         ("{bad", "not valid JSON"),
         ('{"scopes": "acme"}', "'scopes' must be a list"),
-        ('{"scopes": ["acme:main:tiq:2026-07:profiles:own"]}', "not read, write or manage"),
+        ('{"scopes": ["acme:main:tiq:2026-07:profiles:own"]}', "not read, write, delete or manage"),
         ('{"colour": "red"}', "a JSON object with scopes"),
     ],
 )

@@ -1,11 +1,12 @@
-"""OAuth 2.0 client credentials of the developer portal (RFC 6749 section 4.4): ``POST``
-to the token endpoint (option ``oauth_token_path``) with a client's id and secret -> an
-RS256 JWT access token that carries scopes, sent as ``Authorization: Bearer <token>``.
+"""OAuth 2.0 client credentials of the developer portal (RFC 6749 section 4.4), as its
+pages publish them (repository Tealium/docs-site, ``administration/early-access/
+developer-portal/``): ``POST /oauth/token`` (option ``oauth_token_path``) at
+``api.tealiumapis.com`` with a client's id and secret -> an RS256 JWT access token that
+carries scopes, sent as ``Authorization: Bearer <token>``.
 
-A route declared with ``scope=...`` takes a token with a scope that covers it (the same
-account, family, version and resource; the same profile or ``*``; the same action, or
-``manage``). Errors have the shapes of RFC 6749 section 5.2 (the token endpoint) and RFC
-6750 section 3 (API calls), not the service's.
+This module: the clients and the token endpoint. The scopes are ``oauth_scopes.py``, the
+API calls (the gateway's scope check, RFC 6750 refusals) ``oauth_calls.py``, what a
+client sends and the RFC 6749 error shapes ``oauth_clients.py``.
 """
 
 from __future__ import annotations
@@ -20,44 +21,40 @@ from urllib.parse import unquote
 from ..accounts import fingerprint
 from ..events import AuthRejected, ClientRevoked, SecretRotated
 from ..options import OAUTH_TOKEN_PATH
-from ..records import AUTH_FAILED, DIAGNOSIS_BUDGET, DIAGNOSIS_WINDOW, FORBIDDEN, Refusal
+from ..records import DIAGNOSIS_BUDGET, DIAGNOSIS_WINDOW, Refusal
 from ..secret_text import ClientKind, diagnose_secret, paused_diagnosis
 from ..timeline import to_datetime
-from .base import Answer, Endpoint, Incoming, Presented
-from .bearer import BearerFlow
+from .base import Answer, Endpoint, Incoming
+from .oauth_calls import GatewayFlow
 from .oauth_clients import (
     BASIC_CHALLENGE,
-    DEFAULT_SCOPE,
     HOST,
     NO_STORE,
     OAuthClient,
     as_rfc6749,
     basic_spellings,
-    bearer_error,
     check_route_scope,
     check_scopes,
     client_credentials,
-    covers,
     generate_client_secret,
-    granted_scopes,
-    quoted,
     rfc_text,
     token_form,
     unencoded_basic,
 )
+from .oauth_scopes import DEFAULT_SCOPE, granted_scopes, quoted
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from ..credentials import Call
     from ..options import Options
-    from ..records import Authorization, TokenRecord
+    from ..records import TokenRecord
     from ..service import AuthService
+
 #: The statuses of the token endpoint (RFC 6749 5.1, 5.2; 429 when throttled).
 STATUSES = (200, 400, 401, 405, 429)
 
 
-class OAuthFlow(BearerFlow):
+class OAuthFlow(GatewayFlow):
     name = "oauth"
     title = "the OAuth 2.0 token endpoint"
     path_title = "OAuth token endpoint"
@@ -127,7 +124,11 @@ class OAuthFlow(BearerFlow):
     ) -> OAuthClient:
         """A new client; its id and secret are generated unless given (the secret of
         letters and digits, as the portal's)."""
-        scopes = check_scopes([DEFAULT_SCOPE] if scopes is None else scopes, what="add_client")
+        scopes = check_scopes(
+            [DEFAULT_SCOPE] if scopes is None else scopes,
+            what="add_client",
+            profile_wildcard=self.service.options.oauth_profile_wildcard,
+        )
         for what, value in (("client_id", client_id), ("client_secret", client_secret)):
             if value is not None and (not isinstance(value, str) or not value.isprintable()):
                 # A secret is never echoed, not even a wrong one.
@@ -230,7 +231,7 @@ class OAuthFlow(BearerFlow):
             client = self._authenticate(client_id, secret, raw, incoming.client)
             now = self.service.now()
             self.check_throttle(client.client_id, now)
-            granted = granted_scopes(client, form.get("scope"), self._reject)
+            granted = granted_scopes(client, form.get("scope"), self._reject, options)
         token, _ = self.issue_token(  # signs outside the lock
             client.client_id,
             now,
@@ -298,103 +299,3 @@ class OAuthFlow(BearerFlow):
         if raw is not None and unquote(secret) == expected:
             return "the client secret was form-encoded twice: encode it once"
         return diagnose_secret("client secret", expected, secret, kind)
-
-    # -- API calls -------------------------------------------------------------------
-
-    def authorize(self, presented: Presented, call: Call, permission: str | None) -> Authorization:
-        if presented.missing:
-            self._refuse(
-                call,
-                None,
-                None,
-                "no Authorization header: send 'Authorization: Bearer <access_token>' with the "
-                "access_token of the token endpoint's answer",
-                error=None,
-                wrong=True,
-            )
-        if presented.problem is not None:
-            owner, label = (
-                self._attribute_token(presented.token) if presented.token else (None, None)
-            )
-            self._refuse(
-                call,
-                owner,
-                label,
-                presented.problem,
-                error="invalid_request",
-                status=400,
-                wrong=True,
-            )
-        return super().authorize(presented, call, permission)
-
-    def refuse_call(
-        self,
-        call: Call,
-        username: str | None,
-        credential: str | None,
-        reason: str,
-        *,
-        expired: bool = False,
-        wrong: bool = False,
-    ) -> NoReturn:
-        self._refuse(
-            call, username, credential, reason, error="invalid_token", expired=expired, wrong=wrong
-        )
-
-    def check_permission(self, call: Call, record: TokenRecord, permission: str | None) -> None:
-        """The route's scope, in place of a permission (after the token was found live)."""
-        required = call.scope
-        if required is None or any(covers(mine, required) for mine in record.scopes):
-            return
-        client = self.clients.get(record.username)
-        if client is not None and any(covers(mine, required) for mine in client.scopes):
-            fix = f"ask the token endpoint for scope={required} (the client may get it)"
-        else:
-            fix = f"the client may not get it (add_client(scopes=[..., {required!r}]))"
-        self._refuse(
-            call,
-            record.username,
-            record.label,
-            f"token {record.label} lacks the scope {required} this route needs; it has "
-            f"{' '.join(record.scopes) or 'none'}: {fix}",
-            error="insufficient_scope",
-            status=403,
-            scope=required,
-            wrong=True,
-        )
-
-    def _refuse(
-        self,
-        call: Call,
-        username: str | None,
-        credential: str | None,
-        reason: str,
-        *,
-        error: str | None,
-        status: int = 401,
-        expired: bool = False,
-        wrong: bool = False,
-        scope: str | None = None,
-    ) -> NoReturn:
-        """An RFC 6750 refusal: no error code without a token, else its error and the
-        scope the route needs."""
-        body, challenge = bearer_error(reason, error, scope)
-        self.service.credentials.refuse_call(
-            call,
-            username,
-            credential,
-            reason,
-            expired=expired,
-            wrong=wrong,
-            code=FORBIDDEN if status == 403 else AUTH_FAILED,
-            status=status,
-            error=error or "no token",
-            body=body,
-            headers=(("WWW-Authenticate", challenge),),
-        )
-
-    def wrong_flow_reason(self, record: TokenRecord) -> str:
-        return (
-            f"token {record.label} is a {record.version} token ({self.origin_of(record)}): "
-            "this route takes an OAuth access token from the token endpoint"
-        )
