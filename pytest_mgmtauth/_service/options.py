@@ -101,12 +101,14 @@ class Options:
     oauth_token_ttl: Duration[float] = Duration(OAUTH_TOKEN_TTL)
     #: Where the developer portal's pages disagree (portal_options.py, docs/oauth.md): the
     #: action of DELETE; manage covering the others; the profile wildcard {account}:*:*;
-    #: token requests naming scopes as granted or any covered one; engine scopes added.
+    #: token requests naming scopes as granted or any covered one; engine scopes added;
+    #: a scope for paths without /accounts/{a}/profiles/{p}.
     oauth_delete_action: str = "write"
     oauth_manage_covers: bool = True
     oauth_profile_wildcard: bool = True
     oauth_scope_request: str = "exact"
     oauth_engine_scopes: str = "automatic"
+    oauth_short_paths: bool = True
     #: Whether ``refresh_margin`` was derived from ``token_ttl`` (not set explicitly):
     #: :func:`build_options` derives it again when only ``token_ttl`` changes.
     refresh_margin_derived: bool = dataclasses.field(

@@ -60,6 +60,16 @@ PORTAL_SPECS: tuple[OptionSpec, ...] = (
         choices=("automatic", "requested"),
         expected="expected 'automatic' or 'requested'",
     ),
+    OptionSpec(
+        "oauth_short_paths",
+        "bool",
+        "an OAuth route on /v{YYYY-MM}/{family}/{resource} (the versioning page's shape, "
+        "no /accounts/{a}/profiles/{p}) needs a scope of that API, version, resource and "
+        "action in any account and profile (default true); false: only a route's scope=",
+        off_help="an OAuth route on /v{YYYY-MM}/{family}/{resource} needs only its scope= "
+        "(default: a scope of that API, version, resource and action, any account and "
+        "profile)",
+    ),
 )
 
 

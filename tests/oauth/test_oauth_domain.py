@@ -85,6 +85,14 @@ def error_of(refusal: Refusal) -> tuple[int, str]:
     return refusal.status, str(refusal.body["error"])
 
 
+def call_error_of(refusal: Refusal) -> tuple[int, str]:
+    """An API call's refusal: the gateway's envelope ``{"error", "message"}``."""
+    assert refusal.body is not None
+    assert refusal.body.keys() == {"error", "message"}
+    assert refusal.body["message"]
+    return refusal.status, str(refusal.body["error"])
+
+
 def call(
     service: AuthService, token: str | None, *, scope: str | None = READ, missing: bool = False
 ) -> Any:
@@ -520,12 +528,12 @@ def test_an_expired_or_unknown_token_is_invalid_token(
     token = token_of(service, oauth.add_client())
     clock.advance(7201)
     refusal = refused(lambda: call(service, token))
-    assert error_of(refusal) == (401, "invalid_token")
+    assert call_error_of(refusal) == (401, "invalid_token")
     assert refusal.headers == (("WWW-Authenticate", 'Bearer error="invalid_token"'),)
     [used] = [e for e in service.events if isinstance(e, ApiCall)]
     assert used.credential_expired
     assert used.error == "invalid_token"
-    assert error_of(refused(lambda: call(service, "a.b.c"))) == (401, "invalid_token")
+    assert call_error_of(refused(lambda: call(service, "a.b.c"))) == (401, "invalid_token")
 
 
 def test_a_token_without_the_scope_is_403_insufficient_scope_naming_both(
@@ -534,7 +542,7 @@ def test_a_token_without_the_scope_is_403_insufficient_scope_naming_both(
     client = oauth.add_client([READ, WRITE])
     token = token_of(service, client, scope=READ)
     refusal = refused(lambda: call(service, token, scope=WRITE))
-    assert error_of(refusal) == (403, "insufficient_scope")
+    assert call_error_of(refusal) == (403, "insufficient_scope")
     assert refusal.headers == (
         ("WWW-Authenticate", f'Bearer error="insufficient_scope", scope="{WRITE}"'),
     )
@@ -543,6 +551,110 @@ def test_a_token_without_the_scope_is_403_insufficient_scope_naming_both(
     assert WRITE in refused_call.describe()
     assert f"it has {READ}" in refused_call.describe()
     assert "the client may get it" in refusal.reason
+    # The body the authentication page publishes, word for word.
+    assert refusal.body == {
+        "error": "insufficient_scope",
+        "message": f"Token does not contain required scope: {WRITE}",
+    }
+
+
+# -- the scope a call needs, from its path and method (no scope= on the route) -------
+
+LABELS = "/v2026-07/cdp-api/accounts/tealium-corp/profiles/main/labels"
+CONTEXT = f"/v2026-06/context-api/accounts/acme/profiles/main/engines/{ENGINE}/actions"
+
+
+def path_call(service: AuthService, token: str, method: str, path: str) -> Any:
+    presented = Presented(token=token)
+    return service.authorize(
+        "oauth", presented, method=method, path=path, permission=None, scope=None
+    )
+
+
+def test_a_calls_scope_comes_from_its_path_and_method(
+    service: AuthService, oauth: OAuthFlow
+) -> None:
+    # The authentication page's example: a tealium-corp:*:... token reads any profile.
+    client = oauth.add_client(["tealium-corp:*:cdp-api:2026-07:labels:read"])
+    token = token_of(service, client)
+    assert path_call(service, token, "GET", LABELS).credential == "T1"
+    assert path_call(service, token, "GET", LABELS.replace("main", "staging") + "/7")
+    refusal = refused(lambda: path_call(service, token, "POST", LABELS))
+    assert call_error_of(refusal) == (403, "insufficient_scope")
+    needed = "tealium-corp:main:cdp-api:2026-07:labels:write"
+    assert refusal.body == {
+        "error": "insufficient_scope",
+        "message": f"Token does not contain required scope: {needed}",
+    }
+    assert f'scope="{needed}"' in dict(refusal.headers)["WWW-Authenticate"]
+    assert "version 2026-07, API 'cdp-api', action write" in refusal.reason
+    # Another version of the API is another scope.
+    other_version = LABELS.replace("2026-07", "2026-10")
+    assert refused(lambda: path_call(service, token, "GET", other_version)).status == 403
+    # A path that is not a calendar-versioned API call needs no scope: any live token.
+    assert path_call(service, token, "GET", "/api/x").credential == "T1"
+
+
+@pytest.mark.parametrize(("reading", "needed"), [("write", "write"), ("delete", "delete")])
+def test_delete_needs_write_or_delete_as_the_option_says(
+    make_service: Callable[..., AuthService], reading: str, needed: str
+) -> None:
+    service = make_service(oauth_delete_action=reading)
+    scope = f"tealium-corp:main:cdp-api:2026-07:labels:{needed}"
+    token = token_of(service, service.flow(OAuthFlow).add_client([scope]))
+    assert path_call(service, token, "DELETE", LABELS + "/3").credential == "T1"
+    other = "delete" if needed == "write" else "write"
+    token = token_of(service, service.flow(OAuthFlow).add_client([scope.replace(needed, other)]))
+    refusal = refused(lambda: path_call(service, token, "DELETE", LABELS + "/3"))
+    assert f"required scope: {scope}" in str(refusal.body)
+
+
+def test_engine_enforced_calls_need_an_engine_scope(service: AuthService, oauth: OAuthFlow) -> None:
+    engine = f"acme:main:context-api:2026-06:{ENGINE}"
+    for granted in (
+        engine,
+        "acme:main:context-api:2026-06:*",
+        "acme:*:*",
+        f"{engine}:actions:read",
+    ):
+        token = token_of(service, oauth.add_client([granted]))
+        assert path_call(service, token, "GET", CONTEXT).version == "oauth", granted
+    # Account and profile access alone is not sufficient.
+    token = token_of(service, oauth.add_client(["acme:main:context-api:2026-06:actions:read"]))
+    refusal = refused(lambda: path_call(service, token, "GET", CONTEXT))
+    assert refusal.body == {
+        "error": "insufficient_scope",
+        "message": f"Token does not contain required scope: {engine}",
+    }
+    assert "engine must be granted" in refusal.reason
+
+
+def test_a_path_without_account_and_profile_needs_a_scope_of_its_api_in_any_account(
+    make_service: Callable[..., AuthService],
+) -> None:
+    # The versioning page's shape: /v2026-06/cdp/audiences.
+    service = make_service()
+    token = token_of(service, service.flow(OAuthFlow).add_client(["acme:*:cdp:*:audiences:read"]))
+    assert path_call(service, token, "GET", "/v2026-06/cdp/audiences").credential == "T1"
+    refusal = refused(lambda: path_call(service, token, "GET", "/v2026-06/cdp/labels"))
+    assert "required scope: {account}:{profile}:cdp:2026-06:labels:read" in str(refusal.body)
+    unchecked = make_service(oauth_short_paths=False)
+    token = token_of(
+        unchecked, unchecked.flow(OAuthFlow).add_client(["acme:main:x:2026-01:y:read"])
+    )
+    assert path_call(unchecked, token, "GET", "/v2026-06/cdp/labels").credential == "T1"
+
+
+def test_manage_covers_the_other_actions_unless_the_option_says_not(
+    make_service: Callable[..., AuthService],
+) -> None:
+    manage = "tealium-corp:main:cdp-api:2026-07:labels:manage"
+    service = make_service()
+    token = token_of(service, service.flow(OAuthFlow).add_client([manage]))
+    assert path_call(service, token, "GET", LABELS).credential == "T1"
+    strict = make_service(oauth_manage_covers=False)
+    token = token_of(strict, strict.flow(OAuthFlow).add_client([manage]))
+    assert refused(lambda: path_call(strict, token, "GET", LABELS)).status == 403
 
 
 def test_a_v2_token_on_an_oauth_route_is_invalid_token(service: AuthService) -> None:
@@ -551,7 +663,7 @@ def test_a_v2_token_on_an_oauth_route_is_invalid_token(service: AuthService) -> 
     account = service.add_account()
     token, _ = service.flow(V2Flow).grant(account.username, account.api_key)
     refusal = refused(lambda: call(service, token))
-    assert error_of(refusal) == (401, "invalid_token")
+    assert call_error_of(refusal) == (401, "invalid_token")
     assert "OAuth access token" in refusal.reason
 
 
@@ -563,7 +675,7 @@ def test_an_access_token_of_another_test_verifies_as_rs256_and_is_refused_as_suc
     token = token_of(earlier, earlier.flow(OAuthFlow).add_client())
     service = make_service()
     refusal = refused(lambda: call(service, token))
-    assert error_of(refusal) == (401, "invalid_token")
+    assert call_error_of(refusal) == (401, "invalid_token")
     assert "not issued in this test" in refusal.reason
     # The same claims signed RS512 with the same key were never an access token.
     claims = jwt.decode(token, options={"verify_signature": False})

@@ -181,7 +181,10 @@ def test_api_calls_without_token_with_expired_token_and_without_scope(
     assert lacking.headers["WWW-Authenticate"] == (
         f'Bearer error="insufficient_scope", scope="{WRITE}"'
     )
-    assert lacking.json()["error"] == "insufficient_scope"
+    assert lacking.json() == {
+        "error": "insufficient_scope",
+        "message": f"Token does not contain required scope: {WRITE}",
+    }
     mgmt_clock.advance(seconds=7201)
     expired = http.get(url, headers={"Authorization": f"Bearer {token}"})
     assert expired.status_code == 401

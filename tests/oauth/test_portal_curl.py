@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import subprocess
+from typing import Any
 
 import jwt
 import pytest
@@ -69,6 +70,45 @@ https://api.tealiumapis.com/oauth/token \\
 -d 'scope=acme-corp:main:cdp-api:2026-07:audiences:read acme-corp:main:cdp-api:2026-07:labels:read'
 """
 
+#: dev-portal-authentication, "Make an authenticated request": one profile, then "Both
+#: of the following requests work with a tealium-corp:*:cdp-api:2026-07:labels:read token".
+AUTH_CALL = """\
+curl -X GET \\
+https://api.tealiumapis.com/v{YYYY-MM}/{api}/accounts/tealium-corp/profiles/main/labels \\
+-H 'Authorization: Bearer {access_token}'
+"""
+
+AUTH_CALLS = """\
+curl -X GET \\
+https://api.tealiumapis.com/v{YYYY-MM}/{api}/accounts/tealium-corp/profiles/main/labels \\
+-H 'Authorization: Bearer {access_token}'
+
+curl -X GET \\
+https://api.tealiumapis.com/v{YYYY-MM}/{api}/accounts/tealium-corp/profiles/staging/labels \\
+-H 'Authorization: Bearer {access_token}'
+"""
+
+#: dev-portal-getting-started, "Step 4: Make an API call".
+STARTED_CALL = """\
+curl -X GET \\
+https://api.tealiumapis.com/{version}/{api}/{api-endpoint} \\
+-H 'Authorization: Bearer {access_token}' \\
+-H 'Accept: application/json'
+"""
+
+#: dev-portal-api-versioning, "Incremental migration".
+VERSIONING_CALLS = """\
+# Migrate /audiences to the new version (has breaking changes)
+curl -X GET \\
+https://api.tealiumapis.com/v2026-06/cdp/audiences \\
+-H 'Authorization: Bearer {token}'
+
+# Keep /events on the old version (no changes between versions)
+curl -X GET \\
+https://api.tealiumapis.com/v2026-01/cdp/events \\
+-H 'Authorization: Bearer {token}'
+"""
+
 LABELS_READ = "tealium-corp:*:cdp-api:2026-07:labels:read"
 AUDIENCES_WRITE = "tealium-corp:*:cdp-api:2026-07:audiences:write"
 
@@ -82,9 +122,15 @@ def filled(command: str, **values: str) -> str:
     return command
 
 
-def run(server: MgmtServer, command: str) -> dict[str, object]:
+def run(server: MgmtServer, command: str) -> Any:
     """The command run by bash with the proxy and CA variables of interception; its
     standard output, a JSON answer."""
+    [answer] = run_all(server, command)
+    return answer
+
+
+def run_all(server: MgmtServer, command: str) -> list[Any]:
+    """The JSON answers of the commands, in order."""
     env = {**{k: v for k, v in os.environ.items() if k not in server.env}, **server.env}
     result = subprocess.run(
         ["bash", "-c", "set -euo pipefail\n" + command],
@@ -94,8 +140,12 @@ def run(server: MgmtServer, command: str) -> dict[str, object]:
         timeout=60,
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    answer: dict[str, object] = json.loads(result.stdout)
-    return answer
+    answers, text, decoder = [], result.stdout.strip(), json.JSONDecoder()
+    while text:
+        answer, end = decoder.raw_decode(text)
+        answers.append(answer)
+        text = text[end:].lstrip()
+    return answers
 
 
 def test_the_authentication_pages_token_requests(mgmt_server: MgmtServer) -> None:
@@ -149,3 +199,58 @@ def test_the_getting_started_pages_token_requests(
         "acme-corp:main:cdp-api:2026-07:audiences:read acme-corp:main:cdp-api:2026-07:labels:read"
     )
     assert example["expires_in"] == 7200
+
+
+def token_of(server: MgmtServer, client: OAuthClient) -> str:
+    """An access token by the authentication page's own command."""
+    command = filled(AUTH_WILDCARD, client_id=client.client_id, client_secret=client.client_secret)
+    return str(run(server, command.replace(LABELS_READ, " ".join(client.scopes)))["access_token"])
+
+
+def test_the_authentication_pages_calls_with_a_wildcard_token(mgmt_server: MgmtServer) -> None:
+    # Routes declared with auth="oauth" and no scope=: the scope comes from the path.
+    for profile in ("main", "staging"):
+        mgmt_server.route(
+            "GET",
+            f"/v2026-07/cdp-api/accounts/tealium-corp/profiles/{profile}/labels",
+            auth="oauth",
+        ).respond_with_json({"labels": [profile]})
+    token = token_of(mgmt_server, mgmt_server.add_client([LABELS_READ]))
+    values = {"YYYY-MM": "2026-07", "api": "cdp-api", "access_token": token}
+    assert run(mgmt_server, filled(AUTH_CALL, **values)) == {"labels": ["main"]}
+    assert run_all(mgmt_server, filled(AUTH_CALLS, **values)) == [
+        {"labels": ["main"]},
+        {"labels": ["staging"]},
+    ]
+    # A token of another resource gets the error the page publishes.
+    audiences = mgmt_server.add_client(["tealium-corp:*:cdp-api:2026-07:audiences:read"])
+    values["access_token"] = token_of(mgmt_server, audiences)
+    assert run(mgmt_server, filled(AUTH_CALL, **values)) == {
+        "error": "insufficient_scope",
+        "message": "Token does not contain required scope: "
+        "tealium-corp:main:cdp-api:2026-07:labels:read",
+    }
+    mgmt_server.expect_refusals()  # that 403 is this test's point
+
+
+def test_the_getting_started_pages_call(mgmt_server: MgmtServer) -> None:
+    path = "/v2026-07/cdp-api/accounts/acme-corp/profiles/main/audiences"
+    mgmt_server.route("GET", path, auth="oauth").respond_with_json({"audiences": []})
+    client = mgmt_server.add_client(["acme-corp:main:cdp-api:2026-07:audiences:read"])
+    values = {
+        "version": "v2026-07",
+        "api": "cdp-api",
+        "api-endpoint": "accounts/acme-corp/profiles/main/audiences",
+        "access_token": token_of(mgmt_server, client),
+    }
+    command = filled(STARTED_CALL, **values)
+    assert run(mgmt_server, command) == {"audiences": []}
+
+
+def test_the_versioning_pages_calls_on_two_versions(mgmt_server: MgmtServer) -> None:
+    # Its shape has no /accounts/{a}/profiles/{p}: a scope of the API in any account.
+    mgmt_server.route("GET", "/v2026-06/cdp/audiences", auth="oauth").respond_with_json([1])
+    mgmt_server.route("GET", "/v2026-01/cdp/events", auth="oauth").respond_with_json([2])
+    client = mgmt_server.add_client(["acme:main:cdp:*:*:read"])
+    command = filled(VERSIONING_CALLS, token=token_of(mgmt_server, client))
+    assert run_all(mgmt_server, command) == [[1], [2]]

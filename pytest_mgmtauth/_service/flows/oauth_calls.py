@@ -1,5 +1,8 @@
 """The API gateway's side of the OAuth flow (``oauth.py``): calls with an access token,
-checked against the scope the route needs, refused as RFC 6750 section 3 says."""
+checked against the scope the route declares or the call's path and method say
+(``oauth_scopes.required_scope``), refused with RFC 6750's challenges in the error
+envelope of dev-portal-authentication (``{"error": "insufficient_scope", "message":
+"Token does not contain required scope: <scope>"}``)."""
 
 from __future__ import annotations
 
@@ -8,7 +11,7 @@ from typing import TYPE_CHECKING, NoReturn
 from ..records import AUTH_FAILED, FORBIDDEN
 from .bearer import BearerFlow
 from .oauth_clients import bearer_error
-from .oauth_scopes import covers
+from .oauth_scopes import covers, required_scope
 
 if TYPE_CHECKING:
     from ..credentials import Call
@@ -64,30 +67,50 @@ class GatewayFlow(BearerFlow):
         )
 
     def check_permission(self, call: Call, record: TokenRecord, permission: str | None) -> None:
-        """The route's scope, in place of a permission (after the token was found live)."""
-        required = call.scope
-        manage = self.service.options.oauth_manage_covers
-        if required is None or any(
-            covers(mine, required, manage_covers=manage) for mine in record.scopes
-        ):
+        """The scope the call needs, in place of a permission (after the token was found
+        live): the route's ``scope=``, else the one its path and method say (the
+        gateway "matches the request context (account, profile, resource, and action)
+        against the token's scopes"); a call of no such route or path needs none."""
+        options = self.service.options
+        required: str | tuple[str | None, ...]
+        if call.scope is not None:
+            required = named = call.scope
+            source = "this route needs"
+        else:
+            derived = required_scope(call.method, call.path, options)
+            if derived is None:
+                return
+            required, named = derived.parts, derived.named
+            source = f"this call needs ({derived.source})"
+        manage = options.oauth_manage_covers
+        if any(covers(mine, required, manage_covers=manage) for mine in record.scopes):
             return
         client = self.clients.get(record.username)
-        if client is not None and any(
-            covers(mine, required, manage_covers=manage) for mine in client.scopes
-        ):
-            fix = f"ask the token endpoint for scope={required} (the client may get it)"
+        mine = [
+            scope
+            for scope in (client.scopes if client is not None else ())
+            if covers(scope, required, manage_covers=manage)
+        ]
+        if mine:
+            fix = f"ask the token endpoint for scope={mine[0]} (the client may get it)"
         else:
-            fix = f"the client may not get it (add_client(scopes=[..., {required!r}]))"
+            fix = f"the client may not get it (add_client(scopes=[..., {named!r}]))"
+        if len(named.split(":")) in (5, 7):
+            fix += (
+                "; account and profile access alone is not sufficient for an "
+                "engine-enforced API: the engine must be granted too"
+            )
         self._refuse(
             call,
             record.username,
             record.label,
-            f"token {record.label} lacks the scope {required} this route needs; it has "
+            f"token {record.label} lacks the scope {named} {source}; it has "
             f"{' '.join(record.scopes) or 'none'}: {fix}",
             error="insufficient_scope",
             status=403,
-            scope=required,
+            scope=named,
             wrong=True,
+            message=f"Token does not contain required scope: {named}",
         )
 
     def _refuse(
@@ -102,10 +125,12 @@ class GatewayFlow(BearerFlow):
         expired: bool = False,
         wrong: bool = False,
         scope: str | None = None,
+        message: str | None = None,
     ) -> NoReturn:
-        """An RFC 6750 refusal: no error code without a token, else its error and the
-        scope the route needs."""
-        body, challenge = bearer_error(reason, error, scope)
+        """A refusal in the gateway's error envelope, ``{"error", "message"}`` (the
+        ``message``, else the ``reason``), with RFC 6750's challenge: no error code without
+        a token, else its error and the scope the call needs."""
+        body, challenge = bearer_error(message or reason, error, scope)
         self.service.credentials.refuse_call(
             call,
             username,

@@ -299,14 +299,15 @@ def as_rfc6749(refusal: Refusal) -> Refusal:
 
 
 def bearer_error(
-    reason: str, error: str | None, scope: str | None
+    message: str, error: str | None, scope: str | None
 ) -> tuple[dict[str, object], str]:
-    """The body and ``WWW-Authenticate`` challenge of an RFC 6750 refusal: no error code
-    without a token, else its error and the scope the route needs."""
+    """The body and ``WWW-Authenticate`` challenge of a refused API call: the gateway's
+    envelope ``{"error", "message"}`` (dev-portal-authentication) and RFC 6750's
+    challenge, no error code without a token, else its error and the scope needed."""
     challenge = "Bearer" if error is None else f'Bearer error="{error}"'
     if scope is not None:
         challenge += f', scope="{rfc_text(scope)}"'
-    body: dict[str, object] = {"error_description": rfc_text(reason)}
+    body: dict[str, object] = {"message": message}
     if error is not None:
         body = {"error": error, **body}
     return body, challenge

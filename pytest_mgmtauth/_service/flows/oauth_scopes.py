@@ -13,11 +13,15 @@ The forms (``*`` in any position matches every value of that position):
 - ``{account}:*:*``, the authentication page's profile wildcard of the engine check
   (option ``oauth_profile_wildcard``).
 
-Where the pages disagree the options choose (docs/oauth.md, behaviour choices).
+And the scope an API call needs when its route declares none, derived from its path and
+method as the gateway does ("It matches the request context (account, profile, resource,
+and action) against the token's scopes"). Where the pages disagree the options choose
+(docs/oauth.md, behaviour choices).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import TYPE_CHECKING
 
@@ -188,3 +192,64 @@ def granted_scopes(
     if options.oauth_engine_scopes == "automatic":
         wanted += tuple(s for s in client.scopes if is_engine_scope(s) and s not in wanted)
     return wanted
+
+
+# -- the scope of an API call ----------------------------------------------------------
+
+#: ``/v{YYYY-MM}/{apiFamily}/...``: a call of the gateway's calendar-versioned APIs.
+_CALL = re.compile(r"^/v(?P<version>\d{4}-(?:0[1-9]|1[0-2]))/(?P<family>[^/]+)/(?P<rest>.+)$")
+#: ``accounts/{account}/profiles/{profile}/...`` after the family (dev-portal-authentication).
+_CONTEXT = re.compile(r"^accounts/(?P<account>[^/]+)/profiles/(?P<profile>[^/]+)/?(?P<rest>.*)$")
+#: ``engines/{engineId}/...``: an engine-enforced API ("/engines/{engineId}/...").
+_ENGINE = re.compile(r"^engines/(?P<engine>[^/]+)/?(?P<rest>.*)$")
+
+#: "read for GET requests, write for POST, PUT, and DELETE requests" (DELETE: the option
+#: ``oauth_delete_action``); HEAD and OPTIONS read, PATCH writes.
+_METHOD_ACTIONS = {"GET": "read", "HEAD": "read", "OPTIONS": "read"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Required:
+    """The scope a call needs, derived from its path and method: its ``parts`` (``None``
+    where the path does not say, which any value matches) and ``named``, the scope a 403
+    names ("Token does not contain required scope: <named>"): the engine scope of an
+    engine-enforced call."""
+
+    parts: tuple[str | None, ...]
+    named: str
+    #: How it was derived, for a refusal's reason.
+    source: str
+
+
+def required_scope(method: str, path: str, options: Options) -> Required | None:
+    """The scope a call of ``/v{YYYY-MM}/{apiFamily}/accounts/{account}/profiles/{profile}/
+    {resource}...`` needs (``.../engines/{engineId}/{resource}...`` an engine's too), or of
+    ``/v{YYYY-MM}/{apiFamily}/{resource}...`` (the versioning page's shape: any account and
+    profile; option ``oauth_short_paths``); ``None`` for a path of neither shape."""
+    found = _CALL.match(path)
+    if found is None:
+        return None
+    version, family = found["version"], found["family"]
+    action = _METHOD_ACTIONS.get(method.upper(), "write")
+    if method.upper() == "DELETE":
+        action = options.oauth_delete_action
+    how = f"{method.upper()} {path}: version {version}, API {family!r}, action {action}"
+    context = _CONTEXT.match(found["rest"])
+    if context is None:
+        resource = found["rest"].split("/", 1)[0]
+        if not options.oauth_short_paths or not resource:
+            return None
+        named = f"{{account}}:{{profile}}:{family}:{version}:{resource}:{action}"
+        return Required((None, None, family, version, resource, action), named, how)
+    account, profile, rest = context["account"], context["profile"], context["rest"]
+    engine = _ENGINE.match(rest)
+    if engine is None:
+        resource = rest.split("/", 1)[0]
+        if not resource:
+            return None
+        parts = (account, profile, family, version, resource, action)
+        return Required(parts, ":".join(parts), how)
+    engine_scope = (account, profile, family, version, engine["engine"])
+    resource = engine["rest"].split("/", 1)[0]
+    on_engine = engine_scope + ((resource, action) if resource else ())
+    return Required(on_engine, ":".join(engine_scope), how + f", engine {engine['engine']!r}")
