@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from ._service.call_events import (
         ApiCall,
         BadRequest,
+        DeprecatedVersionCall,
         FaultInjected,
         ScheduledFaultFired,
         TunnelClosed,
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
     from ._service.options import Options
     from ._verdicts.findings import (
         AuthFindingWarning,
+        DeprecatedVersionWarning,
         ExpiredCredentialWarning,
         OpenSessionWarning,
         RefusedCallWarning,
@@ -68,6 +70,8 @@ __all__ = [
     "ClientRevoked",
     "CredentialExpired",
     "CredentialRevoked",
+    "DeprecatedVersionCall",
+    "DeprecatedVersionWarning",
     "Event",
     "ExpiredCredentialWarning",
     "FaultInjected",
@@ -114,6 +118,8 @@ _LAZY: dict[str, str] = {
     "ClientRevoked": "._service.events",
     "CredentialExpired": "._service.events",
     "CredentialRevoked": "._service.events",
+    "DeprecatedVersionCall": "._service.call_events",
+    "DeprecatedVersionWarning": "._verdicts.findings",
     "Event": "._service.events",
     "ExpiredCredentialWarning": "._verdicts.findings",
     "FaultInjected": "._service.call_events",

@@ -1,7 +1,7 @@
 """The events of calls and faults (see ``events.py`` for the base :class:`Event`): calls
 to declared routes, calls refused before any auth decision (a wrong host, a malformed
-request, no route, a proxy tunnel that closed), and the faults the test scripted or
-scheduled as they answer or fire."""
+request, no route, a proxy tunnel that closed), calls to API versions past Active, and
+the faults the test scripted or scheduled as they answer or fire."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, ClassVar
 from .events import Event, iso_time, shown
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from .events import TimeFormat
 
 
@@ -128,6 +130,38 @@ class UnknownRoute(Event):
 
     def describe(self, when: TimeFormat = iso_time) -> str:
         return f"{shown(self.method)} {shown(self.path)} -> {self.status}: no route declares it"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class DeprecatedVersionCall(Event):
+    """A call to a calendar-versioned API (``/v{YYYY-MM}/...``) whose version is past
+    Active (``api_versions.py``): in End of Support (``phase`` ``"end_of_support"``,
+    answered, with ``Sunset``, ``Deprecation`` and ``Link``), or at End of Life
+    (``"end_of_life"``, ``status`` 410). ``sunset`` is its End of Life, ``successor``
+    the successor's path."""
+
+    _names_account: ClassVar[bool] = False
+
+    method: str
+    path: str
+    api_version: str
+    phase: str
+    sunset: datetime
+    successor: str
+    status: int | None = None
+
+    def describe(self, when: TimeFormat = iso_time) -> str:
+        call = f"{shown(self.method)} {shown(self.path)}"
+        sunset = self.sunset.date().isoformat()
+        if self.status is not None:
+            return (
+                f"{call} -> {self.status}: API version {self.api_version} reached End of "
+                f"Life on {sunset}; its successor: {self.successor}"
+            )
+        return (
+            f"{call}: API version {self.api_version} is in End of Support (Sunset "
+            f"{sunset}); its successor: {self.successor}"
+        )
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -109,6 +109,12 @@ class Options:
     oauth_scope_request: str = "exact"
     oauth_engine_scopes: str = "automatic"
     oauth_short_paths: bool = True
+    #: The lifecycle of /v{YYYY-MM}/ API versions (api_versions.py): on, the successor
+    #: ("": derived), the Link's v, and the teardown check of calls past Active.
+    api_lifecycle: bool = True
+    api_successor: str = ""
+    api_link_v: bool = True
+    sunset_check: str = "warn"
     #: Whether ``refresh_margin`` was derived from ``token_ttl`` (not set explicitly):
     #: :func:`build_options` derives it again when only ``token_ttl`` changes.
     refresh_margin_derived: bool = dataclasses.field(

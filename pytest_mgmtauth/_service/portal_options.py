@@ -1,6 +1,7 @@
 """The options of the developer portal's published pages (repository Tealium/docs-site,
 ``administration/early-access/developer-portal/``): where two pages disagree, which
-reading the fake takes (each a documented choice of docs/oauth.md). Declared here and
+reading the fake takes (each a documented choice of docs/oauth.md), and the lifecycle of
+API versions (``api_versions.py``) with its teardown check. Declared here and
 listed last by ``options.py``, whose :class:`~.options.Options` holds the fields and
 calls :func:`check_portal_options`.
 
@@ -9,6 +10,7 @@ Read at every start of pytest with the other declarations: nothing heavy here.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from .limits import OptionSpec, shown
@@ -70,7 +72,42 @@ PORTAL_SPECS: tuple[OptionSpec, ...] = (
         "(default: a scope of that API, version, resource and action, any account and "
         "profile)",
     ),
+    OptionSpec(
+        "api_lifecycle",
+        "bool",
+        "the lifecycle of /v{YYYY-MM}/ API versions on the simulated clock: Active 24 "
+        "months, then End of Support headers for 12, then 410 (default true)",
+        off_help="no lifecycle of /v{YYYY-MM}/ API versions: every version stays Active "
+        "(an approved contract extension)",
+    ),
+    OptionSpec(
+        "api_successor",
+        "text",
+        "the successor version End of Support names, like 2026-10 (default: the newest "
+        "version of the API the test's routes declare, else the month End of Support began)",
+        metavar="YYYY-MM",
+    ),
+    OptionSpec(
+        "api_link_v",
+        "bool",
+        "the successor Link keeps the v of the URL, </v2026-10/cdp/audiences> (default "
+        "true); false: as the lifecycle page's example prints it, </2026-10/...>",
+        off_help="write the successor Link as the lifecycle page's example prints it, "
+        "</2026-10/cdp/audiences> (default: with the v of the URL)",
+    ),
+    OptionSpec(
+        "sunset_check",
+        "choice",
+        "calls to API versions in End of Support or at End of Life at teardown: 'warn' "
+        "(default, DeprecatedVersionWarning), 'fail' the test, or 'off'",
+        metavar="warn|fail|off",
+        choices=("warn", "fail", "off"),
+        expected="expected 'warn', 'fail' or 'off'",
+        test_only=True,
+    ),
 )
+
+_VERSION = re.compile(r"\d{4}-(0[1-9]|1[0-2])")
 
 
 def check_portal_options(options: Options) -> None:
@@ -86,6 +123,12 @@ def check_portal_options(options: Options) -> None:
                 f"mgmtauth option {spec.name!r} must be "
                 f"{' or '.join(repr(c) for c in spec.choices)}, got {shown(value)}"
             )
+    successor = options.api_successor
+    if not isinstance(successor, str) or (successor and not _VERSION.fullmatch(successor)):
+        raise ValueError(
+            "mgmtauth option 'api_successor' must be a version like '2026-10' (no 'v'), or "
+            f"'' to name it automatically, got {shown(successor)}"
+        )
 
 
 def changed_portal_options(options: Options) -> list[str]:

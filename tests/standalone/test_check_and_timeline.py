@@ -89,6 +89,7 @@ def test_check_of_a_client_that_reuses_its_token_is_ok(
         "refused_call": True,
         "open_session": False,
         "wrong_host": True,
+        "deprecated_version": True,
     }
 
 
@@ -194,6 +195,7 @@ def test_a_reset_clears_the_verdicts(
             "refused_call": 0,
             "open_session": 0,
             "wrong_host": 0,
+            "deprecated_version": 0,
         },
         "counted": {
             "churn": True,
@@ -201,6 +203,7 @@ def test_a_reset_clears_the_verdicts(
             "refused_call": True,
             "open_session": False,
             "wrong_host": True,
+            "deprecated_version": True,
         },
     }
 
@@ -297,6 +300,7 @@ def test_the_new_endpoints_are_listed_and_take_only_get(
         "expired_use",
         "refused_call",
         "wrong_host",
+        "deprecated_version",
     ]
     assert "query" not in endpoints["GET", "/_mgmtauth/events"]
     # Endpoints that take no query parameters still ignore them (a cache-buster, say).
