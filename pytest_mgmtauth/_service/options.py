@@ -92,6 +92,9 @@ class Options:
     #: The region host of v3 API calls: the ``host`` of v3 auth answers under
     #: ``intercept`` (without it, a second address of the fake stands for it).
     v3_host: str = DEFAULT_V3_HOST
+    #: Accept v3 API calls at platform.tealiumapis.com too, as the iQ Profile API pages'
+    #: examples make them (the auth page: the region host "must be used").
+    v3_global_host: bool = False
     #: Be an HTTP proxy for the service's hosts too, and point the process's proxy and
     #: CA variables at it for the test: unchanged clients with hard-coded hosts reach it.
     intercept: bool = False
@@ -167,7 +170,14 @@ class Options:
                 f"{shown(self.v3_host)}"
             )
         check_portal_options(self)
-        for name in ("strict", "https", "require_logout", "keep_alive", "intercept"):
+        for name in (
+            "strict",
+            "https",
+            "require_logout",
+            "keep_alive",
+            "v3_global_host",
+            "intercept",
+        ):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(
                     f"mgmtauth option {name!r} must be True or False, "
@@ -201,6 +211,8 @@ class Options:
             parts.append("keep_alive=False")
         if self.v3_host != DEFAULT_V3_HOST:
             parts.append(f"v3_host={self.v3_host}")
+        if self.v3_global_host:
+            parts.append("v3_global_host=True")
         if self.intercept:
             parts.append("intercept=True")
         if self.oauth_token_path != OAUTH_TOKEN_PATH:
@@ -320,6 +332,12 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
         "the region host of v3 API calls, the host of v3 auth answers under intercept "
         f"(default {DEFAULT_V3_HOST})",
         metavar="HOST",
+    ),
+    OptionSpec(
+        "v3_global_host",
+        "bool",
+        "accept v3 API calls at platform.tealiumapis.com too, as the iQ Profile API pages' "
+        "examples make them (default false: the region host of the auth answer only)",
     ),
     OptionSpec(
         "intercept",
