@@ -13,12 +13,21 @@ import json
 import os
 import shutil
 import subprocess
+from datetime import datetime, timezone
 from typing import Any
 
 import jwt
 import pytest
 
-from pytest_mgmtauth import MgmtServer, OAuthClient
+from pytest_mgmtauth import MgmtClock, MgmtServer, OAuthClient
+
+
+@pytest.fixture(autouse=True)
+def _late_2026(mgmt_clock: MgmtClock) -> None:
+    """The pages' versions (2026-01 to 2026-07) leave Active 24 months after their month:
+    the fake's time is pinned where they are Active, whatever the real date."""
+    mgmt_clock.move_to(datetime(2026, 11, 1, tzinfo=timezone.utc))
+
 
 pytestmark = [
     pytest.mark.skipif(shutil.which("curl") is None, reason="needs curl"),
