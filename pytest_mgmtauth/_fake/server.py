@@ -120,8 +120,9 @@ class MgmtServer(FaultMethods, AssertionMethods):
     @property
     def hosts(self) -> tuple[str, ...]:
         """The hosts of the service the fake stands in for (names, no scheme or port):
-        ``api.tealiumiq.com``, ``platform.tealiumapis.com``, ``my.tealiumiq.com`` and
-        the region host of v3 API calls (the option ``v3_host``). See docs/hosts.md."""
+        ``api.tealiumiq.com``, ``platform.tealiumapis.com``, ``api.tealiumapis.com``,
+        ``my.tealiumiq.com``, ``sso.tealiumiq.com`` and the region host of v3 API calls
+        (the option ``v3_host``). See docs/hosts.md."""
         return service_hosts(self.options)
 
     @property
@@ -246,9 +247,12 @@ class MgmtServer(FaultMethods, AssertionMethods):
         pytest-httpserver handler: ``.respond_with_json(...)``, ``.respond_with_data(...)``,
         ``.respond_with_handler(fn)``.
 
-        The route answers on the hosts of its flow (v1: ``api.tealiumiq.com`` and
-        ``my.tealiumiq.com``, v2: ``api.tealiumiq.com``, v3: the region host);
-        ``host=`` (one of :attr:`hosts`) makes it answer on that host only.
+        The route answers on the hosts of its flow (v1: ``api.tealiumiq.com``,
+        ``my.tealiumiq.com`` and ``sso.tealiumiq.com``, v2: ``api.tealiumiq.com``, v3:
+        the region host, OAuth: ``api.tealiumapis.com``); ``host=`` (one of
+        :attr:`hosts`) makes it answer on that host only. An ``auth="oauth"`` route on
+        ``/v{YYYY-MM}/{apiFamily}/accounts/{a}/profiles/{p}/{resource}`` needs the scope
+        its path and method say unless ``scope`` says otherwise (docs/oauth.md).
         """
         __tracebackhide__ = True
         if not isinstance(method, str) or method.upper() not in _METHODS:
