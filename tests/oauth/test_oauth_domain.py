@@ -121,6 +121,17 @@ def test_the_flow_is_registered_with_its_endpoint_from_the_option() -> None:
     assert OAuthFlow.auth_hosts == OAuthFlow.api_hosts == ("api.tealiumapis.com",)
 
 
+def test_the_earlier_endpoint_and_lifetime_stay_reachable_through_the_options(
+    make_service: Callable[..., AuthService],
+) -> None:
+    assert endpoint_for("/oauth/token", Options()) is not None  # the portal's pages
+    earlier = Options(oauth_token_path="/oauth2/token", oauth_token_ttl=1800)
+    assert endpoint_for("/oauth2/token", earlier) is not None
+    service = make_service(oauth_token_path="/oauth2/token", oauth_token_ttl=1800)
+    client = service.flow(OAuthFlow).add_client()
+    assert request(service, client).body["expires_in"] == 1800
+
+
 def test_an_option_path_on_another_flows_endpoint_is_refused(
     make_service: Callable[..., AuthService],
 ) -> None:
