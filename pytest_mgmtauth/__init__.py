@@ -27,6 +27,7 @@ if TYPE_CHECKING:
         ClientRevoked as ClientRevoked,
         CredentialExpired as CredentialExpired,
         CredentialRevoked as CredentialRevoked,
+        DeprecatedVersionCall as DeprecatedVersionCall,
         Event as Event,
         FaultInjected as FaultInjected,
         LoggedIn as LoggedIn,
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
     from ._service.options import Options as Options
     from ._verdicts.findings import (
         AuthFindingWarning as AuthFindingWarning,
+        DeprecatedVersionWarning as DeprecatedVersionWarning,
         ExpiredCredentialWarning as ExpiredCredentialWarning,
         OpenSessionWarning as OpenSessionWarning,
         RefusedCallWarning as RefusedCallWarning,
@@ -78,6 +80,7 @@ _LAZY: dict[str, tuple[str, ...]] = {
         "ClientRevoked",
         "CredentialExpired",
         "CredentialRevoked",
+        "DeprecatedVersionCall",
         "Event",
         "FaultInjected",
         "LoggedIn",
@@ -98,6 +101,7 @@ _LAZY: dict[str, tuple[str, ...]] = {
     "._service.options": ("Options",),
     "._verdicts.findings": (
         "AuthFindingWarning",
+        "DeprecatedVersionWarning",
         "ExpiredCredentialWarning",
         "OpenSessionWarning",
         "RefusedCallWarning",

@@ -126,8 +126,9 @@ class MgmtServer:
     @property
     def hosts(self) -> tuple[str, ...]:
         """The hosts of the service the fake stands in for (names, no scheme or port):
-        ``api.tealiumiq.com``, ``platform.tealiumapis.com``, ``my.tealiumiq.com`` and
-        the region host of v3 API calls (the option ``v3_host``). See docs/hosts.md."""
+        ``api.tealiumiq.com``, ``platform.tealiumapis.com``, ``api.tealiumapis.com``,
+        ``my.tealiumiq.com``, ``sso.tealiumiq.com`` and the region host of v3 API calls
+        (the option ``v3_host``). See docs/hosts.md."""
         return service_hosts(self.options)
 
     @property
@@ -209,7 +210,8 @@ class MgmtServer:
     ) -> OAuthClient:
         """Register an OAuth client that may get tokens for ``scopes`` (``None``: the
         default scope ``acme:main:tiq:2026-07:profiles:manage``); the id and secret are
-        generated unless given (the secret with characters that must be encoded)."""
+        generated unless given (the secret of letters and digits, as the
+        developer portal's)."""
         return self._client_flow().add_client(
             scopes, client_id=client_id, client_secret=client_secret
         )
@@ -258,9 +260,12 @@ class MgmtServer:
         pytest-httpserver handler: ``.respond_with_json(...)``, ``.respond_with_data(...)``,
         ``.respond_with_handler(fn)``.
 
-        The route answers on the hosts of its flow (v1: ``api.tealiumiq.com`` and
-        ``my.tealiumiq.com``, v2: ``api.tealiumiq.com``, v3: the region host);
-        ``host=`` (one of :attr:`hosts`) makes it answer on that host only.
+        The route answers on the hosts of its flow (v1: ``api.tealiumiq.com``,
+        ``my.tealiumiq.com`` and ``sso.tealiumiq.com``, v2: ``api.tealiumiq.com``, v3:
+        the region host, OAuth: ``api.tealiumapis.com``); ``host=`` (one of
+        :attr:`hosts`) makes it answer on that host only. An ``auth="oauth"`` route on
+        ``/v{YYYY-MM}/{apiFamily}/accounts/{a}/profiles/{p}/{resource}`` needs the scope
+        its path and method say unless ``scope`` says otherwise (docs/oauth.md).
         """
         __tracebackhide__ = True
         if not isinstance(method, str) or method.upper() not in _METHODS:

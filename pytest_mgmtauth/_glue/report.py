@@ -170,6 +170,13 @@ _ASSERTIONS = {
 
 
 def _strict_hint(kind: str) -> str:
+    if kind == "deprecated_version":
+        return (
+            "(pytest-mgmtauth checks this at the end of every test that uses mgmt_server. "
+            "Fail such tests with @pytest.mark.mgmtauth(sunset_check='fail'), the ini "
+            "setting mgmtauth_sunset_check = fail or --mgmtauth-sunset-check=fail; 'off' "
+            "stops the check.)"
+        )
     assertion = _ASSERTIONS.get(kind)
     instead = (
         f"; check it in the test with mgmt_server.{assertion}(), which replaces this check"
@@ -194,25 +201,20 @@ def check_findings(
 ) -> None:
     """The teardown check: each finding (churn, expired-credential use, and open v1
     sessions with require_logout) fails a strict test, else becomes a warning of its
-    kind's class. A test that failed already (``call_failed``) only warns, and when its
-    report section holds the timeline (``in_section``) the warning does not repeat it."""
+    kind's class (calls to API versions past Active: as ``sunset_check`` says). A test
+    that failed already (``call_failed``) only warns, and when its report section holds
+    the timeline (``in_section``) the warning does not repeat it."""
     __tracebackhide__ = True
-    from .._verdicts.findings import KINDS, WARNINGS
+    from .._verdicts.findings import KINDS, WARNINGS, failing_kinds
 
     found = fake.teardown_findings()
     if not found:
         return
-    if fake.options.strict and not call_failed:
-        # The error's report carries the timeline in its section: not printed twice.
-        pytest.fail(
-            "\n\n".join("\n\n".join(filter(None, (f.headline, f.fix))) for f in found)
-            + f"\n\n(the timeline is in the test's '{SECTION_TITLE}' report section)",
-            pytrace=False,
-        )
+    failing = [] if call_failed else [f for f in found if f.kind in failing_kinds(fake.options)]
     # Attributed to the test function, not to this file, in pytest's warnings summary.
     path, lineno, _ = item.reportinfo()
     for kind in KINDS:
-        mine = [f for f in found if f.kind == kind]
+        mine = [f for f in found if f.kind == kind and f not in failing]
         if mine:
             category = WARNINGS[kind]
             warnings.warn_explicit(
@@ -221,6 +223,13 @@ def check_findings(
                 filename=str(path),
                 lineno=(lineno or 0) + 1,
             )
+    if failing:
+        # The error's report carries the timeline in its section: not printed twice.
+        pytest.fail(
+            "\n\n".join("\n\n".join(filter(None, (f.headline, f.fix))) for f in failing)
+            + f"\n\n(the timeline is in the test's '{SECTION_TITLE}' report section)",
+            pytrace=False,
+        )
 
 
 def _warning_text(kind: str, found: list[Finding], *, in_section: bool) -> str:

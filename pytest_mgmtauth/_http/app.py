@@ -18,12 +18,13 @@ from typing import TYPE_CHECKING
 from werkzeug import Response
 from werkzeug.exceptions import ClientDisconnected, HTTPException
 
+from .._service.api_versions import version_call
 from .._service.flows.base import MalformedCall
 from .._service.flows.registry import endpoint_family, endpoint_for
 from .._service.service import Refusal
 from .._service.timeline import to_datetime
 from .binding import Binding, RecordedRequest, RouteHandler
-from .errors import BODY_READ, error_response, masked_error, refusal_response
+from .errors import BODY_READ, error_response, masked_error, refusal_response, with_headers
 from .flows import (
     ARRIVED,
     ConnectionResetOnCue,
@@ -279,7 +280,7 @@ class FakeApp:
             return refusal_response(flow.style(refusal) if flow else refusal)
 
     def _protected(self, binding: Binding, request: Request, here: Where) -> Response:
-        service = binding.service
+        service, path = binding.service, request.path
         matching = [r for r in binding.routes if r.matcher.match(request)]
         # A route that answers on the host the request reached first (route(host=...)).
         route = next(
@@ -301,12 +302,18 @@ class FakeApp:
                 allow=allowed,
             )
         read_body(request)  # enforce the size limit before any handler reads it
+        # A /v{YYYY-MM}/ version past Active: End of Support headers on any answer, or 410.
+        paths = [r.path for r in binding.routes if isinstance(r.path, str)]
+        extra = version_call(service.timeline, service.options, request.method, path, paths)
         try:
-            return self._call_route(binding, route, request, here)
+            response = self._call_route(binding, route, request, here)
+        except Refusal as refusal:
+            response = refusal_response(refusal)
         finally:
             # Answered (or refused, or reset): a scheduled expire/revoke due before the
             # next protected call fires now.
             service.fault_runner.protected_call_answered()
+        return with_headers(response, extra)
 
     def _call_route(
         self, binding: Binding, route: RouteHandler, request: Request, here: Where

@@ -301,3 +301,19 @@ def _mask_json(value: Any, redact: Callable[[str], str]) -> Any:
     if isinstance(value, dict):
         return {redact(k): _mask_json(v, redact) for k, v in value.items()}
     return value
+
+
+def with_headers(response: Response, headers: tuple[tuple[str, str], ...]) -> Response:
+    """``response`` with ``headers`` set (End of Support's ``Sunset``...): a copy, as a
+    route's handler hands the same answer object to every call."""
+    if not headers:
+        return response
+    copy = Response(
+        response.response,
+        status=response.status,
+        headers=response.headers.copy(),
+        direct_passthrough=response.direct_passthrough,
+    )
+    for name, value in headers:
+        copy.headers[name] = value
+    return copy

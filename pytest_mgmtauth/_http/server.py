@@ -156,14 +156,28 @@ class FakeHTTPServer(HTTPServer):
 # -- TLS ---------------------------------------------------------------------------
 
 
+def _trustme() -> Any:
+    """trustme (imported on first use: a suite without HTTPS should not pay for it), its
+    validity window (its own, 2000 to 3000) made now: under a frozen clock (mgmt_clock's
+    freezegun) cryptography signs only datetimes of the class ``datetime.datetime`` is
+    then, and trustme's module-level ones are not (the test CA, or a tunnel's first
+    certificate, is often made during a test on mgmt_clock)."""
+    import datetime
+
+    import trustme
+
+    trustme.DEFAULT_NOT_BEFORE = datetime.datetime(2000, 1, 1)
+    trustme.DEFAULT_EXPIRY = datetime.datetime(3000, 1, 1)
+    return trustme
+
+
 class TestCA:
     """Issues the fake's server certificate for 127.0.0.1 and localhost."""
 
     __test__ = False  # not a pytest test class, whatever its name
 
     def __init__(self) -> None:
-        import trustme  # on first use: a suite without HTTPS should not pay for it
-
+        trustme = _trustme()
         self._ca = trustme.CA(organization_name="pytest-mgmtauth test CA")
         self._cert = self._ca.issue_cert("127.0.0.1", "localhost", "::1")
         self._dir = tempfile.TemporaryDirectory(prefix="mgmtauth-ca-")
@@ -210,6 +224,7 @@ class TestCA:
             context = self._host_contexts.get(host)
             if context is None:
                 context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+                _trustme()  # a tunnel's first request may come under mgmt_clock
                 self._ca.issue_cert(host).configure_cert(context)
                 _no_tickets(context)
                 context.sni_callback = _sni_check(host)

@@ -9,7 +9,7 @@ fingerprint; secrets never appear whole. :class:`Event`'s ``describe(when)`` and
 Here: the base :class:`Event`, its text helpers, and the events of authentication and
 credentials, in two families: what clients' requests bring about, and what the test
 brings about on cue; then the events of calls (API calls, wrong hosts, bad requests,
-unknown routes, closed tunnels) and of faults.
+unknown routes, closed tunnels, calls to API versions past Active) and of faults.
 """
 
 from __future__ import annotations
@@ -530,6 +530,38 @@ class UnknownRoute(Event):
 
     def describe(self, when: TimeFormat = iso_time) -> str:
         return f"{shown(self.method)} {shown(self.path)} -> {self.status}: no route declares it"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class DeprecatedVersionCall(Event):
+    """A call to a calendar-versioned API (``/v{YYYY-MM}/...``) whose version is past
+    Active (``api_versions.py``): in End of Support (``phase`` ``"end_of_support"``,
+    answered, with ``Sunset``, ``Deprecation`` and ``Link``), or at End of Life
+    (``"end_of_life"``, ``status`` 410). ``sunset`` is its End of Life, ``successor``
+    the successor's path."""
+
+    _names_account: ClassVar[bool] = False
+
+    method: str
+    path: str
+    api_version: str
+    phase: str
+    sunset: datetime
+    successor: str
+    status: int | None = None
+
+    def describe(self, when: TimeFormat = iso_time) -> str:
+        call = f"{shown(self.method)} {shown(self.path)}"
+        sunset = self.sunset.date().isoformat()
+        if self.status is not None:
+            return (
+                f"{call} -> {self.status}: API version {self.api_version} reached End of "
+                f"Life on {sunset}; its successor: {self.successor}"
+            )
+        return (
+            f"{call}: API version {self.api_version} is in End of Support (Sunset "
+            f"{sunset}); its successor: {self.successor}"
+        )
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

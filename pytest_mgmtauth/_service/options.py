@@ -45,7 +45,7 @@ def check_path(name: str, path: object) -> None:
         raise TypeError(f"mgmtauth option {name!r} must be a str, got {shown(path)}")
     if not path.startswith("/") or path == "/":
         raise ValueError(
-            f"mgmtauth option {name!r} must be a path like '/oauth2/token', got {shown(path)}"
+            f"mgmtauth option {name!r} must be a path like '/oauth/token', got {shown(path)}"
         )
     if (
         any(c in path for c in "?#{}%")
@@ -160,28 +160,14 @@ _EXPECTED = {
 }
 
 
-#: The real service's issuer (its published example token), the default of
-#: ``Options.issuer``. The same text as ``token_format.ISSUER`` (a test checks it): not
-#: imported from there, so that reading the options (which every run of pytest does,
-#: for the report header) does not load the token module too.
-ISSUER = "https://api.tealiumiq.com"
-#: The default of ``Options.oauth_token_path`` (not published; our choice).
-OAUTH_TOKEN_PATH = "/oauth2/token"
-
-Seconds = float
-
-#: The region host v3 API calls go to unless the option ``v3_host`` says otherwise (a
-#: real region host seen in public clients).
-DEFAULT_V3_HOST = "us-west-2-platform.tealiumapis.com"
-
 #: What a duration option reads back as: seconds (``float``), or ``float | None`` for
 #: ``refresh_margin``, whose ``None`` means "derive it".
 _Read = TypeVar("_Read", bound="float | None")
 
 
-class _Duration(Generic[_Read]):
-    """A duration field of :class:`Options`: set as seconds or a ``timedelta``, read
-    back as seconds.
+class Duration(Generic[_Read]):
+    """A duration field of :class:`Options`: set as seconds or a ``timedelta``,
+    read back as seconds.
 
     A descriptor for the sake of type checkers, which take ``__set__``'s value type as
     the parameter's and ``__get__``'s return type as the attribute's: so
@@ -216,6 +202,149 @@ class _Duration(Generic[_Read]):
         instance.__dict__[self._name] = value
 
 
+# -- the developer portal's options: where its pages disagree (docs/oauth.md), and the
+# lifecycle of API versions (api_versions.py) -----------------------------------------
+
+PORTAL_SPECS: tuple[OptionSpec, ...] = (
+    OptionSpec(
+        "oauth_delete_action",
+        "choice",
+        "the action a DELETE call's scope needs: 'write' (default, the authentication "
+        "page) or 'delete' (the scopes page's action)",
+        metavar="write|delete",
+        choices=("write", "delete"),
+        expected="expected 'write' or 'delete'",
+    ),
+    OptionSpec(
+        "oauth_manage_covers",
+        "bool",
+        "a 'manage' scope covers read, write and delete too (default true); false: manage "
+        "covers manage only",
+        off_help="a 'manage' scope covers manage only (default: read, write and delete too)",
+    ),
+    OptionSpec(
+        "oauth_profile_wildcard",
+        "bool",
+        "accept the authentication page's profile wildcard {account}:*:* (every engine of "
+        "every profile) (default true); false: refuse it, as the scopes page has no such form",
+        off_help="refuse the profile wildcard {account}:*:* (the scopes page has no such "
+        "form; default: accept it, as the authentication page's engine check)",
+    ),
+    OptionSpec(
+        "oauth_scope_request",
+        "choice",
+        "how a token request names a scope: 'exact' (default: as it was granted, a "
+        "wildcard in its wildcard form) or 'covered' (any scope a granted one covers)",
+        metavar="exact|covered",
+        choices=("exact", "covered"),
+        expected="expected 'exact' or 'covered'",
+    ),
+    OptionSpec(
+        "oauth_engine_scopes",
+        "choice",
+        "a client's engine scopes in its tokens: 'automatic' (default: added to every "
+        "token, the scopes page) or 'requested' (only when asked for, the authentication "
+        "page)",
+        metavar="automatic|requested",
+        choices=("automatic", "requested"),
+        expected="expected 'automatic' or 'requested'",
+    ),
+    OptionSpec(
+        "oauth_short_paths",
+        "bool",
+        "an OAuth route on /v{YYYY-MM}/{family}/{resource} (the versioning page's shape, "
+        "no /accounts/{a}/profiles/{p}) needs a scope of that API, version, resource and "
+        "action in any account and profile (default true); false: only a route's scope=",
+        off_help="an OAuth route on /v{YYYY-MM}/{family}/{resource} needs only its scope= "
+        "(default: a scope of that API, version, resource and action, any account and "
+        "profile)",
+    ),
+    OptionSpec(
+        "api_lifecycle",
+        "bool",
+        "the lifecycle of /v{YYYY-MM}/ API versions on the simulated clock: Active 24 "
+        "months, then End of Support headers for 12, then 410 (default true)",
+        off_help="no lifecycle of /v{YYYY-MM}/ API versions: every version stays Active "
+        "(an approved contract extension)",
+    ),
+    OptionSpec(
+        "api_successor",
+        "text",
+        "the successor version End of Support names, like 2026-10 (default: the newest "
+        "version of the API the test's routes declare, else the month End of Support began)",
+        metavar="YYYY-MM",
+    ),
+    OptionSpec(
+        "api_link_v",
+        "bool",
+        "the successor Link keeps the v of the URL, </v2026-10/cdp/audiences> (default "
+        "true); false: as the lifecycle page's example prints it, </2026-10/...>",
+        off_help="write the successor Link as the lifecycle page's example prints it, "
+        "</2026-10/cdp/audiences> (default: with the v of the URL)",
+    ),
+    OptionSpec(
+        "sunset_check",
+        "choice",
+        "calls to API versions in End of Support or at End of Life at teardown: 'warn' "
+        "(default, DeprecatedVersionWarning), 'fail' the test, or 'off'",
+        metavar="warn|fail|off",
+        choices=("warn", "fail", "off"),
+        expected="expected 'warn', 'fail' or 'off'",
+        test_only=True,
+    ),
+)
+
+_VERSION = re.compile(r"\d{4}-(0[1-9]|1[0-2])")
+
+
+def check_portal_options(options: Options) -> None:
+    """TypeError/ValueError naming the option whose value is not one it takes."""
+    for spec in PORTAL_SPECS:
+        value = getattr(options, spec.name)
+        if spec.kind == "bool" and not isinstance(value, bool):
+            raise TypeError(
+                f"mgmtauth option {spec.name!r} must be True or False, got {shown(value)}"
+            )
+        if spec.kind == "choice" and value not in spec.choices:
+            raise ValueError(
+                f"mgmtauth option {spec.name!r} must be "
+                f"{' or '.join(repr(c) for c in spec.choices)}, got {shown(value)}"
+            )
+    successor = options.api_successor
+    if not isinstance(successor, str) or (successor and not _VERSION.fullmatch(successor)):
+        raise ValueError(
+            "mgmtauth option 'api_successor' must be a version like '2026-10' (no 'v'), or "
+            f"'' to name it automatically, got {shown(successor)}"
+        )
+
+
+def changed_portal_options(options: Options) -> list[str]:
+    """``name=value`` of each of these options not at its default (the one line that
+    reproduces the options)."""
+    return [
+        f"{spec.name}={getattr(options, spec.name)}"
+        for spec in PORTAL_SPECS
+        if getattr(options, spec.name) != spec.default
+    ]
+
+
+#: The real service's issuer (its published example token), the default of
+#: ``Options.issuer``. The same text as ``token_format.ISSUER`` (a test checks it): not
+#: imported from there, so that reading the options (which every run of pytest does,
+#: for the report header) does not load the token module too.
+ISSUER = "https://api.tealiumiq.com"
+#: The default of ``Options.oauth_token_path``: where the developer portal's pages send
+#: the token request (``POST https://api.tealiumapis.com/oauth/token``).
+OAUTH_TOKEN_PATH = "/oauth/token"
+#: The default of ``Options.oauth_token_ttl``: the pages' ``expires_in`` (two hours).
+OAUTH_TOKEN_TTL = 7200.0
+
+Seconds = float
+
+#: The region host v3 API calls go to unless the option ``v3_host`` says otherwise (a
+#: real region host seen in public clients).
+DEFAULT_V3_HOST = "us-west-2-platform.tealiumapis.com"
+
 #: The longest derived refresh margin (the one of the default token_ttl).
 DERIVED_MARGIN_MAX = 300
 
@@ -233,17 +362,17 @@ class Options:
     could need another answer to is one of these."""
 
     #: Bearer token validity (the interface document: 30 minutes).
-    token_ttl: _Duration[float] = _Duration(1800.0)
+    token_ttl: Duration[float] = Duration(1800.0)
     #: Re-authenticating this close to a credential's expiry counts as reuse, not churn.
     #: ``None`` (not set): derived from ``token_ttl`` by :func:`derived_refresh_margin`
     #: (300 s for the default token_ttl); read it back as a number.
-    refresh_margin: _Duration[float | None] = _Duration(None)
+    refresh_margin: Duration[float | None] = Duration(None)
     #: Failed v1 logins in a row that lock the account (not shown; our choice: 5).
     lockout_threshold: int = 5
     #: How long error 1402 lasts, from the failure that started the lockout.
-    lockout_duration: _Duration[float] = _Duration(600.0)
+    lockout_duration: Duration[float] = Duration(600.0)
     #: Idle time after which a v1 session ends by itself (not shown; our choice: 30 min).
-    session_timeout: _Duration[float] = _Duration(1800.0)
+    session_timeout: Duration[float] = Duration(1800.0)
     #: Premature grants one account may get within 60 s before /v2/auth answers 429;
     #: ``None`` switches throttling off.
     throttle: int | None = 5
@@ -265,14 +394,32 @@ class Options:
     #: The region host of v3 API calls: the ``host`` of v3 auth answers under
     #: ``intercept`` (without it, a second address of the fake stands for it).
     v3_host: str = DEFAULT_V3_HOST
+    #: Accept v3 API calls at platform.tealiumapis.com too, as the iQ Profile API pages'
+    #: examples make them (the auth page: the region host "must be used").
+    v3_global_host: bool = False
     #: Be an HTTP proxy for the service's hosts too, and point the process's proxy and
     #: CA variables at it for the test: unchanged clients with hard-coded hosts reach it.
     intercept: bool = False
-    #: Where the OAuth 2.0 token endpoint is (not published; our choice).
+    #: Where the OAuth 2.0 token endpoint is (the developer portal's pages: /oauth/token).
     oauth_token_path: str = OAUTH_TOKEN_PATH
-    #: OAuth access token validity (not published; our choice: 30 minutes, like the
-    #: other tokens).
-    oauth_token_ttl: _Duration[float] = _Duration(1800.0)
+    #: OAuth access token validity (the pages: 7200 s).
+    oauth_token_ttl: Duration[float] = Duration(OAUTH_TOKEN_TTL)
+    #: Where the developer portal's pages disagree (PORTAL_SPECS above, docs/oauth.md): the
+    #: action of DELETE; manage covering the others; the profile wildcard {account}:*:*;
+    #: token requests naming scopes as granted or any covered one; engine scopes added;
+    #: a scope for paths without /accounts/{a}/profiles/{p}.
+    oauth_delete_action: str = "write"
+    oauth_manage_covers: bool = True
+    oauth_profile_wildcard: bool = True
+    oauth_scope_request: str = "exact"
+    oauth_engine_scopes: str = "automatic"
+    oauth_short_paths: bool = True
+    #: The lifecycle of /v{YYYY-MM}/ API versions (api_versions.py): on, the successor
+    #: ("": derived), the Link's v, and the teardown check of calls past Active.
+    api_lifecycle: bool = True
+    api_successor: str = ""
+    api_link_v: bool = True
+    sunset_check: str = "warn"
     #: Whether ``refresh_margin`` was derived from ``token_ttl`` (not set explicitly):
     #: :func:`build_options` derives it again when only ``token_ttl`` changes.
     refresh_margin_derived: bool = dataclasses.field(
@@ -324,7 +471,15 @@ class Options:
                 "scheme, port or path (like 'us-east-1-platform.tealiumapis.com'), got "
                 f"{shown(self.v3_host)}"
             )
-        for name in ("strict", "https", "require_logout", "keep_alive", "intercept"):
+        check_portal_options(self)
+        for name in (
+            "strict",
+            "https",
+            "require_logout",
+            "keep_alive",
+            "v3_global_host",
+            "intercept",
+        ):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(
                     f"mgmtauth option {name!r} must be True or False, "
@@ -358,13 +513,15 @@ class Options:
             parts.append("keep_alive=False")
         if self.v3_host != DEFAULT_V3_HOST:
             parts.append(f"v3_host={self.v3_host}")
+        if self.v3_global_host:
+            parts.append("v3_global_host=True")
         if self.intercept:
             parts.append("intercept=True")
         if self.oauth_token_path != OAUTH_TOKEN_PATH:
             parts.append(f"oauth_token_path={self.oauth_token_path}")
-        if self.oauth_token_ttl != 1800.0:
+        if self.oauth_token_ttl != OAUTH_TOKEN_TTL:
             parts.append(f"oauth_token_ttl={self.oauth_token_ttl:g}s")
-        return " ".join(parts)
+        return " ".join(parts + changed_portal_options(self))
 
     def oauth_margin(self) -> float:
         """The refresh margin of OAuth access tokens: ``refresh_margin`` if set, else
@@ -479,6 +636,12 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
         metavar="HOST",
     ),
     OptionSpec(
+        "v3_global_host",
+        "bool",
+        "accept v3 API calls at platform.tealiumapis.com too, as the iQ Profile API pages' "
+        "examples make them (default false: the region host of the auth answer only)",
+    ),
+    OptionSpec(
         "intercept",
         "bool",
         "also be an HTTP proxy for the service's hosts (api.tealiumiq.com, "
@@ -495,8 +658,9 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
     OptionSpec(
         "oauth_token_ttl",
         "seconds",
-        "OAuth access token validity in seconds (default 1800)",
+        "OAuth access token validity in seconds (default 7200, the developer portal's)",
     ),
+    *PORTAL_SPECS,
 )
 OPTION_SPEC: dict[str, OptionSpec] = {spec.name: spec for spec in OPTION_SPECS}
 assert tuple(OPTION_SPEC) == OPTION_NAMES, "declare every option of Options, in order"

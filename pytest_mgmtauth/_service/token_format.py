@@ -1,5 +1,7 @@
 """The format of this fake's tokens and the checks of a presented one: the header and
-claims it writes (RS512, ``typ`` first, the real service's issuer), and why a bearer value
+claims it writes (RS512 with ``typ`` first, as the real service's v2 and v3 tokens; RS256
+with ``alg`` first, as the developer portal's access tokens; the real service's issuer),
+and why a bearer value
 is not a token it could have issued (:class:`TokenProblem`, whose reason never repeats a
 value from the token: it may carry a secret).
 
@@ -19,7 +21,16 @@ from .secret_text import claim_shown, library_says
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric import rsa
 
+#: The algorithm of the v2 and v3 tokens (the real service's example token).
 ALGORITHM = "RS512"
+#: The header the fake writes for each algorithm it signs with, in the order of the
+#: published tokens: v2 and v3 tokens begin ``eyJ0eXAiOiJKV1QiLCJhbGciOiJSUzUxMiJ9``
+#: (``typ`` first), the developer portal's access tokens
+#: ``eyJhbGciOiJSUzI1NiIsInR5cCI6IkpXVCJ9`` (``alg`` first, "a JWT signed with RS256").
+HEADERS: dict[str, dict[str, str]] = {
+    "RS512": {"typ": "JWT", "alg": "RS512"},
+    "RS256": {"alg": "RS256", "typ": "JWT"},
+}
 #: The real service's issuer (its published example token); ``Options.issuer`` changes it.
 ISSUER = "https://api.tealiumiq.com"
 _BASE64URL = string.ascii_letters + string.digits + "-_"
@@ -39,9 +50,12 @@ class Claims:
     jti: str
 
 
-def verify_token(token: str, public_key: rsa.RSAPublicKey, expected: str) -> Claims:
-    """The claims of ``token`` if ``public_key`` verifies it and it names the issuer
-    ``expected``; raises :class:`TokenProblem`.
+def verify_token(
+    token: str, public_key: rsa.RSAPublicKey, expected: str, algorithm: str = ALGORITHM
+) -> Claims:
+    """The claims of ``token`` if ``public_key`` verifies it with ``algorithm`` (the one
+    the flow's tokens are signed with) and it names the issuer ``expected``; raises
+    :class:`TokenProblem`.
 
     Every way a token can fail is a :class:`TokenProblem` whose text says what is
     wrong with the token, never another exception: PyJWT raises
@@ -60,12 +74,12 @@ def verify_token(token: str, public_key: rsa.RSAPublicKey, expected: str) -> Cla
             f"{token.count('.') + 1}); send the 'token' field of /v2/auth's answer as it is"
         )
     header = unverified_header(token)
-    check_header(header)
+    check_header(header, algorithm)
     try:
         payload = jwt.decode(
             token,
             public_key,
-            algorithms=[ALGORITHM],
+            algorithms=[algorithm],
             options={
                 "verify_exp": False,
                 "verify_nbf": False,
@@ -135,12 +149,13 @@ def unverified_header(token: str) -> dict[str, Any]:
     return header
 
 
-def check_header(header: dict[str, Any]) -> None:
-    """Refuse a header this fake never writes, saying which member is wrong."""
+def check_header(header: dict[str, Any], algorithm: str = ALGORITHM) -> None:
+    """Refuse a header this fake never writes for tokens of ``algorithm``, saying which
+    member is wrong."""
     alg = header.get("alg")
-    if alg != ALGORITHM:
+    if alg != algorithm:
         raise TokenProblem(
-            f"the token's algorithm is {claim_shown(alg)}, not {ALGORITHM!r}: this fake "
+            f"the token's algorithm is {claim_shown(alg)}, not {algorithm!r}: this fake "
             "never issued it"
         )
     if "crit" in header:

@@ -1,5 +1,6 @@
-"""Signing this fake's bearer tokens: RS512 JWTs signed with one RSA key per test
-session, a new account's first one signed ahead. Their format and the checks of a
+"""Signing this fake's bearer tokens: RS512 JWTs (v2, v3; the developer portal's access
+tokens RS256) signed with one RSA key per test session, a new account's first one signed
+ahead. Their format and the checks of a
 presented one are ``token_format.py``.
 
 Key objects are loaded once and reused: handing PyJWT a PEM re-validates the RSA key on
@@ -20,7 +21,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .token_format import ALGORITHM, ISSUER, Claims, verify_token
+from .token_format import ALGORITHM, HEADERS, ISSUER, Claims, verify_token
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -48,9 +49,9 @@ def _segment(value: dict[str, Any]) -> bytes:
     return base64.urlsafe_b64encode(raw).rstrip(b"=")
 
 
-#: The header of every token, in the real service's order (its tokens begin
-#: ``eyJ0eXAiOiJKV1QiLCJhbGciOiJSUzUxMiJ9``: ``typ`` first; PyJWT sorts the keys).
-_HEADER_SEGMENT = _segment({"typ": "JWT", "alg": ALGORITHM})
+#: The header of the tokens of each algorithm, in the order of the published tokens
+#: (``token_format.HEADERS``; PyJWT would sort the keys).
+_HEADER_SEGMENTS = {alg: _segment(header) for alg, header in HEADERS.items()}
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,7 @@ class TokenSigner:
         self._private_key = private_key
         self._public_key = private_key.public_key()
         self._padding = padding.PKCS1v15()
-        self._hash = hashes.SHA512()
+        self._hashes = {"RS512": hashes.SHA512(), "RS256": hashes.SHA256()}
         self.issuer = issuer
         #: Guards the fields below.
         self._ahead_lock = threading.Lock()
@@ -121,12 +122,13 @@ class TokenSigner:
         extra: Mapping[str, object],
         *,
         issuer: str | None = None,
+        algorithm: str = ALGORITHM,
     ) -> tuple[str, Claims]:
         """A new token for ``subject`` with ``extra`` claims after the standard ones
-        (OAuth's ``scope`` and ``client_id``), signed now."""
+        (OAuth's ``scope`` and ``client_id``), signed now with ``algorithm``."""
         iss = self.issuer if issuer is None else issuer
-        unsigned, claims = self._unsigned(subject, issued_at, ttl, iss, extra)
-        return self._signed(unsigned), claims
+        unsigned, claims = self._unsigned(subject, issued_at, ttl, iss, extra, algorithm)
+        return self._signed(unsigned, algorithm), claims
 
     def prefetch(
         self, subject: str, issued_at: int, ttl: int, *, issuer: str | None = None
@@ -218,6 +220,7 @@ class TokenSigner:
         ttl: int,
         issuer: str,
         extra: Mapping[str, object] | None = None,
+        algorithm: str = ALGORITHM,
     ) -> tuple[bytes, Claims]:
         """The JWS signing input (``header.payload``, base64url) and the claims."""
         claims = Claims(
@@ -237,18 +240,21 @@ class TokenSigner:
         }
         if extra:
             payload.update({k: v for k, v in extra.items() if k not in payload})
-        return _HEADER_SEGMENT + b"." + _segment(payload), claims
+        return _HEADER_SEGMENTS[algorithm] + b"." + _segment(payload), claims
 
-    def _signed(self, unsigned: bytes) -> str:
-        """The compact JWS: ``unsigned`` and its RS512 signature. Written here rather
-        than by ``jwt.encode`` (same bytes: the header's keys sorted, compact JSON, as
-        PyJWT writes them; tests/domain/test_tokens.py compares) so that the signing
-        input can be made before the signature, in another thread."""
-        signature = self._private_key.sign(unsigned, self._padding, self._hash)
+    def _signed(self, unsigned: bytes, algorithm: str = ALGORITHM) -> str:
+        """The compact JWS: ``unsigned`` and its ``algorithm`` signature. Written here
+        rather than by ``jwt.encode`` (the same bytes but for the order of the header's
+        keys, which PyJWT sorts; tests/domain/test_tokens.py compares) so that the
+        signing input can be made before the signature, in another thread."""
+        signature = self._private_key.sign(unsigned, self._padding, self._hashes[algorithm])
         return (unsigned + b"." + base64.urlsafe_b64encode(signature).rstrip(b"=")).decode()
 
-    def verify(self, token: str, *, issuer: str | None = None) -> Claims:
-        """The claims of a token this fake signed (``issuer``: the one it must name, by
-        default this signer's); raises :class:`~.token_format.TokenProblem` saying why
-        it is not one."""
-        return verify_token(token, self._public_key, self.issuer if issuer is None else issuer)
+    def verify(
+        self, token: str, *, issuer: str | None = None, algorithm: str = ALGORITHM
+    ) -> Claims:
+        """The claims of a token this fake signed with ``algorithm`` (``issuer``: the one
+        it must name, by default this signer's); raises
+        :class:`~.token_format.TokenProblem` saying why it is not one."""
+        iss = self.issuer if issuer is None else issuer
+        return verify_token(token, self._public_key, iss, algorithm)

@@ -50,6 +50,7 @@ class Verdicts(Protocol):
         expired_use: bool,
         refused_call: bool,
         wrong_host: bool,
+        deprecated_version: bool,
     ) -> dict[str, Any]: ...
 
 
@@ -119,9 +120,17 @@ class ControlAPI:
             ),
             ("GET", "/check"): (
                 self._verdicts,
-                ("?require_logout", "?churn", "?expired_use", "?refused_call", "?wrong_host"),
+                (
+                    "?require_logout",
+                    "?churn",
+                    "?expired_use",
+                    "?refused_call",
+                    "?wrong_host",
+                    "?deprecated_version",
+                ),
                 "the verdicts since the last reset: ok, findings (churn, expired_use, "
-                "refused_call, open_session, wrong_host) with the assertions' messages, counts",
+                "refused_call, open_session, wrong_host, deprecated_version) with the "
+                "assertions' messages, counts",
             ),
             ("GET", "/clock"): (self._now, (), "the simulated time"),
             ("POST", "/clock/advance"): (
@@ -290,6 +299,7 @@ class ControlAPI:
             expired_use=body.flag("expired_use", True),
             refused_call=body.flag("refused_call", True),
             wrong_host=body.flag("wrong_host", True),
+            deprecated_version=body.flag("deprecated_version", True),
         )
 
     def _now(self, body: Body) -> tuple[int, Any]:

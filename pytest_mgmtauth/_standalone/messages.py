@@ -361,10 +361,10 @@ def fault_json(fault: ScriptedFault) -> dict[str, Any]:
 
 
 #: Options of ``@pytest.mark.mgmtauth`` that mean nothing to a standalone server: there
-#: is no teardown check for ``strict`` to make fail or ``require_logout`` to widen
-#: (``GET /_mgmtauth/check?require_logout=true`` does that), and HTTPS shows in the URL's
-#: scheme.
-TEST_ONLY_OPTIONS = ("strict", "https", "require_logout")
+#: is no teardown check for ``strict`` to make fail, ``require_logout`` to widen or
+#: ``sunset_check`` to tune (``GET /_mgmtauth/check?require_logout=true`` and
+#: ``?deprecated_version=false`` do that), and HTTPS shows in the URL's scheme.
+TEST_ONLY_OPTIONS = ("strict", "https", "require_logout", "sunset_check")
 
 
 def options_json(options: Options) -> dict[str, Any]:

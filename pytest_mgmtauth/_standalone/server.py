@@ -331,6 +331,7 @@ class StandaloneServer:
         expired_use: bool = True,
         refused_call: bool = True,
         wrong_host: bool = True,
+        deprecated_version: bool = True,
     ) -> dict[str, Any]:
         """The verdicts since the last reset (``GET /_mgmtauth/check``), as JSON."""
         # A long timeline in a message is cut; say where a client in any language
@@ -346,6 +347,7 @@ class StandaloneServer:
                 ("refused_call", refused_call),
                 ("open_session", require_logout),
                 ("wrong_host", wrong_host),
+                ("deprecated_version", deprecated_version),
             )
             if counted
         ]
@@ -360,6 +362,7 @@ class StandaloneServer:
                 "refused_call": refused_call,
                 "open_session": require_logout,
                 "wrong_host": wrong_host,
+                "deprecated_version": deprecated_version,
             },
         }
 

@@ -30,6 +30,7 @@ from .evidence import (
     summarize,
     timeline_lines,
 )
+from .versions import deprecated_calls, deprecated_version_message
 
 if TYPE_CHECKING:
     from collections.abc import Collection
@@ -92,7 +93,14 @@ def wrong_host_findings(evidence: Evidence) -> list[tuple[str | None, str]]:
 # -- verdicts: what the teardown check and the report section say ---------------------
 
 #: The kinds of finding, in the order they are reported.
-KINDS: tuple[str, ...] = ("churn", "expired_use", "refused_call", "open_session", "wrong_host")
+KINDS: tuple[str, ...] = (
+    "churn",
+    "expired_use",
+    "refused_call",
+    "open_session",
+    "wrong_host",
+    "deprecated_version",
+)
 
 #: How each kind is named in the report section.
 _KIND_TITLES = {
@@ -101,6 +109,13 @@ _KIND_TITLES = {
     "refused_call": "refused calls (wrong credential)",
     "open_session": "open v1 sessions",
     "wrong_host": "wrong host",
+    "deprecated_version": "API versions past Active",
+}
+
+#: Why a kind is not counted, when its option turns it off.
+_OFF = {
+    "open_session": "require_logout is off",
+    "deprecated_version": "sunset_check is off",
 }
 
 
@@ -155,8 +170,19 @@ def _accounts_of(evidence: Evidence, kind: str) -> list[str]:
 def default_kinds(options: Options) -> tuple[str, ...]:
     """The kinds the teardown check counts: churn, expired-credential use, refused
     calls and requests to the wrong host always, open v1 sessions with
-    ``require_logout``."""
-    return tuple(k for k in KINDS if k != "open_session" or options.require_logout)
+    ``require_logout``, calls to API versions past Active unless ``sunset_check`` is
+    ``"off"``."""
+    off = {"open_session": not options.require_logout}
+    off["deprecated_version"] = options.sunset_check == "off"
+    return tuple(k for k in KINDS if not off.get(k))
+
+
+def failing_kinds(options: Options) -> tuple[str, ...]:
+    """The kinds that fail a test at teardown instead of warning: all with ``strict``,
+    calls to API versions past Active with ``sunset_check="fail"``."""
+    if options.strict:
+        return KINDS
+    return ("deprecated_version",) if options.sunset_check == "fail" else ()
 
 
 def findings(evidence: Evidence, *, kinds: Collection[str] | None = None) -> list[Finding]:
@@ -173,6 +199,10 @@ def findings(evidence: Evidence, *, kinds: Collection[str] | None = None) -> lis
             continue
         if kind == "wrong_host":
             found += [Finding(kind, u, m) for u, m in wrong_host_findings(evidence)]
+            continue
+        if kind == "deprecated_version":
+            message = deprecated_version_message(evidence)
+            found += [Finding(kind, None, message)] if message is not None else []
             continue
         for username in _accounts_of(evidence, kind):
             message = _MESSAGES[kind](evidence, username=username)
@@ -198,6 +228,7 @@ def finding_counts(evidence: Evidence) -> dict[str, int]:
         "refused_call": len(refused_calls(evidence)),
         "open_session": len(open_sessions(evidence)),
         "wrong_host": len(wrong_hosts(evidence)),
+        "deprecated_version": len(deprecated_calls(evidence)),
     }
 
 
@@ -242,7 +273,7 @@ def report_section(evidence: Evidence, *, counted: Collection[str] | None = None
         if not mine:
             parts.append(f"  {title}: none")
             continue
-        note = "" if kind in counts else " (not checked: require_logout is off)"
+        note = "" if kind in counts else f" (not checked: {_OFF.get(kind, 'off')})"
         for finding in mine:
             headline = finding.headline.removeprefix("pytest-mgmtauth: ")
             parts.append(f"  {title}{note}: {headline}")
@@ -314,6 +345,18 @@ class OpenSessionWarning(AuthFindingWarning):
     __module__ = "pytest_mgmtauth"
 
 
+class DeprecatedVersionWarning(AuthFindingWarning):
+    """A test's client called an API version in End of Support (its answers carried
+    ``Sunset`` and ``Deprecation``) or at End of Life (410).
+
+    Emitted at the end of a test that uses ``mgmt_server`` with ``sunset_check="warn"``
+    (the default); ``sunset_check="fail"`` (or ``strict``) fails the test instead,
+    ``"off"`` says nothing. See docs/oauth.md.
+    """
+
+    __module__ = "pytest_mgmtauth"
+
+
 #: The warning class of each kind of finding.
 WARNINGS: dict[str, type[AuthFindingWarning]] = {
     "churn": TokenChurnWarning,
@@ -321,4 +364,5 @@ WARNINGS: dict[str, type[AuthFindingWarning]] = {
     "refused_call": RefusedCallWarning,
     "open_session": OpenSessionWarning,
     "wrong_host": WrongHostWarning,
+    "deprecated_version": DeprecatedVersionWarning,
 }

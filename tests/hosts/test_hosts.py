@@ -49,7 +49,15 @@ def test_the_flows_declare_the_hosts_of_the_service() -> None:
     assert FLOWS["v2"].auth_hosts == ("api.tealiumiq.com",)
     assert FLOWS["v3"].auth_hosts == ("platform.tealiumapis.com",)
     options = Options(v3_host="eu-central-1-platform.tealiumapis.com")
-    assert route_hosts("v1", options) == ("api.tealiumiq.com", "my.tealiumiq.com")
+    assert route_hosts("v1", options) == (
+        "api.tealiumiq.com",
+        "my.tealiumiq.com",
+        "sso.tealiumiq.com",
+    )
+    assert route_hosts("v3", Options(v3_global_host=True)) == (
+        DEFAULT_V3_HOST,
+        "platform.tealiumapis.com",
+    )
     assert route_hosts("v2", options) == ("api.tealiumiq.com",)
     assert route_hosts("v3", options) == ("eu-central-1-platform.tealiumapis.com",)
     assert route_hosts("v2", options, "my.tealiumiq.com") == ("my.tealiumiq.com",)

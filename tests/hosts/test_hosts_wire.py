@@ -159,6 +159,67 @@ def test_v3_host_is_the_host_of_v3_answers_under_interception(
     mgmt_server._checked.add("wrong_host")
 
 
+@pytest.mark.mgmtauth(intercept=True)
+def test_v1_calls_of_sso_customers_at_sso_tealiumiq_com(
+    mgmt_server: MgmtServer, mgmt_account: Account
+) -> None:
+    # Public v1 clients of SSO customers call sso.tealiumiq.com/urest/... after login.
+    assert "sso.tealiumiq.com" in mgmt_server.hosts
+    mgmt_server.route("GET", "/urest/things", auth="v1").respond_with_json({"ok": True})
+    login = requests.post(
+        "https://api.tealiumiq.com/v1/login",
+        data={"username": mgmt_account.username, "password": mgmt_account.password},
+        timeout=10,
+    )
+    session = login.headers["Set-Cookie"].split(";")[0]
+    call = requests.get(
+        f"https://sso.tealiumiq.com/urest/things?utk={login.json()['utk']}",
+        headers={"Cookie": session},
+        timeout=10,
+    )
+    assert (call.status_code, call.json()) == (200, {"ok": True})
+    assert "GET /urest/things at sso.tealiumiq.com with S1 -> 200" in mgmt_server.timeline()
+
+
+@pytest.mark.mgmtauth(intercept=True)
+def test_v3_calls_at_the_global_host_are_refused_naming_both_pages(
+    mgmt_server: MgmtServer, mgmt_account: Account
+) -> None:
+    mgmt_server.route("GET", SCOPED).respond_with_json({"ok": True})
+    body = requests.post(
+        "https://platform.tealiumapis.com/v3/auth/accounts/acme/profiles/main",
+        data={"username": mgmt_account.username, "key": mgmt_account.api_key},
+        timeout=10,
+    ).json()
+    bearer = {"Authorization": f"Bearer {body['token']}"}
+    globally = requests.get(f"https://platform.tealiumapis.com{SCOPED}", headers=bearer, timeout=10)
+    assert globally.status_code == 404
+    message = globally.json()["message"]
+    assert '"must be used"' in message
+    assert "the iQ Profile API pages' examples call https://platform.tealiumapis.com" in message
+    assert "v3_global_host=True" in message
+    mgmt_server._checked.add("wrong_host")
+
+
+@pytest.mark.mgmtauth(intercept=True, v3_global_host=True)
+def test_v3_global_host_accepts_v3_calls_at_the_global_host(
+    mgmt_server: MgmtServer, mgmt_account: Account
+) -> None:
+    # The iQ Profile API pages' examples: https://platform.tealiumapis.com/v3/tiq/...
+    mgmt_server.route("GET", SCOPED).respond_with_json({"ok": True})
+    body = requests.post(
+        "https://platform.tealiumapis.com/v3/auth/accounts/acme/profiles/main",
+        data={"username": mgmt_account.username, "key": mgmt_account.api_key},
+        timeout=10,
+    ).json()
+    assert body["host"] == "us-west-2-platform.tealiumapis.com"  # still the region host
+    bearer = {"Authorization": f"Bearer {body['token']}"}
+    for host in ("platform.tealiumapis.com", body["host"]):
+        call = requests.get(f"https://{host}{SCOPED}", headers=bearer, timeout=10)
+        assert (call.status_code, call.json()) == (200, {"ok": True}), host
+    assert "wrong host" not in mgmt_server.timeline()
+
+
 @pytest.fixture
 def pytester(mgmt_pytester: pytest.Pytester) -> pytest.Pytester:
     return mgmt_pytester

@@ -228,3 +228,26 @@ def test_urllib_with_an_opener_built_before_the_test(pytester: pytest.Pytester) 
     )
     result = pytester.runpytest_inprocess("-p", "no:randomly", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=3)
+
+
+def test_interception_set_up_under_a_frozen_clock(pytester: pytest.Pytester) -> None:
+    # The test CA and a tunnel's certificate made while mgmt_clock is frozen: a fresh
+    # session whose first test asks for the clock before the server (cryptography signs
+    # only datetimes of the class freezegun has put in place).
+    pytester.makepyfile(
+        """
+        import pytest
+        import requests
+
+
+        @pytest.mark.mgmtauth(intercept=True)
+        def test_frozen_first(mgmt_clock, mgmt_server, mgmt_account):
+            answer = requests.post(
+                "https://api.tealiumiq.com/v2/auth",
+                data={"username": mgmt_account.username, "key": mgmt_account.api_key},
+                timeout=10,
+            )
+            assert answer.status_code == 200
+        """
+    )
+    pytester.runpytest_inprocess("-p", "no:randomly").assert_outcomes(passed=1)

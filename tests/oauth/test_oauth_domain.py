@@ -17,12 +17,8 @@ from pytest_mgmtauth._service.events import ApiCall, ClientRevoked, SecretRotate
 from pytest_mgmtauth._service.flows.base import Answer, Incoming
 from pytest_mgmtauth._service.flows.bearer import BearerToken
 from pytest_mgmtauth._service.flows.oauth import OAuthFlow
-from pytest_mgmtauth._service.flows.oauth_clients import (
-    DEFAULT_SCOPE,
-    OAuthClient,
-    covers,
-    parse_scope,
-)
+from pytest_mgmtauth._service.flows.oauth_clients import OAuthClient
+from pytest_mgmtauth._service.flows.oauth_scopes import DEFAULT_SCOPE, covers, parse_scope
 from pytest_mgmtauth._service.flows.registry import FLOWS, endpoint_for
 from pytest_mgmtauth._service.options import Options
 from pytest_mgmtauth._service.secret_text import ClientKind
@@ -32,6 +28,9 @@ from pytest_mgmtauth._service.timeline import ManualClock
 FORM = "application/x-www-form-urlencoded"
 READ = "acme:main:tiq:2026-07:profiles:read"
 WRITE = "acme:main:tiq:2026-07:profiles:write"
+#: A secret a test chooses with the characters RFC 6749 2.3.1 form-encodes (generated
+#: secrets are letters and digits, as the portal's).
+RESERVED = "s3cr+t&k3y=%41/x"
 
 
 def basic(client_id: str, secret: str, *, encode: bool = True) -> str:
@@ -59,7 +58,7 @@ def request(
     if authorization is None:
         authorization = (basic(client.client_id, client.client_secret),) if client else ()
     incoming = Incoming(
-        path="/oauth2/token",
+        path="/oauth/token",
         form={},
         params={},
         cookies={},
@@ -85,6 +84,14 @@ def error_of(refusal: Refusal) -> tuple[int, str]:
     return refusal.status, str(refusal.body["error"])
 
 
+def call_error_of(refusal: Refusal) -> tuple[int, str]:
+    """An API call's refusal: the gateway's envelope ``{"error", "message"}``."""
+    assert refusal.body is not None
+    assert refusal.body.keys() == {"error", "message"}
+    assert refusal.body["message"]
+    return refusal.status, str(refusal.body["error"])
+
+
 def call(
     service: AuthService, token: str | None, *, scope: str | None = READ, missing: bool = False
 ) -> Any:
@@ -104,13 +111,24 @@ def oauth(service: AuthService) -> OAuthFlow:
 
 def test_the_flow_is_registered_with_its_endpoint_from_the_option() -> None:
     assert FLOWS["oauth"] is OAuthFlow
-    found = endpoint_for("/oauth2/token", Options())
+    found = endpoint_for("/oauth/token", Options())
     assert found is not None
     assert found[0] is OAuthFlow
     moved = Options(oauth_token_path="/portal/token")
     assert endpoint_for("/portal/token", moved) is not None
-    assert endpoint_for("/oauth2/token", moved) is None
-    assert OAuthFlow.auth_hosts == OAuthFlow.api_hosts == ("developer.tealiumapis.com",)
+    assert endpoint_for("/oauth/token", moved) is None
+    assert OAuthFlow.auth_hosts == OAuthFlow.api_hosts == ("api.tealiumapis.com",)
+
+
+def test_the_earlier_endpoint_and_lifetime_stay_reachable_through_the_options(
+    make_service: Callable[..., AuthService],
+) -> None:
+    assert endpoint_for("/oauth/token", Options()) is not None  # the portal's pages
+    earlier = Options(oauth_token_path="/oauth2/token", oauth_token_ttl=1800)
+    assert endpoint_for("/oauth2/token", earlier) is not None
+    service = make_service(oauth_token_path="/oauth2/token", oauth_token_ttl=1800)
+    client = service.flow(OAuthFlow).add_client()
+    assert request(service, client).body["expires_in"] == 1800
 
 
 def test_an_option_path_on_another_flows_endpoint_is_refused(
@@ -123,38 +141,74 @@ def test_an_option_path_on_another_flows_endpoint_is_refused(
 # -- scopes ------------------------------------------------------------------------
 
 
-def test_scopes_have_six_parts_a_version_and_a_known_action() -> None:
+ENGINE = "e01ce645-3964-4343-9a0c-7d165e653b35"
+
+
+def test_scopes_have_the_forms_of_the_scopes_page() -> None:
     assert parse_scope(DEFAULT_SCOPE)[5] == "manage"
-    with pytest.raises(ValueError, match="has 5 part"):
-        parse_scope("acme:main:tiq:2026-07:profiles")
-    with pytest.raises(ValueError, match="not read, write or manage"):
-        parse_scope("acme:main:tiq:2026-07:profiles:delete")
+    # dev-portal-scopes: the actions read, write, delete and manage; '*' anywhere.
+    assert parse_scope("acme:main:tiq:2026-07:profiles:delete")[5] == "delete"
+    assert parse_scope("my-account:main:cdp-api:2026-07:*:*")[4:] == ("*", "*")
+    assert parse_scope("my-account:main:cdp-api:*:labels:read")[3] == "*"
+    # Engine scopes: five parts, seven combined; the profile wildcard of three.
+    assert parse_scope(f"my-account:main:context-api:2026-06:{ENGINE}")[4] == ENGINE
+    assert parse_scope("my-account:main:context-api:2026-06:*")[4] == "*"
+    assert len(parse_scope(f"my-account:main:context-api:2026-06:{ENGINE}:actions:read")) == 7
+    assert parse_scope("acme:*:*") == ("acme", "*", "*")
+    with pytest.raises(ValueError, match="only scope of 3 parts is"):
+        parse_scope("acme:main:tiq")
+    with pytest.raises(ValueError, match="oauth_profile_wildcard=False"):
+        parse_scope("acme:*:*", profile_wildcard=False)
+    with pytest.raises(ValueError, match="has 4 part"):
+        parse_scope("acme:main:tiq:2026-07")
+    with pytest.raises(ValueError, match="is not read, write, delete or manage"):
+        parse_scope("acme:main:tiq:2026-07:profiles:own")
     with pytest.raises(ValueError, match="like '2026-07'"):
-        parse_scope("acme:main:tiq:v3:profiles:read")
+        parse_scope("acme:main:tiq:v2026-07:profiles:read")
     with pytest.raises(ValueError, match="profile"):
         parse_scope("acme::tiq:2026-07:profiles:read")
 
 
-def test_manage_covers_write_and_read_and_a_star_profile_covers_every_profile() -> None:
+def test_what_a_scope_covers() -> None:
     assert covers(DEFAULT_SCOPE, READ)
     assert covers(DEFAULT_SCOPE, WRITE)
+    assert covers(DEFAULT_SCOPE, "acme:main:tiq:2026-07:profiles:delete")
+    assert not covers(DEFAULT_SCOPE, READ, manage_covers=False)
     assert not covers(WRITE, READ)
     assert not covers(READ, WRITE)
     assert covers("acme:*:tiq:2026-07:profiles:read", READ)
     assert not covers(READ, "acme:*:tiq:2026-07:profiles:read")
     assert not covers(READ, "acme:dev:tiq:2026-07:profiles:read")
     assert not covers(READ, "other:main:tiq:2026-07:profiles:read")
+    # '*' in any position: every version, every scope of an API.
+    assert covers("acme:main:tiq:*:profiles:read", READ)
+    assert covers("acme:main:tiq:2026-07:*:*", WRITE)
+    assert not covers("acme:main:tiq:2026-07:*:*", "acme:main:cdp:2026-07:labels:read")
+    # An engine scope covers its engine's resources; a resource scope no engine.
+    engine = f"acme:main:context-api:2026-06:{ENGINE}"
+    assert covers(engine, f"{engine}:actions:read")
+    assert covers("acme:main:context-api:2026-06:*", engine)
+    assert covers("acme:*:*", engine)
+    assert not covers("acme:*:*", "acme:main:context-api:2026-06:actions:read")
+    assert not covers("acme:main:context-api:2026-06:actions:read", f"{engine}:actions:read")
+    assert covers(f"{engine}:actions:*", f"{engine}:actions:write")
+    assert not covers(f"{engine}:actions:read", engine)
 
 
 # -- clients -----------------------------------------------------------------------
 
 
-def test_a_client_gets_a_secret_that_needs_encoding_and_never_shows_it(
+def test_a_client_gets_a_secret_of_letters_and_digits_and_never_shows_it(
     oauth: OAuthFlow,
 ) -> None:
     client = oauth.add_client()
     assert client.scopes == (DEFAULT_SCOPE,)
-    assert set("+&=%/") <= set(client.client_secret)
+    # The portal's alphabet: curl -u and RFC 6749 2.3.1's form-encoding send the same.
+    assert client.client_secret.isascii()
+    assert client.client_secret.isalnum()
+    assert len(client.client_secret) == 48
+    assert quote_plus(client.client_secret) == client.client_secret
+    assert oauth.rotate_client_secret(client.client_id).client_secret.isalnum()
     assert client.client_secret not in repr(client)
     assert client.client_id in repr(client)
     assert client.client_secret not in oauth.service.timeline.redact(f"x {client.client_secret} y")
@@ -182,15 +236,24 @@ def test_a_client_gets_a_jwt_with_its_scopes_by_basic_auth(
     body = answer.body
     assert (body["token_type"], body["expires_in"], body["scope"]) == (
         "Bearer",
-        1800,
+        7200,
         DEFAULT_SCOPE,
     )
     token = str(body["access_token"])
     claims = jwt.decode(token, options={"verify_signature": False})
-    assert jwt.get_unverified_header(token)["alg"] == "RS512"
+    # "JWT signed with RS256", its header in the order of the pages' example token.
+    assert token.startswith("eyJhbGciOiJSUzI1NiIsInR5cCI6IkpXVCJ9.")
+    public_key = service.signer._public_key
+    verified = jwt.decode(
+        token,
+        public_key,
+        algorithms=["RS256"],
+        options={"verify_exp": False, "verify_iat": False, "verify_nbf": False},
+    )
+    assert verified == claims
     assert claims["sub"] == claims["client_id"] == client.client_id
     assert claims["scope"] == DEFAULT_SCOPE
-    assert claims["exp"] == int(clock()) + 1800
+    assert claims["exp"] == int(clock()) + 7200
     [issued] = [e for e in service.timeline.events if isinstance(e, TokenIssued)]
     assert (issued.version, issued.scopes, issued.username) == (
         "oauth",
@@ -216,10 +279,49 @@ def test_the_token_lifetime_is_an_option(make_service: Callable[..., AuthService
     assert request(service, client).body["expires_in"] == 300
 
 
-def test_a_narrower_scope_may_be_asked_for(service: AuthService, oauth: OAuthFlow) -> None:
-    client = oauth.add_client(["acme:*:tiq:2026-07:profiles:manage"])
+def test_a_subset_of_the_granted_scopes_may_be_asked_for_each_as_granted(
+    service: AuthService, oauth: OAuthFlow
+) -> None:
+    client = oauth.add_client([READ, WRITE, "acme:*:tiq:2026-07:profiles:manage"])
+    assert request(service, client, scope=WRITE).body["scope"] == WRITE
+    wildcard = "acme:*:tiq:2026-07:profiles:manage"
+    assert request(service, client, scope=wildcard).body["scope"] == wildcard
+    # A scope a wildcard covers is named in the wildcard's form (the authentication
+    # page: "Request the scope exactly as it was granted").
+    narrower = "acme:dev:tiq:2026-07:profiles:manage"
+    refusal = refused(lambda: request(service, client, scope=narrower))
+    assert error_of(refusal) == (400, "invalid_scope")
+    assert f"was granted {wildcard!r}" in refusal.reason
+    assert "oauth_scope_request='covered'" in refusal.reason
+
+
+def test_with_covered_requests_a_narrower_scope_may_be_asked_for(
+    make_service: Callable[..., AuthService],
+) -> None:
+    service = make_service(oauth_scope_request="covered")
+    client = service.flow(OAuthFlow).add_client(["acme:*:tiq:2026-07:profiles:manage"])
     answer = request(service, client, scope=f"{READ} {WRITE}")
     assert answer.body["scope"] == f"{READ} {WRITE}"
+
+
+def test_engine_scopes_are_added_to_tokens_unless_they_must_be_requested(
+    make_service: Callable[..., AuthService],
+) -> None:
+    engine = f"acme:main:context-api:2026-06:{ENGINE}"
+    for reading, expected in (("automatic", f"{READ} {engine}"), ("requested", READ)):
+        service = make_service(oauth_engine_scopes=reading)
+        client = service.flow(OAuthFlow).add_client([READ, engine])
+        assert request(service, client, scope=READ).body["scope"] == expected
+        assert request(service, client, scope=engine).body["scope"] == engine
+
+
+def test_the_profile_wildcard_is_refused_when_the_option_says_so(
+    make_service: Callable[..., AuthService],
+) -> None:
+    service = make_service(oauth_profile_wildcard=False)
+    with pytest.raises(ValueError, match="oauth_profile_wildcard=False"):
+        service.flow(OAuthFlow).add_client(["acme:*:*"])
+    assert make_service().flow(OAuthFlow).add_client(["acme:*:*"]).scopes == ("acme:*:*",)
 
 
 @pytest.mark.parametrize(
@@ -227,7 +329,7 @@ def test_a_narrower_scope_may_be_asked_for(service: AuthService, oauth: OAuthFlo
     [
         ("acme:main:tiq:2026-07:profiles:read", "may not get the scope"),
         ("acme:main:tiq", "has 3 part"),
-        ("acme:main:tiq:2026-07:profiles:own", "not read, write or manage"),
+        ("acme:main:tiq:2026-07:profiles:own", "not read, write, delete or manage"),
         ("", "scope is empty"),
         (f"{WRITE}  {WRITE}", "extra space"),
     ],
@@ -251,7 +353,7 @@ def test_a_wrong_or_unknown_client_is_invalid_client_401_with_a_challenge(
     wrong = OAuthClient(client.client_id, "not-the-secret-at-all", client.scopes)
     refusal = refused(lambda: request(service, wrong))
     assert error_of(refusal) == (401, "invalid_client")
-    assert ("WWW-Authenticate", 'Basic realm="developer.tealiumapis.com", charset="UTF-8"') in (
+    assert ("WWW-Authenticate", 'Basic realm="api.tealiumapis.com", charset="UTF-8"') in (
         refusal.headers
     )
     assert ("Cache-Control", "no-store") in refusal.headers
@@ -267,7 +369,7 @@ def test_a_wrong_or_unknown_client_is_invalid_client_401_with_a_challenge(
 def test_a_secret_not_form_encoded_before_base64_is_diagnosed(
     service: AuthService, oauth: OAuthFlow
 ) -> None:
-    client = oauth.add_client()
+    client = oauth.add_client(client_secret=RESERVED)
     header = basic(client.client_id, client.client_secret, encode=False)
     refusal = refused(lambda: request(service, authorization=(header,)))
     assert error_of(refusal) == (401, "invalid_client")
@@ -280,7 +382,7 @@ def test_a_secret_not_form_encoded_before_base64_is_diagnosed(
 def test_a_secret_not_encoded_in_the_form_is_diagnosed(
     service: AuthService, oauth: OAuthFlow
 ) -> None:
-    client = oauth.add_client()
+    client = oauth.add_client(client_secret=RESERVED)
     body = (
         f"grant_type=client_credentials&client_id={client.client_id}"
         f"&client_secret={client.client_secret}"
@@ -383,13 +485,13 @@ def test_no_client_authentication_is_invalid_client(service: AuthService) -> Non
 def test_a_new_token_for_the_same_scopes_while_one_is_valid_is_churn(
     service: AuthService, oauth: OAuthFlow, clock: ManualClock
 ) -> None:
-    client = oauth.add_client(["acme:*:tiq:2026-07:profiles:manage"])
+    client = oauth.add_client([READ, WRITE])
     request(service, client, scope=READ)
     request(service, client, scope=WRITE)  # another scope set: no churn
     request(service, client, scope=READ)  # the same set again: churn
     issued = [e for e in service.timeline.events if isinstance(e, TokenIssued)]
     assert [e.while_valid for e in issued] == [(), (), ("T1",)]
-    clock.advance(1800 - 30)  # within the refresh margin: renewal, not churn
+    clock.advance(7200 - 30)  # within the refresh margin: renewal, not churn
     request(service, client, scope=WRITE)
     assert [e for e in service.timeline.events if isinstance(e, TokenIssued)][-1].while_valid == ()
 
@@ -434,23 +536,23 @@ def test_an_expired_or_unknown_token_is_invalid_token(
     service: AuthService, oauth: OAuthFlow, clock: ManualClock
 ) -> None:
     token = token_of(service, oauth.add_client())
-    clock.advance(1801)
+    clock.advance(7201)
     refusal = refused(lambda: call(service, token))
-    assert error_of(refusal) == (401, "invalid_token")
+    assert call_error_of(refusal) == (401, "invalid_token")
     assert refusal.headers == (("WWW-Authenticate", 'Bearer error="invalid_token"'),)
     [used] = [e for e in service.timeline.events if isinstance(e, ApiCall)]
     assert used.credential_expired
     assert used.error == "invalid_token"
-    assert error_of(refused(lambda: call(service, "a.b.c"))) == (401, "invalid_token")
+    assert call_error_of(refused(lambda: call(service, "a.b.c"))) == (401, "invalid_token")
 
 
 def test_a_token_without_the_scope_is_403_insufficient_scope_naming_both(
     service: AuthService, oauth: OAuthFlow
 ) -> None:
-    client = oauth.add_client(["acme:*:tiq:2026-07:profiles:manage"])
+    client = oauth.add_client([READ, WRITE])
     token = token_of(service, client, scope=READ)
     refusal = refused(lambda: call(service, token, scope=WRITE))
-    assert error_of(refusal) == (403, "insufficient_scope")
+    assert call_error_of(refusal) == (403, "insufficient_scope")
     assert refusal.headers == (
         ("WWW-Authenticate", f'Bearer error="insufficient_scope", scope="{WRITE}"'),
     )
@@ -459,6 +561,110 @@ def test_a_token_without_the_scope_is_403_insufficient_scope_naming_both(
     assert WRITE in refused_call.describe()
     assert f"it has {READ}" in refused_call.describe()
     assert "the client may get it" in refusal.reason
+    # The body the authentication page publishes, word for word.
+    assert refusal.body == {
+        "error": "insufficient_scope",
+        "message": f"Token does not contain required scope: {WRITE}",
+    }
+
+
+# -- the scope a call needs, from its path and method (no scope= on the route) -------
+
+LABELS = "/v2026-07/cdp-api/accounts/tealium-corp/profiles/main/labels"
+CONTEXT = f"/v2026-06/context-api/accounts/acme/profiles/main/engines/{ENGINE}/actions"
+
+
+def path_call(service: AuthService, token: str, method: str, path: str) -> Any:
+    presented = BearerToken(token=token)
+    return service.authorize(
+        "oauth", presented, method=method, path=path, permission=None, scope=None
+    )
+
+
+def test_a_calls_scope_comes_from_its_path_and_method(
+    service: AuthService, oauth: OAuthFlow
+) -> None:
+    # The authentication page's example: a tealium-corp:*:... token reads any profile.
+    client = oauth.add_client(["tealium-corp:*:cdp-api:2026-07:labels:read"])
+    token = token_of(service, client)
+    assert path_call(service, token, "GET", LABELS).credential == "T1"
+    assert path_call(service, token, "GET", LABELS.replace("main", "staging") + "/7")
+    refusal = refused(lambda: path_call(service, token, "POST", LABELS))
+    assert call_error_of(refusal) == (403, "insufficient_scope")
+    needed = "tealium-corp:main:cdp-api:2026-07:labels:write"
+    assert refusal.body == {
+        "error": "insufficient_scope",
+        "message": f"Token does not contain required scope: {needed}",
+    }
+    assert f'scope="{needed}"' in dict(refusal.headers)["WWW-Authenticate"]
+    assert "version 2026-07, API 'cdp-api', action write" in refusal.reason
+    # Another version of the API is another scope.
+    other_version = LABELS.replace("2026-07", "2026-10")
+    assert refused(lambda: path_call(service, token, "GET", other_version)).status == 403
+    # A path that is not a calendar-versioned API call needs no scope: any live token.
+    assert path_call(service, token, "GET", "/api/x").credential == "T1"
+
+
+@pytest.mark.parametrize(("reading", "needed"), [("write", "write"), ("delete", "delete")])
+def test_delete_needs_write_or_delete_as_the_option_says(
+    make_service: Callable[..., AuthService], reading: str, needed: str
+) -> None:
+    service = make_service(oauth_delete_action=reading)
+    scope = f"tealium-corp:main:cdp-api:2026-07:labels:{needed}"
+    token = token_of(service, service.flow(OAuthFlow).add_client([scope]))
+    assert path_call(service, token, "DELETE", LABELS + "/3").credential == "T1"
+    other = "delete" if needed == "write" else "write"
+    token = token_of(service, service.flow(OAuthFlow).add_client([scope.replace(needed, other)]))
+    refusal = refused(lambda: path_call(service, token, "DELETE", LABELS + "/3"))
+    assert f"required scope: {scope}" in str(refusal.body)
+
+
+def test_engine_enforced_calls_need_an_engine_scope(service: AuthService, oauth: OAuthFlow) -> None:
+    engine = f"acme:main:context-api:2026-06:{ENGINE}"
+    for granted in (
+        engine,
+        "acme:main:context-api:2026-06:*",
+        "acme:*:*",
+        f"{engine}:actions:read",
+    ):
+        token = token_of(service, oauth.add_client([granted]))
+        assert path_call(service, token, "GET", CONTEXT).version == "oauth", granted
+    # Account and profile access alone is not sufficient.
+    token = token_of(service, oauth.add_client(["acme:main:context-api:2026-06:actions:read"]))
+    refusal = refused(lambda: path_call(service, token, "GET", CONTEXT))
+    assert refusal.body == {
+        "error": "insufficient_scope",
+        "message": f"Token does not contain required scope: {engine}",
+    }
+    assert "engine must be granted" in refusal.reason
+
+
+def test_a_path_without_account_and_profile_needs_a_scope_of_its_api_in_any_account(
+    make_service: Callable[..., AuthService],
+) -> None:
+    # The versioning page's shape: /v2026-06/cdp/audiences.
+    service = make_service()
+    token = token_of(service, service.flow(OAuthFlow).add_client(["acme:*:cdp:*:audiences:read"]))
+    assert path_call(service, token, "GET", "/v2026-06/cdp/audiences").credential == "T1"
+    refusal = refused(lambda: path_call(service, token, "GET", "/v2026-06/cdp/labels"))
+    assert "required scope: {account}:{profile}:cdp:2026-06:labels:read" in str(refusal.body)
+    unchecked = make_service(oauth_short_paths=False)
+    token = token_of(
+        unchecked, unchecked.flow(OAuthFlow).add_client(["acme:main:x:2026-01:y:read"])
+    )
+    assert path_call(unchecked, token, "GET", "/v2026-06/cdp/labels").credential == "T1"
+
+
+def test_manage_covers_the_other_actions_unless_the_option_says_not(
+    make_service: Callable[..., AuthService],
+) -> None:
+    manage = "tealium-corp:main:cdp-api:2026-07:labels:manage"
+    service = make_service()
+    token = token_of(service, service.flow(OAuthFlow).add_client([manage]))
+    assert path_call(service, token, "GET", LABELS).credential == "T1"
+    strict = make_service(oauth_manage_covers=False)
+    token = token_of(strict, strict.flow(OAuthFlow).add_client([manage]))
+    assert refused(lambda: path_call(strict, token, "GET", LABELS)).status == 403
 
 
 def test_a_v2_token_on_an_oauth_route_is_invalid_token(service: AuthService) -> None:
@@ -467,8 +673,24 @@ def test_a_v2_token_on_an_oauth_route_is_invalid_token(service: AuthService) -> 
     account = service.accounts.add_account()
     token, _ = service.flow(V2Flow).grant(account.username, account.api_key)
     refusal = refused(lambda: call(service, token))
-    assert error_of(refusal) == (401, "invalid_token")
+    assert call_error_of(refusal) == (401, "invalid_token")
     assert "OAuth access token" in refusal.reason
+
+
+def test_an_access_token_of_another_test_verifies_as_rs256_and_is_refused_as_such(
+    make_service: Callable[..., AuthService],
+) -> None:
+    # Signed by this fake's key with RS256: known as the fake's own, not this test's.
+    earlier = make_service()
+    token = token_of(earlier, earlier.flow(OAuthFlow).add_client())
+    service = make_service()
+    refusal = refused(lambda: call(service, token))
+    assert call_error_of(refusal) == (401, "invalid_token")
+    assert "not issued in this test" in refusal.reason
+    # The same claims signed RS512 with the same key were never an access token.
+    claims = jwt.decode(token, options={"verify_signature": False})
+    resigned = jwt.encode(claims, service.signer._private_key, algorithm="RS512")
+    assert "not 'RS256'" in refused(lambda: call(service, resigned)).reason
 
 
 def test_a_route_scope_is_checked_when_the_route_is_declared() -> None:

@@ -31,7 +31,7 @@ class Client:
         for attempt in (1, 2):
             if self.token is None or not self.keep:
                 answer = requests.post(
-                    self.url + "/oauth2/token",
+                    self.url + "/oauth/token",
                     data={"grant_type": "client_credentials"},
                     auth=(quote_plus(self.client.client_id), quote_plus(self.client.client_secret)),
                 )
@@ -87,7 +87,7 @@ def test_churn_warns_junit_counts_and_a_sweep_runs(pytester: pytest.Pytester) ->
             "granted 2 new*",
             "  Timeline of OAuth client 'client1-*' (simulated time since the test started):",
             "    00:00:00  T1 issued by the OAuth 2.0 token endpoint for "
-            "acme:main:tiq:2026-07:profiles:manage (#*), valid until 00:30:00",
+            "acme:main:tiq:2026-07:profiles:manage (#*), valid until 02:00:00",
             "*Fix: keep one OAuth access token per set of scopes*",
         ]
     )
@@ -150,4 +150,4 @@ def test_oauth_options_from_the_ini(pytester: pytest.Pytester) -> None:
     )
     result = pytester.runpytest_inprocess()
     result.assert_outcomes(passed=1, errors=1)
-    result.stdout.fnmatch_lines(["*'oauth_token_path' must be a path like '/oauth2/token'*"])
+    result.stdout.fnmatch_lines(["*'oauth_token_path' must be a path like '/oauth/token'*"])

@@ -295,3 +295,18 @@ def test_a_number_with_more_than_one_sign_is_a_parse_error_of_the_option(text: s
         with pytest.raises(ValueError, match=r"^expected ") as raised:
             spec.parse(text)
         assert "invalid literal" not in str(raised.value)
+
+
+def test_the_portal_options_are_checked_and_shown_when_changed() -> None:
+    # Each disagreement between the developer portal's pages is an option (docs/oauth.md).
+    assert "oauth_" not in Options().describe()
+    changed = Options(oauth_delete_action="delete", oauth_manage_covers=False)
+    assert "oauth_delete_action=delete oauth_manage_covers=False" in changed.describe()
+    with pytest.raises(ValueError, match="'oauth_scope_request' must be 'exact' or 'covered'"):
+        Options(oauth_scope_request="subset")
+    with pytest.raises(TypeError, match="'oauth_profile_wildcard' must be True or False"):
+        Options(oauth_profile_wildcard="yes")  # type: ignore[arg-type]
+    from pytest_mgmtauth._service.options import OPTION_SPEC
+
+    assert OPTION_SPEC["oauth_engine_scopes"].parse(" Requested ") == "requested"
+    assert OPTION_SPEC["oauth_manage_covers"].flag == "--no-oauth-manage-covers"

@@ -4,6 +4,7 @@ verdicts for clients in any language, over real HTTP from an in-process server."
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +90,7 @@ def test_check_of_a_client_that_reuses_its_token_is_ok(
         "refused_call": True,
         "open_session": False,
         "wrong_host": True,
+        "deprecated_version": True,
     }
 
 
@@ -194,6 +196,7 @@ def test_a_reset_clears_the_verdicts(
             "refused_call": 0,
             "open_session": 0,
             "wrong_host": 0,
+            "deprecated_version": 0,
         },
         "counted": {
             "churn": True,
@@ -201,6 +204,7 @@ def test_a_reset_clears_the_verdicts(
             "refused_call": True,
             "open_session": False,
             "wrong_host": True,
+            "deprecated_version": True,
         },
     }
 
@@ -297,6 +301,7 @@ def test_the_new_endpoints_are_listed_and_take_only_get(
         "expired_use",
         "refused_call",
         "wrong_host",
+        "deprecated_version",
     ]
     assert "query" not in endpoints["GET", "/_mgmtauth/events"]
     # Endpoints that take no query parameters still ignore them (a cache-buster, say).
@@ -304,3 +309,32 @@ def test_the_new_endpoints_are_listed_and_take_only_get(
     answer = http.post(f"{server.url}/_mgmtauth/check", json={})
     assert answer.status_code == 405
     assert "/_mgmtauth/check takes GET, not POST" in answer.json()["message"]
+
+
+def test_check_counts_calls_to_api_versions_past_active_unless_switched_off(
+    key_file: Path, http: requests.Session
+) -> None:
+    # A version whose month was two years ago is in End of Support now (24 months Active,
+    # then 12), whatever today is.
+    now = datetime.now(timezone.utc)
+    path = f"/v{now.year - 2}-{now.month:02d}/cdp/things"
+    server = StandaloneServer(
+        Options(throttle=None),
+        port=0,
+        accounts=[ALICE],
+        routes=[("GET", path)],
+        key_file=str(key_file),
+        frozen_clock=True,
+    )
+    server.start()
+    try:
+        token = _token(http, server.url)
+        answer = http.get(server.url + path, headers={"Authorization": f"Bearer {token}"})
+        assert (answer.status_code, answer.headers["Deprecation"]) == (200, "true")
+        check = http.get(f"{server.url}/_mgmtauth/check").json()
+        assert [f["kind"] for f in check["findings"]] == ["deprecated_version"]
+        assert check["counts"]["deprecated_version"] == 1
+        off = http.get(f"{server.url}/_mgmtauth/check", params={"deprecated_version": "false"})
+        assert off.json()["ok"] is True
+    finally:
+        server.stop()

@@ -161,6 +161,7 @@ def test_accounts_from_the_command_line_and_a_file(
         assert "strict" not in info["options"]
         # The teardown check's option: /_mgmtauth/check?require_logout=true does that here.
         assert "require_logout" not in info["options"]
+        assert "sunset_check" not in info["options"]
         assert info["url"].startswith("https://")
         assert Path(info["ca_bundle"]).is_file()
         answer = http.post(

@@ -112,9 +112,9 @@ class PausedSigner(TokenSigner):
         super().__init__(key)
         self.release = threading.Event()
 
-    def _signed(self, unsigned: bytes) -> str:
+    def _signed(self, unsigned: bytes, algorithm: str = "RS512") -> str:
         assert self.release.wait(10)
-        return super()._signed(unsigned)
+        return super()._signed(unsigned, algorithm)
 
 
 def test_prefetch_returns_once_an_idle_worker_has_taken_the_job(

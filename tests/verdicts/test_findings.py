@@ -173,7 +173,8 @@ def test_report_section_has_the_timeline_rejections_and_every_verdict(
         "ended with /v1/logout: S1"
     )
     assert verdicts[6] == "  wrong host: none"
-    assert len(verdicts) == 7
+    assert verdicts[7] == "  API versions past Active: none"
+    assert len(verdicts) == 8
 
 
 def test_report_section_of_a_long_timeline_is_cut_and_lists_the_rejections(

@@ -14,7 +14,7 @@ from ..accounts import format_scopes
 from ..events import AuthRejected, TokenIssued
 from ..records import AUTH_FAILED, Authorization, TokenRecord
 from ..timeline import to_datetime
-from ..token_format import TokenProblem, unverified_subject
+from ..token_format import ALGORITHM, TokenProblem, unverified_subject
 from .base import HTTP_WHITESPACE, Credential, Flow
 
 if TYPE_CHECKING:
@@ -41,6 +41,8 @@ class BearerFlow(Flow):
 
     secret: ClassVar[SecretKind] = "API key"
     credential = "token"
+    #: What its tokens are signed with (``token_format.HEADERS``).
+    algorithm: ClassVar[str] = ALGORITHM
     #: The service does not publish a lockout of bearer grants.
     locks_out = False
     #: How its messages name the token in ``Authorization: Bearer <...>``.
@@ -191,9 +193,9 @@ class BearerFlow(Flow):
         # it. The grant takes effect below, when it is recorded: what it is judged
         # against (tokens held, grants in flight, the throttle window) is read then.
         issuer = service.options.issuer
-        if extra:
+        if extra or self.algorithm != ALGORITHM:
             token, claims = service.signer.issue_with(
-                username, int(now), lifetime, extra, issuer=issuer
+                username, int(now), lifetime, extra or {}, issuer=issuer, algorithm=self.algorithm
             )
         else:
             token, claims = service.signer.issue(username, int(now), lifetime, issuer=issuer)
@@ -266,7 +268,9 @@ class BearerFlow(Flow):
                 claims = record.claims  # issued in this test, exactly this string
             else:
                 try:
-                    claims = service.signer.verify(token, issuer=service.options.issuer)
+                    claims = service.signer.verify(
+                        token, issuer=service.options.issuer, algorithm=self.algorithm
+                    )
                 except TokenProblem as exc:
                     sub = unverified_subject(token)
                     self.refuse_call(

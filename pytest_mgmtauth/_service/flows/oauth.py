@@ -1,12 +1,12 @@
-"""OAuth 2.0 client credentials of the developer portal (RFC 6749 section 4.4): ``POST``
-to the token endpoint (option ``oauth_token_path``) with a client's id and secret -> an
-RS512 JWT access token that carries scopes, sent as ``Authorization: Bearer <token>``.
+"""OAuth 2.0 client credentials of the developer portal (RFC 6749 section 4.4), as its
+pages publish them (repository Tealium/docs-site, ``administration/early-access/
+developer-portal/``): ``POST /oauth/token`` (option ``oauth_token_path``) at
+``api.tealiumapis.com`` with a client's id and secret -> an RS256 JWT access token that
+carries scopes, sent as ``Authorization: Bearer <token>``.
 
-A scope is ``{account}:{profile}:{apiFamily}:{apiVersion}:{resource}:{action}``. A route
-declared with ``scope=...`` takes a token with a scope that covers it: the same account,
-family, version and resource; the same profile or ``*``; the same action, or ``manage``
-(which covers ``write`` and ``read``; our choice). Errors have the shapes of RFC 6749
-section 5.2 (the token endpoint) and RFC 6750 section 3 (API calls), not the service's.
+This module: the clients and the token endpoint. The scopes are ``oauth_scopes.py``, the
+API calls (the gateway's scope check, RFC 6750 refusals) ``oauth_calls.py``, what a
+client sends and the RFC 6749 error shapes ``oauth_clients.py``.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from collections import deque
 from typing import TYPE_CHECKING, NoReturn
 from urllib.parse import unquote
 
-from ..accounts import fingerprint, generate_api_key
+from ..accounts import fingerprint
 from ..events import AuthRejected, ClientRevoked, SecretRotated
 from ..options import OAUTH_TOKEN_PATH
 from ..records import AUTH_FAILED, DIAGNOSIS_BUDGET, DIAGNOSIS_WINDOW, FORBIDDEN, Refusal
@@ -28,7 +28,6 @@ from .base import Answer, ClientFlow, Endpoint, Incoming
 from .bearer import BearerFlow, BearerToken
 from .oauth_clients import (
     BASIC_CHALLENGE,
-    DEFAULT_SCOPE,
     HOST,
     NO_STORE,
     OAuthClient,
@@ -38,13 +37,12 @@ from .oauth_clients import (
     check_route_scope,
     check_scopes,
     client_credentials,
-    covers,
-    granted_scopes,
-    quoted,
+    generate_client_secret,
     rfc_text,
     token_form,
     unencoded_basic,
 )
+from .oauth_scopes import DEFAULT_SCOPE, covers, granted_scopes, quoted, required_scope
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -72,6 +70,7 @@ class OAuthFlow(BearerFlow, ClientFlow[OAuthClient]):
     takes_scope = True
     principal = "OAuth client"
     token_word = "access_token"
+    algorithm = "RS256"  # dev-portal-authentication: "JWT signed with RS256"
     endpoints = (Endpoint("token", OAUTH_TOKEN_PATH, statuses=STATUSES),)
 
     def __init__(self, service: AuthService) -> None:
@@ -131,9 +130,13 @@ class OAuthFlow(BearerFlow, ClientFlow[OAuthClient]):
         client_id: str | None = None,
         client_secret: str | None = None,
     ) -> OAuthClient:
-        """A new client; its id and secret are generated unless given (the secret with
-        the characters API keys have that must be encoded)."""
-        scopes = check_scopes([DEFAULT_SCOPE] if scopes is None else scopes, what="add_client")
+        """A new client; its id and secret are generated unless given (the secret of
+        letters and digits, as the portal's)."""
+        scopes = check_scopes(
+            [DEFAULT_SCOPE] if scopes is None else scopes,
+            what="add_client",
+            profile_wildcard=self.service.options.oauth_profile_wildcard,
+        )
         for what, value in (("client_id", client_id), ("client_secret", client_secret)):
             if value is not None and (not isinstance(value, str) or not value.isprintable()):
                 # A secret is never echoed, not even a wrong one.
@@ -146,7 +149,7 @@ class OAuthFlow(BearerFlow, ClientFlow[OAuthClient]):
                 client_id = f"client{len(self.clients) + 1}-{secrets.token_hex(4)}"
             if client_id in self.clients:
                 raise ValueError(f"add_client: a client {client_id!r} exists already in this test")
-            client = OAuthClient(client_id, client_secret or generate_api_key(), scopes)
+            client = OAuthClient(client_id, client_secret or generate_client_secret(), scopes)
             self.clients[client_id] = client
             self.service.timeline.hold_secrets(
                 client.client_secret, *basic_spellings(client_id, client.client_secret)
@@ -168,7 +171,7 @@ class OAuthFlow(BearerFlow, ClientFlow[OAuthClient]):
                 raise ValueError(
                     f"the new client secret must be a non-empty str, got {new_secret!r}"
                 )
-            new_secret = new_secret or generate_api_key()
+            new_secret = new_secret or generate_client_secret()
             if new_secret == client.client_secret:
                 raise ValueError("the new client secret is the client's current one")
             rotated = dataclasses.replace(client, client_secret=new_secret)
@@ -236,7 +239,7 @@ class OAuthFlow(BearerFlow, ClientFlow[OAuthClient]):
             client = self._authenticate(client_id, secret, raw, incoming.client)
             now = self.service.timeline.now()
             self.service.credentials.check_throttle(self, client.client_id, now)
-            granted = granted_scopes(client, form.get("scope"), self._reject)
+            granted = granted_scopes(client, form.get("scope"), self._reject, options)
         token, _ = self.issue_token(  # signs outside the lock
             client.client_id,
             now,
@@ -305,11 +308,11 @@ class OAuthFlow(BearerFlow, ClientFlow[OAuthClient]):
             return "the client secret was form-encoded twice: encode it once"
         return diagnose_secret("client secret", expected, secret, kind)
 
-    # -- API calls -------------------------------------------------------------------
+    # -- API calls, as the developer portal's gateway checks them ----------------------
 
     @classmethod
     def fix_refused(cls) -> str:
-        return "an access token of the token endpoint with the scope the route needs"
+        return "an access token of the token endpoint with the scope the call needs"
 
     def authorize(
         self, credential: Credential, call: Call, permission: str | None
@@ -356,25 +359,53 @@ class OAuthFlow(BearerFlow, ClientFlow[OAuthClient]):
         )
 
     def check_permission(self, call: Call, record: TokenRecord, permission: str | None) -> None:
-        """The route's scope, in place of a permission (after the token was found live)."""
-        required = call.scope
-        if required is None or any(covers(mine, required) for mine in record.scopes):
+        """The scope the call needs, in place of a permission (after the token was found
+        live): the route's ``scope=``, else the one its path and method say (the
+        gateway "matches the request context (account, profile, resource, and action)
+        against the token's scopes"); a call of no such route or path needs none."""
+        options = self.service.options
+        required: str | tuple[str | None, ...]
+        if call.scope is not None:
+            required = named = call.scope
+            source = "this route needs"
+        else:
+            derived = required_scope(call.method, call.path, options)
+            if derived is None:
+                return
+            required, named = derived.parts, derived.named
+            source = f"this call needs ({derived.source})"
+        manage = options.oauth_manage_covers
+        if any(covers(mine, required, manage_covers=manage) for mine in record.scopes):
             return
         client = self.clients.get(record.username)
-        if client is not None and any(covers(mine, required) for mine in client.scopes):
-            fix = f"ask the token endpoint for scope={required} (the client may get it)"
+        mine = [
+            scope
+            for scope in (client.scopes if client is not None else ())
+            if covers(scope, required, manage_covers=manage)
+        ]
+        if mine:
+            fix = f"ask the token endpoint for scope={mine[0]} (the client may get it)"
         else:
-            fix = f"the client may not get it (add_client(scopes=[..., {required!r}]))"
+            fix = f"the client may not get it (add_client(scopes=[..., {named!r}]))"
+        if len(named.split(":")) in (5, 7):
+            fix += (
+                "; account and profile access alone is not sufficient for an "
+                "engine-enforced API: the engine must be granted too"
+            )
         self._refuse(
             call,
             record.username,
             record.label,
-            f"token {record.label} lacks the scope {required} this route needs; it has "
+            f"token {record.label} lacks the scope {named} {source}; it has "
             f"{' '.join(record.scopes) or 'none'}: {fix}",
             error="insufficient_scope",
             status=403,
-            scope=required,
-            wrong=True,
+            scope=named,
+            # A wrong credential (a finding) only where the client could have asked for
+            # one that passes; a scope it may not get is like v2's 1469: the credential
+            # was good, the client lacks the right.
+            wrong=bool(mine),
+            message=f"Token does not contain required scope: {named}",
         )
 
     def _refuse(
@@ -389,10 +420,12 @@ class OAuthFlow(BearerFlow, ClientFlow[OAuthClient]):
         expired: bool = False,
         wrong: bool = False,
         scope: str | None = None,
+        message: str | None = None,
     ) -> NoReturn:
-        """An RFC 6750 refusal: no error code without a token, else its error and the
-        scope the route needs."""
-        body, challenge = bearer_error(reason, error, scope)
+        """A refusal in the gateway's error envelope, ``{"error", "message"}`` (the
+        ``message``, else the ``reason``), with RFC 6750's challenge: no error code without
+        a token, else its error and the scope the call needs."""
+        body, challenge = bearer_error(message or reason, error, scope)
         self.service.credentials.refuse_call(
             call,
             username,

@@ -1,7 +1,6 @@
 """The clients of the OAuth flow (``oauth.py``) and what they send: what a client is, the
-shape of a scope and which scope covers which, the token request (its form and the
-client's authentication, RFC 6749 2.3 and 4.4.2) and the error shapes of RFC 6749
-section 5.2 and RFC 6750 section 3."""
+token request (its form and the client's authentication, RFC 6749 2.3 and 4.4.2) and the
+error shapes of RFC 6749 section 5.2 and RFC 6750 section 3. Scopes: ``oauth_scopes.py``."""
 
 from __future__ import annotations
 
@@ -9,41 +8,28 @@ import base64
 import binascii
 import dataclasses
 import re
+import secrets
+import string
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 from urllib.parse import parse_qsl, quote_plus, unquote_plus
 
 from ..accounts import fingerprint
 from ..records import Refusal
 from ..secret_text import ClientKind
+from .oauth_scopes import DEFAULT_SCOPE, parse_scope, quoted
 
 if TYPE_CHECKING:
     from .base import Incoming
 
-#: The account and profile of ``mgmt_oauth_client``'s scope (our choice, as in v3's docs).
-DEFAULT_ACCOUNT = "acme"
-
-DEFAULT_PROFILE = "main"
-
-DEFAULT_SCOPE = f"{DEFAULT_ACCOUNT}:{DEFAULT_PROFILE}:tiq:2026-07:profiles:manage"
-
-#: The gateway host public code calls (our choice for interception: not published).
-HOST = "developer.tealiumapis.com"
-
-SCOPE_SHAPE = "{account}:{profile}:{apiFamily}:{apiVersion}:{resource}:{action}"
-
-#: What each action covers.
-ACTIONS = {"read": ("read",), "write": ("write",), "manage": ("manage", "write", "read")}
-
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
-
-_API_VERSION = re.compile(r"\d{4}-(0[1-9]|1[0-2])")
+#: The gateway host of the portal's pages: the token endpoint and every API call.
+HOST = "api.tealiumapis.com"
+#: Generated secrets: letters and digits, like the pages' example (``s3cr3tk3y``), so that
+#: raw HTTP Basic (``curl -u``) and RFC 6749 2.3.1's form-encoding send the same bytes.
+SECRET_ALPHABET, SECRET_LENGTH = string.ascii_letters + string.digits, 48
 
 
-def quoted(text: str) -> str:
-    """A value from the client in a message: whole if short and plain, else its size."""
-    if len(text) <= 80 and text.isascii() and text.isprintable():
-        return repr(text)
-    return f"a {len(text)}-character value"
+def generate_client_secret() -> str:
+    return "".join(secrets.choice(SECRET_ALPHABET) for _ in range(SECRET_LENGTH))
 
 
 def basic_spellings(client_id: str, secret: str) -> tuple[str, ...]:
@@ -53,47 +39,7 @@ def basic_spellings(client_id: str, secret: str) -> tuple[str, ...]:
     return tuple(base64.b64encode(f"{i}:{s}".encode()).decode() for i, s in pairs)
 
 
-def parse_scope(scope: str) -> tuple[str, ...]:
-    """The six parts of a scope; ValueError saying what is wrong with it."""
-    parts = scope.split(":")
-    if len(parts) != 6:
-        raise ValueError(
-            f"the scope {quoted(scope)} has {len(parts)} part(s); a scope has 6: "
-            f"{SCOPE_SHAPE} (e.g. {DEFAULT_SCOPE!r})"
-        )
-    account, profile, family, version, resource, action = parts
-    for what, value in (("account", account), ("apiFamily", family), ("resource", resource)):
-        if not _NAME.fullmatch(value):
-            raise ValueError(
-                f"the scope {quoted(scope)}: its {what} {quoted(value)} is not a name "
-                "(letters, digits, '.', '_', '-')"
-            )
-    if profile != "*" and not _NAME.fullmatch(profile):
-        raise ValueError(
-            f"the scope {quoted(scope)}: its profile {quoted(profile)} is not a name or '*'"
-        )
-    if not _API_VERSION.fullmatch(version):
-        raise ValueError(
-            f"the scope {quoted(scope)}: its apiVersion {quoted(version)} is not a version "
-            "like '2026-07'"
-        )
-    if action not in ACTIONS:
-        raise ValueError(
-            f"the scope {quoted(scope)}: its action {quoted(action)} is not read, write or manage"
-        )
-    return tuple(parts)
-
-
-def covers(granted: str, required: str) -> bool:
-    """Whether a token with the scope ``granted`` may do what ``required`` names."""
-    g, r = granted.split(":"), required.split(":")
-    if len(g) != 6 or len(r) != 6:
-        return False
-    same = (g[0], g[2], g[3], g[4]) == (r[0], r[2], r[3], r[4])
-    return same and g[1] in ("*", r[1]) and r[5] in ACTIONS.get(g[5], ())
-
-
-def check_scopes(scopes: object, *, what: str) -> tuple[str, ...]:
+def check_scopes(scopes: object, *, what: str, profile_wildcard: bool = True) -> tuple[str, ...]:
     """A list of scopes as given to ``add_client``: checked, duplicates dropped."""
     if isinstance(scopes, str):
         raise TypeError(f"{what} takes a list of scopes, not a str; did you mean [{scopes!r}]?")
@@ -105,7 +51,7 @@ def check_scopes(scopes: object, *, what: str) -> tuple[str, ...]:
         if not isinstance(item, str):
             raise TypeError(f"{what}: a scope is a str like {DEFAULT_SCOPE!r}, got {item!r}")
         try:
-            parse_scope(item)
+            parse_scope(item, profile_wildcard=profile_wildcard)
         except ValueError as exc:
             raise ValueError(f"{what}: {exc}") from None
     return tuple(dict.fromkeys(items))
@@ -332,34 +278,6 @@ def client_credentials(
     return client_id, secret, raw
 
 
-def granted_scopes(client: OAuthClient, asked: str | None, reject: Reject) -> tuple[str, ...]:
-    """The scopes to grant: those asked for (each covered by the client's), else
-    all the client's."""
-    if asked is None:
-        return client.scopes
-    wanted = tuple(dict.fromkeys(asked.split(" ")))
-    if not asked.strip() or "" in wanted:
-        reject(
-            "invalid_scope",
-            "scope is empty or has an extra space: list scopes separated by one space, "
-            "or leave scope out to get all the client's",
-            client.client_id,
-        )
-    for scope in wanted:
-        try:
-            parse_scope(scope)
-        except ValueError as exc:
-            reject("invalid_scope", str(exc), client.client_id)
-        if not any(covers(mine, scope) for mine in client.scopes):
-            reject(
-                "invalid_scope",
-                f"client {client.client_id!r} may not get the scope {scope!r}; its scopes: "
-                f"{' '.join(client.scopes)}",
-                client.client_id,
-            )
-    return wanted
-
-
 def as_rfc6749(refusal: Refusal) -> Refusal:
     """A refusal in the service's shape (throttling, a scripted fault, bad input)
     as an RFC 6749 error."""
@@ -381,14 +299,15 @@ def as_rfc6749(refusal: Refusal) -> Refusal:
 
 
 def bearer_error(
-    reason: str, error: str | None, scope: str | None
+    message: str, error: str | None, scope: str | None
 ) -> tuple[dict[str, object], str]:
-    """The body and ``WWW-Authenticate`` challenge of an RFC 6750 refusal: no error code
-    without a token, else its error and the scope the route needs."""
+    """The body and ``WWW-Authenticate`` challenge of a refused API call: the gateway's
+    envelope ``{"error", "message"}`` (dev-portal-authentication) and RFC 6750's
+    challenge, no error code without a token, else its error and the scope needed."""
     challenge = "Bearer" if error is None else f'Bearer error="{error}"'
     if scope is not None:
         challenge += f', scope="{rfc_text(scope)}"'
-    body: dict[str, object] = {"error_description": rfc_text(reason)}
+    body: dict[str, object] = {"message": message}
     if error is not None:
         body = {"error": error, **body}
     return body, challenge

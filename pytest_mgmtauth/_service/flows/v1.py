@@ -52,8 +52,9 @@ class V1Flow(Flow):
     answer_field = "utk"
     route_prefix = "/v1/"
     auth_hosts = ("api.tealiumiq.com",)
-    #: Public v1 clients send their later calls (utk, JSESSIONID) to my.tealiumiq.com.
-    api_hosts = ("api.tealiumiq.com", "my.tealiumiq.com")
+    #: Public v1 clients send their later calls (utk, JSESSIONID) to my.tealiumiq.com,
+    #: and those of SSO customers to sso.tealiumiq.com.
+    api_hosts = ("api.tealiumiq.com", "my.tealiumiq.com", "sso.tealiumiq.com")
     grants_phrase = "/v1/login sessions"
     endpoints = (
         Endpoint("login", "/v1/login", form=("username", "password")),

@@ -82,6 +82,8 @@ class V3Flow(BearerFlow):
     auth_hosts = ("platform.tealiumapis.com",)
     #: "The host value must be used in subsequent API calls that are region-specific."
     api_on_region_host = True
+    #: Where the iQ Profile API pages' examples send v3 calls (option ``v3_global_host``).
+    global_host = "platform.tealiumapis.com"
     endpoints = (Endpoint("grant", AUTH_TEMPLATE, form=("username", "key"), statuses=STATUSES),)
 
     @classmethod
@@ -137,11 +139,20 @@ class V3Flow(BearerFlow):
         return Answer({"token": token, "host": incoming.host}, cookies=(REMEMBER_ME,))
 
     @classmethod
+    def api_host_names(cls, options: Options) -> tuple[str, ...]:
+        """The region host; with ``v3_global_host`` the global host too, as the iQ
+        Profile API pages' examples call it."""
+        region = super().api_host_names(options)
+        return (*region, cls.global_host) if options.v3_global_host else region
+
+    @classmethod
     def wrong_host_reason(cls, where: Where, expected: str, *, api: bool) -> str:
         if api and (where.host is None or where.host in cls.auth_hosts):
             return (
                 "this call went to the v3 auth host; send v3 API calls to the `host` of "
-                f"the auth answer ({expected})"
+                f'the auth answer ({expected}): the auth page says it "must be used", '
+                f"though the iQ Profile API pages' examples call https://{cls.global_host}"
+                "/v3/tiq/...; the option v3_global_host=True accepts that host too"
             )
         if api:
             return (

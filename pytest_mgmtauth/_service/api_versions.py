@@ -1,0 +1,163 @@
+"""The lifecycle of the developer portal's calendar-versioned APIs, on the simulated clock
+(dev-portal-api-versioning and dev-portal-api-lifecycle, repository Tealium/docs-site).
+
+A call ``/v{YYYY-MM}/{apiFamily}/...`` names its version. The version is Active for 24
+months from the first day of its month, in End of Support for the 12 months after ("The
+API remains functional ... Responses include ``Sunset`` and ``Deprecation`` headers ...
+a successor version is identified automatically"), then at End of Life ("Requests
+return HTTP 410"). Every answer in End of Support carries::
+
+    Sunset: <the End of Life date, an HTTP-date>
+    Deprecation: true
+    Link: </v{successor}/{apiFamily}/...>; rel="successor-version"
+
+A call to a version past Active is a :class:`~.call_events.DeprecatedVersionCall` in the
+timeline (a finding of the teardown check, option ``sunset_check``). Pure: the transport
+asks :func:`version_call` before it answers a declared route.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from datetime import datetime, timezone
+from email.utils import format_datetime
+from typing import TYPE_CHECKING
+
+from .events import DeprecatedVersionCall
+from .timeline import to_datetime
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from .options import Options
+    from .timeline import Timeline
+
+#: Months a version is Active, and in End of Support after that (the lifecycle page).
+ACTIVE_MONTHS = 24
+SUPPORT_MONTHS = 12
+
+_VERSIONED = re.compile(
+    r"^/v(?P<year>\d{4})-(?P<month>0[1-9]|1[0-2])/(?P<family>[^/]+)(?P<rest>/.*)?$"
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class ApiVersion:
+    """The version a call's path names: ``2026-06`` of the API family ``cdp``, and the
+    rest of the path after the family (``/audiences``)."""
+
+    year: int
+    month: int
+    family: str
+    rest: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.year:04d}-{self.month:02d}"
+
+    def months_later(self, months: int) -> datetime:
+        """The first moment (UTC) of the month ``months`` after this version's."""
+        index = self.year * 12 + self.month - 1 + months
+        return datetime(index // 12, index % 12 + 1, 1, tzinfo=timezone.utc)
+
+    @property
+    def end_of_support(self) -> datetime:
+        return self.months_later(ACTIVE_MONTHS)
+
+    @property
+    def sunset(self) -> datetime:
+        """The End of Life: what the ``Sunset`` header says."""
+        return self.months_later(ACTIVE_MONTHS + SUPPORT_MONTHS)
+
+    def phase(self, now: float) -> str:
+        """``"active"`` (also before its month: a version not yet released is no
+        deprecated one), ``"end_of_support"`` or ``"end_of_life"`` at ``now``."""
+        if now < self.end_of_support.timestamp():
+            return "active"
+        return "end_of_support" if now < self.sunset.timestamp() else "end_of_life"
+
+
+def parse_version(path: str) -> ApiVersion | None:
+    """The calendar version ``path`` names (``/v2026-06/cdp/audiences``), or ``None``."""
+    found = _VERSIONED.match(path)
+    if found is None:
+        return None
+    return ApiVersion(int(found["year"]), int(found["month"]), found["family"], found["rest"] or "")
+
+
+def successor(version: ApiVersion, declared: Iterable[str], option: str) -> str:
+    """The successor version: the option ``api_successor`` if set; else the newest
+    version of the same API family among the test's declared routes (their paths), if
+    newer; else the month this version entered End of Support, the version a client
+    would have moved to then ("identified automatically": the fake's choice)."""
+    if option:
+        return option
+    newer = [
+        other.name
+        for other in (parse_version(path) for path in declared)
+        if other is not None and other.family == version.family and other.name > version.name
+    ]
+    if newer:
+        return max(newer)
+    entered = version.end_of_support
+    return f"{entered.year:04d}-{entered.month:02d}"
+
+
+def lifecycle_headers(
+    version: ApiVersion, successor_path: str, *, with_v: bool
+) -> tuple[tuple[str, str], ...]:
+    """The headers of an answer in End of Support (the lifecycle page's example:
+    ``Link: </2026-10/cdp/audiences>``, without the ``v``, unless ``with_v``)."""
+    link = successor_path if with_v else "/" + successor_path.lstrip("/").removeprefix("v")
+    return (
+        ("Sunset", format_datetime(version.sunset, usegmt=True)),
+        ("Deprecation", "true"),
+        ("Link", f'<{link}>; rel="successor-version"'),
+    )
+
+
+def version_call(
+    timeline: Timeline, options: Options, method: str, path: str, declared: Iterable[str]
+) -> tuple[tuple[str, str], ...]:
+    """Before a declared route answers ``method path``: nothing for a version that is
+    Active (or no calendar version, or the option ``api_lifecycle`` off); in End of
+    Support, record the call and return the headers its answer carries; at End of Life,
+    record it and refuse it with 410 (:class:`~.records.Refusal`)."""
+    version = parse_version(path)
+    if version is None or not options.api_lifecycle:
+        return ()
+    now = timeline.now()
+    phase = version.phase(now)
+    if phase == "active":
+        return ()
+    after = successor(version, declared, options.api_successor)
+    successor_path = f"/v{after}/{version.family}{version.rest}"
+    headers = lifecycle_headers(version, successor_path, with_v=options.api_link_v)
+    sunset = version.sunset.date().isoformat()
+    event = DeprecatedVersionCall(
+        at=to_datetime(now),
+        username=None,
+        method=method,
+        path=path,
+        api_version=version.name,
+        phase=phase,
+        sunset=version.sunset,
+        successor=successor_path,
+        status=410 if phase == "end_of_life" else None,
+    )
+    if phase == "end_of_support":
+        timeline.record(event)
+        return headers
+    reason = (
+        f"API version {version.name} of {version.family!r} reached End of Life on {sunset} "
+        f"(24 months Active, 12 in End of Support): call its successor, {successor_path}"
+    )
+    timeline.refuse(
+        event,
+        410,
+        reason,
+        status=410,
+        body={"error": "gone", "message": reason},
+        headers=headers,
+    )
