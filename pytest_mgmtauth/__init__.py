@@ -47,7 +47,7 @@ if TYPE_CHECKING:
         ScheduledFault as ScheduledFault,
         ScriptedFault as ScriptedFault,
     )
-    from ._service.flows.oauth_clients import OAuthClient as OAuthClient
+    from ._service.flows.oauth import OAuthClient as OAuthClient
     from ._service.options import Options as Options
     from ._verdicts.findings import (
         AuthFindingWarning as AuthFindingWarning,
@@ -97,7 +97,7 @@ _LAZY: dict[str, tuple[str, ...]] = {
         "WrongHost",
     ),
     "._service.faults": ("ScheduledFault", "ScriptedFault"),
-    "._service.flows.oauth_clients": ("OAuthClient",),
+    "._service.flows.oauth": ("OAuthClient",),
     "._service.options": ("Options",),
     "._verdicts.findings": (
         "AuthFindingWarning",

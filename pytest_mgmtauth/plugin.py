@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from ._glue.report import SECTION_TITLE, section_text
     from ._glue.sweep import SweepReport
     from ._service.accounts import Account
-    from ._service.flows.oauth_clients import OAuthClient
+    from ._service.flows.oauth import OAuthClient
 
 _BASE_OPTIONS = pytest.StashKey[Options]()
 #: Whether the test's setup or call phase did not pass (the teardown check then only warns).

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from .._http.binding import LoggedRequests
     from .._service.events import Event
     from .._service.faults import ScheduledFault, ScriptedFault
-    from .._service.flows.oauth_clients import OAuthClient
+    from .._service.flows.oauth import OAuthClient
     from .._service.options import Options
     from .._service.timeline import Clock
     from .session import SessionResources

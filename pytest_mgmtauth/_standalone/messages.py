@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from .._service.accounts import Account
     from .._service.events import Event
     from .._service.faults import ScriptedFault
-    from .._service.flows.oauth_clients import OAuthClient
+    from .._service.flows.oauth import OAuthClient
     from .._service.options import Options
 
 # -- the guard ---------------------------------------------------------------------

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from .._service.accounts import Account
-    from .._service.flows.oauth_clients import OAuthClient
+    from .._service.flows.oauth import OAuthClient
     from .._service.options import Options
 
 DEFAULT_HOST = "127.0.0.1"

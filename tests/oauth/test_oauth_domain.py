@@ -16,8 +16,7 @@ from pytest_mgmtauth import AuthRejected, TokenIssued
 from pytest_mgmtauth._service.events import ApiCall, ClientRevoked, SecretRotated
 from pytest_mgmtauth._service.flows.base import Answer, Incoming
 from pytest_mgmtauth._service.flows.bearer import BearerToken
-from pytest_mgmtauth._service.flows.oauth import OAuthFlow
-from pytest_mgmtauth._service.flows.oauth_clients import OAuthClient
+from pytest_mgmtauth._service.flows.oauth import OAuthClient, OAuthFlow
 from pytest_mgmtauth._service.flows.oauth_scopes import DEFAULT_SCOPE, covers, parse_scope
 from pytest_mgmtauth._service.flows.registry import FLOWS, endpoint_for
 from pytest_mgmtauth._service.options import Options
@@ -566,6 +565,23 @@ def test_a_token_without_the_scope_is_403_insufficient_scope_naming_both(
         "error": "insufficient_scope",
         "message": f"Token does not contain required scope: {WRITE}",
     }
+
+
+def test_a_missing_scope_is_a_wrong_credential_only_when_the_client_may_get_it(
+    service: AuthService, oauth: OAuthFlow
+) -> None:
+    """As v2's 1469 (a good credential, a right the account lacks) is no refused-call
+    finding, a scope the client may not get is none either; a token asked without a
+    scope the client could have had is a wrong credential."""
+    could = token_of(service, oauth.add_client([READ, WRITE]), scope=READ)
+    refused(lambda: call(service, could, scope=WRITE))
+    cannot = token_of(service, oauth.add_client([READ]))
+    refused(lambda: call(service, cannot, scope=WRITE))
+    calls = [e for e in service.timeline.events if isinstance(e, ApiCall)]
+    assert [(c.status, c.error, c.wrong_credential) for c in calls] == [
+        (403, "insufficient_scope", True),
+        (403, "insufficient_scope", False),
+    ]
 
 
 # -- the scope a call needs, from its path and method (no scope= on the route) -------

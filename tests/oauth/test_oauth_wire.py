@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import base64
 import re
-from urllib.parse import quote_plus
+from http.client import HTTPConnection
+from urllib.parse import quote_plus, urlsplit
 
 import httpx
 import pytest
@@ -276,6 +277,33 @@ def test_route_scope_from_a_regex_pattern(mgmt_server: MgmtServer, http: request
         mgmt_server.route("GET", "/api/y", scope="acme:{profile}:tiq:2026-07:profiles:read")
 
 
+def test_a_scope_placeholder_is_filled_from_the_normalized_path(
+    mgmt_server: MgmtServer, http: requests.Session
+) -> None:
+    # Issue 38, item 10: /api/main/../dev/visitors passed with a token for main; a gateway
+    # that normalizes the path serves dev's visitors.
+    client = mgmt_server.add_client(["acme:main:tiq:2026-07:profiles:read"])
+    pattern = re.compile(r"/api/(?P<profile>[^/]+)/")
+    mgmt_server.route(
+        "GET", pattern, scope="acme:{profile}:tiq:2026-07:profiles:read"
+    ).respond_with_json([])
+    token = access_token(mgmt_server, http, client)
+    url = urlsplit(mgmt_server.url)
+    for path, status in (
+        ("/api/main/visitors", 200),
+        ("/api/main/../dev/visitors", 403),
+        ("/api/main/./x/../../dev/visitors", 403),
+        ("/api/main//visitors", 200),
+    ):
+        connection = HTTPConnection(str(url.hostname), url.port, timeout=10)
+        try:  # http.client sends the path as written (requests would resolve the dots)
+            connection.request("GET", path, headers={"Authorization": f"Bearer {token}"})
+            assert connection.getresponse().status == status, path
+        finally:
+            connection.close()
+    mgmt_server.expect_refusals()
+
+
 def test_basic_auth_by_hand_with_base64(
     mgmt_server: MgmtServer, mgmt_oauth_client: OAuthClient, http: requests.Session
 ) -> None:
@@ -294,12 +322,17 @@ def test_a_malformed_authorization_on_an_oauth_route_is_invalid_request(
 ) -> None:
     mgmt_server.route("GET", "/api/x", scope=READ).respond_with_json({})
     token = access_token(mgmt_server, http, mgmt_oauth_client)
-    for header in (f"Token {token}", "Bearer", f"Bearer {token} extra"):
+    for header in ("Bearer", f"Bearer {token} extra"):
         answer = http.get(mgmt_server.url_for("/api/x"), headers={"Authorization": header})
         assert answer.status_code == 400, header
         assert answer.headers["WWW-Authenticate"] == 'Bearer error="invalid_request"'
         assert answer.json()["error"] == "invalid_request"
         assert token not in answer.text
+    # Another scheme is no bearer credential at all (RFC 6750 3.1): a bare challenge.
+    other = http.get(mgmt_server.url_for("/api/x"), headers={"Authorization": f"Token {token}"})
+    assert other.status_code == 401
+    assert other.headers["WWW-Authenticate"] == "Bearer"
+    assert token not in other.text
 
 
 @pytest.mark.mgmtauth(https=True)
@@ -394,3 +427,32 @@ def test_the_request_log_masks_the_basic_credentials(
     for value in logged:
         # "Basic " and the fingerprint of the Base64 credentials, which carry the secret
         assert re.fullmatch(r"Basic #[0-9a-f]{6}", value), value
+
+
+def test_another_scheme_at_the_token_endpoint_is_invalid_client_even_with_commas(
+    mgmt_server: MgmtServer, http: requests.Session
+) -> None:
+    # Issue 38, item 9: Digest's parameters were split at their commas into "2
+    # Authorization values", a 400 invalid_request.
+    answer = http.post(
+        mgmt_server.url_for("/oauth/token"),
+        data={"grant_type": "client_credentials"},
+        headers={"Authorization": 'Digest username="a", realm="b"'},
+    )
+    assert answer.status_code == 401
+    assert answer.json()["error"] == "invalid_client"
+    assert "the Authorization scheme is 'Digest', not Basic" in answer.json()["error_description"]
+    assert answer.headers["WWW-Authenticate"].startswith("Basic ")
+
+
+def test_basic_credentials_on_an_oauth_route_get_a_bare_bearer_challenge(
+    mgmt_server: MgmtServer, mgmt_oauth_client: OAuthClient, http: requests.Session
+) -> None:
+    # Issue 38, item 9: RFC 6750 3.1 answers an unsupported authentication method as a
+    # request without authentication: 401, a challenge without an error code (was 400).
+    mgmt_server.route("GET", "/api/profiles", scope=READ).respond_with_json({})
+    answer = http.get(mgmt_server.url_for("/api/profiles"), auth=encoded_auth(mgmt_oauth_client))
+    assert answer.status_code == 401
+    assert answer.headers["WWW-Authenticate"] == "Bearer"
+    assert "the Authorization scheme is 'Basic', not 'Bearer'" in answer.json()["message"]
+    mgmt_server.expect_refusals()

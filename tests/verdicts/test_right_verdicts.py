@@ -248,6 +248,8 @@ def test_the_pairs_a_v3_path_names() -> None:
     dotted = named_scopes("/v3/accounts/acme/profiles/main/x/../../../../accounts/o/profiles/d")
     assert dotted[:2] == [("acme", "main"), ("o", "d")]
     assert ("o", "d") in named_scopes("/v3/accounts/o%2Fprofiles%2Fd/x")
+    # Issue 38, item 10: a doubled slash hid the profile from the check.
+    assert ("acme", "other") in named_scopes("/v3/accounts/acme//profiles/other/x")
 
 
 def test_the_own_pair_named_twice_is_accepted(service: AuthService) -> None:

@@ -139,6 +139,23 @@ class Where:
 HTTP_WHITESPACE = " \t"
 
 
+def normalized_path(path: str) -> str:
+    """``path`` as a server that normalizes it reads it: repeated slashes as one, and
+    RFC 3986's remove_dot_segments (``/p/main/../other`` is ``/p/other``). What a check
+    of the names in a path (a v3 profile, a scope's placeholder) must read."""
+    kept: list[str] = []
+    segments = path.split("/")
+    for index, segment in enumerate(segments):
+        if segment == "..":
+            if len(kept) > 1:
+                kept.pop()
+        elif segment == "." or (segment == "" and 0 < index < len(segments) - 1):
+            continue
+        else:
+            kept.append(segment)
+    return "/".join(kept) or "/"
+
+
 @dataclasses.dataclass(frozen=True)
 class Received:
     """A protected call as it arrived, read once by the transport: what a flow reads its

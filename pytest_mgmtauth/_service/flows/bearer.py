@@ -499,8 +499,11 @@ def read_bearer(received: Received, flow: BearerFlow) -> BearerToken:
     if scheme.lower() != "bearer":
         # The scheme is named, never a secret; the value after it is.
         shown = scheme if len(scheme) <= 20 and scheme.isascii() else f"{scheme[:8]}..."
+        # Another scheme presents no bearer token: RFC 6750 3.1 answers a request with
+        # an unsupported method as one without authentication.
         return BearerToken(
             token=rest if rest.count(".") == 2 else None,
+            missing=True,
             problem=(
                 f"the Authorization scheme is {shown!r}, not 'Bearer': {flow.name} calls take "
                 "'Authorization: Bearer <token>'"

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..options import Options
-    from .oauth_clients import OAuthClient, Reject
+    from .oauth import OAuthClient, Reject
 
 #: The account and profile of ``mgmt_oauth_client``'s scope (our choice, as in v3's docs).
 DEFAULT_ACCOUNT, DEFAULT_PROFILE = "acme", "main"

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
 from ..secret_text import ClientKind
-from .base import REMEMBER_ME, Answer, Endpoint, Incoming
+from .base import REMEMBER_ME, Answer, Endpoint, Incoming, normalized_path
 from .bearer import BearerFlow
 
 if TYPE_CHECKING:
@@ -37,8 +37,9 @@ def call_scope(path: str) -> tuple[str | None, str | None]:
 def named_scopes(path: str) -> list[tuple[str, str | None]]:
     """Every ``/accounts/{account}[/profiles/{profile}]`` pair a path names, in the path
     as it arrived, percent-decoded (``acme%2Fprofiles%2Fmain`` names a pair too) and with
-    its dot-segments resolved (``main/x/../../..`` names what it lands on): a token is
-    good for a call only when every one of them is its own."""
+    as a server that normalizes it reads it (``main/x/../../..`` names what it lands on,
+    ``acme//profiles/x`` names ``acme/x``): a token is good for a call only when every one
+    of them is its own."""
     forms = [path]
     text = path
     for _ in range(3):  # %252F is %2F after one decoding, '/' after two
@@ -47,7 +48,7 @@ def named_scopes(path: str) -> list[tuple[str, str | None]]:
             break
         forms.append(decoded)
         text = decoded
-    forms += [_without_dot_segments(form) for form in list(forms)]
+    forms += [normalized_path(form) for form in list(forms)]
     found: list[tuple[str, str | None]] = []
     for form in forms:
         for match in _SCOPE.finditer(form):
@@ -55,18 +56,6 @@ def named_scopes(path: str) -> list[tuple[str, str | None]]:
             if pair not in found:
                 found.append(pair)
     return found
-
-
-def _without_dot_segments(path: str) -> str:
-    """RFC 3986's remove_dot_segments, as a server that normalizes the path would."""
-    kept: list[str] = []
-    for segment in path.split("/"):
-        if segment == "..":
-            if len(kept) > 1:
-                kept.pop()
-        elif segment != ".":
-            kept.append(segment)
-    return "/".join(kept)
 
 
 def auth_path(account: str, profile: str) -> str:
