@@ -403,12 +403,20 @@ class Flow:
             service.lockout.succeeded(username)
         return account
 
-    def refuse_auth(
-        self,
-        now: float,
-    ) -> Refuse:
-        """How a refused authentication at this flow's endpoint is recorded
-        (:class:`AuthRejected`; v1 records a ``LoginRejected``)."""
+    def rejected(self, now: float, username: str | None, code: int, reason: str) -> Event:
+        """The event of a refused authentication at this flow's endpoint
+        (:class:`AuthRejected`; v1's is a ``LoginRejected``)."""
+        return AuthRejected(
+            at=to_datetime(now),
+            username=username,
+            return_code=code,
+            reason=reason,
+            version=self.name,
+        )
+
+    def refuse_auth(self, now: float) -> Refuse:
+        """How a refused authentication at this flow's endpoint is recorded: its
+        :meth:`rejected` event, then the refusal."""
         timeline = self.service.timeline
 
         def refuse(
@@ -419,19 +427,8 @@ class Flow:
             message: str | None = None,
             then: Event | None = None,
         ) -> NoReturn:
-            timeline.refuse(
-                AuthRejected(
-                    at=to_datetime(now),
-                    username=username,
-                    return_code=code,
-                    reason=reason,
-                    version=self.name,
-                ),
-                code,
-                reason,
-                message=message,
-                then=then,
-            )
+            event = self.rejected(now, username, code, reason)
+            timeline.refuse(event, code, reason, message=message, then=then)
 
         return refuse
 

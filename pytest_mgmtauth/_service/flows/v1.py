@@ -5,7 +5,7 @@ logins."""
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING
 
 from ..accounts import generate_session_id, generate_utk
 from ..events import LoggedIn, LoggedOut, LoginRejected, LogoutRejected
@@ -28,7 +28,6 @@ if TYPE_CHECKING:
     from ..credentials import Call
     from ..events import Event
     from ..options import Options
-    from .base import Refuse
 
 #: The media type of a form body.
 FORM_TYPE = "application/x-www-form-urlencoded"
@@ -123,29 +122,11 @@ class V1Flow(Flow):
             service.fault_runner.granted()
             return record
 
-    def refuse_auth(self, now: float) -> Refuse:
+    def rejected(self, now: float, username: str | None, code: int, reason: str) -> Event:
         """A refused login is a :class:`LoginRejected`."""
-        timeline = self.service.timeline
-
-        def refuse(
-            username: str | None,
-            code: int,
-            reason: str,
-            *,
-            message: str | None = None,
-            then: Event | None = None,
-        ) -> NoReturn:
-            timeline.refuse(
-                LoginRejected(
-                    at=to_datetime(now), username=username, return_code=code, reason=reason
-                ),
-                code,
-                reason,
-                message=message,
-                then=then,
-            )
-
-        return refuse
+        return LoginRejected(
+            at=to_datetime(now), username=username, return_code=code, reason=reason
+        )
 
     def answer_login(self, incoming: Incoming) -> Answer:
         session = self.login(
