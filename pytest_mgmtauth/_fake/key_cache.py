@@ -55,6 +55,39 @@ def import_cryptography() -> None:
     import cryptography.hazmat.primitives.hashes
     import cryptography.hazmat.primitives.serialization  # noqa: F401
 
+    _sign_one_certificate()
+
+
+def _sign_one_certificate() -> None:
+    """Sign a throwaway certificate now, with the clock not frozen.
+
+    cryptography learns which class a certificate's datetimes must be (``datetime.
+    datetime`` as the module says) the first time it signs one, and keeps it for the
+    process. Were that first certificate the test CA made during a test on
+    ``mgmt_clock`` (freezegun's ``FakeDatetime`` then), every certificate made later
+    with the clock running would fail ("'datetime' object is not an instance of
+    'FakeDatetime'"). Learned now, it is the real class, of which FakeDatetime is a
+    subclass: both pass."""
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "pytest-mgmtauth")])
+    (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(1)
+        .not_valid_before(datetime.datetime(2000, 1, 1))
+        .not_valid_after(datetime.datetime(2001, 1, 1))
+        .sign(key, hashes.SHA256())
+    )
+
 
 def new_key() -> rsa.RSAPrivateKey:
     from cryptography.hazmat.primitives.asymmetric import rsa

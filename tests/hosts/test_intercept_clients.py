@@ -251,3 +251,31 @@ def test_interception_set_up_under_a_frozen_clock(pytester: pytest.Pytester) -> 
         """
     )
     pytester.runpytest_inprocess("-p", "no:randomly").assert_outcomes(passed=1)
+
+
+FROZEN_FIRST = """
+from pytest_mgmtauth._fake.key_cache import import_cryptography
+
+import_cryptography()  # what the plugin does at the end of collection
+import freezegun
+from pytest_mgmtauth._http.server import TestCA
+
+with freezegun.freeze_time("2026-11-27"):  # the first test CA, made on mgmt_clock
+    TestCA()
+TestCA()  # a later session's (pytester's), made with the clock running
+print("both made")
+"""
+
+
+def test_a_test_ca_made_on_a_frozen_clock_does_not_break_later_ones() -> None:
+    # cryptography keeps the datetime class of the first certificate it signs: were it
+    # freezegun's, every certificate made later with the clock running failed ("'datetime'
+    # object is not an instance of 'FakeDatetime'"; seen under pytest-randomly's order).
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", FROZEN_FIRST], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "both made"
