@@ -245,7 +245,7 @@ class TokenSigner:
     def _signed(self, unsigned: bytes, algorithm: str = ALGORITHM) -> str:
         """The compact JWS: ``unsigned`` and its ``algorithm`` signature. Written here
         rather than by ``jwt.encode`` (the same bytes but for the order of the header's
-        keys, which PyJWT sorts; tests/domain/test_tokens.py compares) so that the
+        keys, which PyJWT sorts; tests/tokens/test_tokens.py compares) so that the
         signing input can be made before the signature, in another thread."""
         signature = self._private_key.sign(unsigned, self._padding, self._hashes[algorithm])
         return (unsigned + b"." + base64.urlsafe_b64encode(signature).rstrip(b"=")).decode()
