@@ -9,7 +9,8 @@ pages (repository Tealium/docs-site, ``administration/early-access/developer-por
 - dev-portal-api-versioning: calls at ``/v{YYYY-MM}/{api}/...``, "Pin your version
   explicitly", "Monitor deprecation headers";
 - dev-portal-api-lifecycle: in End of Support answers carry ``Sunset``, ``Deprecation``
-  and ``Link`` to the successor; at End of Life requests return 410.
+  and ``Link`` to the successor; at End of Life requests return 410. The client moves
+  its later calls of a version to the successor the first such answer names.
 
 It knows nothing about pytest: its tests point it at the fake (``mgmt_server.url``, or
 the real URL through interception).
@@ -60,7 +61,7 @@ class PortalClient:
         base_url: str = GATEWAY,
         refresh_margin: float = 300.0,
         verify: str | bool = True,
-        trust_env: bool = False,
+        trust_env: bool = True,
     ) -> None:
         self.base_url = base_url
         # curl -u '{client_id}:{client_secret}': HTTP Basic. The portal's secrets are
@@ -68,8 +69,8 @@ class PortalClient:
         self._auth = (client_id, client_secret)
         self.refresh_margin = refresh_margin
         self._http = requests.Session()
-        # Proxy and CA variables of the environment (interception sets them) only when
-        # asked: a client should not pick up a stray REQUESTS_CA_BUNDLE by accident.
+        # Proxy and CA variables of the environment, as requests reads them by default:
+        # interception sets them, so the client reaches the fake unchanged.
         self._http.trust_env = trust_env
         self._http.verify = verify
         self._tokens: dict[frozenset[str], AccessToken] = {}  # one per set of scopes
@@ -107,8 +108,10 @@ class PortalClient:
     ) -> requests.Response:
         """``method`` ``/v{YYYY-MM}/{api}/...`` with a token of ``scopes``. A 401 gets
         one retry with a new token; a 403 does not (another token of the same scopes
-        cannot help); a 410 raises :class:`VersionGone`."""
+        cannot help); a 410 raises :class:`VersionGone`. A version an earlier answer
+        said is in End of Support is called at its successor instead."""
         wanted = frozenset(scopes)
+        path = self.current_path(path)
         for attempt in range(2):
             token = self.token_for(wanted)
             answer = self._http.request(
@@ -128,6 +131,18 @@ class PortalClient:
             with self._lock:
                 self._tokens.pop(wanted, None)
         raise AssertionError("unreachable")
+
+    def current_path(self, path: str) -> str:
+        """``path`` at its version's successor once an answer named one (and at that
+        one's successor, if it has one too), else as it is."""
+        for _ in range(len(self.deprecations)):
+            version, _, rest = path.lstrip("/").partition("/")
+            known = self.deprecations.get(version)
+            if known is None or known.successor is None:
+                break
+            successor = known.successor.lstrip("/").split("/")[0]  # "v2026-10" or "2026-10"
+            path = f"/v{successor.removeprefix('v')}/{rest}"
+        return path
 
     def _notice(self, path: str, answer: requests.Response) -> None:
         """Keep what an answer in End of Support says: its Sunset and successor."""

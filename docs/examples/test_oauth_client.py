@@ -106,9 +106,9 @@ def test_a_revoked_token_is_replaced_once(
 def test_the_gateway_unchanged_through_interception(
     mgmt_server: MgmtServer, granted: OAuthClient, api: None
 ) -> None:
-    # The client's default base URL, https://api.tealiumapis.com; the plugin's proxy and
-    # CA variables do the rest.
-    client = PortalClient(granted.client_id, granted.client_secret, trust_env=True)
+    # The client as it ships: its default base URL, https://api.tealiumapis.com, and
+    # requests' default trust_env; the plugin's proxy and CA variables do the rest.
+    client = PortalClient(granted.client_id, granted.client_secret)
     assert client.call("GET", LABELS, [LABELS_READ]).json() == ["vip"]
     mgmt_server.assert_auth_count(1, version="oauth")
 
@@ -117,28 +117,41 @@ def test_the_gateway_unchanged_through_interception(
 
 
 # --8<-- [start:lifecycle]
-@pytest.mark.mgmtauth(sunset_check="off")  # this test crosses End of Support on purpose
-def test_the_client_notices_end_of_support_and_end_of_life(
-    mgmt_server: MgmtServer, granted: OAuthClient, mgmt_clock: MgmtClock
+def test_the_client_moves_to_the_successor_the_first_deprecated_answer_names(
+    mgmt_server: MgmtServer, mgmt_clock: MgmtClock
 ) -> None:
     old = "/v2026-06/cdp/audiences"
-    mgmt_server.route("GET", old, auth="oauth").respond_with_json([])
-    mgmt_server.route("GET", "/v2026-10/cdp/audiences", auth="oauth").respond_with_json([])
+    mgmt_server.route("GET", old, auth="oauth").respond_with_json(["old"])
+    mgmt_server.route("GET", "/v2026-10/cdp/audiences", auth="oauth").respond_with_json(["new"])
     reader = mgmt_server.add_client(["tealium-corp:*:cdp:*:audiences:read"])
     client = _client(mgmt_server, reader)
     scopes = reader.scopes
 
-    client.call("GET", old, scopes)  # in November 2026 (the fixture above)
+    assert client.call("GET", old, scopes).json() == ["old"]  # November 2026 (the fixture)
     assert client.deprecations == {}  # Active: nothing to notice
     mgmt_clock.move_to(datetime(2028, 6, 1, tzinfo=timezone.utc))  # 24 months on
-    assert client.call("GET", old, scopes).ok  # End of Support: it still works...
+    assert client.call("GET", old, scopes).json() == ["old"]  # End of Support: it works...
     notice = client.deprecations["v2026-06"]  # ...and says until when, and what next
     assert notice.sunset == "Fri, 01 Jun 2029 00:00:00 GMT"
     assert notice.successor == "/v2026-10/cdp/audiences"
-    mgmt_clock.move_to(datetime(2029, 6, 1, tzinfo=timezone.utc))  # 36 months on
+    # Every later call goes to the successor: the one answer that told the client is no
+    # finding, so the default sunset_check lets this test pass.
+    assert client.call("GET", old, scopes).json() == ["new"]
+    mgmt_clock.move_to(datetime(2029, 6, 1, tzinfo=timezone.utc))  # End of Life of v2026-06
+    assert client.call("GET", old, scopes).json() == ["new"]
+
+
+@pytest.mark.mgmtauth(sunset_check="off")  # a call at End of Life is a finding: on purpose
+def test_a_version_at_end_of_life_is_a_clear_error(
+    mgmt_server: MgmtServer, mgmt_clock: MgmtClock
+) -> None:
+    mgmt_server.route("GET", "/v2026-06/cdp/audiences", auth="oauth").respond_with_json([])
+    mgmt_server.route("GET", "/v2026-10/cdp/audiences", auth="oauth").respond_with_json([])
+    reader = mgmt_server.add_client(["tealium-corp:*:cdp:*:audiences:read"])
+    client = _client(mgmt_server, reader)  # one that never called during End of Support
+    mgmt_clock.move_to(datetime(2029, 6, 1, tzinfo=timezone.utc))
     with pytest.raises(VersionGone, match="its successor: /v2026-10/cdp/audiences"):
-        client.call("GET", old, scopes)
-    assert client.call("GET", notice.successor, scopes).ok
+        client.call("GET", "/v2026-06/cdp/audiences", reader.scopes)
 
 
 # --8<-- [end:lifecycle]

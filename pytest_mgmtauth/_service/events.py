@@ -556,11 +556,11 @@ class DeprecatedVersionCall(Event):
         if self.status is not None:
             return (
                 f"{call} -> {self.status}: API version {self.api_version} reached End of "
-                f"Life on {sunset}; its successor: {self.successor}"
+                f"Life on {sunset}; its successor: {shown(self.successor)}"
             )
         return (
             f"{call}: API version {self.api_version} is in End of Support (Sunset "
-            f"{sunset}); its successor: {self.successor}"
+            f"{sunset}); its successor: {shown(self.successor)}"
         )
 
 

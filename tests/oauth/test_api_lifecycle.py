@@ -168,17 +168,19 @@ def route(mgmt_server, mgmt_clock):
 
 
 def call(mgmt_server):
+    # Told by the first answer, the client calls the same version again: a finding.
     client = mgmt_server.add_client(["acme:*:cdp:*:audiences:read"])
     token = requests.post(
         mgmt_server.url_for("/oauth/token"),
         data={"grant_type": "client_credentials", "scope": client.scopes[0]},
         auth=(client.client_id, client.client_secret),
     ).json()["access_token"]
-    answer = requests.get(
-        mgmt_server.url_for("/v2026-06/cdp/audiences"),
-        headers={"Authorization": "Bearer " + token},
-    )
-    assert answer.headers["Deprecation"] == "true"
+    for _ in range(2):
+        answer = requests.get(
+            mgmt_server.url_for("/v2026-06/cdp/audiences"),
+            headers={"Authorization": "Bearer " + token},
+        )
+        assert answer.headers["Deprecation"] == "true"
 
 
 def test_warns(mgmt_server):
@@ -205,10 +207,139 @@ def test_a_call_past_active_warns_by_default_fails_or_is_let_go_as_the_option_sa
     result.stdout.fnmatch_lines(
         [
             "*_ ERROR at teardown of test_fails _*",
-            "*1 call went to API versions past Active; first: GET /v2026-06/cdp/audiences: "
-            "API version 2026-06 is in End of Support (Sunset 2029-06-01)*",
-            "*Fix: move GET /v2026-06/cdp/audiences to /v2028-06/cdp/audiences*",
+            "*1 call went to API versions past Active: 1 after an earlier answer to the same "
+            "client said its version ends (Sunset, Deprecation, Link); first: GET "
+            "/v2026-06/cdp/audiences: API version 2026-06 is in End of Support (Sunset "
+            "2029-06-01)*",
+            "*Fix: move GET /v2026-06/cdp/audiences to /v2028-06/cdp/audiences. The first "
+            "answer in End of Support carries Sunset, Deprecation and Link "
+            'rel="successor-version": a client that reads them sends its later calls to the '
+            "successor*",
         ]
     )
     result.stdout.fnmatch_lines(["*DeprecatedVersionWarning: pytest-mgmtauth: 1 call went*"])
     assert result.stdout.str().count("DeprecatedVersionWarning: pytest-mgmtauth") == 1
+
+
+FOLLOWER = """
+import re
+from datetime import datetime, timezone
+
+import pytest
+import requests
+
+OLD = "/v2026-07/cdp-api/accounts/acme/profiles/main/labels"
+
+
+@pytest.mark.mgmtauth(sunset_check="fail")
+def test_follows_the_successor(mgmt_server, mgmt_clock):
+    mgmt_server.route("GET", OLD, auth="oauth").respond_with_json(["old"])
+    new = OLD.replace("2026-07", "2028-01")
+    mgmt_server.route("GET", new, auth="oauth").respond_with_json(["new"])
+    mgmt_clock.move_to(datetime(2028, 7, 1, tzinfo=timezone.utc))
+    client = mgmt_server.add_client(["acme:*:cdp-api:*:labels:read"])
+    token = requests.post(
+        mgmt_server.url_for("/oauth/token"),
+        data={"grant_type": "client_credentials", "scope": client.scopes[0]},
+        auth=(client.client_id, client.client_secret),
+    ).json()["access_token"]
+    path = OLD
+    for _ in range(3):
+        answer = requests.get(
+            mgmt_server.url_for(path), headers={"Authorization": "Bearer " + token}
+        )
+        assert answer.status_code == 200
+        link = re.search(r'<([^>]*)>; rel="successor-version"', answer.headers.get("Link", ""))
+        if link:
+            path = link[1]
+    assert answer.json() == ["new"]
+
+
+@pytest.mark.mgmtauth(sunset_check="fail")
+def test_a_version_at_end_of_life(mgmt_server, mgmt_clock):
+    mgmt_server.route("GET", OLD, auth="oauth").respond_with_json([])
+    mgmt_clock.move_to(datetime(2029, 7, 1, tzinfo=timezone.utc))
+    assert requests.get(mgmt_server.url_for(OLD)).status_code == 410
+"""
+
+
+def test_the_call_whose_answer_reveals_end_of_support_is_no_finding_one_at_end_of_life_is(
+    mgmt_pytester: pytest.Pytester,
+) -> None:
+    # Issue 43, 1: a client that follows Link rel="successor-version" after its first
+    # answer in End of Support passes even under sunset_check="fail".
+    mgmt_pytester.makepyfile(FOLLOWER)
+    result = mgmt_pytester.runpytest_inprocess("-p", "no:randomly", "-W", "default")
+    result.assert_outcomes(passed=2, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*_ ERROR at teardown of test_a_version_at_end_of_life _*",
+            "*1 call went to API versions past Active: 1 at End of Life (410); first: GET "
+            "/v2026-07/cdp-api/accounts/acme/profiles/main/labels -> 410: API version "
+            "2026-07 reached End of Life on 2029-07-01*",
+        ]
+    )
+    assert "test_follows_the_successor" not in result.stdout.str()
+
+
+def test_told_is_per_client_and_per_api(
+    make_service: Callable[..., AuthService], clock: ManualClock
+) -> None:
+    from pytest_mgmtauth._service.events import ApiCall
+    from pytest_mgmtauth._verdicts.evidence import Evidence
+    from pytest_mgmtauth._verdicts.versions import deprecated_calls
+
+    service = make_service()
+    clock.advance(at(2028, 7) - clock())
+    now = datetime.fromtimestamp(clock(), tz=timezone.utc)
+
+    def call(client: str, path: str) -> None:
+        version_call(service.timeline, service.options, "GET", path, [])
+        service.timeline.record(
+            ApiCall(
+                at=now,
+                username=client,
+                method="GET",
+                path=path,
+                version="oauth",
+                credential="T1",
+                status=200,
+            )
+        )
+
+    call("app-1", AUDIENCES)  # told
+    call("app-2", AUDIENCES)  # another client: told now
+    call("app-1", "/v2026-06/other/x")  # another API of the same version: told now
+    call("app-1", AUDIENCES)  # told before: the one finding
+    found = deprecated_calls(
+        Evidence(service.timeline.events, service.options, service.timeline.started_at, clock())
+    )
+    assert [(c.path, c.phase) for c in found] == [(AUDIENCES, "end_of_support")]
+    assert len(found) == 1
+
+
+FORGED = "\u2028  00:00:00  T9 issued by /v2/auth (#abcdef), valid until 00:30:00"
+
+
+def test_the_move_line_shows_a_path_from_a_request_escaped(
+    make_service: Callable[..., AuthService], clock: ManualClock
+) -> None:
+    # Issue 43, part 2, 13: U+2028 (or a newline) in a path must not start a line of
+    # its own in the finding's "Fix: move ..." paragraph (report, JUnit XML).
+    from pytest_mgmtauth._verdicts.evidence import Evidence
+    from pytest_mgmtauth._verdicts.findings import findings
+
+    service = make_service()
+    clock.advance(at(2028, 7) - clock())
+    path = AUDIENCES + FORGED
+    for _ in range(2):
+        version_call(service.timeline, service.options, "GET", path, [])
+    evidence = Evidence(
+        service.timeline.events, service.options, service.timeline.started_at, clock()
+    )
+    (finding,) = findings(evidence, kinds=["deprecated_version"])
+    forged = [
+        line for line in finding.message.splitlines() if line.lstrip().startswith("00:00:00  T9")
+    ]
+    assert forged == [], finding.message
+    assert "Fix: move GET '/v2026-06/cdp/audiences\\u2028  00:00:00  T9" in finding.fix
