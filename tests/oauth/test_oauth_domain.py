@@ -633,6 +633,33 @@ def test_delete_needs_write_or_delete_as_the_option_says(
     token = token_of(service, service.flow(OAuthFlow).add_client([scope.replace(needed, other)]))
     refusal = refused(lambda: path_call(service, token, "DELETE", LABELS + "/3"))
     assert f"required scope: {scope}" in str(refusal.body)
+    # Issue 43, 2: the reason names both pages' readings, the client's scope the other
+    # one accepts, and the option.
+    assert (
+        f"the pages disagree on DELETE: {READINGS[reading]}, which this fake follows "
+        f"(oauth_delete_action={reading!r}), while {READINGS[other]}, which the client was "
+        f"granted ({scope.replace(needed, other)!r}): the option "
+        f"oauth_delete_action={other!r} requires {other} instead"
+    ) in refusal.reason
+
+
+READINGS = {
+    "write": 'dev-portal-authentication says "write for POST, PUT, and DELETE requests"',
+    "delete": "dev-portal-scopes lists delete as an action of its own",
+}
+
+
+def test_a_delete_refused_without_the_other_reading_still_names_the_option(
+    service: AuthService, oauth: OAuthFlow
+) -> None:
+    token = token_of(service, oauth.add_client(["tealium-corp:main:cdp-api:2026-07:labels:read"]))
+    refusal = refused(lambda: path_call(service, token, "DELETE", LABELS + "/3"))
+    assert refusal.reason.endswith(
+        f"while {READINGS['delete']}: the option oauth_delete_action='delete' requires delete "
+        "instead"
+    )
+    # Other methods are no matter of the two readings.
+    assert "disagree" not in refused(lambda: path_call(service, token, "POST", LABELS)).reason
 
 
 def test_engine_enforced_calls_need_an_engine_scope(service: AuthService, oauth: OAuthFlow) -> None:

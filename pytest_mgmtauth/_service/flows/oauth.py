@@ -356,6 +356,33 @@ def bearer_error(
 STATUSES = (200, 400, 401, 405, 429)
 
 
+#: What each page says a DELETE needs (behaviour choice P1, option ``oauth_delete_action``).
+_DELETE_READINGS = {
+    "write": 'dev-portal-authentication says "write for POST, PUT, and DELETE requests"',
+    "delete": "dev-portal-scopes lists delete as an action of its own",
+}
+
+
+def _delete_readings(
+    options: Options, required: str | tuple[str | None, ...], scopes: Iterable[str]
+) -> str:
+    """The end of a DELETE's 403 reason: the pages disagree on the action it needs; which
+    this fake follows, the other reading, and the client's scope it would accept."""
+    followed = options.oauth_delete_action
+    other = "delete" if followed == "write" else "write"
+    granted = ""
+    if isinstance(required, tuple) and len(required) in (6, 7):
+        wanted = (*required[:-1], other)
+        manage = options.oauth_manage_covers
+        mine = [s for s in scopes if covers(s, wanted, manage_covers=manage)]
+        granted = f", which the client was granted ({mine[0]!r})" if mine else ""
+    return (
+        f"; the pages disagree on DELETE: {_DELETE_READINGS[followed]}, which this fake "
+        f"follows (oauth_delete_action={followed!r}), while {_DELETE_READINGS[other]}"
+        f"{granted}: the option oauth_delete_action={other!r} requires {other} instead"
+    )
+
+
 class OAuthFlow(BearerFlow, ClientFlow[OAuthClient]):
     name = "oauth"
     title = "the OAuth 2.0 token endpoint"
@@ -692,6 +719,8 @@ class OAuthFlow(BearerFlow, ClientFlow[OAuthClient]):
                 "; account and profile access alone is not sufficient for an "
                 "engine-enforced API: the engine must be granted too"
             )
+        if call.scope is None and call.method.upper() == "DELETE":
+            fix += _delete_readings(options, required, client.scopes if client else ())
         self._refuse(
             call,
             record.username,
