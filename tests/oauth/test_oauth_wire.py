@@ -456,3 +456,23 @@ def test_basic_credentials_on_an_oauth_route_get_a_bare_bearer_challenge(
     assert answer.headers["WWW-Authenticate"] == "Bearer"
     assert "the Authorization scheme is 'Basic', not 'Bearer'" in answer.json()["message"]
     mgmt_server.expect_refusals()
+
+
+@pytest.mark.parametrize("joined", [f"{WRITE},{READ}", f"{WRITE}, {READ}"])
+def test_scopes_joined_by_commas_are_told_to_be_separated_by_one_space(
+    mgmt_server: MgmtServer, http: requests.Session, joined: str
+) -> None:
+    # Issue 43, 3: it said "the scope '...' has 11 part(s); a scope has 6".
+    mgmt_server.expect_refusals()
+    client = mgmt_server.add_client([READ, WRITE])
+    answer = http.post(
+        mgmt_server.url_for("/oauth/token"),
+        data={"grant_type": "client_credentials", "scope": joined},
+        auth=encoded_auth(client),
+    )
+    assert (answer.status_code, answer.json()["error"]) == (400, "invalid_scope")
+    described = answer.json()["error_description"]
+    assert "holds a comma: scopes are separated by one space" in described, described
+    assert "part(s)" not in described
+    with pytest.raises(ValueError, match="holds a comma: scopes are separated by one space"):
+        mgmt_server.add_client([f"{READ},{WRITE}"])

@@ -71,6 +71,12 @@ def _shapes() -> str:
 def parse_scope(scope: str, *, profile_wildcard: bool = True) -> tuple[str, ...]:
     """The parts of a scope of one of the forms; ValueError saying what is wrong with
     it. ``profile_wildcard``: whether ``{account}:*:*`` is one (the option)."""
+    if "," in scope:  # a list joined the way many APIs join them
+        raise ValueError(
+            f"the scope {quoted(scope)} holds a comma: scopes are separated by one space "
+            "(scope=a b in a token request, RFC 6749 section 3.3), never by commas; "
+            "add_client takes them as a list"
+        )
     parts = tuple(scope.split(":"))
     names = POSITIONS.get(len(parts))
     if names is None or (len(parts) == 3 and parts[1:] != (WILD, WILD)):
