@@ -201,15 +201,22 @@ class ConnectionHandler(WSGIRequestHandler):
 
     def _refused_certificate(self, exc: ssl.SSLError) -> None:
         """A client reached the fake by a lookup of a service host (interception) and its
-        TLS handshake failed after the SNI chose the host: most likely it does not trust
-        the test CA (it verifies against a bundle of its own)."""
+        TLS handshake failed after the SNI chose the host: it does not trust the test CA.
+        A client made before the test (it read the CA and proxy variables before
+        interception set them) and one with a bundle of its own (``trust_env=False``)
+        send the same handshake, and neither comes through the proxy: the reason names
+        both, the first the more common (a module-level ``httpx.Client()``)."""
         host, binding = getattr(self.connection, SNI_HOST), self.binding
         if binding is not None and not binding.closed.is_set():
             binding.service.timeline.record_tunnel_closed(
                 f"{host}:443",
-                f"the TLS handshake failed ({exc.reason}): a client that verifies against a "
-                "CA bundle of its own (requests or httpx with trust_env=False use certifi's) "
-                "does not trust the fake's test CA; pass verify=mgmt_server.ca_bundle",
+                f"the TLS handshake failed ({exc.reason}): the client does not trust the "
+                "fake's test CA. Most likely it was made before the test (a module-level "
+                "or session-wide client, such as httpx.Client(), reads the CA and proxy "
+                "variables when it is made, before interception set them): make it in a "
+                "fixture or in the test. Else it verifies against a CA bundle of its own "
+                "(trust_env=False, or verify= a bundle: requests and httpx then use "
+                "certifi's): pass verify=mgmt_server.ca_bundle",
                 via="TLS",
             )
 

@@ -379,3 +379,48 @@ def test_everything_is_put_back_after_the_test(pytester: pytest.Pytester) -> Non
     )
     result = pytester.runpytest_inprocess("-p", "no:randomly", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=7)
+
+
+def test_a_client_made_before_the_test_is_told_to_be_made_in_a_fixture(
+    pytester: pytest.Pytester,
+) -> None:
+    # Issue 43, 4: a module-level httpx.Client (trust_env=True) read the CA variables at
+    # import, before interception set them; the reason blamed trust_env=False alone.
+    pytester.makepyfile(
+        test_inner="""
+        import time
+
+        import httpx
+        import pytest
+
+        from pytest_mgmtauth import TunnelClosed
+
+        CLIENT = httpx.Client()  # at import: before interception
+
+
+        @pytest.mark.mgmtauth(intercept=True)
+        def test_module_level_client(mgmt_server, mgmt_account):
+            form = {"username": mgmt_account.username, "key": mgmt_account.api_key}
+            with pytest.raises(httpx.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
+                CLIENT.post("https://api.tealiumiq.com/v2/auth", data=form, timeout=10)
+            deadline = time.monotonic() + 5
+            while not any(isinstance(e, TunnelClosed) for e in mgmt_server.events):
+                assert time.monotonic() < deadline
+                time.sleep(0.01)
+            print(mgmt_server.timeline())
+        """
+    )
+    result = pytester.runpytest_inprocess("-p", "no:randomly", "-p", "no:cacheprovider", "-s")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*TLS api.tealiumiq.com:443 -> connection closed: the TLS handshake failed "
+            "(*): the client does not trust the fake's test CA. "
+            "Most likely it was made before the test (a module-level or session-wide "
+            "client, such as httpx.Client(), reads the CA and proxy variables when it is "
+            "made, before interception set them): make it in a fixture or in the test. "
+            "Else it verifies against a CA bundle of its own (trust_env=False, or verify= "
+            "a bundle: requests and httpx then use certifi's): pass "
+            "verify=mgmt_server.ca_bundle*"
+        ]
+    )
