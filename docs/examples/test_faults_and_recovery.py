@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 import requests
+from requests.adapters import HTTPAdapter
+from urllib3 import BaseHTTPResponse
+from urllib3.util.retry import Retry
 
 from pytest_mgmtauth import FaultInjected, MgmtClock, MgmtServer, Throttled
 
@@ -147,3 +151,37 @@ def test_a_revoked_token_and_a_rotated_key(mgmt_server: MgmtServer, http: reques
 
 
 # --8<-- [end:on-cue]
+
+
+# --8<-- [start:urllib3-on-clock]
+def retry_on_clock(clock: MgmtClock, **options: Any) -> Retry:
+    """urllib3's ``Retry`` that waits on the simulated clock: a ``Retry-After`` (or the
+    backoff) moves ``mgmt_clock`` on, instead of sleeping in real time while the test's
+    time stands still (which the fake would see as a retry 0 s after the 429)."""
+
+    class RetryOnClock(Retry):
+        def sleep(self, response: BaseHTTPResponse | None = None) -> None:
+            after = None
+            if response is not None and self.respect_retry_after_header:
+                after = self.get_retry_after(response)
+            clock.advance(seconds=after or self.get_backoff_time())
+
+    return RetryOnClock(**options)
+
+
+def test_urllib3_honours_retry_after_on_mgmt_clock(
+    mgmt_server: MgmtServer, mgmt_clock: MgmtClock, http: requests.Session
+) -> None:
+    account = mgmt_server.add_account()
+    mgmt_server.fail_next(error=429, retry_after=30)  # 30 s: no real wait in this test
+    retry = retry_on_clock(mgmt_clock, total=2, status_forcelist=[429], allowed_methods=None)
+    http.mount("http://", HTTPAdapter(max_retries=retry))
+    http.mount("https://", HTTPAdapter(max_retries=retry))
+    form = {"username": account.username, "key": account.api_key}
+    answer = http.post(mgmt_server.url_for("/v2/auth"), data=form, timeout=5)
+    assert answer.ok
+    assert [r.status for r in answer.raw.retries.history] == [429]
+    assert not [e for e in mgmt_server.events if isinstance(e, Throttled)]  # waited enough
+
+
+# --8<-- [end:urllib3-on-clock]

@@ -237,6 +237,15 @@ class SessionExpired(Event):
         return f"session {self.session} expired (idle timeout)"
 
 
+#: Why a client that slept its Retry-After was throttled again under a frozen clock.
+SLEPT_IN_REAL_TIME = (
+    "the client waited in real time while the test froze time (mgmt_clock), so the "
+    "fake saw no time pass; let it wait on mgmt_clock: give it a sleep that calls "
+    "mgmt_clock.advance(seconds=...) (for urllib3, a Retry whose sleep() does: the recipe "
+    '"Honour Retry-After on mgmt_clock" of the page Faults)'
+)
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Throttled(Event):
     """``/v2/auth`` (or v3 auth) answered 429: too many premature grants within 60 s; or
@@ -250,9 +259,18 @@ class Throttled(Event):
     waited: float | None = None
     #: The Retry-After of that 429.
     asked: int | None = None
+    #: Real seconds between the 429 and this retry, when they were at least the
+    #: Retry-After while the simulated clock stood still: the client slept in real time.
+    waited_real: float | None = None
 
     def describe(self, when: TimeFormat = iso_time) -> str:
         path = flow_title(self.version, path=True)
+        if self.waited is not None and self.waited_real is not None:
+            return (
+                f"{path} throttled again (429, Retry-After {self.retry_after}s): retried "
+                f"{self.waited:g} s after a 429 with Retry-After {self.asked}s on the test's "
+                f"clock, after {self.waited_real:.1f} s of real time: {SLEPT_IN_REAL_TIME}"
+            )
         if self.waited is not None:
             return (
                 f"{path} throttled again (429, Retry-After {self.retry_after}s): retried "

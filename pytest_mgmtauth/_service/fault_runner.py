@@ -10,6 +10,7 @@ from .accounts import (
     fingerprint,
 )
 from .events import (
+    SLEPT_IN_REAL_TIME,
     CredentialExpired,
     CredentialRevoked,
     FaultInjected,
@@ -25,7 +26,7 @@ from .faults import (
     scheduled_failure,
 )
 from .records import SessionRecord, TokenRecord
-from .timeline import to_datetime
+from .timeline import real_seconds, to_datetime
 
 if TYPE_CHECKING:
     import threading
@@ -54,8 +55,9 @@ class FaultRunner:
         self._credentials = credentials
         self._options = options
         self._lock = lock
-        #: The last 429 a fault answered, per flow: when, and its Retry-After.
-        self._throttled: dict[str, tuple[float, int]] = {}
+        #: The last 429 a fault answered, per flow: when (simulated, and real seconds),
+        #: and its Retry-After.
+        self._throttled: dict[str, tuple[float, float, int]] = {}
         #: Scripted and scheduled faults (faults.py).
         self.plan = FaultPlan()
         #: Moves the clock forward by that many seconds and returns True, or returns
@@ -185,7 +187,7 @@ class FaultRunner:
                 # A throttled client must wait Retry-After: a retry before then gets 429
                 # again, as a real throttle answers.
                 asked = fired.fault.retry_after or DEFAULT_RETRY_AFTER
-                self._throttled[version] = (self._timeline.now(), asked)
+                self._throttled[version] = (self._timeline.now(), real_seconds(), asked)
             return fired
 
     def throttling(self, version: str) -> bool:
@@ -197,12 +199,16 @@ class FaultRunner:
         window = self._throttled.get(version)
         if window is None:
             return None
-        fired_at, asked = window
+        fired_at, real_at, asked = window
         now = self._timeline.now()
         if now >= fired_at + asked:
             del self._throttled[version]
             return None
         remaining = max(1, math.ceil(fired_at + asked - now))
+        # A client that slept Retry-After in real time while the test's clock stood
+        # still (mgmt_clock, freezegun) did wait: its sleep is the fault, not its manners.
+        slept = real_seconds() - real_at
+        real = round(slept, 3) if slept >= asked else None
         self._timeline.record(
             Throttled(
                 at=to_datetime(now),
@@ -212,12 +218,18 @@ class FaultRunner:
                 version=version,
                 waited=round(now - fired_at, 3),
                 asked=asked,
+                waited_real=real,
             )
         )
         reason = (
             f"retried {now - fired_at:g} s after a 429 with Retry-After {asked} s: wait "
             "Retry-After seconds before asking again"
         )
+        if real is not None:
+            reason = (
+                f"retried {now - fired_at:g} s after a 429 with Retry-After {asked} s on the "
+                f"test's clock, after {real:.1f} s of real time: {SLEPT_IN_REAL_TIME}"
+            )
         return FiredFault(failure(429, retry_after=remaining), 1, reason=reason)
 
     def _take_fault(

@@ -130,6 +130,36 @@ def test_a_retry_inside_a_scripted_retry_after_is_throttled_again_and_shown(
     ) in mgmt_server.timeline()
 
 
+def test_a_client_that_slept_retry_after_in_real_time_under_a_frozen_clock_is_told_so(
+    mgmt_server: MgmtServer, mgmt_account: Account, mgmt_clock: MgmtClock
+) -> None:
+    """Issue 43, 5: urllib3's Retry really sleeps Retry-After (1 s) while mgmt_clock
+    stands still; "retried 0 s after a 429" alone was untrue."""
+    mgmt_server.fail_next(error=429, retry_after=1)
+    retry = Retry(total=1, status_forcelist=[429], allowed_methods=None, raise_on_status=False)
+    with requests.Session() as http:
+        http.trust_env = False
+        http.mount("http://", HTTPAdapter(max_retries=retry))
+        form = {"username": mgmt_account.username, "key": mgmt_account.api_key}
+        again = http.post(mgmt_server.url_for("/v2/auth"), data=form, timeout=10)
+    assert again.status_code == 429
+    message = again.json()["message"]
+    assert "retried 0 s after a 429 with Retry-After 1 s on the test's clock, after 1." in message
+    told = (
+        "the client waited in real time while the test froze time (mgmt_clock), so the "
+        "fake saw no time pass; let it wait on mgmt_clock: give it a sleep that calls "
+        "mgmt_clock.advance(seconds=...)"
+    )
+    assert told in message
+    (throttled,) = [e for e in mgmt_server.events if isinstance(e, Throttled)]
+    assert (throttled.waited, throttled.asked) == (0, 1)
+    assert throttled.waited_real is not None
+    assert throttled.waited_real >= 1
+    timeline = mgmt_server.timeline()
+    assert "throttled again (429, Retry-After 1s): retried 0 s after a 429 with" in timeline
+    assert told in timeline
+
+
 def test_a_scripted_1401_is_a_service_error_the_client_retries_once(
     mgmt_server: MgmtServer, mgmt_account: Account, http: requests.Session
 ) -> None:
