@@ -103,7 +103,11 @@ def test_v2_route_with_only_a_session_cookie_says_sessions_are_v1(
     session_id, _ = v1_login(mgmt_account)
     response = http.get(f"{mgmt_server.url}/api/a", headers={"Cookie": f"JSESSIONID={session_id}"})
     assert response.status_code == 401
-    assert "v1 sessions work on /v1/ routes only" in response.json()["message"]
+    # Issue 43, 6: "/v1/ routes only" misled a client of /urest/...: say how to declare one.
+    assert (
+        "v1 sessions work on v1 routes only, those under /v1/ and those declared "
+        "route(..., auth='v1') (the service's /urest/...)"
+    ) in response.json()["message"]
 
 
 def test_regex_routes_match_paths(

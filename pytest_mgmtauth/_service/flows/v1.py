@@ -225,7 +225,10 @@ class V1Flow(Flow):
 
     def carried(self, received: Received) -> str | None:
         if "JSESSIONID" in received.cookies:
-            return "a JSESSIONID cookie: v1 sessions work on /v1/ routes only"
+            return (
+                "a JSESSIONID cookie: v1 sessions work on v1 routes only, those under /v1/ "
+                "and those declared route(..., auth='v1') (the service's /urest/...)"
+            )
         return None
 
     def owner(self, credential: Credential) -> tuple[str | None, str | None]:
