@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from .._service.limits import LATEST_TIME, check_advance
-from .._service.timeline import clock_moved
+from .._service.timeline import clock_moved, clock_set
 
 _EARLIEST = 0.0
 
@@ -102,6 +102,7 @@ class MgmtClock:
         before = self.now().timestamp()
         self._running().move_to(when)
         clock_moved(self.now().timestamp() - before)
+        clock_set(self.now().timestamp())
         return self.now()
 
     def __repr__(self) -> str:

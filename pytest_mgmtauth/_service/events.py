@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, ClassVar, TypeAlias
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
-    from datetime import datetime
 
 #: How a text shows a moment: the timeline's offsets, ISO 8601 in the control API.
 TimeFormat: TypeAlias = "Callable[[datetime], str]"
@@ -36,6 +36,22 @@ def format_offset(seconds: float) -> str:
     sign = "-" if seconds < 0 else ""
     total = int(abs(seconds))
     return f"{sign}{total // 3600:02d}:{total % 3600 // 60:02d}:{total % 60:02d}"
+
+
+#: Seconds from time zero from which a timeline shows a moment as the simulated date and
+#: time instead of an offset: a test that moved its clock by months would read
+#: ``13675:25:25``.
+OFFSET_LIMIT = 100 * 3600
+
+
+def format_moment(timestamp: float, origin: float) -> str:
+    """A moment of a timeline whose time zero is ``origin``: ``HH:MM:SS`` since it, or,
+    100 hours or more away, the simulated time in UTC (``2028-06-01T00:00:00Z``)."""
+    seconds = timestamp - origin
+    if abs(seconds) < OFFSET_LIMIT:
+        return format_offset(seconds)
+    whole = datetime.fromtimestamp(math.floor(timestamp), tz=timezone.utc)
+    return iso_time(whole)
 
 
 def shown(text: str) -> str:

@@ -26,7 +26,7 @@ from .events import (
     Event,
     TunnelClosed,
     UnknownRoute,
-    format_offset,
+    format_moment,
     timeline_origin,
 )
 from .limits import check_advance
@@ -56,6 +56,18 @@ def clock_moved(seconds: float) -> None:
 def known_moves() -> float:
     """Seconds moved so far by the plugin's own clocks (see :func:`clock_moved`)."""
     return _known_moves[0]
+
+
+#: The last time a plugin clock was set (``mgmt_clock.move_to``): how many sets so far,
+#: the moment it was set to, and :func:`known_moves` then.
+_last_set = [(0, 0.0, 0.0)]
+
+
+def clock_set(to: float) -> None:
+    """Record that one of the plugin's clocks was set to ``to`` (after its
+    :func:`clock_moved`): a test that sets its clock before anything happens starts
+    its timeline there."""
+    _last_set[0] = (_last_set[0][0] + 1, to, _known_moves[0])
 
 
 def real_seconds() -> float:
@@ -126,6 +138,7 @@ class Timeline:
         #: anything happened, the first event's time on the moved clock.
         self.started_at = clock()
         self._moves_at_start = known_moves()
+        self._sets_at_start = _last_set[0][0]
         self._real_at_start = real_seconds()
         self._events: list[Event] = []
         # Every secret this service holds or handed out, masked wherever text leaves it.
@@ -150,7 +163,13 @@ class Timeline:
         """Move time zero to ``first`` when the clock jumped before the first event by
         more than real time and the plugin's own clocks account for (another tool's
         ``travel`` or ``move_to``): offsets then count from the test's start on the
-        clock the fake uses instead of reading like ``27174:37:44``."""
+        clock the fake uses instead of reading like ``27174:37:44``. A ``move_to`` of the
+        plugin's clock before the first event (pinning the date, as the OAuth example's
+        fixture does) sets time zero to where it moved the clock; its advances after that
+        still count."""
+        sets, set_to, moves_then = _last_set[0]
+        if sets != self._sets_at_start:
+            self.started_at, self._moves_at_start = set_to, moves_then
         expected = self.started_at + (known_moves() - self._moves_at_start)
         real = real_seconds() - self._real_at_start
         if abs(first - expected) > real + self._JUMP_SLACK:
@@ -221,8 +240,9 @@ class Timeline:
             return sorted([*self._events, *due], key=lambda e: e.at)
 
     def offset(self, timestamp: float) -> str:
-        """``HH:MM:SS`` from the same origin as the verdicts' timelines."""
-        return format_offset(timestamp - timeline_origin(self._events, self.started_at))
+        """``HH:MM:SS`` from the same origin as the verdicts' timelines (or the date and
+        time, 100 hours or more away)."""
+        return format_moment(timestamp, timeline_origin(self._events, self.started_at))
 
     def record_call(
         self,

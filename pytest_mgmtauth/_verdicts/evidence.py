@@ -26,7 +26,7 @@ from .._service.events import (
     TokenIssued,
     TunnelClosed,
     WrongHost,
-    format_offset,
+    format_moment,
     grants,
     timeline_origin,
 )
@@ -61,7 +61,8 @@ class Evidence:
         return timeline_origin(self.events, self.started_at)
 
     def offset(self, timestamp: float) -> str:
-        return format_offset(timestamp - self.origin)
+        """``HH:MM:SS`` since time zero, or the date and time 100 hours or more away."""
+        return format_moment(timestamp, self.origin)
 
     def when(self, value: datetime) -> str:
         """The :data:`TimeFormat` of this timeline: offsets from its origin."""

@@ -295,3 +295,55 @@ def test_report_is_in_node_id_order_under_xdist(pytester: pytest.Pytester) -> No
         ],
         consecutive=True,
     )
+
+
+#: A suite that pins the date before anything happens, as the OAuth example's fixture
+#: does, then jumps years within a test.
+PINNED = """
+from datetime import datetime, timezone
+
+import pytest
+import requests
+
+
+@pytest.fixture(autouse=True)
+def pinned(mgmt_server, mgmt_clock):
+    # After the fake is made (its start is the real time): the test's clock starts here.
+    mgmt_clock.move_to(datetime(2001, 1, 1, tzinfo=timezone.utc))
+
+
+def authenticate(mgmt_server, account):
+    form = {"username": account.username, "key": account.api_key}
+    assert requests.post(mgmt_server.url + "/v2/auth", data=form).status_code == 200
+
+
+def test_pinned(mgmt_server, mgmt_account, mgmt_clock):
+    authenticate(mgmt_server, mgmt_account)
+    mgmt_clock.advance(hours=1)
+    authenticate(mgmt_server, mgmt_account)
+    mgmt_clock.move_to(datetime(2003, 6, 1, tzinfo=timezone.utc))
+    authenticate(mgmt_server, mgmt_account)
+    assert False, "show the report section"
+"""
+
+
+def test_a_timeline_after_a_move_to_reads_from_the_moved_clock_and_far_moments_as_dates(
+    pytester: pytest.Pytester,
+) -> None:
+    # Issue 43, 6: a move_to before the first event read 13675:25:25 on every line.
+    pytester.makeini(DEFAULT_WARNINGS)
+    pytester.makepyfile(PINNED)
+    result = pytester.runpytest_inprocess("-p", "no:randomly")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*- mgmtauth timeline -*",
+            "Timeline of all accounts (simulated time since the test started):",
+            "  00:00:00  T1 issued by /v2/auth (#*), valid until 00:30:00",
+            "  00:30:00  T1 expired (used 0 times)",
+            "  01:00:00  T2 issued by /v2/auth (#*), valid until 01:30:00",
+            "  01:30:00  T2 expired (used 0 times)",
+            "  2003-06-01T00:00:00Z  T3 issued by /v2/auth (#*), valid until 2003-06-01T00:30:00Z",
+        ],
+        consecutive=True,
+    )
