@@ -12,6 +12,7 @@ at End of Life (410)."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 from .._service.events import ApiCall, DeprecatedVersionCall, WrongHost, shown
@@ -24,47 +25,62 @@ if TYPE_CHECKING:
 _FIX_LIMIT = 3
 
 
-def _callers(evidence: Evidence) -> list[tuple[DeprecatedVersionCall, str | None]]:
-    """Each call past Active with the client that made it: the account or OAuth client
-    of the route's own event for it (recorded after it, with the same method and path),
-    ``None`` when the fake knows none."""
-    calls: list[DeprecatedVersionCall] = []
-    callers: list[str | None] = []
-    waiting: list[int] = []  # answered calls whose route's event is still to come
-    for e in evidence.events:
+@dataclasses.dataclass
+class _Call:
+    """A call past Active, where it stands in the events, and what the route's own
+    event for it (recorded after it, with the same method and path) says: the client
+    that made it (the account or OAuth client; ``None`` when the fake knows none) and
+    where its answer was made."""
+
+    event: DeprecatedVersionCall
+    arrived: int
+    caller: str | None = None
+    answered: int | None = None
+
+    @property
+    def key(self) -> tuple[str | None, str, str]:
+        """The client, the version and its API (``cdp`` of ``/v2026-06/cdp/audiences``)."""
+        parts = self.event.path.split("/")
+        return (self.caller, self.event.api_version, parts[2] if len(parts) > 2 else "")
+
+
+def _calls(evidence: Evidence) -> list[_Call]:
+    calls: list[_Call] = []
+    waiting: list[_Call] = []  # answered calls whose route's event is still to come
+    for i, e in enumerate(evidence.events):
         if isinstance(e, DeprecatedVersionCall):
+            call = _Call(e, i)
+            calls.append(call)
             if e.status is None:
-                waiting.append(len(calls))
-            calls.append(e)
-            callers.append(None)
+                waiting.append(call)
+            else:  # refused with 410 before any authentication: answered at once
+                call.answered = i
         elif isinstance(e, (ApiCall, WrongHost)):
             match = next(
-                (i for i in waiting if (calls[i].method, calls[i].path) == (e.method, e.path)), None
+                (c for c in waiting if (c.event.method, c.event.path) == (e.method, e.path)), None
             )
             if match is not None:
-                callers[match] = e.username
+                match.caller, match.answered = e.username, i
                 waiting.remove(match)
-    return list(zip(calls, callers, strict=True))
-
-
-def _family(call: DeprecatedVersionCall) -> str:
-    """The API family of the call's path (``cdp`` of ``/v2026-06/cdp/audiences``)."""
-    parts = call.path.split("/")
-    return parts[2] if len(parts) > 2 else ""
+    return calls
 
 
 def deprecated_calls(evidence: Evidence) -> list[DeprecatedVersionCall]:
     """The calls of the evidence that are findings: to a version at End of Life (410),
-    or to a version in End of Support after an earlier answer to the same client (the
-    same account or OAuth client, or the same unknown one) said so for the same API."""
-    told: set[tuple[str | None, str, str]] = set()
-    found = []
-    for call, caller in _callers(evidence):
-        key = (caller, call.api_version, _family(call))
-        if call.status is not None or key in told:
-            found.append(call)
-        told.add(key)
-    return found
+    or to a version in End of Support that arrived after an answer to the same client
+    (the same account or OAuth client, or the same unknown one) had said so for the same
+    API. Calls in flight together when the version entered End of Support were told
+    nothing yet: none of them is a finding."""
+    calls = _calls(evidence)
+    told: dict[tuple[str | None, str, str], int] = {}
+    for call in calls:
+        if call.answered is not None:
+            told[call.key] = min(told.get(call.key, call.answered), call.answered)
+    return [
+        c.event
+        for c in calls
+        if c.event.status is not None or told.get(c.key, len(evidence.events)) < c.arrived
+    ]
 
 
 def deprecated_version_message(evidence: Evidence) -> str | None:

@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 import pytest
 import requests
 
-from pytest_mgmtauth import DeprecatedVersionCall, MgmtClock, MgmtServer
+from pytest_mgmtauth import ApiCall, DeprecatedVersionCall, MgmtClock, MgmtServer
 from pytest_mgmtauth._service.api_versions import (
     lifecycle_headers,
     parse_version,
@@ -20,6 +20,9 @@ from pytest_mgmtauth._service.api_versions import (
 from pytest_mgmtauth._service.options import Options
 from pytest_mgmtauth._service.service import AuthService, Refusal
 from pytest_mgmtauth._service.timeline import ManualClock
+from pytest_mgmtauth._verdicts.evidence import Evidence
+from pytest_mgmtauth._verdicts.findings import findings
+from pytest_mgmtauth._verdicts.versions import deprecated_calls
 
 AUDIENCES = "/v2026-06/cdp/audiences"
 
@@ -282,40 +285,60 @@ def test_the_call_whose_answer_reveals_end_of_support_is_no_finding_one_at_end_o
     assert "test_follows_the_successor" not in result.stdout.str()
 
 
+def answered(service: AuthService, client: str | None, path: str) -> None:
+    """A call past Active as the transport makes it: the version's event on arrival,
+    then the route's event once it is answered."""
+    version_call(service.timeline, service.options, "GET", path, [])
+    record_answer(service, client, path)
+
+
+def record_answer(service: AuthService, client: str | None, path: str) -> None:
+    now = datetime.fromtimestamp(service.timeline.now(), tz=timezone.utc)
+    service.timeline.record(
+        ApiCall(
+            at=now,
+            username=client,
+            method="GET",
+            path=path,
+            version="oauth",
+            credential="T1",
+            status=200,
+        )
+    )
+
+
+def evidence_of(service: AuthService) -> Evidence:
+    timeline = service.timeline
+    return Evidence(timeline.events, service.options, timeline.started_at, timeline.now())
+
+
 def test_told_is_per_client_and_per_api(
     make_service: Callable[..., AuthService], clock: ManualClock
 ) -> None:
-    from pytest_mgmtauth._service.events import ApiCall
-    from pytest_mgmtauth._verdicts.evidence import Evidence
-    from pytest_mgmtauth._verdicts.versions import deprecated_calls
-
     service = make_service()
     clock.advance(at(2028, 7) - clock())
-    now = datetime.fromtimestamp(clock(), tz=timezone.utc)
-
-    def call(client: str, path: str) -> None:
-        version_call(service.timeline, service.options, "GET", path, [])
-        service.timeline.record(
-            ApiCall(
-                at=now,
-                username=client,
-                method="GET",
-                path=path,
-                version="oauth",
-                credential="T1",
-                status=200,
-            )
-        )
-
-    call("app-1", AUDIENCES)  # told
-    call("app-2", AUDIENCES)  # another client: told now
-    call("app-1", "/v2026-06/other/x")  # another API of the same version: told now
-    call("app-1", AUDIENCES)  # told before: the one finding
-    found = deprecated_calls(
-        Evidence(service.timeline.events, service.options, service.timeline.started_at, clock())
-    )
+    answered(service, "app-1", AUDIENCES)  # told
+    answered(service, "app-2", AUDIENCES)  # another client: told now
+    answered(service, "app-1", "/v2026-06/other/x")  # another API of the same version
+    answered(service, "app-1", AUDIENCES)  # told before: the one finding
+    found = deprecated_calls(evidence_of(service))
     assert [(c.path, c.phase) for c in found] == [(AUDIENCES, "end_of_support")]
     assert len(found) == 1
+
+
+def test_calls_in_flight_when_end_of_support_began_were_told_nothing(
+    make_service: Callable[..., AuthService], clock: ManualClock
+) -> None:
+    service = make_service()
+    clock.advance(at(2028, 7) - clock())
+    # Three calls of one client's pool arrive before the first answer is made.
+    for _ in range(3):
+        version_call(service.timeline, service.options, "GET", AUDIENCES, [])
+    for _ in range(3):
+        record_answer(service, "app-1", AUDIENCES)
+    assert deprecated_calls(evidence_of(service)) == []
+    answered(service, "app-1", AUDIENCES)  # after the answers: told
+    assert len(deprecated_calls(evidence_of(service))) == 1
 
 
 FORGED = "\u2028  00:00:00  T9 issued by /v2/auth (#abcdef), valid until 00:30:00"
@@ -326,18 +349,12 @@ def test_the_move_line_shows_a_path_from_a_request_escaped(
 ) -> None:
     # Issue 43, part 2, 13: U+2028 (or a newline) in a path must not start a line of
     # its own in the finding's "Fix: move ..." paragraph (report, JUnit XML).
-    from pytest_mgmtauth._verdicts.evidence import Evidence
-    from pytest_mgmtauth._verdicts.findings import findings
-
     service = make_service()
     clock.advance(at(2028, 7) - clock())
     path = AUDIENCES + FORGED
     for _ in range(2):
-        version_call(service.timeline, service.options, "GET", path, [])
-    evidence = Evidence(
-        service.timeline.events, service.options, service.timeline.started_at, clock()
-    )
-    (finding,) = findings(evidence, kinds=["deprecated_version"])
+        answered(service, "app-1", path)
+    (finding,) = findings(evidence_of(service), kinds=["deprecated_version"])
     forged = [
         line for line in finding.message.splitlines() if line.lstrip().startswith("00:00:00  T9")
     ]
