@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from werkzeug import Request
 
     from .._service.flows.base import Where
+    from .._service.records import Authorization
 
 __all__ = [
     "ACCEPTED_BINDING",
@@ -333,8 +334,6 @@ class FakeApp:
             host=host,
             scope=route.required_scope(request),
         )
-        with binding.lock:
-            route.call_count += 1
         where = f"the handler of {route!r}"
         try:
             # Typed as a Response, but a user's handler may return anything.
@@ -342,7 +341,7 @@ class FakeApp:
                 response: object = route.respond(request)
         except Exception as exc:
             binding.add_error(exc, where)
-            service.timeline.record_call(auth, request.method, request.path, 500, host=host)
+            _answered(binding, route, auth, request, 500, host)
             return error_response(
                 500,
                 500,
@@ -359,13 +358,27 @@ class FakeApp:
                 ".respond_with_json(...) instead of .respond_with_handler(...)"
             )
             binding.add_error(error, where)
-            service.timeline.record_call(auth, request.method, request.path, 500, host=host)
+            _answered(binding, route, auth, request, 500, host)
             return error_response(500, 500, f"{error} (re-raised in the test)")
-        service.timeline.record_call(
-            auth, request.method, request.path, response.status_code, host=host
-        )
+        _answered(binding, route, auth, request, response.status_code, host)
         request.environ[_HANDLER_ANSWERED] = True
         return response
+
+
+def _answered(
+    binding: Binding,
+    route: RouteHandler,
+    auth: Authorization,
+    request: Request,
+    status: int,
+    host: str | None,
+) -> None:
+    """Its handler answered a call: one ApiCall in the timeline and one in the route's
+    ``call_count``, counted together so that the two always agree (a call that stalls
+    before its handler answers is in neither)."""
+    with binding.lock:
+        binding.service.timeline.record_call(auth, request.method, request.path, status, host=host)
+        route.call_count += 1
 
 
 def _recorded(

@@ -62,7 +62,8 @@ class RouteHandler(RequestHandler):
         #: The scope a call needs (a flow whose tokens carry scopes); ``{name}`` parts
         #: are filled from the named groups of a regex path.
         self.scope = scope
-        #: Calls that passed authentication and reached this handler.
+        #: Calls that passed authentication and that this handler answered: one per
+        #: ApiCall event, counted with it (a call still in the handler is in neither).
         self.call_count = 0
 
     # pytest-httpserver's respond_with_* return None; these return the handler itself,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable
 
 import pytest
@@ -254,3 +255,37 @@ def test_route_without_a_response_is_re_raised_naming_the_route(
     assert "the handler of <route GET /api/y auth=v2> raised" in response.json()["message"]
     with pytest.raises(Exception, match="no response defined"):
         mgmt_server.check()
+
+
+def test_call_count_counts_what_the_timeline_shows_even_while_a_handler_runs(
+    mgmt_server: MgmtServer, mgmt_account: Account, get_token: GetToken, http: requests.Session
+) -> None:
+    # Issue 43, part 2, defect 18: call_count went up before the handler ran and the
+    # ApiCall was recorded after it answered, so a call stalled in between (a body that
+    # never came) was in one and not the other.
+    entered, release = threading.Event(), threading.Event()
+
+    def handler(request: Request) -> Response:
+        entered.set()
+        release.wait(30)
+        return Response("done")
+
+    slow = mgmt_server.route("GET", "/api/slow").respond_with_handler(handler)
+    bearer = {"Authorization": f"Bearer {get_token(mgmt_account)}"}
+    answers: list[int] = []
+    call = threading.Thread(
+        target=lambda: answers.append(
+            http.get(f"{mgmt_server.url}/api/slow", headers=bearer).status_code
+        )
+    )
+    call.start()
+    try:
+        assert entered.wait(30)
+        calls = [e for e in mgmt_server.events if isinstance(e, ApiCall)]
+        assert (slow.call_count, len(calls)) == (0, 0)  # in the handler: in neither yet
+    finally:
+        release.set()
+        call.join(30)
+    assert answers == [200]
+    calls = [e for e in mgmt_server.events if isinstance(e, ApiCall)]
+    assert (slow.call_count, len(calls)) == (1, 1)
