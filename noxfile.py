@@ -19,10 +19,15 @@ newest dependencies. That is its main row; the rows here run beside it:
 - ``pytest8``: the plugin's hooks and fixtures at work in pytest (``PLUGIN_TESTS``,
   tests/sweeps, docs/examples) with the newest pytest 8.x (the other rows have 9.x), on
   the newest Python;
-- ``tests-3.10``, ``tests-3.12``, ``tests-3.13``: the suite and docs/examples with the
-  newest dependencies, without ``PLUGIN_TESTS`` and tests/concurrency (pytester and
-  xdist runs of pytest itself: the main and floors rows run them on 3.11 and 3.10);
-- ``tests-3.11`` (not in CI's list: the main row is that one): the same selection.
+- ``tests-3.13``: the suite and docs/examples on the newest Python with the newest
+  dependencies, without ``PLUGIN_TESTS`` and tests/concurrency (pytester and xdist runs
+  of pytest itself: the main and floors rows run them, and pytest8 runs ``PLUGIN_TESTS``
+  on this Python);
+- ``tests-3.12``: a smoke selection (``SMOKE_ROW``: docs/examples, the v2 flow, the HTTP
+  layer, routes) on the Python between; the whole suite runs on the oldest (floors), the
+  main row's (3.11) and the newest, which keeps CI's time in bounds as the suite grows;
+- ``tests-3.10``, ``tests-3.11`` (not in CI's list: floors and the main row run the
+  whole suite on them): the same selection as ``tests-3.13``, for a contributor.
 
 Every row runs the hostile fuzz tests at ``ROW_HOSTILE_EXAMPLES`` generated requests
 each; the main row at the suite's default (1000).
@@ -64,8 +69,11 @@ PLUGIN_TESTS = (
 )
 #: The tests that drive pytest itself: in-process and subprocess pytester runs, xdist.
 PYTEST_DRIVEN = (*PLUGIN_TESTS, "tests/concurrency")
+#: The Pythons between the oldest, the main row's (3.11) and the newest: a smoke selection.
+BETWEEN = ("3.12",)
+SMOKE_ROW = ("docs/examples", "tests/v2", "tests/http", "tests/routes")
 # A moved or renamed module would silently drop out of --ignore: say so instead.
-_MISSING = [path for path in PYTEST_DRIVEN if not (ROOT / path).exists()]
+_MISSING = [path for path in (*PYTEST_DRIVEN, *SMOKE_ROW) if not (ROOT / path).exists()]
 if _MISSING:
     raise SystemExit(f"noxfile.py names test paths that are not there: {_MISSING}")
 PYTHON_ROW = (*WHOLE_SUITE, *(f"--ignore={path}" for path in PYTEST_DRIVEN))
@@ -80,7 +88,7 @@ nox.options.sessions = [
     "plugins",
     "floors",
     "pytest8",
-    *(f"tests-{version}" for version in SUPPORTED if version != "3.11"),
+    *(f"tests-{version}" for version in (*BETWEEN, NEWEST)),
 ]
 nox.options.error_on_missing_interpreters = True
 # A missing Python is an error to fix on the machine, not something to download.
@@ -122,9 +130,10 @@ def _row_env() -> dict[str, str]:
 
 @nox.session(python=SUPPORTED)
 def tests(session: nox.Session) -> None:
-    """The suite but the pytest-driven tests on this Python, newest dependencies."""
+    """The suite but the pytest-driven tests, newest dependencies (3.12: a smoke set)."""
     session.install(".[test]")
-    session.run("pytest", *RUN, *(session.posargs or PYTHON_ROW), env=_row_env())
+    selection = SMOKE_ROW if session.python in BETWEEN else PYTHON_ROW
+    session.run("pytest", *RUN, *(session.posargs or selection), env=_row_env())
 
 
 @nox.session(python="3.11")
