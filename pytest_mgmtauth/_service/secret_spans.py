@@ -6,7 +6,9 @@ any character, in either hex case, a space as ``+`` or ``%20`` (Python's ``quote
 ``quote_plus``, JavaScript's ``encodeURIComponent`` and ``URLSearchParams``, Java's
 ``URLEncoder`` all differ), encoded twice or three times, inside HTTP Basic credentials
 (base64 of ``id:secret``, each part form-encoded or not), as a quoted cookie value with
-backslash escapes. Listing spellings misses most of them. So the text is decoded the
+backslash escapes, as JSON ``\\uXXXX`` escapes (Go and Gson escape '&', '=', '<', '>',
+any encoder may escape any character), split across folded header lines. Listing
+spellings misses most of them. So the text is decoded the
 ways the fake (and the libraries a client uses) decode it, keeping for each decoded
 character where it stood in the text; a secret found in a decoded text is masked over
 the raw span it came from.
@@ -35,13 +37,23 @@ Decoded = tuple[str, list[int]]
 #: How many times a text is percent-decoded at most: the fake diagnoses a secret encoded
 #: up to three times.
 DECODING_DEPTH = 3
-#: Decoded texts looked at per text at most (both readings of '+' at each depth).
-MAX_DECODINGS = 2 + 4 + 8
+#: Decoded texts looked at per text at most: the text and up to three with escapes read
+#: (cookie, JSON, folds), each decoded with both readings of '+' at each depth.
+MAX_DECODINGS = 3 + 4 * (2 + 4 + 8)
 
 _ESCAPES = re.compile(r"(?:%[0-9A-Fa-f]{2})+")
 _ESCAPES_OR_PLUS = re.compile(r"(?:%[0-9A-Fa-f]{2})+|\+")
 #: A backslash escape of a quoted cookie value, as Werkzeug reads it.
 _UNSLASH = re.compile(r"\\([0-3][0-7]{2}|.)", re.DOTALL)
+#: A JSON string escape: a surrogate pair, one \uXXXX, or a one-letter escape.
+_JSON_ESCAPE = re.compile(
+    r"\\u([Dd][89ABab][0-9A-Fa-f]{2})\\u([Dd][C-Fc-f][0-9A-Fa-f]{2})"
+    r"|\\u([0-9A-Fa-f]{4})|\\([\"\\/bfnrt])"
+)
+_JSON_LETTERS = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+#: A folded header line (obs-fold: a line break, then spaces or tabs) and the spaces
+#: before it: a header value read with its folds taken out.
+_FOLD = re.compile(r"[ \t]*\r?\n[ \t]+")
 #: HTTP Basic credentials (any case, standard or URL-safe alphabet, padding optional).
 _BASIC = re.compile(r"\b[Bb][Aa][Ss][Ii][Cc][ \t]+([A-Za-z0-9+/_-]+={0,2})")
 #: A run of base64url characters and dots, where a JWT can stand.
@@ -126,13 +138,77 @@ def unslashed(text: str) -> Decoded | None:
     return "".join(chars), starts
 
 
+def json_unescaped(text: str) -> Decoded | None:
+    """``text`` with its JSON string escapes read (``\\u0026`` is '&', a surrogate pair
+    one character), and where each character stood; None if there are none."""
+    chars: list[str] = []
+    starts: list[int] = []
+    done = 0
+    for found in _JSON_ESCAPE.finditer(text):
+        chars.append(text[done : found.start()])
+        starts.extend(range(done, found.start()))
+        high, low, single, letter = found.groups()
+        if high is not None:
+            code = 0x10000 + ((int(high, 16) - 0xD800) << 10) + (int(low, 16) - 0xDC00)
+            chars.append(chr(code))
+        elif single is not None:
+            chars.append(chr(int(single, 16)))
+        else:
+            chars.append(_JSON_LETTERS.get(letter, letter))
+        starts.append(found.start())
+        done = found.end()
+    if not starts:
+        return None
+    chars.append(text[done:])
+    starts.extend(range(done, len(text) + 1))
+    return "".join(chars), starts
+
+
+def unfolded(text: str) -> Decoded | None:
+    """``text`` with its folded lines joined (a secret a client split across them read
+    whole), and where each character stood; None if nothing is folded."""
+    chars: list[str] = []
+    starts: list[int] = []
+    done = 0
+    for found in _FOLD.finditer(text):
+        chars.append(text[done : found.start()])
+        starts.extend(range(done, found.start()))
+        done = found.end()
+    if not done:
+        return None
+    chars.append(text[done:])
+    starts.extend(range(done, len(text) + 1))
+    return "".join(chars), starts
+
+
+def _escaped(text: str) -> Iterator[Decoded]:
+    """The texts ``text`` reads as with its backslash escapes read (a quoted cookie
+    value's, JSON's) or its folded lines joined."""
+    if "\\" in text:
+        for read in (unslashed, json_unescaped):
+            found = read(text)
+            if found is not None:
+                yield found
+    if "\n" in text:
+        found = unfolded(text)
+        if found is not None:
+            yield found
+
+
 def decodings(text: str) -> Iterator[Decoded]:
-    """The texts ``text`` reads as once decoded (percent-escapes, one to
-    :data:`DECODING_DEPTH` times, '+' as a space or not; cookie escapes), each with the
+    """The texts ``text`` reads as once decoded (backslash escapes of cookies and JSON,
+    folded lines joined; percent-escapes of those and of ``text``, one to
+    :data:`DECODING_DEPTH` times, '+' as a space or not), each with the
     start in ``text`` of each of its characters. Each distinct text once."""
     seen = {text}
-    # Per depth, the texts to decode further, with their map to ``text`` (None: itself).
+    # Per depth, the texts to decode further, with their map to ``text`` (None: itself);
+    # a text with escapes read (JSON's, a form inside a JSON string) is decoded further.
     level: list[tuple[str, list[int] | None]] = [(text, None)]
+    for escaped, starts in _escaped(text):
+        if escaped not in seen:
+            seen.add(escaped)
+            level.append((escaped, starts))
+            yield escaped, starts
     for _ in range(DECODING_DEPTH):
         deeper: list[tuple[str, list[int] | None]] = []
         for current, starts in level:
@@ -147,10 +223,6 @@ def decodings(text: str) -> Iterator[Decoded]:
                 deeper.append((found[0], mapped))
                 yield found[0], mapped
         level = deeper
-    if "\\" in text:
-        found = unslashed(text)
-        if found is not None and found[0] not in seen:
-            yield found
 
 
 def _spans_in(text: str, find: Find) -> list[Span]:

@@ -4,6 +4,7 @@ and the test it belongs to."""
 
 from __future__ import annotations
 
+import json
 import re
 import socket
 from collections.abc import Callable
@@ -253,3 +254,53 @@ def test_a_secret_where_a_text_is_cut_is_masked_not_kept_in_part(
         kept = entry.headers[0][1]
         assert kept.endswith(CUT_MARKER.format(total=len(value)))
         assert key[:8] not in kept
+
+
+# -- round 5 (issue 43, part 2): JSON escapes, folded headers ----------------------------
+
+
+def _json_escaped(value: str, every: bool) -> str:
+    """``value`` as Go and Gson write it in a JSON string ('&', '=', '<', '>' as
+    \\uXXXX), or with every character so."""
+    if every:
+        return "".join(f"\\u{ord(char):04x}" for char in value)
+    return "".join(f"\\u{ord(char):04x}" if char in "&=<>" else char for char in value)
+
+
+@pytest.mark.parametrize("every", [False, True], ids=["Go/Gson", "every character"])
+def test_a_key_in_json_escapes_is_masked_in_the_log(
+    mgmt_server: MgmtServer, http: requests.Session, every: bool
+) -> None:
+    key = "Ab3&dE9=fGh+ij/KLmn8op&qr=st"  # '&' and '=', as every generated key has
+    account = mgmt_server.add_account("go@example.com", api_key=key)
+    escaped = _json_escaped(key, every)
+    body = f'{{"username": "{account.username}", "key": "{escaped}"}}'
+    mgmt_server.route("POST", "/api/keys").respond_with_json({})
+    json_type = {"Content-Type": "application/json"}
+    http.post(f"{mgmt_server.url}/api/keys", data=body, headers=json_type)  # a route's body
+    (entry,) = mgmt_server.requests
+    assert entry.body is not None
+    assert escaped not in entry.body
+    assert key not in json.loads(entry.body)["key"]
+    assert fingerprint(key) in entry.body
+
+
+def test_a_key_split_across_a_folded_header_line_is_masked_in_the_log(
+    mgmt_server: MgmtServer, mgmt_account: Account
+) -> None:
+    key = mgmt_account.api_key
+    head, tail = key[: len(key) // 2], key[len(key) // 2 :]
+    _raw(
+        mgmt_server,
+        b"GET /nowhere HTTP/1.1\r\nHost: h\r\nX-Key: "
+        + head.encode()
+        + b"\r\n "
+        + tail.encode()
+        + b"\r\nConnection: close\r\n\r\n",
+    )
+    (entry,) = mgmt_server.requests
+    value = entry.header("X-Key")
+    assert value is not None
+    assert re.sub(r"\r?\n[ \t]+", "", value) == fingerprint(key)
+    assert head not in value
+    assert tail not in value

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import json
 import re
 import string
 import subprocess
@@ -148,7 +149,27 @@ ENCODERS: dict[str, Callable[[str], str]] = {
     "encoded twice": lambda s: quote(quote(s, safe=""), safe=""),
     "encoded three times": lambda s: quote(quote(quote_plus(s), safe=""), safe=""),
     "un-encoded": lambda s: s,
+    # Inside a JSON string: Go and Gson escape '&', '=', '<', '>' (every generated key
+    # has '&' or '='), and any encoder may escape any character (issue 43, defect 6).
+    "Go/Gson JSON": lambda s: _json_string(s, "&=<>'"),
+    "JSON escaping every character": lambda s: "".join(
+        f"\\u{unit:04x}" for unit in _utf16_units(s)
+    ),
 }
+
+
+def _utf16_units(text: str) -> list[int]:
+    data = text.encode("utf-16-be", "surrogatepass")
+    return [int.from_bytes(data[i : i + 2], "big") for i in range(0, len(data), 2)]
+
+
+def _json_string(secret: str, escaped: str) -> str:
+    """``secret`` as a JSON string's content, with the characters of ``escaped`` (and
+    whatever JSON must escape) as \\uXXXX."""
+    out = json.dumps(secret)[1:-1]
+    for char in escaped:
+        out = out.replace(char, f"\\u{ord(char):04x}")
+    return out
 
 
 def _lower_hex(text: str, which: list[bool]) -> str:
@@ -172,7 +193,7 @@ def _basic(user: str, secret: str) -> str:
     secret=st.one_of(GENERATED, CHOSEN),
     encoder=st.sampled_from(sorted(ENCODERS)),
     lower=st.lists(st.booleans(), min_size=1, max_size=5),
-    place=st.sampled_from(["body", "query", "path", "header", "basic", "cookie"]),
+    place=st.sampled_from(["body", "json", "query", "path", "header", "basic", "cookie"]),
 )
 def test_a_secret_is_masked_in_any_encoding_a_client_sends_it_in(
     secret: str, encoder: str, lower: list[bool], place: str
@@ -182,6 +203,7 @@ def test_a_secret_is_masked_in_any_encoding_a_client_sends_it_in(
         encoded = _lower_hex(encoded, lower)  # a '%A0' of the secret itself is not one
     text = {
         "body": f"username=alice%40example.com&key={encoded}&grant_type=client_credentials",
+        "json": f'{{"username": "alice@example.com", "key": "{encoded}"}}',
         "query": f"page=2&utk={encoded}",
         "path": f"/v1/items/{encoded}/x",
         "header": f"X-Api-Key: {encoded}",
