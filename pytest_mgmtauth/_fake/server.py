@@ -330,7 +330,8 @@ class MgmtServer:
         secrets masked as in :attr:`events`, refused ones included; the last 1000 within
         4 MiB (``.dropped`` counts earlier ones; long texts are cut, and say so). Like
         pytest-httpserver's ``log`` and respx's ``calls``."""
-        return self._binding.requests.entries(self._service.timeline.redact)
+        timeline = self._service.timeline
+        return self._binding.requests.entries(timeline.redact, timeline.masking_generation)
 
     def auth_count(self, *, version: str | None = None, username: str | None = None) -> int:
         """Successful credential grants: ``/v2/auth`` tokens, v3 tokens, ``/v1/login``

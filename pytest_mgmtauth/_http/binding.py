@@ -7,8 +7,9 @@ The request log holds every request the fake answered for the test, as it arrive
 (``mgmt_server.requests``, ``GET /_mgmtauth/requests``), refused ones included. Entries
 are kept as they arrived and masked when read, with the test's secret masker: a secret
 handed out after a request (a session's id, say) is masked in it too, and the requests
-of a test cost no masking unless the test reads them. The log is bounded in entries and
-in size: a text over its limit is masked at once and cut, with a marker saying so, and
+of a test cost no masking unless the test reads them, and an entry read is masked once
+while no secret is added (``len()`` masks nothing). The log is bounded in entries and
+in size: a text over its limit is masked whole at once and cut, with a marker saying so, and
 the oldest entries are dropped and counted (``mgmt_server.requests.dropped``).
 """
 
@@ -19,7 +20,8 @@ import contextlib
 import dataclasses
 import re
 import threading
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, overload
 
 from pytest_httpserver import RequestHandler, RequestMatcher
 
@@ -28,7 +30,7 @@ from .._service.flows.registry import HostPlan
 from .._service.timeline import to_datetime
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Iterator, Mapping
+    from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
     from datetime import datetime
 
     from pytest_httpserver.httpserver import HEADERS_T
@@ -243,9 +245,10 @@ REQUEST_LOG_BYTES = 4 * 1024 * 1024
 #: the fake's limits hold to 64 KiB already), :data:`REQUEST_LOG_TEXT`.
 REQUEST_LOG_HEADER = 16 * 1024
 REQUEST_LOG_TEXT = 64 * 1024
-#: How much of a cut text's end is left out after masking it: a secret the cut went
-#: through is shorter (a 60-character key encoded three times, in Basic credentials,
-#: is under 1 KiB), so no piece of one is kept.
+#: How much of a cut text's end is left out besides: the text is masked whole before it
+#: is cut, so a secret held then is masked whatever its length; this covers a secret
+#: handed out later, masked when the log is read (a 60-character key encoded three
+#: times, in Basic credentials, is under 1 KiB), so no piece of one is kept.
 CUT_MARGIN = 4096
 
 
@@ -296,10 +299,11 @@ class RecordedRequest:
         def kept(value: str, limit: int) -> str:
             if len(value) <= limit:
                 return value
-            # Masked before it is cut, and the end left out: a secret the cut went
-            # through is masked, or left out whole, never kept in part.
-            head = mask(value[:limit])
-            head = head[: max(0, len(head) - CUT_MARGIN)]
+            # Masked whole before it is cut (a secret the cut goes through is masked,
+            # whatever its length), and the end left out besides (one handed out later
+            # is left out whole): never kept in part.
+            masked = mask(value)
+            head = masked[: max(0, min(limit, len(masked)) - CUT_MARGIN)]
             return f"{head}{CUT_MARKER.format(total=len(value))}"
 
         return dataclasses.replace(
@@ -322,15 +326,76 @@ class RecordedRequest:
 CUT_MARKER = "...[cut by the request log: {total} characters in all]"
 
 
-class LoggedRequests(list[RecordedRequest]):
-    """What ``mgmt_server.requests`` returns: the requests kept, oldest first, and
-    :attr:`dropped`, how many earlier ones the log no longer holds."""
+class _Kept:
+    """An entry of the log as it arrived, and its masked form once read (with the masker's
+    generation it was masked at: a secret handed out since is masked on the next read)."""
 
-    def __init__(self, entries: Iterable[RecordedRequest] = (), dropped: int = 0) -> None:
-        super().__init__(entries)
+    __slots__ = ("entry", "masked")
+
+    def __init__(self, entry: RecordedRequest) -> None:
+        self.entry = entry
+        self.masked: tuple[Hashable, RecordedRequest] | None = None
+
+    def read(self, mask: Callable[[str], str], generation: Hashable) -> RecordedRequest:
+        key = (mask, generation)
+        cached = self.masked  # one read of the slot: another thread may set it
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        masked = self.entry.masked(mask)
+        self.masked = (key, masked)
+        return masked
+
+
+class LoggedRequests(Sequence[RecordedRequest]):
+    """What ``mgmt_server.requests`` returns: the requests kept, oldest first (a sequence:
+    index, slice, iterate, ``len``, ``==`` a list; ``list(...)`` makes a list), and
+    :attr:`dropped`, how many earlier ones the log no longer holds. An entry is masked
+    when it is read, once while no secret is added: ``len()`` and ``dropped`` mask
+    nothing, and reading a few entries of a full log costs what those few cost."""
+
+    def __init__(
+        self,
+        entries: Iterable[RecordedRequest | _Kept] = (),
+        dropped: int = 0,
+        *,
+        mask: Callable[[str], str] = str,
+        generation: Callable[[], Hashable] = object,
+    ) -> None:
+        self._kept = [e if isinstance(e, _Kept) else _Kept(e) for e in entries]
+        self._mask = mask
+        self._generation = generation
         #: Earlier requests dropped to stay within the log's bounds: more than
         #: :data:`REQUEST_LOG_SIZE` requests, or :data:`REQUEST_LOG_BYTES` of text.
         self.dropped = dropped
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+    @overload
+    def __getitem__(self, index: int) -> RecordedRequest: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[RecordedRequest]: ...
+
+    def __getitem__(self, index: int | slice) -> RecordedRequest | list[RecordedRequest]:
+        generation = self._generation()
+        if isinstance(index, slice):
+            return [kept.read(self._mask, generation) for kept in self._kept[index]]
+        return self._kept[index].read(self._mask, generation)
+
+    def __iter__(self) -> Iterator[RecordedRequest]:
+        for kept in self._kept:
+            yield kept.read(self._mask, self._generation())
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, (Sequence, LoggedRequests)) or isinstance(other, (str, bytes)):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]  # equal to a list, unhashable like one
+
+    def __repr__(self) -> str:
+        return f"LoggedRequests({list(self)!r}, dropped={self.dropped})"
 
 
 class RequestLog:
@@ -348,7 +413,7 @@ class RequestLog:
         text: int = REQUEST_LOG_TEXT,
     ) -> None:
         self._lock = threading.Lock()
-        self._entries: collections.deque[RecordedRequest] = collections.deque()
+        self._entries: collections.deque[_Kept] = collections.deque()
         self._sizes: collections.deque[int] = collections.deque()
         self._mask = mask
         self._limits = (size, total, header, text)
@@ -361,7 +426,7 @@ class RequestLog:
         entry = entry.cut(self._mask, header, text)
         entry_size = entry.size()
         with self._lock:
-            self._entries.append(entry)
+            self._entries.append(_Kept(entry))
             self._sizes.append(entry_size)
             self._total += entry_size
             while len(self._entries) > 1 and (len(self._entries) > size or self._total > total):
@@ -369,8 +434,13 @@ class RequestLog:
                 self._total -= self._sizes.popleft()
                 self.dropped += 1
 
-    def entries(self, mask: Callable[[str], str]) -> LoggedRequests:
-        """Every entry kept, oldest first, masked with ``mask``."""
+    def entries(
+        self, mask: Callable[[str], str], generation: Callable[[], Hashable] | None = None
+    ) -> LoggedRequests:
+        """Every entry kept, oldest first, each masked with ``mask`` when it is read.
+        ``generation`` changes when ``mask`` comes to mask more (the masker's
+        generation): an entry masked at one generation is kept masked for the reads
+        that follow at the same one. Without it, each read masks again."""
         with self._lock:
             entries, dropped = list(self._entries), self.dropped
-        return LoggedRequests((entry.masked(mask) for entry in entries), dropped)
+        return LoggedRequests(entries, dropped, mask=mask, generation=generation or object)

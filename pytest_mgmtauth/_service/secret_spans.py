@@ -204,11 +204,11 @@ def decodings(text: str) -> Iterator[Decoded]:
     # Per depth, the texts to decode further, with their map to ``text`` (None: itself);
     # a text with escapes read (JSON's, a form inside a JSON string) is decoded further.
     level: list[tuple[str, list[int] | None]] = [(text, None)]
-    for escaped, starts in _escaped(text):
+    for escaped, where in _escaped(text):
         if escaped not in seen:
             seen.add(escaped)
-            level.append((escaped, starts))
-            yield escaped, starts
+            level.append((escaped, where))
+            yield escaped, where
     for _ in range(DECODING_DEPTH):
         deeper: list[tuple[str, list[int] | None]] = []
         for current, starts in level:

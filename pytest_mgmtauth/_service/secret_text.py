@@ -60,6 +60,9 @@ class SecretMasker:
         # is scanned once, whatever the number of secrets.
         self._by_prefix: dict[str, list[tuple[str, str]]] = {}
         self._known: set[str] = set()
+        #: Goes up with each secret it comes to know: a text masked at one generation is
+        #: masked alike while it stays (a cache of masked texts is good that long).
+        self.generation = 0
 
     def add(self, secret: str) -> None:
         if not isinstance(secret, str) or len(secret) < MIN_MASKED_LENGTH:
@@ -68,6 +71,7 @@ class SecretMasker:
             if secret in self._known:
                 return
             self._known.add(secret)
+            self.generation += 1
             shown = fingerprint(secret)
             for spelling in _spellings(secret):
                 bucket = self._by_prefix.setdefault(spelling[:MIN_MASKED_LENGTH], [])

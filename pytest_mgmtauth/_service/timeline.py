@@ -211,6 +211,11 @@ class Timeline:
         that quotes what a client sent before it leaves the fake."""
         return self._masker.mask(text)
 
+    def masking_generation(self) -> int:
+        """Changes whenever :meth:`redact` comes to mask another secret: a text redacted at
+        one generation redacts alike while it stays."""
+        return self._masker.generation
+
     def keep_masking(self, previous: Timeline) -> None:
         """Mask the secrets of ``previous`` too (the standalone server's state before a
         reset: its clients may still send the old sessions' ids)."""

@@ -5,9 +5,11 @@ and the test it belongs to."""
 from __future__ import annotations
 
 import json
+import random
 import re
 import socket
-from collections.abc import Callable
+import string
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from urllib.parse import quote, quote_plus, unquote, unquote_plus, urlencode, urlsplit
 
@@ -26,6 +28,8 @@ from pytest_mgmtauth._http.binding import (
     RequestLog,
 )
 from pytest_mgmtauth._service.accounts import fingerprint
+
+NOW = datetime(2026, 1, 1)
 
 
 def _raw(server: MgmtServer, raw: bytes) -> bytes:
@@ -170,7 +174,7 @@ def _readings(text: str) -> list[str]:
     return [text, once, once_plus, unquote(once), unquote(unquote(once_plus))]
 
 
-def _logged_text(logged: list[RecordedRequest]) -> str:
+def _logged_text(logged: Sequence[RecordedRequest]) -> str:
     return "\n".join(
         "\n".join([r.host, r.path, r.query, r.body or "", *(f"{k}: {v}" for k, v in r.headers)])
         for r in logged
@@ -304,3 +308,91 @@ def test_a_key_split_across_a_folded_header_line_is_masked_in_the_log(
     assert re.sub(r"\r?\n[ \t]+", "", value) == fingerprint(key)
     assert head not in value
     assert tail not in value
+
+
+# -- round 5 (issue 43, part 2): long secrets at a cut, the cost of reading -------------
+
+
+def test_a_secret_longer_than_the_cut_margin_is_masked_not_kept_in_part(
+    mgmt_server: MgmtServer,
+) -> None:
+    # A 10,000-character secret kept about 2,240 characters where a 16 KiB cut went
+    # through it: only the part before the cut was masked, and the margin is 4 KiB.
+    secret = "".join(random.Random(43).choices(string.ascii_letters, k=10_000))
+    account = mgmt_server.add_account("long@example.com", password=secret)
+    log = RequestLog(mgmt_server._service.timeline.redact)
+    sent = ["x" * (REQUEST_LOG_HEADER - shift) + secret for shift in range(100, 10_000, 1500)]
+    for value in sent:
+        log.add(RecordedRequest("GET", "h", "/", "", (("X-Key", value),), None, 404, NOW))
+    for value, entry in zip(sent, log.entries(str), strict=True):
+        kept = entry.headers[0][1]
+        assert kept.endswith(CUT_MARKER.format(total=len(value)))
+        assert secret[:40] not in kept
+        assert secret[-40:] not in kept
+        longest_run = max(map(len, re.findall(r"[A-Za-z]+", kept.replace("x", " "))), default=0)
+        assert longest_run < 40, longest_run  # no piece of the secret
+    assert account.password == secret
+
+
+class _CountingMask:
+    """A mask that counts the texts it was asked to mask."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def __call__(self, text: str) -> str:
+        self.calls += 1
+        return text
+
+
+def _entry(i: int) -> RecordedRequest:
+    return RecordedRequest("GET", "h", f"/r{i}", "", (("X-A", "1"),), "body", 200, NOW)
+
+
+def test_len_and_dropped_of_the_log_mask_nothing_and_an_entry_is_masked_once() -> None:
+    # A full 4 MiB log took 6-8 s to read, even for len() or .dropped: every entry was
+    # masked on every read.
+    log = RequestLog(size=50)
+    for i in range(60):
+        log.add(_entry(i))
+    mask, generation = _CountingMask(), [0]
+    logged = log.entries(mask, lambda: generation[0])
+    assert (len(logged), logged.dropped) == (50, 10)
+    assert mask.calls == 0
+    assert logged[-1].path == "/r59"
+    per_entry = mask.calls  # method, host, path, query, the header's two, the body
+    assert per_entry == 7
+    again = log.entries(mask, lambda: generation[0])  # a new read of the same log
+    assert again[-1] == logged[-1]
+    assert again[0].path == "/r10"
+    assert mask.calls == 2 * per_entry  # the last entry from the cache; the first masked
+    generation[0] += 1  # a secret was handed out: masked again, once
+    assert again[-1].path == "/r59"
+    assert again[-1].path == "/r59"
+    assert mask.calls == 3 * per_entry
+    assert list(again[:2]) == [again[0], again[1]]
+    assert again == list(again)
+    assert again != []
+    assert [again[0]] != again
+
+
+def test_reading_a_few_entries_of_mgmt_server_requests_masks_only_those(
+    mgmt_server: MgmtServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for i in range(30):
+        mgmt_server._binding.requests.add(_entry(i))
+    masker = mgmt_server._service.timeline._masker
+    counted = _CountingMask()
+    real = masker.mask
+
+    def mask(text: str) -> str:
+        counted(text)
+        return real(text)
+
+    monkeypatch.setattr(masker, "mask", mask)
+    assert len(mgmt_server.requests) == 30
+    assert mgmt_server.requests.dropped == 0
+    assert counted.calls == 0
+    assert mgmt_server.requests[-1].path == "/r29"
+    assert mgmt_server.requests[-1].path == "/r29"
+    assert counted.calls == 7  # one entry, masked once
