@@ -23,7 +23,7 @@ from .._service.flows.base import MalformedCall
 from .._service.flows.registry import endpoint_family, endpoint_for
 from .._service.service import Refusal
 from .._service.timeline import to_datetime
-from .binding import Binding, RecordedRequest, RouteHandler
+from .binding import Binding, RecordedRequest, RouteHandler, logged_body
 from .errors import BODY_READ, error_response, masked_error, refusal_response, with_headers
 from .flows import (
     ARRIVED,
@@ -400,7 +400,7 @@ def _recorded(
         path=path,
         query=query,
         headers=tuple(headers),
-        body=body.decode("utf-8", "backslashreplace") if isinstance(body, bytes) else None,
+        body=logged_body(body, headers) if isinstance(body, bytes) else None,
         status=status,
         at=to_datetime(arrived),
         test=binding.test_id,

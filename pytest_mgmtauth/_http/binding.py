@@ -20,6 +20,7 @@ import contextlib
 import dataclasses
 import re
 import threading
+import zlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, overload
 
@@ -324,6 +325,85 @@ class RecordedRequest:
 
 #: What ends a text the request log cut (docs/reference.md).
 CUT_MARKER = "...[cut by the request log: {total} characters in all]"
+#: What starts a compressed body the log keeps decompressed (docs/reference.md).
+DECOMPRESSED_NOTE = "[{coding} body, decompressed by the request log: {sent} bytes sent]\n"
+#: What stands for a compressed body the log does not keep (docs/reference.md).
+UNKEPT_MARKER = "[a {coding} body the request log did not keep: {why}; {sent} bytes sent]"
+#: Gzip's first two bytes: a body that starts so is read as gzip even without a
+#: Content-Encoding, so that no compressed secret is kept.
+GZIP_MAGIC = b"\x1f\x8b"
+#: Most members of a gzip body (each a whole gzip stream) the log decompresses.
+GZIP_MEMBERS = 16
+
+
+class _NotKept(Exception):
+    """Why a compressed body is not kept (``str()``)."""
+
+
+def _inflated(data: bytes, wbits: int, members: int, budget: int) -> bytes:
+    """``data`` decompressed (``wbits`` as :func:`zlib.decompressobj` takes it; up to
+    ``members`` streams one after the other), or :class:`_NotKept` if that is over
+    ``budget`` bytes: a zip bomb is stopped there, never inflated. :class:`zlib.error`
+    if it does not decompress whole."""
+    out = bytearray()
+    rest = data
+    for _ in range(members):
+        inflater = zlib.decompressobj(wbits)
+        out += inflater.decompress(rest, budget + 1 - len(out))
+        if len(out) > budget or inflater.unconsumed_tail:
+            raise _NotKept(f"it decompresses to over {budget} bytes")
+        if not inflater.eof:
+            raise zlib.error("the stream ends early")
+        rest = inflater.unused_data
+        if not rest:
+            return bytes(out)
+    raise zlib.error(f"data after {members} stream(s)")
+
+
+def _decompressed(data: bytes, coding: str, budget: int) -> bytes:
+    """``data`` with the content coding ``coding`` undone (gzip, with its members one
+    after the other; deflate, zlib-wrapped as RFC 9110 says or raw as some clients send
+    it), or :class:`_NotKept` saying why not."""
+    if coding in ("gzip", "x-gzip"):
+        attempts = [(16 + zlib.MAX_WBITS, GZIP_MEMBERS)]
+    elif coding == "deflate":
+        attempts = [(zlib.MAX_WBITS, 1), (-zlib.MAX_WBITS, 1)]
+    else:
+        raise _NotKept(f"it cannot decompress {coding!r}")
+    for wbits, members in attempts:
+        try:
+            return _inflated(data, wbits, members, budget)
+        except zlib.error:
+            continue
+    raise _NotKept(f"it does not decompress as {coding}")
+
+
+def logged_body(body: bytes, headers: Iterable[tuple[str, str]]) -> str:
+    """``body`` as the request log keeps it: decoded as UTF-8 (bytes that are not, as
+    ``\\xNN``), decompressed first after a note when its Content-Encoding is gzip or
+    deflate (or it starts as gzip does), within :data:`REQUEST_LOG_TEXT` bytes; a
+    compressed body it cannot read so is not kept, a marker says why (a secret inside
+    would be kept unmasked)."""
+    codings = [
+        coding.strip().lower()
+        for name, value in headers
+        if name.lower() == "content-encoding"
+        for coding in value.split(",")
+        if coding.strip() and coding.strip().lower() != "identity"
+    ]
+    if not codings and body.startswith(GZIP_MAGIC):
+        codings = ["gzip"]
+    if not codings or not body:
+        return body.decode("utf-8", "backslashreplace")
+    shown = ", ".join(codings)
+    data = body
+    try:
+        for coding in reversed(codings):  # the last one applied is undone first
+            data = _decompressed(data, coding, REQUEST_LOG_TEXT)
+    except _NotKept as exc:
+        return UNKEPT_MARKER.format(coding=shown, why=exc, sent=len(body))
+    note = DECOMPRESSED_NOTE.format(coding=shown, sent=len(body))
+    return note + data.decode("utf-8", "backslashreplace")
 
 
 class _Kept:

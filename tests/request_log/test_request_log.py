@@ -4,11 +4,13 @@ and the test it belongs to."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import random
 import re
 import socket
 import string
+import zlib
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from urllib.parse import quote, quote_plus, unquote, unquote_plus, urlencode, urlsplit
@@ -21,6 +23,7 @@ from pytest_mgmtauth import Account, MgmtServer, RecordedRequest
 from pytest_mgmtauth._http.binding import (
     CUT_MARGIN,
     CUT_MARKER,
+    DECOMPRESSED_NOTE,
     REQUEST_LOG_BYTES,
     REQUEST_LOG_HEADER,
     REQUEST_LOG_SIZE,
@@ -396,3 +399,55 @@ def test_reading_a_few_entries_of_mgmt_server_requests_masks_only_those(
     assert mgmt_server.requests[-1].path == "/r29"
     assert mgmt_server.requests[-1].path == "/r29"
     assert counted.calls == 7  # one entry, masked once
+
+
+# -- round 5 (issue 43, part 2): compressed bodies --------------------------------------
+
+
+@pytest.mark.parametrize("coding", ["gzip", "deflate", "gzip, gzip"])
+def test_a_compressed_body_is_logged_decompressed_with_its_secret_masked(
+    mgmt_server: MgmtServer, mgmt_account: Account, http: requests.Session, coding: str
+) -> None:
+    # A gzip body was logged as its compressed bytes: the key could be read back with
+    # gzip.decompress(), never masked.
+    mgmt_server.route("POST", "/api/upload").respond_with_json({})
+    form = urlencode({"username": mgmt_account.username, "key": mgmt_account.api_key})
+    sent = form.encode()
+    for step in coding.split(", "):
+        sent = gzip.compress(sent) if step == "gzip" else zlib.compress(sent)
+    http.post(
+        f"{mgmt_server.url}/api/upload",
+        data=sent,
+        headers={"Content-Encoding": coding, "Content-Type": "application/x-www-form-urlencoded"},
+    )
+    (entry,) = mgmt_server.requests
+    note = DECOMPRESSED_NOTE.format(coding=coding, sent=len(sent))
+    masked = urlencode({"username": mgmt_account.username}) + "&key="
+    assert entry.body == note + masked + fingerprint(mgmt_account.api_key)
+
+
+@pytest.mark.parametrize(
+    ("headers", "sent", "why"),
+    [
+        ({"Content-Encoding": "gzip"}, gzip.compress(b"0" * 1_000_000), "over 65536 bytes"),
+        ({"Content-Encoding": "gzip"}, b"SECRET-KEY", "does not decompress as gzip"),
+        ({"Content-Encoding": "br"}, b"\x8b\x03\x80SECRET", "cannot decompress 'br'"),
+        ({}, gzip.compress(b"key=SECRET")[:-4], "does not decompress as gzip"),
+    ],
+    ids=["a zip bomb", "not gzip", "brotli", "gzip bytes without the header, cut short"],
+)
+def test_a_compressed_body_the_log_cannot_read_is_not_kept(
+    mgmt_server: MgmtServer,
+    http: requests.Session,
+    headers: dict[str, str],
+    sent: bytes,
+    why: str,
+) -> None:
+    mgmt_server.route("POST", "/api/upload").respond_with_json({})
+    http.post(f"{mgmt_server.url}/api/upload", data=sent, headers=headers)
+    (entry,) = mgmt_server.requests
+    assert entry.body is not None
+    assert entry.body.startswith("[a ")
+    assert why in entry.body
+    assert entry.body.endswith(f"; {len(sent)} bytes sent]")
+    assert "SECRET" not in entry.body
