@@ -304,10 +304,13 @@ class World:
         assert len(logins) == len(service.credentials.sessions)
         assert self.fake.auth_count() == len(issued) + len(logins)
         assert self.fake.auth_count(version="v2") == len(issued)
-        reached = [e for e in timeline if isinstance(e, ApiCall) and e.authenticated]
-        assert len(reached) == sum(r.call_count for r in self.routes.values()), (
-            "calls that reached a handler and ApiCall events disagree"
-        )
+        # Read together: a handler that answers now (a stalled call whose client went
+        # away) adds its ApiCall and its call_count under this lock (issue 43, item 18).
+        with self.fake._binding.lock:
+            answered = [e for e in self.fake.events if isinstance(e, ApiCall)]
+            counted = sum(r.call_count for r in self.routes.values())
+        reached = [e for e in answered if e.authenticated]
+        assert len(reached) == counted, "calls that reached a handler and ApiCall events disagree"
         self.check_still_serving()
 
     def check_still_serving(self) -> None:
