@@ -10,11 +10,12 @@ from typing import TYPE_CHECKING
 from .._http.app import CONTROL_PREFIX
 from .._http.binding import Binding, RouteHandler
 from .._http.parsing import unreachable_path
-from .._service import faults as _faults
+from .._service import events as _events, faults as _faults
 from .._service.accounts import Account
 from .._service.flows.base import ClientFlow
 from .._service.flows.registry import (
     builtin_paths,
+    check_grants,
     check_version,
     client_flow,
     endpoint_families,
@@ -23,8 +24,9 @@ from .._service.flows.registry import (
     route_flow,
     service_hosts,
 )
+from .._service.limits import check_count, check_seconds
 from .._service.service import AuthService
-from .._service.timeline import system_clock
+from .._service.timeline import real_seconds, system_clock
 from .._verdicts import checks, findings
 from .._verdicts.evidence import AuthSummary, Evidence, format_timeline, summarize
 from .resolution import refuse_lookups
@@ -337,6 +339,91 @@ class MgmtServer:
         sessions and OAuth access tokens (``version`` ``"v2"``, ``"v3"``, ``"v1"``,
         ``"oauth"``; ``None``: all; ``username``: an account or a client id)."""
         return self._service.auth_count(version=version, username=username)
+
+    def wait(
+        self,
+        *,
+        grants: int | None = None,
+        calls: int | None = None,
+        version: str | None = None,
+        username: str | None = None,
+        until: Callable[[list[Event]], bool] | None = None,
+        timeout: float = 5.0,
+    ) -> list[Event]:
+        """Block until the fake has seen what a client on another thread, a scheduler or
+        another process should have done; fail after ``timeout`` seconds if it has not.
+
+        Every condition given must hold: at least ``grants`` credential grants (counted as
+        :meth:`auth_count` counts them), at least ``calls`` calls to declared routes
+        (:class:`~pytest_mgmtauth.ApiCall` events, answered or refused), and
+        ``until(events)`` true. ``version`` (a flow: ``"v1"``, ``"v2"``, ``"v3"``,
+        ``"oauth"``) and ``username`` (an account or OAuth client id) narrow both
+        counts. Counts run from the test's start, like :meth:`auth_count`: what the
+        client did before the wait still counts, so there is no race to lose.
+
+        The wait sleeps until an event is recorded (no polling), and ``timeout`` is real
+        time: it runs out under a frozen ``mgmt_clock`` as well. Like mock-oauth2-server's
+        ``takeRequest(timeout)`` it returns what it waited for: the timeline's events
+        (:attr:`events`) at that moment.
+
+        :param grants: credential grants to wait for (1 or more).
+        :param calls: calls to declared routes to wait for (1 or more).
+        :param version: count only this flow's grants and calls.
+        :param username: count only this account's (or OAuth client's).
+        :param until: a test of the events (oldest first) that must return true.
+        :param timeout: seconds of real time, at most 3600.
+        :returns: the events once every condition holds.
+        :raises AssertionError: on timeout, saying what was waited for, the counts the
+            fake saw and its timeline.
+        :raises ValueError: for no condition, a count below 1, an unknown flow or
+            account, or a timeout out of range.
+        """
+        __tracebackhide__ = True
+        wanted = _wanted(
+            grants=grants, calls=calls, version=version, username=username, until=until
+        )
+        self._known_username(username)
+        seconds = check_seconds("timeout", timeout, maximum=3600, what="mgmt_server.wait()")
+        timeline = self._service.timeline
+
+        def seen(events: list[Event]) -> tuple[int, int]:
+            granted = len(_events.grants(events, version=version, username=username))
+            called = sum(
+                isinstance(e, _events.ApiCall)
+                and (version is None or e.version == version)
+                and (username is None or e.username == username)
+                for e in events
+            )
+            return granted, called
+
+        def done(events: list[Event]) -> bool:
+            granted, called = seen(events)
+            return (
+                granted >= (grants or 0)
+                and called >= (calls or 0)
+                and (until is None or until(events))
+            )
+
+        deadline = real_seconds() + seconds
+        with timeline.recorded:  # held only while reading: wait() lets it go
+            while not done(events := timeline.events):
+                left = deadline - real_seconds()
+                if left <= 0:
+                    break
+                timeline.recorded.wait(left)
+            else:
+                return events
+        granted, called = seen(events)
+        saw = f"{granted} grant(s) and {called} call(s)"
+        if version is not None or username is not None:
+            saw += f" of those counted ({len(_events.grants(events))} and "
+            saw += f"{sum(isinstance(e, _events.ApiCall) for e in events)} in all)"
+        if until is not None:
+            saw += f"; until() is {bool(until(events))}"
+        raise AssertionError(
+            f"mgmt_server.wait({wanted}) timed out after {seconds:g} s of real time: the "
+            f"fake saw {saw}.\n" + format_timeline(self.evidence(), username=username)
+        )
 
     # -- for the plugin and mgmtauth-server (internal: not part of the public API) --------
     # The lifecycle the pytest glue drives: use_clock_mover() at setup, check() and
@@ -660,6 +747,35 @@ class MgmtServer:
 
     def __repr__(self) -> str:
         return f"<MgmtServer {self.url} {self.options.describe()}>"
+
+
+def _wanted(
+    *, grants: object, calls: object, version: object, username: object, until: object
+) -> str:
+    """What a :meth:`MgmtServer.wait` waits for, as its call reads; ValueError for
+    nothing to wait for, a count below 1 or an unknown flow."""
+    if grants is None and calls is None and until is None:
+        raise ValueError(
+            "mgmt_server.wait() needs something to wait for: grants=N, calls=N or until=..."
+        )
+    if grants is not None:
+        check_count("grants", grants, what="mgmt_server.wait()")
+        check_grants(version, what="mgmt_server.wait")
+    if calls is not None:
+        check_count("calls", calls, what="mgmt_server.wait()")
+    check_version(version, what="mgmt_server.wait() version", none="every flow")
+    parts = [
+        f"{name}={value!r}"
+        for name, value in (("grants", grants), ("calls", calls), ("version", version))
+        if value is not None
+    ]
+    if username is not None:
+        parts.append(f"username={username!r}")
+    if until is not None and not callable(until):
+        raise TypeError(f"mgmt_server.wait() until= takes a function of the events, got {until!r}")
+    if until is not None:
+        parts.append(f"until={getattr(until, '__name__', 'a test')}")
+    return ", ".join(parts)
 
 
 def _client_id(client: OAuthClient | str) -> str:
