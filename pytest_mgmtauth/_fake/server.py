@@ -10,11 +10,12 @@ from typing import TYPE_CHECKING
 from .._http.app import CONTROL_PREFIX
 from .._http.binding import Binding, RouteHandler
 from .._http.parsing import unreachable_path
-from .._service import faults as _faults
+from .._service import events as _events, faults as _faults
 from .._service.accounts import Account
 from .._service.flows.base import ClientFlow
 from .._service.flows.registry import (
     builtin_paths,
+    check_grants,
     check_version,
     client_flow,
     endpoint_families,
@@ -23,8 +24,9 @@ from .._service.flows.registry import (
     route_flow,
     service_hosts,
 )
+from .._service.limits import check_count, check_seconds
 from .._service.service import AuthService
-from .._service.timeline import system_clock
+from .._service.timeline import real_seconds, system_clock
 from .._verdicts import checks, findings
 from .._verdicts.evidence import AuthSummary, Evidence, format_timeline, summarize
 from .resolution import refuse_lookups
@@ -66,6 +68,8 @@ class MgmtServer:
                 f"{options.v3_host} (a host of v1, v2 or v3 auth)"
             )
         self.options = options
+        """The :class:`~pytest_mgmtauth.Options` in force for this test (defaults, ini,
+        command line and markers merged)."""
         self._pool = pool
         self._http = pool.server(https=options.https)
         # No clock: the process's time (what mgmt_clock / freezegun move). The
@@ -95,7 +99,10 @@ class MgmtServer:
 
     @property
     def url(self) -> str:
-        """The service's base URL: endpoints are ``{url}/v2/auth``, ``{url}/v1/login``..."""
+        """The service's base URL, ``{base_url}`` of the interface document, e.g.
+        ``http://127.0.0.1:40123`` (no trailing slash). Endpoints are ``{url}/v2/auth``,
+        ``{url}/v3/auth/accounts/{account}/profiles/{profile}`` (v3 auth),
+        ``{url}/v1/login`` and ``{url}/v1/logout``."""
         return self._http.base_url
 
     @property
@@ -106,17 +113,19 @@ class MgmtServer:
         return self._http.base_url.rsplit(":", 1)[0] + f":{self._binding.region_port()}"
 
     def url_for(self, path: str) -> str:
+        """:attr:`url` joined with ``path`` (a leading ``/`` is optional)."""
         return self.url + ("" if path.startswith("/") else "/") + path
 
     @property
     def ca_bundle(self) -> str | None:
-        """Path of the test CA's certificate (PEM) when serving HTTPS or intercepting,
-        else ``None``."""
+        """With ``https=True`` or ``intercept=True``: the path of the test CA's
+        certificate (PEM), for ``verify=`` (requests, httpx) or ``cafile=``; else
+        ``None``."""
         return self._pool.ca.ca_bundle if self._uses_ca else None
 
     def client_ssl_context(self) -> ssl.SSLContext | None:
-        """A new client ``SSLContext`` that trusts the test CA (HTTPS or interception
-        only, else None)."""
+        """With ``https=True`` or ``intercept=True``: a new client ``ssl.SSLContext``
+        that trusts the test CA and nothing else; else ``None``."""
         return self._pool.ca.client_context() if self._uses_ca else None
 
     @property
@@ -128,13 +137,14 @@ class MgmtServer:
         """The hosts of the service the fake stands in for (names, no scheme or port):
         ``api.tealiumiq.com``, ``platform.tealiumapis.com``, ``api.tealiumapis.com``,
         ``my.tealiumiq.com``, ``sso.tealiumiq.com`` and the region host of v3 API calls
-        (the option ``v3_host``). See docs/hosts.md."""
+        (the option ``v3_host``), a tuple, the same with or without interception. See
+        docs/hosts.md."""
         return service_hosts(self.options)
 
     @property
     def proxy_url(self) -> str | None:
-        """The URL of the fake's HTTP proxy (``HTTPS_PROXY``) under the intercept
-        option, else ``None``."""
+        """With ``intercept=True``: the URL of the fake's HTTP proxy
+        (``http://127.0.0.1:<port>``, what ``HTTPS_PROXY`` names); else ``None``."""
         if self._proxy is None:
             return None
         host = self._proxy.host
@@ -151,7 +161,7 @@ class MgmtServer:
         and the CA variables (``REQUESTS_CA_BUNDLE``, ``SSL_CERT_FILE``,
         ``CURL_CA_BUNDLE``, ``NODE_EXTRA_CA_CERTS``), extending the process's own (see
         docs/hosts.md). The plugin sets them in this process for the test. Only with
-        the intercept option."""
+        the intercept option: without it, ``ValueError``."""
         __tracebackhide__ = True
         if self.proxy_url is None:
             raise ValueError(
@@ -183,10 +193,15 @@ class MgmtServer:
         profiles: Iterable[str | tuple[str, str]] | None = None,
     ) -> Account:
         """Register an account; anything left out is generated (API keys contain
-        characters that must be URL-encoded). ``permissions=None``: every permission.
-        ``profiles``: the v3 ``"account/profile"`` pairs (or ``(account, profile)``
-        tuples; ``"account/*"`` for all of an account's) it may get tokens for;
-        ``None``: any."""
+        characters that must be URL-encoded; see :class:`~pytest_mgmtauth.Account`).
+
+        ``username`` must be an e-mail address (contain ``@``) and be new in this test;
+        ``api_key`` and ``password`` non-empty strings; ``permissions`` an iterable of
+        permission names (``None``: every permission, ``[]``: none); ``profiles`` the v3
+        pairs it may get tokens for, an iterable of ``"account/profile"`` strings or
+        ``(account, profile)`` tuples, ``"account/*"`` for every profile of an account
+        (``None``: any pair). Wrong values raise ``ValueError`` or ``TypeError`` in the
+        test."""
         return self._service.accounts.add_account(
             username,
             api_key=api_key,
@@ -197,6 +212,7 @@ class MgmtServer:
 
     @property
     def accounts(self) -> list[Account]:
+        """The accounts of this test, in the order they were added (a new list)."""
         return self._service.accounts.account_list()
 
     # -- OAuth clients (the developer portal's client credentials, docs/oauth.md) ------
@@ -208,17 +224,20 @@ class MgmtServer:
         client_id: str | None = None,
         client_secret: str | None = None,
     ) -> OAuthClient:
-        """Register an OAuth client that may get tokens for ``scopes`` (``None``: the
-        default scope ``acme:main:tiq:2026-07:profiles:manage``); the id and secret are
-        generated unless given (the secret of letters and digits, as the
-        developer portal's)."""
+        """Register an OAuth client of the developer portal (docs/oauth.md) that may get
+        tokens for ``scopes``, an iterable of scope strings (``None``: the default scope
+        ``acme:main:tiq:2026-07:profiles:manage``; ``[]``: none, so the client gets
+        ``unauthorized_client``); the id and secret are generated unless given (the
+        secret of letters and digits, as the developer portal's; see
+        :class:`~pytest_mgmtauth.OAuthClient`). A malformed scope, a ``str`` for
+        ``scopes`` or an id in use raises ``ValueError`` or ``TypeError``."""
         return self._client_flow().add_client(
             scopes, client_id=client_id, client_secret=client_secret
         )
 
     @property
     def clients(self) -> list[OAuthClient]:
-        """The OAuth clients of this test, oldest first."""
+        """The OAuth clients of this test, in the order they were added (a new list)."""
         with self._service.mutex:
             return list(self._client_flow().clients.values())
 
@@ -321,7 +340,8 @@ class MgmtServer:
 
     @property
     def events(self) -> list[Event]:
-        """The timeline of this test, oldest first: typed, immutable records."""
+        """The timeline of this test, oldest first: a new list of typed, immutable
+        records (the events, subclasses of :class:`~pytest_mgmtauth.Event`)."""
         return self._service.timeline.events
 
     @property
@@ -329,15 +349,105 @@ class MgmtServer:
         """The requests the fake answered in this test, oldest first, as they arrived,
         secrets masked as in :attr:`events`, refused ones included; the last 1000 within
         4 MiB (``.dropped`` counts earlier ones; long texts are cut, and say so). Like
-        pytest-httpserver's ``log`` and respx's ``calls``."""
+        pytest-httpserver's ``log`` and respx's ``calls``.
+
+        A new sequence (index, slice, iterate, ``len``, ``==`` a list; ``list(...)`` makes
+        a list) of ``RecordedRequest``: an entry's secrets are masked when it is read, so
+        ``len`` and ``.dropped`` cost nothing."""
         timeline = self._service.timeline
         return self._binding.requests.entries(timeline.redact, timeline.masking_generation)
 
     def auth_count(self, *, version: str | None = None, username: str | None = None) -> int:
         """Successful credential grants: ``/v2/auth`` tokens, v3 tokens, ``/v1/login``
         sessions and OAuth access tokens (``version`` ``"v2"``, ``"v3"``, ``"v1"``,
-        ``"oauth"``; ``None``: all; ``username``: an account or a client id)."""
+        ``"oauth"``; ``None``: all; ``username``: an account or a client id). Any other
+        ``version`` raises ``ValueError``."""
         return self._service.auth_count(version=version, username=username)
+
+    def wait(
+        self,
+        *,
+        grants: int | None = None,
+        calls: int | None = None,
+        version: str | None = None,
+        username: str | None = None,
+        until: Callable[[list[Event]], bool] | None = None,
+        timeout: float = 5.0,
+    ) -> list[Event]:
+        """Block until the fake has seen what a client on another thread, a scheduler or
+        another process should have done; fail after ``timeout`` seconds if it has not.
+
+        Every condition given must hold: at least ``grants`` credential grants (counted as
+        :meth:`auth_count` counts them), at least ``calls`` calls to declared routes
+        (:class:`~pytest_mgmtauth.ApiCall` events, answered or refused), and
+        ``until(events)`` true. ``version`` (a flow: ``"v1"``, ``"v2"``, ``"v3"``,
+        ``"oauth"``) and ``username`` (an account or OAuth client id) narrow both
+        counts. Counts run from the test's start, like :meth:`auth_count`: what the
+        client did before the wait still counts, so there is no race to lose.
+
+        The wait sleeps until an event is recorded (no polling), and ``timeout`` is real
+        time: it runs out under a frozen ``mgmt_clock`` as well. Like mock-oauth2-server's
+        ``takeRequest(timeout)`` it returns what it waited for: the timeline's events
+        (:attr:`events`) at that moment.
+
+        :param grants: credential grants to wait for (1 or more).
+        :param calls: calls to declared routes to wait for (1 or more).
+        :param version: count only this flow's grants and calls.
+        :param username: count only this account's (or OAuth client's).
+        :param until: a test of the events (oldest first) that must return true.
+        :param timeout: seconds of real time, at most 3600.
+        :returns: the events once every condition holds.
+        :raises AssertionError: on timeout, saying what was waited for, the counts the
+            fake saw and its timeline.
+        :raises ValueError: for no condition, a count below 1, an unknown flow or
+            account, or a timeout out of range.
+        """
+        __tracebackhide__ = True
+        wanted = _wanted(
+            grants=grants, calls=calls, version=version, username=username, until=until
+        )
+        self._known_username(username)
+        seconds = check_seconds("timeout", timeout, maximum=3600, what="mgmt_server.wait()")
+        timeline = self._service.timeline
+
+        def seen(events: list[Event]) -> tuple[int, int]:
+            granted = len(_events.grants(events, version=version, username=username))
+            called = sum(
+                isinstance(e, _events.ApiCall)
+                and (version is None or e.version == version)
+                and (username is None or e.username == username)
+                for e in events
+            )
+            return granted, called
+
+        def done(events: list[Event]) -> bool:
+            granted, called = seen(events)
+            return (
+                granted >= (grants or 0)
+                and called >= (calls or 0)
+                and (until is None or until(events))
+            )
+
+        deadline = real_seconds() + seconds
+        with timeline.recorded:  # held only while reading: wait() lets it go
+            while not done(events := timeline.events):
+                left = deadline - real_seconds()
+                if left <= 0:
+                    break
+                timeline.recorded.wait(left)
+            else:
+                return events
+        granted, called = seen(events)
+        saw = f"{granted} grant(s) and {called} call(s)"
+        if version is not None or username is not None:
+            saw += f" of those counted ({len(_events.grants(events))} and "
+            saw += f"{sum(isinstance(e, _events.ApiCall) for e in events)} in all)"
+        if until is not None:
+            saw += f"; until() is {bool(until(events))}"
+        raise AssertionError(
+            f"mgmt_server.wait({wanted}) timed out after {seconds:g} s of real time: the "
+            f"fake saw {saw}.\n" + format_timeline(self.evidence(), username=username)
+        )
 
     # -- for the plugin and mgmtauth-server (internal: not part of the public API) --------
     # The lifecycle the pytest glue drives: use_clock_mover() at setup, check() and
@@ -419,7 +529,19 @@ class MgmtServer:
     ) -> None:
         """The next ``count`` auth/login calls answer ``error``: an HTTP status (e.g. 500,
         502, 503, 504; 429 comes with ``Retry-After``, 1 s unless ``retry_after``) or a
-        service error (1401 wrong credentials, 1402 locked out, both as HTTP 401)."""
+        service error (1401 wrong credentials, 1402 locked out, both as HTTP 401).
+
+        Scripted faults (this and the ``*_next`` methods below) apply to the next
+        ``count`` calls of ``/v2/auth`` (``version="v2"``), v3 auth (``"v3"``),
+        ``/v1/login`` (``"v1"``), the OAuth token endpoint (``"oauth"``, answered in its
+        RFC 6749 error shape) or any of them (``None``), in the order scripted. They
+        never change the service's state, and each one that fires is a
+        :class:`~pytest_mgmtauth.FaultInjected` event. Their numbers are checked before
+        anything changes: ``count`` an int from 1 to 1000000 (0 is refused, not taken as
+        1), ``seconds`` of a hang a finite number > 0 and at most 10 years (315360000
+        s), ``retry_after`` an int from 0 to 315360000; a refused call raises
+        ``ValueError`` or ``TypeError`` naming the argument, the value and the range,
+        and scripts nothing."""
         __tracebackhide__ = True
         self._service.fault_runner.plan.add(
             _faults.failure(error, count=count, version=version, retry_after=retry_after)
@@ -494,7 +616,9 @@ class MgmtServer:
 
     @property
     def scheduled_faults(self) -> list[ScheduledFault]:
-        """Scheduled faults whose point has not come (yet)."""
+        """Scheduled faults whose point has not come (yet):
+        :class:`~pytest_mgmtauth.ScheduledFault` records (``kind``, ``on``: ``"call"`` or
+        ``"auth"``, ``index``, property ``point``)."""
         return self._service.fault_runner.plan.scheduled()
 
     @property
@@ -510,7 +634,9 @@ class MgmtServer:
 
     @property
     def pending_faults(self) -> list[ScriptedFault]:
-        """Scripted faults that have not fired (yet), with the calls each still applies to."""
+        """Scripted faults that have not fired (yet), with the calls each still applies
+        to: :class:`~pytest_mgmtauth.ScriptedFault` records (``kind``, ``count``,
+        ``version``, ...)."""
         return self._service.fault_runner.plan.pending()
 
     def clear_faults(self) -> None:
@@ -531,9 +657,9 @@ class MgmtServer:
         return self._service.fault_runner.revoke(credential)
 
     def lock(self, account: Account | str, *, seconds: float | None = None) -> None:
-        """Lock an account now: ``/v1/login`` answers 1402 until :meth:`unlock`, or for
-        ``seconds`` of simulated time. ``/v2/auth`` is not affected (use
-        ``fail_next(error=1402, version="v2")`` for that)."""
+        """Lock an account (an ``Account`` or a username) now: ``/v1/login`` answers
+        1402 until :meth:`unlock`, or for ``seconds`` of simulated time. ``/v2/auth`` is
+        not affected (use ``fail_next(error=1402, version="v2")`` for that)."""
         __tracebackhide__ = True
         self._service.lockout.lock(_username(account), seconds=seconds)
 
@@ -591,15 +717,20 @@ class MgmtServer:
             )
 
     def timeline(self, username: str | None = None) -> str:
-        """This test's timeline (of one account, or all) in simulated time since the
-        test started, with each credential's uses and end; secrets as fingerprints."""
+        """The timeline text the assertions show, for one account or all, every line
+        of it (failure messages cut a long one around the event they are about): in
+        simulated time since the test started, with each credential's uses and end;
+        secrets as fingerprints."""
         self._known_username(username)
         # Every line: it is where the cut timelines of failure messages send the reader.
         return format_timeline(self.evidence(), username=username, whole=True)
 
     def assert_credential_reused(self, *, username: str | None = None) -> None:
-        """Fail if an account was granted a new credential while it still held a valid
-        one (churn; see docs/token-reuse.md). Takes over the teardown check."""
+        """Fail if an account was granted a new credential (token or session) while it
+        still held a valid one, more than ``refresh_margin`` before its expiry and not
+        refused by the service (churn; see docs/token-reuse.md). Calling it, passing or
+        failing, replaces the teardown check of churn in this test. Alias:
+        ``assert_token_reused`` (kept, no warning)."""
         __tracebackhide__ = True
         self._known_username(username)
         self._checked.add("churn")
@@ -608,15 +739,20 @@ class MgmtServer:
     def assert_auth_count(
         self, n: int, *, version: str | None = None, username: str | None = None
     ) -> None:
-        """Exactly ``n`` credential grants (``version`` ``"v1"``/``"v2"``/``"v3"``, one
-        account)."""
+        """Fail unless the number of grants (as :meth:`auth_count` counts them, of the
+        flow ``version`` and the account ``username`` when given) is exactly ``n``."""
         __tracebackhide__ = True
         self._known_username(username)
         checks.check_auth_count(self.evidence(), n, version=version, username=username)
 
     def assert_no_expired_credential_used(self, *, username: str | None = None) -> None:
-        """Fail if the client presented an expired bearer token or an ended v1 session.
-        Takes over the teardown check of expired-credential use."""
+        """Fail if the client presented an expired bearer token or an ended v1 session
+        (``ApiCall.credential_expired``). Not counted: the one call that revealed a
+        session the service ended idle, when the account then logged in again before
+        presenting that session again (the interface document: "The user is logged out
+        automatically; logout call is optional"). Calling it replaces the teardown check
+        of expired-credential use. Alias: ``assert_no_expired_token_used`` (kept, no
+        warning)."""
         __tracebackhide__ = True
         self._known_username(username)
         self._checked.add("expired_use")
@@ -630,9 +766,16 @@ class MgmtServer:
 
     def assert_no_refused_calls(self, *, username: str | None = None) -> None:
         """Fail if the service refused a protected call because the client sent the
-        wrong credential (none, a malformed or unknown one, another account's or
-        profile's token, a v1 call without its session). Takes over the teardown check
-        of refused calls."""
+        wrong credential (``ApiCall.wrong_credential``): none, a malformed or unknown
+        token, another flow's, account's or profile's token, an OAuth token without a
+        scope its client could have asked for (403 ``insufficient_scope``), a v1 call
+        without its JSESSIONID cookie or utk.
+
+        Not counted: refusals the test brought about (``expire``, ``revoke``, rotated
+        secrets, locks, scripted and scheduled faults, sweep points), expired
+        credentials (their own kind) and a right the principal lacks (v1/v2/v3's 1469,
+        a 403 ``insufficient_scope`` for a scope the client may not get: the credential
+        was good). Calling it replaces the teardown check of refused calls."""
         __tracebackhide__ = True
         self._known_username(username)
         self._checked.add("refused_call")
@@ -641,12 +784,15 @@ class MgmtServer:
     def expect_refusals(self) -> None:
         """Say that this test sends wrong credentials on purpose: the calls the service
         refuses for them are no finding at teardown (the refusals stay in the timeline,
-        and the other checks still run)."""
+        and the other checks still run). One line at the top of such a test."""
         self._checked.add("refused_call")
 
     def assert_logged_out(self, *, username: str | None = None) -> None:
-        """Fail if a v1 session opened in this test was not ended with /v1/logout.
-        Takes over the teardown check of ``require_logout``."""
+        """Fail if a v1 session started in this test was still held at the end and not
+        ended with ``/v1/logout``. Not open: a session the service ended (idle timeout:
+        logout is optional then), one the test ended (``expire``, ``revoke``), and one a
+        refused call of its account lost (that refusal is the finding). Calling it
+        replaces the teardown check of ``require_logout``."""
         __tracebackhide__ = True
         self._known_username(username)
         self._checked.add("open_session")
@@ -661,6 +807,35 @@ class MgmtServer:
 
     def __repr__(self) -> str:
         return f"<MgmtServer {self.url} {self.options.describe()}>"
+
+
+def _wanted(
+    *, grants: object, calls: object, version: object, username: object, until: object
+) -> str:
+    """What a :meth:`MgmtServer.wait` waits for, as its call reads; ValueError for
+    nothing to wait for, a count below 1 or an unknown flow."""
+    if grants is None and calls is None and until is None:
+        raise ValueError(
+            "mgmt_server.wait() needs something to wait for: grants=N, calls=N or until=..."
+        )
+    if grants is not None:
+        check_count("grants", grants, what="mgmt_server.wait()")
+        check_grants(version, what="mgmt_server.wait")
+    if calls is not None:
+        check_count("calls", calls, what="mgmt_server.wait()")
+    check_version(version, what="mgmt_server.wait() version", none="every flow")
+    parts = [
+        f"{name}={value!r}"
+        for name, value in (("grants", grants), ("calls", calls), ("version", version))
+        if value is not None
+    ]
+    if username is not None:
+        parts.append(f"username={username!r}")
+    if until is not None and not callable(until):
+        raise TypeError(f"mgmt_server.wait() until= takes a function of the events, got {until!r}")
+    if until is not None:
+        parts.append(f"until={getattr(until, '__name__', 'a test')}")
+    return ", ".join(parts)
 
 
 def _client_id(client: OAuthClient | str) -> str:

@@ -13,10 +13,20 @@ _EARLIEST = 0.0
 
 
 class MgmtClock:
-    """Frozen time that moves only when told to.
+    """Frozen time that moves only when told to: the ``mgmt_clock`` fixture.
 
-    Internal constructor: use the ``mgmt_clock`` fixture. asyncio keeps real time
-    (``real_asyncio=True``), so ``asyncio.sleep`` and client timeouts still work.
+    It starts frozen at the current real time (UTC, whole seconds). It is freezegun
+    underneath (``tick=False``, ``real_asyncio=True``), so ``time.time()``,
+    ``time.monotonic()``, ``datetime.now()`` and PyJWT's checks in the client under test
+    see the same simulated time as the fake, which reads ``time.time()`` at every
+    request. asyncio keeps real time: ``asyncio.sleep`` and the timeouts of
+    ``httpx.AsyncClient`` and aiohttp still work. Tests that do not ask for
+    ``mgmt_clock`` run on real time and pay nothing for it.
+
+    Tokens expire, v1 sessions time out and lockouts end on this clock. Using the clock
+    after its test has ended raises ``RuntimeError``.
+
+    Internal constructor, may change: use the ``mgmt_clock`` fixture.
     """
 
     def __init__(self, start: datetime | None = None) -> None:
@@ -64,8 +74,15 @@ class MgmtClock:
         minutes: float = 0,
         hours: float = 0,
     ) -> datetime:
-        """Move time forward; returns the new time. Tokens expire, sessions time out and
-        lockouts end on this clock."""
+        """Move time forward by ``delta`` and/or the keyword amounts (they add up);
+        returns the new time. Tokens expire, sessions time out and lockouts end on this
+        clock.
+
+        Each amount must be a finite number >= 0, the total at most 100 years
+        (3153600000 s), and the new time before 3000-01-01; anything else (backwards,
+        NaN, infinity, a huge number, a bool or a string) raises ``ValueError`` or
+        ``TypeError`` and leaves the clock where it was. Use :meth:`move_to` to go back.
+        """
         extra = 0.0
         if delta is not None:
             if not isinstance(delta, timedelta):
@@ -90,7 +107,8 @@ class MgmtClock:
         return self.now()
 
     def move_to(self, when: datetime) -> datetime:
-        """Jump to an instant (a naive datetime is taken as UTC); returns it."""
+        """Jump to the instant ``when`` (a naive datetime is taken as UTC), forwards or
+        backwards, between 1970-01-01 and 3000-01-01 (else ``ValueError``); returns it."""
         if not isinstance(when, datetime):
             raise TypeError(f"move_to() takes a datetime, got {when!r}")
         when = _as_utc(when)

@@ -19,6 +19,7 @@ from .._service.options import (
     build_options,
     check_option_names,
     name_source,
+    shown_text,
 )
 from .._verdicts.sweep_plan import (
     DEFAULT_POINTS,
@@ -47,16 +48,12 @@ def add_options(parser: pytest.Parser, group: Any) -> None:
         parser.addini(f"mgmtauth_{spec.name}", spec.help, type="string", default=None)
 
 
-def shown(raw: str) -> str:
-    return repr(raw) if len(raw) <= 40 else f"{raw[:20]!r}... ({len(raw)} characters)"
-
-
 def _parse_ini(name: str, raw: str) -> Any:
     """The value of the ini setting ``mgmtauth_<name>``; ValueError naming it."""
     try:
         return OPTION_SPEC[name].parse(raw)
     except ValueError as exc:
-        raise ValueError(f"mgmtauth_{name} = {shown(raw)}: {exc}") from None
+        raise ValueError(f"mgmtauth_{name} = {shown_text(raw)}: {exc}") from None
 
 
 def read_options(config: pytest.Config) -> Options:
@@ -79,7 +76,7 @@ def read_options(config: pytest.Config) -> Options:
         try:
             overrides[spec.name] = spec.parse(str(given))
         except ValueError as exc:
-            raise ValueError(f"{flag} {shown(str(given))}: {exc}") from None
+            raise ValueError(f"{flag} {shown_text(str(given))}: {exc}") from None
         labels[spec.name] = flag
     try:
         return build_options(Options(), overrides, where="mgmtauth ini settings")

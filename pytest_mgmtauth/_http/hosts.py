@@ -48,11 +48,16 @@ LISTENER = "mgmtauth.listener"
 REGION_LISTENER = "region"
 
 
-def _host_name(authority: str) -> str:
-    """The host name of a ``Host`` value (``api.tealiumiq.com:443`` -> the name)."""
-    if authority.startswith("["):
-        return authority[1 : authority.find("]")].lower()
-    return authority.rsplit(":", 1)[0].lower() if authority.count(":") == 1 else authority.lower()
+def host_name(header: str) -> str:
+    """The host name of a ``Host`` value: no port, no brackets, lower case, no final dot
+    (``api.tealiumiq.com.`` is the same host). The one parser: the control API's guard
+    uses it too."""
+    header = header.strip()
+    if header.startswith("["):
+        return header[1 : header.find("]")].lower() if "]" in header else header.lower()
+    if header.count(":") == 1:
+        header = header.rsplit(":", 1)[0]
+    return header.lower().rstrip(".")
 
 
 def where(binding: Binding, request: Request) -> Where:
@@ -61,7 +66,7 @@ def where(binding: Binding, request: Request) -> Where:
     tunnel = request.environ.get(TUNNEL_HOST)
     if isinstance(tunnel, str):
         return Where(tunnel, tunnel)
-    name = _host_name(request.host)
+    name = host_name(request.host)
     if name in service_hosts(binding.service.options):
         return Where(name, name)
     if request.environ.get(LISTENER) == REGION_LISTENER:

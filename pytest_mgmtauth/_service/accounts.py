@@ -155,18 +155,29 @@ def format_scopes(scopes: frozenset[Scope] | None) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class Account:
-    """A user of the fake service.
-
-    ``permissions`` is ``None`` for an account with every permission, else the frozen
-    set of the permissions it has (empty: none).
+    """A user of the fake service (``mgmt_server.add_account``, the ``mgmt_account``
+    fixture), a frozen dataclass. Its ``repr`` shows fingerprints (``#`` and six hex
+    digits of a SHA-256) instead of the key and password, so it is safe in logs and
+    failure messages.
     """
 
     username: str
+    """The e-mail address the client sends as ``username``. Generated:
+    ``user<N>.<6 hex digits>@example.com``, ``N`` counting accounts in the test."""
     api_key: str = dataclasses.field(repr=False)
+    """The API key for ``/v2/auth``. Generated: 60 characters of letters, digits and
+    ``+ & = % / ! * - _ . ~``, always including each of ``+ & = % /`` (so a client that
+    does not URL-encode it fails), starting with a letter or digit, and never with a
+    ``%XX`` that is not UTF-8 (so that mistake always gets the same 1401, never a 400)."""
     password: str = dataclasses.field(repr=False)
+    """The password for ``/v1/login``. Generated: 20 characters of letters, digits and
+    ``+ & = % ! #``, always including ``+ & %``, with the same ``%XX`` rule."""
     permissions: frozenset[str] | None = None
-    #: The v3 ``(account, profile)`` pairs it may get tokens for; ``None``: any.
+    """``None`` (the default): every permission; else the frozen set of the permission
+    names the account has (empty: none)."""
     profiles: frozenset[Scope] | None = None
+    """``None`` (the default): any v3 ``(account, profile)`` pair; else the frozen set of
+    pairs it may get v3 tokens for (profile ``"*"``: any profile of that account)."""
 
     def may_use_profile(self, account: str, profile: str) -> bool:
         return self.profiles is None or bool(
@@ -178,6 +189,7 @@ class Account:
         return self.password if kind == "password" else self.api_key
 
     def has_permission(self, permission: str | None) -> bool:
+        """Whether the account may call a route that needs ``permission``."""
         return permission is None or self.permissions is None or permission in self.permissions
 
     def __repr__(self) -> str:

@@ -66,8 +66,9 @@ def check_path(name: str, path: object) -> None:
         )
 
 
-def _shown_text(text: str) -> str:
-    """A typed value in a message: whole if short, else its start and length."""
+def shown_text(text: str) -> str:
+    """A typed value (an option, a flag, an ini setting) in a message: whole if short,
+    else its start and length. The one such helper: settings and the CLI use it too."""
     return repr(text) if len(text) <= 40 else f"{text[:20]!r}... ({len(text)} characters)"
 
 

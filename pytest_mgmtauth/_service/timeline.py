@@ -146,6 +146,8 @@ class Timeline:
         #: Events that happened by a moment without a request (idle expiries), not yet
         #: recorded: the credentials part says which.
         self.due: Callable[[float], list[Event]] = lambda now: []
+        #: Notified on each event recorded: what ``MgmtServer.wait`` sleeps on.
+        self.recorded = threading.Condition(lock)
 
     def now(self) -> float:
         return self._clock()
@@ -154,6 +156,8 @@ class Timeline:
         if not self._events:
             self._anchor(event.at.timestamp())
         self._events.append(self._masked_event(event))
+        with self.recorded:
+            self.recorded.notify_all()
 
     #: Seconds of slack in telling a jump: a frozen clock stands still while real time
     #: runs on, and mgmt_clock freezes at a whole second.

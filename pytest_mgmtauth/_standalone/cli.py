@@ -16,7 +16,7 @@ from .. import __version__
 from .._http.app import CONTROL_PREFIX as PREFIX
 from .._service.accounts import make_account
 from .._service.flows.registry import client_flow
-from .._service.options import OPTION_SPECS, Options, name_source
+from .._service.options import OPTION_SPECS, Options, name_source, shown_text
 from .messages import TEST_ONLY_OPTIONS
 from .server import (
     DEFAULT_HOST,
@@ -80,11 +80,6 @@ def print_banner(server: StandaloneServer, out: TextIO) -> None:
     out.flush()
 
 
-def shown(text: str) -> str:
-    """A command-line value in a message: whole if short, else its start and length."""
-    return repr(text) if len(text) <= 40 else f"{text[:20]!r}... ({len(text)} characters)"
-
-
 def _whole_arg(text: str) -> int:
     # int() refuses over 4300 digits: such a number is out of every range anyway, and
     # the message should not echo all of it (argparse's "invalid int value" would).
@@ -92,8 +87,10 @@ def _whole_arg(text: str) -> int:
         return int(text)
     except ValueError:
         if text.strip().lstrip("+-").isdigit():
-            raise argparse.ArgumentTypeError(f"{shown(text)} is far too large") from None
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {shown(text)}") from None
+            raise argparse.ArgumentTypeError(f"{shown_text(text)} is far too large") from None
+        raise argparse.ArgumentTypeError(
+            f"expected a whole number, got {shown_text(text)}"
+        ) from None
 
 
 def _option_arg(spec: OptionSpec) -> Callable[[str], object]:
@@ -103,7 +100,7 @@ def _option_arg(spec: OptionSpec) -> Callable[[str], object]:
         try:
             return spec.parse(text)
         except ValueError as exc:
-            raise argparse.ArgumentTypeError(f"{exc}, got {shown(text)}") from None
+            raise argparse.ArgumentTypeError(f"{exc}, got {shown_text(text)}") from None
 
     parse.__name__ = spec.name  # argparse names the type in some messages
     return parse
@@ -249,7 +246,7 @@ def server_from_args(args: argparse.Namespace) -> StandaloneServer:
     routes = [parse_route(text) for text in args.route]
     # isinstance: argparse turns "--port=--" into an empty list, not an error.
     if not isinstance(args.port, int) or not 0 <= args.port <= 65535:
-        raise UsageError(f"--port {shown(str(args.port))}: expected 0-65535")
+        raise UsageError(f"--port {shown_text(str(args.port))}: expected 0-65535")
     if args.key_file and not os.path.isdir(os.path.dirname(os.path.abspath(args.key_file))):
         raise UsageError(f"--key-file {args.key_file}: its directory does not exist")
     return StandaloneServer(

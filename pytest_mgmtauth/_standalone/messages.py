@@ -24,6 +24,7 @@ from .._http.errors import (
     error_response,
     read_limited_body,
 )
+from .._http.hosts import host_name
 from .._service.accounts import fingerprint
 from .._service.events import iso_time as _iso
 from .._service.limits import shown
@@ -47,16 +48,6 @@ _LOOPBACK_NAMES = ("localhost",)
 _WILDCARDS = ("", "0.0.0.0", "::")
 
 
-def _host_name(header: str) -> str:
-    """The host part of a ``Host`` header (no port, no brackets), lower case."""
-    header = header.strip()
-    if header.startswith("["):
-        return header[1 : header.find("]")].lower() if "]" in header else header.lower()
-    if header.count(":") == 1:
-        header = header.rsplit(":", 1)[0]
-    return header.lower().rstrip(".")
-
-
 def _ip(name: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
     try:
         return ipaddress.ip_address(name)
@@ -72,10 +63,10 @@ def host_allowed(header: str | None, bound: str, extra: Iterable[str] = ()) -> b
     page) is refused."""
     if header is None:
         return True  # no Host header: not a browser (HTTP/1.0 tools)
-    name = _host_name(header)
+    name = host_name(header)
     if name in _LOOPBACK_NAMES or name.endswith(".localhost"):
         return True
-    if name and (name == _host_name(bound) or name in {_host_name(h) for h in extra}):
+    if name and (name == host_name(bound) or name in {host_name(h) for h in extra}):
         return True
     address = _ip(name)
     if address is None:

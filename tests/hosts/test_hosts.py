@@ -4,11 +4,14 @@ its diagnosis, and the ``wrong_host`` finding it becomes."""
 
 from __future__ import annotations
 
+import http.client
 from collections.abc import Callable
 from datetime import datetime, timezone
+from urllib.parse import urlencode, urlsplit
 
 import pytest
 
+from pytest_mgmtauth import Account, MgmtServer
 from pytest_mgmtauth._service.events import ApiCall, WrongHost
 from pytest_mgmtauth._service.flows.base import Where
 from pytest_mgmtauth._service.flows.bearer import BearerToken
@@ -191,3 +194,26 @@ def test_a_call_at_a_host_other_than_the_usual_one_shows_it() -> None:
         host="my.tealiumiq.com",
     )
     assert event.describe() == "GET /urest/x at my.tealiumiq.com with S1 -> 200"
+
+
+@pytest.mark.filterwarnings("ignore::pytest_mgmtauth.WrongHostWarning")  # on purpose
+@pytest.mark.parametrize("host", ["my.tealiumiq.com", "my.tealiumiq.com.", "MY.tealiumiq.com.:443"])
+def test_a_host_name_with_its_final_dot_is_the_same_host(
+    mgmt_server: MgmtServer, mgmt_account: Account, host: str
+) -> None:
+    # The transport's parser once kept the dot (the control API's guard dropped it):
+    # my.tealiumiq.com. passed for the fake's own address, and /v2/auth answered there.
+    parts = urlsplit(mgmt_server.url)
+    assert parts.hostname is not None
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
+    body = urlencode({"username": mgmt_account.username, "key": mgmt_account.api_key})
+    form = {"Host": host, "Content-Type": "application/x-www-form-urlencoded"}
+    try:
+        conn.request("POST", "/v2/auth", body=body, headers=form)
+        answer = conn.getresponse()
+        assert answer.status == 404
+        assert b"this call went to my.tealiumiq.com, which does not serve /v2/auth" in (
+            answer.read()
+        )
+    finally:
+        conn.close()

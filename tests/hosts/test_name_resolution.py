@@ -13,7 +13,6 @@ import http.client
 import json
 import socket
 import ssl
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -27,7 +26,7 @@ import requests
 import urllib3
 from hosts_support import Reply, check_timeline, declare_routes, scenario
 
-from pytest_mgmtauth import Account, MgmtServer, TunnelClosed
+from pytest_mgmtauth import Account, Event, MgmtServer, TunnelClosed
 from pytest_mgmtauth._fake import resolution
 
 #: Per request, no proxy: what a client that never reads the environment would find.
@@ -242,11 +241,11 @@ def test_requests_with_its_own_ca_bundle_is_told_to_trust_the_test_ca(
 def _tunnels_closed(server: MgmtServer, count: int = 1) -> list[TunnelClosed]:
     """The TunnelClosed events, once ``count`` are there (the fake's thread records one
     as the client's handshake fails, maybe a moment after the client saw it fail)."""
-    deadline = time.monotonic() + 5
-    while len(closed := [e for e in server.events if isinstance(e, TunnelClosed)]) < count:
-        assert time.monotonic() < deadline, closed
-        time.sleep(0.01)
-    return closed
+
+    def closed(events: list[Event]) -> list[TunnelClosed]:
+        return [e for e in events if isinstance(e, TunnelClosed)]
+
+    return closed(server.wait(until=lambda events: len(closed(events)) >= count))
 
 
 @pytest.mark.parametrize("sni", [None, "example.com"])

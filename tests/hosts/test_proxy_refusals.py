@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from pytest_mgmtauth import BadRequest, MgmtServer, TunnelClosed
+from pytest_mgmtauth import BadRequest, Event, MgmtServer, TunnelClosed
 from pytest_mgmtauth._http.connections import ConnectionServer
 
 pytestmark = pytest.mark.mgmtauth(intercept=True)
@@ -42,6 +42,10 @@ def _until(condition: Callable[[], bool], what: str) -> None:
     while not condition():
         assert time.monotonic() < deadline, what
         time.sleep(0.01)
+
+
+def _tunnel_closed(events: list[Event]) -> bool:
+    return any(isinstance(e, TunnelClosed) for e in events)
 
 
 def _exchange(server: MgmtServer, data: bytes) -> tuple[bytes, float]:
@@ -160,8 +164,8 @@ def test_a_tls_handshake_without_sni_closes_the_tunnel_and_says_why(
     mgmt_server: MgmtServer,
 ) -> None:
     _handshake(mgmt_server, None)
-    _until(lambda: any(isinstance(e, TunnelClosed) for e in mgmt_server.events), "recorded")
-    [closed] = [e for e in mgmt_server.events if isinstance(e, TunnelClosed)]
+    events = mgmt_server.wait(until=_tunnel_closed, timeout=LIMIT)
+    [closed] = [e for e in events if isinstance(e, TunnelClosed)]
     assert closed.target == "api.tealiumiq.com:443"
     assert closed.reason == "the TLS handshake named no host (no SNI)"
     _until(lambda: not _inner(mgmt_server)._closed, "the connection is no longer served")
@@ -169,8 +173,8 @@ def test_a_tls_handshake_without_sni_closes_the_tunnel_and_says_why(
 
 def test_a_tls_handshake_naming_another_host_closes_the_tunnel(mgmt_server: MgmtServer) -> None:
     _handshake(mgmt_server, "platform.tealiumapis.com")
-    _until(lambda: any(isinstance(e, TunnelClosed) for e in mgmt_server.events), "recorded")
-    [closed] = [e for e in mgmt_server.events if isinstance(e, TunnelClosed)]
+    events = mgmt_server.wait(until=_tunnel_closed, timeout=LIMIT)
+    [closed] = [e for e in events if isinstance(e, TunnelClosed)]
     assert "named 'platform.tealiumapis.com' (SNI), not 'api.tealiumiq.com'" in closed.reason
     assert "CONNECT api.tealiumiq.com:443 -> tunnel closed: " in mgmt_server.timeline()
     _until(lambda: not _inner(mgmt_server)._closed, "the connection is no longer served")
@@ -184,8 +188,8 @@ def test_a_client_that_never_starts_tls_is_closed_within_the_limit(
     with raw:
         assert raw.recv(1) == b""  # closed, without a byte
     assert time.monotonic() - started < LIMIT
-    _until(lambda: any(isinstance(e, TunnelClosed) for e in mgmt_server.events), "recorded")
-    [closed] = [e for e in mgmt_server.events if isinstance(e, TunnelClosed)]
+    events = mgmt_server.wait(until=_tunnel_closed, timeout=LIMIT)
+    [closed] = [e for e in events if isinstance(e, TunnelClosed)]
     assert "no TLS handshake within 3 s" in closed.reason
     _until(lambda: not _inner(mgmt_server)._closed, "the connection is no longer served")
 
@@ -201,8 +205,8 @@ def test_plain_http_in_the_tunnel_is_closed(mgmt_server: MgmtServer) -> None:
         except ConnectionResetError:
             pass  # closed with the request unread: a reset
     assert time.monotonic() - started < LIMIT
-    _until(lambda: any(isinstance(e, TunnelClosed) for e in mgmt_server.events), "recorded")
-    [closed] = [e for e in mgmt_server.events if isinstance(e, TunnelClosed)]
+    events = mgmt_server.wait(until=_tunnel_closed, timeout=LIMIT)
+    [closed] = [e for e in events if isinstance(e, TunnelClosed)]
     assert closed.reason.startswith("plain HTTP arrived in the tunnel to api.tealiumiq.com")
     _until(lambda: not _inner(mgmt_server)._closed, "the connection is no longer served")
 

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from pytest_mgmtauth import MgmtServer, TunnelClosed
+from pytest_mgmtauth import Event, MgmtServer, TunnelClosed
 from pytest_mgmtauth._http import hosts
 
 pytestmark = pytest.mark.mgmtauth(intercept=True)
@@ -26,6 +26,10 @@ def _proxy_socket(server: MgmtServer) -> socket.socket:
     assert server.proxy_url is not None
     parts = urlsplit(server.proxy_url)
     return socket.create_connection((parts.hostname or "", parts.port or 0), timeout=10)
+
+
+def _tunnel_closed(events: list[Event]) -> bool:
+    return any(isinstance(e, TunnelClosed) for e in events)
 
 
 def _read_head(raw: socket.socket) -> bytes:
@@ -176,11 +180,8 @@ def test_a_handshake_that_stalls_after_its_first_byte_is_closed_and_says_why(
         client = TLSClient(raw, mgmt_server, "api.tealiumiq.com")
         raw.sendall(client.client_hello()[:5])
         assert raw.recv(1) == b""  # closed by the proxy, without a byte
-    deadline = time.monotonic() + 5
-    while not [e for e in mgmt_server.events if isinstance(e, TunnelClosed)]:
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
-    [closed] = [e for e in mgmt_server.events if isinstance(e, TunnelClosed)]
+    events = mgmt_server.wait(until=_tunnel_closed)
+    [closed] = [e for e in events if isinstance(e, TunnelClosed)]
     assert closed.reason == (
         "the TLS handshake with api.tealiumiq.com did not finish within 0.3 s of its first byte"
     )
@@ -192,9 +193,6 @@ def test_a_client_that_closes_before_its_handshake_is_told_apart(
     with _proxy_socket(mgmt_server) as raw:
         raw.sendall(_connect_head("api.tealiumiq.com"))
         assert _read_head(raw).startswith(b"HTTP/1.1 200 ")
-    deadline = time.monotonic() + 5
-    while not [e for e in mgmt_server.events if isinstance(e, TunnelClosed)]:
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
-    [closed] = [e for e in mgmt_server.events if isinstance(e, TunnelClosed)]
+    events = mgmt_server.wait(until=_tunnel_closed)
+    [closed] = [e for e in events if isinstance(e, TunnelClosed)]
     assert closed.reason == "the client closed the tunnel before its TLS handshake"

@@ -397,10 +397,7 @@ def test_a_hang_on_the_simulated_clock_ends_when_the_control_api_advances_it(
         own.trust_env = False
         with own, concurrent.futures.ThreadPoolExecutor(1) as pool:
             pending = pool.submit(_token, own, server.url)
-            for _ in range(1000):  # real-time guard, at most ~10 s
-                if http.get(f"{control}/events").json()["events"]:
-                    break
-                time.sleep(0.01)
+            server.fake.wait(until=bool, timeout=10)  # any event: the hang has begun
             http.post(f"{control}/clock/advance", json={"seconds": 29})
             time.sleep(0.05)
             assert not pending.done()
