@@ -472,16 +472,16 @@ class Options:
         if self.throttle is not None:
             hint = " (premature grants per 60 s), or None to switch throttling off"
             check_count("throttle", self.throttle, hint=hint)
-        if isinstance(self.v3_host, str) and _HOST_NAME.match(self.v3_host):
-            if not is_host_name(self.v3_host):
-                # The fake's own address is 127.0.0.1: refusing or intercepting lookups
-                # of an address would refuse every request to mgmt_server.url.
-                raise ValueError(
-                    "mgmtauth option 'v3_host' must be a host name, not an IP address "
-                    "(the fake itself listens on a loopback address, and the service's "
-                    "hosts are refused or intercepted), like "
-                    f"'us-east-1-platform.tealiumapis.com', got {shown(self.v3_host)}"
-                )
+        host = self.v3_host
+        if isinstance(host, str) and _HOST_NAME.match(host) and not is_host_name(host):
+            # The fake's own address is 127.0.0.1: refusing or intercepting lookups of
+            # an address would refuse every request to mgmt_server.url.
+            raise ValueError(
+                "mgmtauth option 'v3_host' must be a host name, not an IP address (the "
+                "fake itself listens on a loopback address, and the service's hosts are "
+                "refused or intercepted), like 'us-east-1-platform.tealiumapis.com', got "
+                f"{shown(host)}"
+            )
         if not is_host_name(self.v3_host):
             raise ValueError(
                 "mgmtauth option 'v3_host' must be a host name in lower case without "

@@ -439,9 +439,12 @@ MAPPED_NAMES = [
 ]
 
 
+GET_NOWHERE = b"GET /nowhere HTTP/1.1\r\nHost: api.tealiumiq.com\r\nConnection: close\r\n\r\n"
+
+
 def _status_over(sock: socket.socket) -> int:
     """The status of ``GET /nowhere`` sent on the connected ``sock``."""
-    sock.sendall(b"GET /nowhere HTTP/1.1\r\nHost: api.tealiumiq.com\r\nConnection: close\r\n\r\n")
+    sock.sendall(GET_NOWHERE)
     return int(sock.makefile("rb").readline().split()[1])
 
 
@@ -495,16 +498,17 @@ def test_a_name_the_idna_codec_maps_onto_a_service_host_is_intercepted(
     finally:
         connection.close()
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    # A Host header of its own: the name as it is would not encode in one.
+    head = {"Host": "api.tealiumiq.com"}
+    request = urllib.request.Request(f"https://{name}/nowhere", headers=head)
     with pytest.raises(urllib.error.HTTPError) as answer:
-        # Its Host header as the name is would not encode (http.client's refusal).
-        head = {"Host": "api.tealiumiq.com"}
-        opener.open(urllib.request.Request(f"https://{name}/nowhere", headers=head), timeout=10)
+        opener.open(request, timeout=10)
     assert answer.value.code == 404
     answer.value.close()
 
     async def over_asyncio() -> bytes:
         reader, writer = await asyncio.open_connection(name, 443, ssl=True)
-        writer.write(b"GET /nowhere HTTP/1.1\r\nHost: api.tealiumiq.com\r\nConnection: close\r\n\r\n")
+        writer.write(GET_NOWHERE)
         line = await reader.readline()
         writer.close()
         return line
@@ -534,7 +538,9 @@ def spied_reverse_lookups(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 @pytest.mark.mgmtauth(intercept=False)
 @pytest.mark.parametrize(
-    "name", ["api.tealiumiq.com", *MAPPED_NAMES], ids=["ascii", "fullwidth", "ideographic-dot", "shy", "zwsp"]
+    "name",
+    ["api.tealiumiq.com", *MAPPED_NAMES],
+    ids=["ascii", "fullwidth", "ideographic-dot", "shy", "zwsp"],
 )
 def test_without_interception_every_way_to_a_service_host_is_refused(
     spied_lookups: list[str],
