@@ -301,7 +301,7 @@ PORTAL_SPECS: tuple[OptionSpec, ...] = (
     ),
 )
 
-_VERSION = re.compile(r"\d{4}-(0[1-9]|1[0-2])")
+_VERSION = re.compile(r"[0-9]{4}-(0[1-9]|1[0-2])")  # ASCII digits: \d takes any digit
 
 
 def check_portal_options(options: Options) -> None:
