@@ -445,12 +445,18 @@ GET_NOWHERE = b"GET /nowhere HTTP/1.1\r\nHost: api.tealiumiq.com\r\nConnection: 
 def _status_over(sock: socket.socket) -> int:
     """The status of ``GET /nowhere`` sent on the connected ``sock``."""
     sock.sendall(GET_NOWHERE)
-    return int(sock.makefile("rb").readline().split()[1])
+    with sock.makefile("rb") as answer:
+        return int(answer.readline().split()[1])
 
 
-def _not_found(server: MgmtServer) -> int:
-    """How many calls the fake answered 404 (the timeline folds repeats into one line)."""
-    return sum(getattr(event, "status", None) == 404 for event in server.events)
+def _not_found(server: MgmtServer, count: int) -> int:
+    """How many calls the fake answered 404 (the timeline folds repeats into one line),
+    once ``count`` are there (the fake's thread records a call after answering it)."""
+    deadline = time.monotonic() + 5
+    while (found := sum(getattr(e, "status", None) == 404 for e in server.events)) < count:
+        assert time.monotonic() < deadline, found
+        time.sleep(0.01)
+    return found
 
 
 def test_a_connect_to_a_service_host_by_name_goes_to_the_fake(mgmt_server: MgmtServer) -> None:
@@ -465,7 +471,7 @@ def test_a_connect_to_a_service_host_by_name_goes_to_the_fake(mgmt_server: MgmtS
         plain.settimeout(10)
         assert plain.connect_ex(("my.tealiumiq.com", 80)) == 0
         assert _status_over(plain) == 404
-    assert _not_found(mgmt_server) == 2
+    assert _not_found(mgmt_server, 2) == 2
 
 
 def test_connect_ex_to_another_port_of_a_service_host_returns_an_errno(
@@ -511,6 +517,7 @@ def test_a_name_the_idna_codec_maps_onto_a_service_host_is_intercepted(
         writer.write(GET_NOWHERE)
         line = await reader.readline()
         writer.close()
+        await writer.wait_closed()
         return line
 
     assert asyncio.run(over_asyncio()).split()[1] == b"404"
@@ -519,7 +526,7 @@ def test_a_name_the_idna_codec_maps_onto_a_service_host_is_intercepted(
         plain.connect((name, 80))
         assert _status_over(plain) == 404
     assert socket.gethostbyname(name) == resolution.ADDRESS
-    assert _not_found(mgmt_server) == 4
+    assert _not_found(mgmt_server, 4) == 4
 
 
 @pytest.fixture
