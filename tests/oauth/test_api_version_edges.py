@@ -118,3 +118,14 @@ def test_only_ascii_digits_make_a_version() -> None:
     assert parse_version(f"/v{FULL_WIDTH}/cdp/audiences") is None
     with pytest.raises(ValueError, match="is not a version like '2026-07'"):
         parse_scope(f"acme:main:cdp:{FULL_WIDTH}:audiences:read")
+
+
+@pytest.mark.mgmtauth(sunset_check="off")
+def test_the_410_at_end_of_life_carries_the_same_link(
+    mgmt_server: MgmtServer, mgmt_clock: MgmtClock
+) -> None:
+    mgmt_server.route("GET", re.compile(r"/v2026-06/cdp/.*"), auth="v2").respond_with_json([])
+    mgmt_clock.move_to(datetime(2029, 7, 1, tzinfo=timezone.utc))
+    status, headers = _head(mgmt_server, b"/v2026-06/cdp/%0D%E6%97%A5")
+    assert status == 410
+    assert headers["Link"] == '</v2028-06/cdp/%0D%E6%97%A5>; rel="successor-version"'
