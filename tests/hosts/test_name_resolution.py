@@ -326,6 +326,7 @@ def test_everything_is_put_back_after_the_test(pytester: pytest.Pytester) -> Non
             socket.getaddrinfo,
             socket.gethostbyname,
             socket.gethostbyname_ex,
+            socket.gethostbyaddr,
             vars(socket.socket).get("connect"),
             vars(socket.socket).get("connect_ex"),
         )
@@ -336,6 +337,7 @@ def test_everything_is_put_back_after_the_test(pytester: pytest.Pytester) -> Non
                 socket.getaddrinfo,
                 socket.gethostbyname,
                 socket.gethostbyname_ex,
+                socket.gethostbyaddr,
                 vars(socket.socket).get("connect"),
                 vars(socket.socket).get("connect_ex"),
             )
