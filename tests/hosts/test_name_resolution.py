@@ -455,7 +455,7 @@ def _not_found(server: MgmtServer, count: int) -> int:
     """How many calls the fake answered 404 (the timeline folds repeats into one line),
     once ``count`` are there (the fake's thread records a call after answering it)."""
     deadline = time.monotonic() + 5
-    while (found := sum(getattr(e, "status", None) == 404 for e in server.events)) < count:
+    while (found := sum(1 for e in server.events if getattr(e, "status", None) == 404)) < count:
         assert time.monotonic() < deadline, found
         time.sleep(0.01)
     return found
