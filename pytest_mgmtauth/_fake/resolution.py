@@ -16,6 +16,13 @@ themselves. While a test uses the fake, Python's own lookups answer for those ho
   :class:`HostNotIntercepted` (a ``socket.gaierror``) that says how to intercept, and
   nothing is sent.
 
+``gethostbyaddr`` (and so ``getfqdn``) answer or refuse the service's hosts the same way.
+``connect`` and ``connect_ex`` also take a service host's name itself, which CPython
+resolves inside C without ``getaddrinfo`` (``sock.connect((host, 443))``, and
+``ssl``'s ``wrap_socket(...).connect(...)``, which calls it): sent to the fake, or
+refused. A name is compared as C looks it up: a ``str`` after Python's IDNA codec, which
+maps full-width letters, ``。`` dots, soft hyphens and zero-width spaces onto ASCII.
+
 The functions are replaced while a test needs them and put back after. A replacement put
 over ours meanwhile (a test's ``monkeypatch``) is left alone; ours, put back later by
 its undo, then passes every call through.
@@ -93,6 +100,7 @@ _through: dict[str, Any] = {
     "getaddrinfo": socket.getaddrinfo,
     "gethostbyname": socket.gethostbyname,
     "gethostbyname_ex": socket.gethostbyname_ex,
+    "gethostbyaddr": socket.gethostbyaddr,
     "connect": _socket.socket.connect,
     "connect_ex": _socket.socket.connect_ex,
 }
@@ -105,18 +113,31 @@ _MISSING = object()
 _before: dict[str, object] = {}
 
 
+def _looked_up(host: object) -> str | None:
+    """The name C looks ``host`` up by, in lower case without a trailing dot: a
+    non-ASCII ``str`` through the IDNA codec (as ``getaddrinfo``, ``gethostbyname`` and
+    ``connect`` encode it), ``bytes`` as they are; None for anything else, or a name the
+    codec refuses (C refuses it too, before any lookup)."""
+    if isinstance(host, bytes):
+        host = host.decode("ascii", "replace")
+    if not isinstance(host, str):
+        return None
+    if not host.isascii():
+        try:
+            host = host.encode("idna").decode("ascii")
+        except UnicodeError:
+            return None
+    return host.lower().removesuffix(".")
+
+
 def _plan_for(host: object) -> _Plan | None:
     """The plan that answers for ``host`` (a name as a lookup got it), or None."""
     plans = _plans
     if not plans:
         return None
-    if isinstance(host, bytes):
-        host = host.decode("ascii", "replace")
-    if not isinstance(host, str):
-        return None
     plan = plans[-1]
-    name = host.lower()
-    return plan if name in plan.hosts or name.removesuffix(".") in plan.hosts else None
+    name = _looked_up(host)
+    return plan if name is not None and name in plan.hosts else None
 
 
 def _call(name: str, *args: Any) -> Any:
@@ -157,15 +178,37 @@ def _gethostbyname_ex(host: str) -> tuple[str, list[str], list[str]]:
         return _call("gethostbyname_ex", host)  # type: ignore[no-any-return]
     if not plan.ports:
         raise HostNotIntercepted(host)
-    return host, [], [ADDRESS]
+    return _looked_up(host) or host, [], [ADDRESS]
+
+
+def _gethostbyaddr(host: str) -> tuple[str, list[str], list[str]]:
+    # getfqdn calls this: a service host's name is its own, fully qualified.
+    plan = _plan_for(host)
+    if plan is None:
+        return _call("gethostbyaddr", host)  # type: ignore[no-any-return]
+    if not plan.ports:
+        raise HostNotIntercepted(host)
+    return _looked_up(host) or host, [], [ADDRESS]
 
 
 def _redirect(sock: socket.socket, address: Any) -> Any:
-    """Where a connection to ``address`` goes: to the fake when it is :data:`ADDRESS`."""
+    """Where a connection to ``address`` goes: to the fake when it is :data:`ADDRESS`
+    or names a service host (C would look the name up without ``getaddrinfo``); a
+    service host without interception: :class:`HostNotIntercepted`; another port of
+    the fake's: :class:`ConnectionRefusedError`."""
     plans = _plans
-    if not (plans and isinstance(address, tuple) and address[:1] in ((ADDRESS,), (_MAPPED,))):
+    if not (plans and isinstance(address, tuple) and len(address) >= 2):
         return address
-    target = plans[-1].ports.get(address[1])
+    if address[0] in (ADDRESS, _MAPPED):
+        plan = plans[-1]
+    else:
+        found = _plan_for(address[0])
+        if found is None:
+            return address
+        if not found.ports:
+            raise HostNotIntercepted(str(address[0]))
+        plan = found
+    target = plan.ports.get(address[1])
     if target is None:
         raise ConnectionRefusedError(
             errno.ECONNREFUSED,
@@ -183,7 +226,13 @@ def _connect(self: socket.socket, address: Any) -> None:
 
 
 def _connect_ex(self: socket.socket, address: Any) -> int:
-    return int(_call("connect_ex", self, _redirect(self, address)))
+    try:
+        target = _redirect(self, address)
+    except ConnectionRefusedError:
+        # connect_ex reports a refused connection by its errno (a refused lookup is
+        # still raised, as C raises socket.gaierror).
+        return errno.ECONNREFUSED
+    return int(_call("connect_ex", self, target))
 
 
 #: (owner, name, replacement) of each function replaced.
@@ -191,6 +240,7 @@ _REPLACED: tuple[tuple[Any, str, Any], ...] = (
     (socket, "getaddrinfo", _getaddrinfo),
     (socket, "gethostbyname", _gethostbyname),
     (socket, "gethostbyname_ex", _gethostbyname_ex),
+    (socket, "gethostbyaddr", _gethostbyaddr),
     (socket.socket, "connect", _connect),
     (socket.socket, "connect_ex", _connect_ex),
 )

@@ -305,7 +305,9 @@ class FakeApp:
         read_body(request)  # enforce the size limit before any handler reads it
         # A /v{YYYY-MM}/ version past Active: End of Support headers on any answer, or 410.
         paths = [r.path for r in binding.routes if isinstance(r.path, str)]
-        extra = version_call(service.timeline, service.options, request.method, path, paths)
+        extra = version_call(
+            service.timeline, service.options, request.method, path, paths, _raw_path(request)
+        )
         try:
             response = self._call_route(binding, route, request, here)
         except Refusal as refusal:
@@ -379,6 +381,21 @@ def _answered(
     with binding.lock:
         binding.service.timeline.record_call(auth, request.method, request.path, status, host=host)
         route.call_count += 1
+
+
+def _raw_path(request: Request) -> bytes | None:
+    """The path of the request line as its bytes came (percent-escapes kept; no query),
+    or None when the app is driven without the server."""
+    target = request.environ.get("RAW_URI")
+    if not isinstance(target, str):
+        return None
+    try:  # Werkzeug's environ: the line read as Latin-1, then passed through UTF-8
+        raw = target.encode("latin-1").decode("utf-8").encode("latin-1")
+    except UnicodeError:
+        return None
+    if not raw.startswith(b"/"):  # absolute-form, through the proxy
+        raw = b"/" + raw.partition(b"://")[2].partition(b"/")[2]
+    return raw.partition(b"?")[0].partition(b"#")[0]
 
 
 def _recorded(

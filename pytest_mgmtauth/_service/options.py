@@ -34,8 +34,15 @@ _HOST_NAME = re.compile(rf"^{_LABEL}(\.{_LABEL})+$")
 
 
 def is_host_name(value: object) -> bool:
-    """A DNS name of two labels or more, lower case, without scheme, port or path."""
-    return isinstance(value, str) and len(value) <= 253 and bool(_HOST_NAME.match(value))
+    """A DNS name of two labels or more, lower case, without scheme, port or path, whose
+    last label is not all digits (no top-level domain is, RFC 3696 section 2: such a
+    name is an IPv4 address to a resolver)."""
+    return (
+        isinstance(value, str)
+        and len(value) <= 253
+        and bool(_HOST_NAME.match(value))
+        and not value.rpartition(".")[2].isdigit()
+    )
 
 
 def check_path(name: str, path: object) -> None:
@@ -295,7 +302,7 @@ PORTAL_SPECS: tuple[OptionSpec, ...] = (
     ),
 )
 
-_VERSION = re.compile(r"\d{4}-(0[1-9]|1[0-2])")
+_VERSION = re.compile(r"[0-9]{4}-(0[1-9]|1[0-2])")  # ASCII digits: \d takes any digit
 
 
 def check_portal_options(options: Options) -> None:
@@ -466,6 +473,16 @@ class Options:
         if self.throttle is not None:
             hint = " (premature grants per 60 s), or None to switch throttling off"
             check_count("throttle", self.throttle, hint=hint)
+        host = self.v3_host
+        if isinstance(host, str) and _HOST_NAME.match(host) and not is_host_name(host):
+            # The fake's own address is 127.0.0.1: refusing or intercepting lookups of
+            # an address would refuse every request to mgmt_server.url.
+            raise ValueError(
+                "mgmtauth option 'v3_host' must be a host name, not an IP address (the "
+                "fake itself listens on a loopback address, and the service's hosts are "
+                "refused or intercepted), like 'us-east-1-platform.tealiumapis.com', got "
+                f"{shown(host)}"
+            )
         if not is_host_name(self.v3_host):
             raise ValueError(
                 "mgmtauth option 'v3_host' must be a host name in lower case without "

@@ -83,6 +83,13 @@ def test_v3_host_must_be_a_bare_host_name(bad: object) -> None:
         Options(v3_host=bad)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("address", ["127.0.0.1", "10.0.0.7", "127.1"])
+def test_v3_host_may_not_be_an_ip_address(address: str) -> None:
+    # As a service host, an address's lookups would be refused: mgmt_server.url's too.
+    with pytest.raises(ValueError, match=r"'v3_host' must be a host name, not an IP address"):
+        Options(v3_host=address)
+
+
 def test_the_fake_address_stands_for_every_host_but_the_region_host() -> None:
     address = Where(None, "127.0.0.1:40000")
     assert address.reaches(("api.tealiumiq.com",), DEFAULT_V3_HOST)

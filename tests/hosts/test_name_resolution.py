@@ -9,6 +9,7 @@ intercept, and nothing is sent. Everything is put back after the test."""
 from __future__ import annotations
 
 import asyncio
+import errno
 import http.client
 import json
 import socket
@@ -324,6 +325,7 @@ def test_everything_is_put_back_after_the_test(pytester: pytest.Pytester) -> Non
             socket.getaddrinfo,
             socket.gethostbyname,
             socket.gethostbyname_ex,
+            socket.gethostbyaddr,
             vars(socket.socket).get("connect"),
             vars(socket.socket).get("connect_ex"),
         )
@@ -334,6 +336,7 @@ def test_everything_is_put_back_after_the_test(pytester: pytest.Pytester) -> Non
                 socket.getaddrinfo,
                 socket.gethostbyname,
                 socket.gethostbyname_ex,
+                socket.gethostbyaddr,
                 vars(socket.socket).get("connect"),
                 vars(socket.socket).get("connect_ex"),
             )
@@ -423,3 +426,157 @@ def test_a_client_made_before_the_test_is_told_to_be_made_in_a_fixture(
             "verify=mgmt_server.ca_bundle*"
         ]
     )
+
+
+# -- what C looks up itself, names the IDNA codec maps, reverse lookups (issue 43) ------
+
+#: Spellings of api.tealiumiq.com that Python's IDNA codec maps onto it: full-width
+#: letters, ideographic full stops, a soft hyphen, a zero-width space.
+MAPPED_NAMES = [
+    "\uff41\uff50\uff49.tealiumiq.com",
+    "api\u3002tealiumiq\u3002com",
+    "api.teal\u00adiumiq.com",
+    "api.tealium\u200biq.com",
+]
+
+
+GET_NOWHERE = b"GET /nowhere HTTP/1.1\r\nHost: api.tealiumiq.com\r\nConnection: close\r\n\r\n"
+
+
+def _status_over(sock: socket.socket) -> int:
+    """The status of ``GET /nowhere`` sent on the connected ``sock``."""
+    sock.sendall(GET_NOWHERE)
+    with sock.makefile("rb") as answer:
+        return int(answer.readline().split()[1])
+
+
+def _not_found(server: MgmtServer, count: int) -> int:
+    """How many calls the fake answered 404 (the timeline folds repeats into one line),
+    once ``count`` are there (the fake's thread records a call after answering it)."""
+    deadline = time.monotonic() + 5
+    while (found := sum(1 for e in server.events if getattr(e, "status", None) == 404)) < count:
+        assert time.monotonic() < deadline, found
+        time.sleep(0.01)
+    return found
+
+
+def test_a_connect_to_a_service_host_by_name_goes_to_the_fake(mgmt_server: MgmtServer) -> None:
+    # CPython resolves a name given to connect() inside C, without getaddrinfo.
+    context = mgmt_server.client_ssl_context()
+    assert context is not None
+    with context.wrap_socket(socket.socket(), server_hostname="api.tealiumiq.com") as tls:
+        tls.settimeout(10)
+        tls.connect(("api.tealiumiq.com", 443))  # ssl's own pattern
+        assert _status_over(tls) == 404
+    with socket.socket() as plain:
+        plain.settimeout(10)
+        assert plain.connect_ex(("my.tealiumiq.com", 80)) == 0
+        assert _status_over(plain) == 404
+    assert _not_found(mgmt_server, 2) == 2
+
+
+def test_connect_ex_to_another_port_of_a_service_host_returns_an_errno(
+    mgmt_server: MgmtServer,
+) -> None:
+    for host in ("api.tealiumiq.com", resolution.ADDRESS):
+        with socket.socket() as sock:
+            assert sock.connect_ex((host, 8443)) == errno.ECONNREFUSED
+    with socket.socket() as sock, pytest.raises(ConnectionRefusedError, match="not 8443"):
+        sock.connect(("api.tealiumiq.com", 8443))
+
+
+def test_a_reverse_lookup_of_a_service_host_is_answered(mgmt_server: MgmtServer) -> None:
+    assert socket.gethostbyaddr("API.tealiumiq.com.") == (
+        "api.tealiumiq.com",
+        [],
+        [resolution.ADDRESS],
+    )
+    assert socket.getfqdn("platform.tealiumapis.com") == "platform.tealiumapis.com"
+
+
+@pytest.mark.parametrize("name", MAPPED_NAMES, ids=["fullwidth", "ideographic-dot", "shy", "zwsp"])
+def test_a_name_the_idna_codec_maps_onto_a_service_host_is_intercepted(
+    mgmt_server: MgmtServer, name: str
+) -> None:
+    connection = http.client.HTTPSConnection(name, timeout=10)
+    try:
+        connection.request("GET", "/nowhere")
+        assert connection.getresponse().status == 404
+    finally:
+        connection.close()
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    # A Host header of its own: the name as it is would not encode in one.
+    head = {"Host": "api.tealiumiq.com"}
+    request = urllib.request.Request(f"https://{name}/nowhere", headers=head)
+    with pytest.raises(urllib.error.HTTPError) as answer:
+        opener.open(request, timeout=10)
+    assert answer.value.code == 404
+    answer.value.close()
+
+    async def over_asyncio() -> bytes:
+        reader, writer = await asyncio.open_connection(name, 443, ssl=True)
+        writer.write(GET_NOWHERE)
+        answer = await reader.read()  # to its end: the fake closes (Connection: close)
+        writer.close()
+        await writer.wait_closed()
+        return answer.split(b"\r\n", 1)[0]
+
+    assert asyncio.run(over_asyncio()).split()[1] == b"404"
+    with socket.socket() as plain:
+        plain.settimeout(10)
+        plain.connect((name, 80))
+        assert _status_over(plain) == 404
+    assert socket.gethostbyname(name) == resolution.ADDRESS
+    assert _not_found(mgmt_server, 4) == 4
+
+
+@pytest.fixture
+def spied_reverse_lookups(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names given to the gethostbyaddr in place before mgmt_server."""
+    names: list[str] = []
+    real = socket.gethostbyaddr
+
+    def spy(host: str) -> tuple[str, list[str], list[str]]:
+        names.append(host)
+        return real(host)
+
+    monkeypatch.setattr(socket, "gethostbyaddr", spy)
+    return names
+
+
+@pytest.mark.mgmtauth(intercept=False)
+@pytest.mark.parametrize(
+    "name",
+    ["api.tealiumiq.com", *MAPPED_NAMES],
+    ids=["ascii", "fullwidth", "ideographic-dot", "shy", "zwsp"],
+)
+def test_without_interception_every_way_to_a_service_host_is_refused(
+    spied_lookups: list[str],
+    spied_reverse_lookups: list[str],
+    mgmt_server: MgmtServer,
+    name: str,
+) -> None:
+    context = ssl.create_default_context()
+    with (
+        context.wrap_socket(socket.socket(), server_hostname=name) as tls,
+        pytest.raises(resolution.HostNotIntercepted, match="intercept=True"),
+    ):
+        tls.connect((name, 443))
+    for port in (443, 8443):
+        with socket.socket() as sock, pytest.raises(resolution.HostNotIntercepted):
+            sock.connect_ex((name, port))
+    with pytest.raises(resolution.HostNotIntercepted):
+        socket.getaddrinfo(name, 443)
+    with pytest.raises(resolution.HostNotIntercepted):
+        socket.gethostbyaddr(name)
+    assert socket.getfqdn(name) == name  # getfqdn swallows the refusal: no lookup
+    with pytest.raises(OSError, match="intercept=True"):
+        http.client.HTTPSConnection(name, timeout=10).request("GET", "/")
+
+    async def over_asyncio() -> None:
+        await asyncio.open_connection(name, 443)
+
+    with pytest.raises(resolution.HostNotIntercepted):
+        asyncio.run(over_asyncio())
+    assert not spied_lookups
+    assert not spied_reverse_lookups

@@ -341,3 +341,28 @@ def test_check_counts_calls_to_api_versions_past_active_unless_switched_off(
         assert off.json()["ok"] is True
     finally:
         server.stop()
+
+
+def test_a_route_on_version_9998_answers_and_check_agrees(
+    key_file: Path, http: requests.Session
+) -> None:
+    # Its End of Life would fall in the year 10000: Active, as in the fake of a test.
+    server = StandaloneServer(
+        Options(throttle=None),
+        port=0,
+        accounts=[ALICE],
+        routes=[("GET", "/v9998-01/cdp/audiences")],
+        key_file=str(key_file),
+        frozen_clock=True,
+    )
+    server.start()
+    try:
+        token = _token(http, server.url)
+        answer = http.get(
+            f"{server.url}/v9998-01/cdp/audiences", headers={"Authorization": f"Bearer {token}"}
+        )
+        assert answer.status_code == 200
+        assert "Sunset" not in answer.headers
+        assert http.get(f"{server.url}/_mgmtauth/check").json()["ok"] is True
+    finally:
+        server.stop()

@@ -51,7 +51,7 @@ POSITIONS: dict[int, tuple[str, ...]] = {
 }
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
-_API_VERSION = re.compile(r"\d{4}-(0[1-9]|1[0-2])")
+_API_VERSION = re.compile(r"[0-9]{4}-(0[1-9]|1[0-2])")
 
 
 def quoted(text: str) -> str:
@@ -203,6 +203,8 @@ def granted_scopes(
 # -- the scope of an API call ----------------------------------------------------------
 
 #: ``/v{YYYY-MM}/{apiFamily}/...``: a call of the gateway's calendar-versioned APIs.
+#: Any digits (\d) on purpose: a path with other digits than ASCII is no calendar version,
+#: yet it still needs a scope (one of version '*'), never none.
 _CALL = re.compile(r"^/v(?P<version>\d{4}-(?:0[1-9]|1[0-2]))/(?P<family>[^/]+)/(?P<rest>.+)$")
 #: ``accounts/{account}/profiles/{profile}/...`` after the family (dev-portal-authentication).
 _CONTEXT = re.compile(r"^accounts/(?P<account>[^/]+)/profiles/(?P<profile>[^/]+)/?(?P<rest>.*)$")
