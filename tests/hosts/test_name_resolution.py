@@ -453,11 +453,11 @@ def _status_over(sock: socket.socket) -> int:
 def _not_found(server: MgmtServer, count: int) -> int:
     """How many calls the fake answered 404 (the timeline folds repeats into one line),
     once ``count`` are there (the fake's thread records a call after answering it)."""
-    deadline = time.monotonic() + 5
-    while (found := sum(1 for e in server.events if getattr(e, "status", None) == 404)) < count:
-        assert time.monotonic() < deadline, found
-        time.sleep(0.01)
-    return found
+
+    def not_found(events: list[Event]) -> int:
+        return sum(1 for e in events if getattr(e, "status", None) == 404)
+
+    return not_found(server.wait(until=lambda events: not_found(events) >= count))
 
 
 def test_a_connect_to_a_service_host_by_name_goes_to_the_fake(mgmt_server: MgmtServer) -> None:
