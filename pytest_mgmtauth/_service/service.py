@@ -16,6 +16,7 @@ from .credentials import Call, Credentials
 from .events import WrongHost, format_offset, grants
 from .fault_runner import FaultRunner
 from .flows.registry import FLOWS, WRONG_HOST_STATUS, check_endpoints, check_grants
+from .grants import Grants
 from .lockout import Lockout
 from .records import (
     AUTH_FAILED,
@@ -78,6 +79,10 @@ class AuthService:
         self.lockout = Lockout(self.timeline, self.accounts, options, self.mutex)
         self.fault_runner = FaultRunner(
             self.timeline, self.accounts, self.credentials, options, self.mutex
+        )
+        #: The grant rule every flow calls.
+        self.grants = Grants(
+            self.timeline, self.credentials, self.fault_runner, options, self.mutex
         )
         self.flows: dict[str, Flow] = {name: flow(self) for name, flow in FLOWS.items()}
 

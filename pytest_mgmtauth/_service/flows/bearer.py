@@ -7,11 +7,10 @@ from __future__ import annotations
 import dataclasses
 import re
 import unicodedata
-from collections import deque
 from typing import TYPE_CHECKING, ClassVar, NoReturn
 
 from ..accounts import format_scopes
-from ..events import AuthRejected, TokenIssued
+from ..events import AuthRejected
 from ..records import AUTH_FAILED, Authorization, TokenRecord
 from ..timeline import to_datetime
 from ..token_format import ALGORITHM, TokenProblem, unverified_subject
@@ -199,57 +198,18 @@ class BearerFlow(Flow):
             )
         else:
             token, claims = service.signer.issue(username, int(now), lifetime, issuer=issuer)
-        with service.mutex:
-            now = service.timeline.now()
-            service.credentials.check_throttle(self, username, now)
-            held = service.credentials.held_tokens(
-                username, now, self.name, account, profile, scopes=scopes, margin=margin
-            )
-            concurrent = service.credentials.concurrent(
-                (
-                    r
-                    for r in service.credentials.tokens.values()
-                    if (r.version, r.account, r.profile) == (self.name, account, profile)
-                    and frozenset(r.scopes) == frozenset(scopes)
-                ),
-                username,
-                arrived,
-            )
-            serial, tick = service.credentials.next_grant()
-            record = TokenRecord(
-                label=f"T{len(service.credentials.tokens) + 1}",
-                token=token,
-                claims=claims,
-                username=username,
-                serial=serial,
-                issued_tick=tick,
-                version=self.name,
-                account=account,
-                profile=profile,
-                issued_at=now,
-                scopes=scopes,
-            )
-            service.credentials.tokens[claims.jti] = record
-            service.credentials.by_token[token] = record
-            if held:
-                service.credentials.premature.setdefault((username, self.name), deque()).append(now)
-            service.timeline.record(
-                TokenIssued(
-                    at=to_datetime(now),
-                    username=username,
-                    token=record.label,
-                    fingerprint=record.fingerprint,
-                    expires_at=to_datetime(claims.exp),
-                    while_valid=tuple(r.label for r in held),
-                    concurrent_with=concurrent,
-                    version=self.name,
-                    account=account,
-                    profile=profile,
-                    scopes=scopes,
-                )
-            )
-            service.fault_runner.granted()
-            return token, record
+        record = service.grants.token(
+            self,
+            username,
+            token,
+            claims=claims,
+            arrived=arrived,
+            account=account,
+            profile=profile,
+            scopes=scopes,
+            margin=margin,
+        )
+        return token, record
 
     def authorize(
         self, credential: Credential, call: Call, permission: str | None
