@@ -12,6 +12,7 @@ from .._http.binding import Binding, RouteHandler
 from .._http.parsing import unreachable_path
 from .._service import faults as _faults
 from .._service.accounts import Account
+from .._service.flows import registry
 from .._service.flows.base import ClientFlow
 from .._service.flows.registry import (
     builtin_paths,
@@ -71,6 +72,8 @@ class MgmtServer:
         # No clock: the process's time (what mgmt_clock / freezegun move). The
         # standalone server passes a clock its control API can advance.
         self._service = AuthService(options, pool.signer, clock or system_clock)
+        # While it runs, the list of flows it was made from stays as it is.
+        registry.opened(self._service)
         # test_id names the test in errors raised after it ended (see LateErrors).
         self._binding = Binding(self._service, owner=test_id, late=pool.late_errors)
         #: Kinds of finding the test checked itself (assert_token_reused: "churn",
@@ -395,6 +398,7 @@ class MgmtServer:
 
     def close(self) -> None:
         """Stop answering for this test (internal: the fixture and mgmtauth-server)."""
+        registry.closed(self._service)
         for server in filter(None, (self._http, self._proxy)):
             server.app.unbind(self._binding)
         self._binding.close()  # requests held by a scripted hang give up now

@@ -15,6 +15,8 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import gc
+import weakref
 from typing import TYPE_CHECKING, Any
 
 from ..events import FLOW_WORDS, FlowWords
@@ -29,6 +31,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from ..options import Options
+    from ..service import AuthService
     from .base import Endpoint, Flow
 
 #: Every flow by its name (what ``route(auth=...)``, ``auth_count(version=...)`` and the
@@ -38,24 +41,68 @@ FLOWS: dict[str, type[Flow]] = {}
 DEFAULT_FLOW = V2Flow.name
 
 
+#: The class attributes a flow must set (the others have defaults on :class:`Flow`).
+REQUIRED = ("name", "title", "path_title", "secret", "credential", "auth_hosts")
+
+#: The services (one per running fake) built from :data:`FLOWS`: while one is open, the
+#: list of flows may not change, as its routes and answers were made from it.
+_open: weakref.WeakSet[AuthService] = weakref.WeakSet()
+
+
 def register(flow: type[Flow]) -> None:
-    """Add ``flow`` to :data:`FLOWS` (after the others); ValueError if its name is taken."""
+    """Add ``flow`` to :data:`FLOWS` (after the others), or change nothing and raise
+    ValueError: its name is taken, it lacks a required class attribute, or a fake is
+    running (register it before ``mgmt_server`` exists)."""
+    missing = [name for name in REQUIRED if not hasattr(flow, name)]
+    if missing:
+        listed = ", ".join(repr(name) for name in missing)
+        raise ValueError(
+            f"flow class {flow.__qualname__} lacks the class attribute(s) {listed}: every "
+            f"flow sets {', '.join(REQUIRED)}"
+        )
     if flow.name in FLOWS:
         raise ValueError(f"a flow named {flow.name!r} is registered already")
-    FLOWS[flow.name] = flow
+    _refuse_while_open(f"register the flow {flow.name!r}")
     # Events are recorded by the flows and so cannot import them: they read the words
-    # of a flow from this table.
-    FLOW_WORDS[flow.name] = FlowWords(
+    # of a flow from this table. Made before anything changes.
+    words = FlowWords(
         flow.title, flow.path_title, flow.credential or "credential", f"{flow.attempt}s"
     )
+    FLOWS[flow.name] = flow
+    FLOW_WORDS[flow.name] = words
     _forget_cached()
 
 
 def unregister(name: str) -> None:
-    """Remove the flow ``name`` (a flow a test suite registered for a while)."""
+    """Remove the flow ``name`` (a flow a test suite registered for a while); ValueError
+    if none has that name or a fake is running."""
+    if name not in FLOWS:
+        raise ValueError(f"no flow named {name!r} is registered")
+    _refuse_while_open(f"unregister the flow {name!r}")
     del FLOWS[name]
-    del FLOW_WORDS[name]
+    FLOW_WORDS.pop(name, None)
     _forget_cached()
+
+
+def opened(service: AuthService) -> None:
+    """A service was built from :data:`FLOWS` (its fake runs until :func:`closed`)."""
+    _open.add(service)
+
+
+def closed(service: AuthService) -> None:
+    _open.discard(service)
+
+
+def _refuse_while_open(what: str) -> None:
+    if len(_open):
+        gc.collect()  # a fake dropped without close() holds nothing
+    if len(_open):
+        raise ValueError(
+            f"cannot {what} while a fake is running ({len(_open)} open): its routes and "
+            "answers were made from the flows registered when it started. Register flows "
+            "before mgmt_server exists: at import of the test module, in conftest.py, or "
+            "in a module- or session-scoped fixture (with registered(flow): ...)"
+        )
 
 
 @contextlib.contextmanager
