@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import urllib.parse
 
 import pytest
 import requests
@@ -68,9 +69,8 @@ class V9SessionFlow(BearerFlow):
         service = self.service
         with service.mutex:
             now = service.timeline.now()
-            self.check_account(
-                user, key, now=now, client=incoming.client, refuse=self.refuse_auth(now)
-            )
+            refuse, client = self.refuse_auth(now), incoming.client
+            self.check_account(user, key, now=now, client=client, refuse=refuse, json_body=True)
         session_id = secrets.token_urlsafe(24)
         service.grants.token(
             self,
@@ -173,6 +173,16 @@ def test_wrong_key_unknown_and_missing_session(mgmt_server, mgmt_account, things
     assert "no X-Session header" in missing.json()["message"]
     assert things.call_count == 0
     assert mgmt_server.auth_count(version="v9") == 0
+
+
+def test_a_wrong_key_in_the_json_body_gets_json_advice(mgmt_server, mgmt_account):
+    mgmt_server.expect_refusals()
+    encoded = urllib.parse.quote(mgmt_account.api_key, safe="")
+    assert encoded != mgmt_account.api_key
+    message = start_session(mgmt_server, mgmt_account, key=encoded).json()["message"]
+    assert "arrived URL-encoded inside a JSON body" in message
+    assert "json={...}" in message
+    assert "data={" not in message
 
 
 def test_expiry_on_mgmt_clock(mgmt_clock, mgmt_server, mgmt_account, things):

@@ -381,10 +381,12 @@ class Flow:
         now: float,
         client: ClientKind,
         refuse: Refuse,
+        json_body: bool = False,
     ) -> Account:
         """The account whose :attr:`secret` was presented, under the lockout rule (if
         :attr:`locks_out`): an unknown account, a locked one (1402) or a wrong secret
-        (counted towards a lockout) is refused with ``refuse``."""
+        (counted towards a lockout) is refused with ``refuse``. ``json_body``: the secret
+        came in a JSON body (its diagnosis then gives JSON advice, not form advice)."""
         service = self.service
         account = service.accounts.get(username) if username is not None else None
         if account is None or username is None:
@@ -393,7 +395,7 @@ class Flow:
             service.lockout.check(self, username, now, refuse)
         expected = account.secret(self.secret)
         problem = service.accounts.secret_problem(
-            username, self.secret, expected, secret or "", client
+            username, self.secret, expected, secret or "", client, json_body=json_body
         )
         if problem:
             if self.locks_out:
