@@ -83,7 +83,8 @@ class Grants:
         (seconds from now, for an opaque value) is given. ``arrived``: the tick of the
         request (:meth:`Credentials.request_arrived`); ``account``, ``profile``,
         ``scopes``: what the credential is bound to (churn counts per binding);
-        ``margin``: the flow's refresh margin if not ``refresh_margin``; ``secret``:
+        ``margin``: the refresh margin of this credential if not the flow's
+        (:meth:`Flow.churn_margin`); ``secret``:
         mask ``value`` by name (a JWT is masked by its shape already). May refuse with
         429 (throttled)."""
         credentials = self._credentials
@@ -100,6 +101,8 @@ class Grants:
                     exp=int(now + lifetime),
                     jti=value,
                 )
+            if margin is None:
+                margin = flow.churn_margin(self._options)
             held = credentials.held_tokens(
                 username, now, flow.name, account, profile, scopes=scopes, margin=margin
             )

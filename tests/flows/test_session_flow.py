@@ -48,6 +48,10 @@ class V9SessionFlow(BearerFlow):
         )
 
     @classmethod
+    def churn_margin(cls, options) -> float:
+        return MARGIN
+
+    @classmethod
     def fix_expired(cls, options) -> str:
         return f"start a new session before expires_in ({LIFETIME} s) runs out"
 
@@ -78,7 +82,6 @@ class V9SessionFlow(BearerFlow):
             session_id,
             lifetime=LIFETIME,
             arrived=incoming.arrived,
-            margin=MARGIN,
             secret=True,
         )
         return Answer({"session_id": session_id, "expires_in": LIFETIME})
@@ -218,6 +221,7 @@ def test_renewing_early_is_churn_and_within_margin_is_reuse(
     assert "while T2 was still valid" in message
     assert "T1 issued by /v9/session" in message
     assert "keep the session_id from POST /v9/session" in message
+    assert "within its flow's refresh margin (v9: 100 s)" in message  # not the 300 s default
 
 
 def test_expire_revoke_and_scheduled_expire(mgmt_clock, mgmt_server, mgmt_account, things):

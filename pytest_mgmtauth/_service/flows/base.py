@@ -373,6 +373,12 @@ class Flow:
 
     # -- the rules every flow shares -------------------------------------------------
 
+    @classmethod
+    def churn_margin(cls, options: Options) -> float:
+        """How near its end a credential of this flow may be replaced without it being
+        churn: ``refresh_margin`` unless the flow's credentials have their own."""
+        return options.margin
+
     def check_account(
         self,
         username: str | None,
