@@ -254,22 +254,23 @@ class BearerFlow(Flow):
         return other.origin(record)
 
     def wrong_flow_reason(self, record: TokenRecord) -> str:
+        kind = self.service.flows[record.version].credential or "credential"
         return (
-            f"token {record.label} is a {record.version} token ({self.origin_of(record)}): "
-            f"this route takes a {self.name} token from POST {self.title} (declare the "
+            f"{kind} {record.label} is a {record.version} {kind} ({self.origin_of(record)}): "
+            f"this route takes a {self.name} {self.credential} from POST {self.title} (declare the "
             f"route with auth={record.version!r} if it is a {record.version} operation)"
         )
 
     def _check_live(self, call: Call, record: TokenRecord) -> None:
         """Refuse a revoked, expired or not yet valid token."""
         now, claims = call.now, record.claims
+        named = f"{self.credential} {record.label}"  # one name per credential, per flow
         if record.revoked_at is not None:
             self.refuse_call(
                 call,
                 record.username,
                 record.label,
-                f"token {record.label} was revoked {now - record.revoked_at:.0f} s ago: "
-                "authenticate again",
+                f"{named} was revoked {now - record.revoked_at:.0f} s ago: authenticate again",
             )
         if record.expired_at is not None and now >= record.expired_at:
             # Ended early on cue: the client could not have seen it coming, so this
@@ -278,7 +279,7 @@ class BearerFlow(Flow):
                 call,
                 record.username,
                 record.label,
-                f"token {record.label} expired {now - record.expired_at:.0f} s ago (ended "
+                f"{named} expired {now - record.expired_at:.0f} s ago (ended "
                 f"early on cue): authenticate again on a 401",
             )
         if now >= claims.exp and record.expired_in_flight:
@@ -286,7 +287,7 @@ class BearerFlow(Flow):
                 call,
                 record.username,
                 record.label,
-                f"token {record.label} expired {now - claims.exp:.0f} s ago: a scheduled "
+                f"{named} expired {now - claims.exp:.0f} s ago: a scheduled "
                 "expire moved the clock to its exp while the answer that granted it was in "
                 "flight (no client could renew it in time): authenticate again on a 401",
             )
@@ -295,7 +296,7 @@ class BearerFlow(Flow):
                 call,
                 record.username,
                 record.label,
-                f"token {record.label} expired {now - claims.exp:.0f} s ago "
+                f"{named} expired {now - claims.exp:.0f} s ago "
                 f"({_lifetime(record)}): authenticate again before it expires, or on a 401",
                 expired=True,
             )
@@ -304,7 +305,7 @@ class BearerFlow(Flow):
                 call,
                 record.username,
                 record.label,
-                f"token {record.label} is not valid before its nbf",
+                f"{named} is not valid before its nbf",
             )
 
     def _attribute_token(self, token: str) -> tuple[str | None, str | None]:
