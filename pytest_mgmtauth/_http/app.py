@@ -19,7 +19,7 @@ from werkzeug import Response
 from werkzeug.exceptions import ClientDisconnected, HTTPException
 
 from .._service.api_versions import version_call
-from .._service.flows.base import MalformedCall
+from .._service.flows.base import MalformedCall, normalized_path
 from .._service.flows.registry import endpoint_family, endpoint_for
 from .._service.service import Refusal
 from .._service.timeline import to_datetime
@@ -332,6 +332,7 @@ class FakeApp:
             permission=route.permission,
             host=host,
             scope=route.required_scope(request),
+            normalized=normalized_path(request.path),
         )
         with binding.lock:
             route.call_count += 1

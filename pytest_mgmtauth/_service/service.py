@@ -122,12 +122,21 @@ class AuthService:
         permission: str | None,
         host: str | None = None,
         scope: str | None = None,
+        normalized: str = "",
     ) -> Authorization:
         """Authenticate a protected call of a route declared for the flow ``version``
         (``host``: where it went, if not the flow's usual host; needing ``permission``
-        or ``scope``); :class:`Refusal` if not."""
+        or ``scope``; ``normalized``: the path normalised once); :class:`Refusal` if not."""
         with self.mutex:
-            call = Call(version, method, path, self.timeline.now(), host=host, scope=scope)
+            call = Call(
+                version,
+                method,
+                path,
+                self.timeline.now(),
+                host=host,
+                scope=scope,
+                normalized=normalized,
+            )
             return self.flows[version].authorize(credential, call, permission)
 
     # -- hosts ---------------------------------------------------------------------
