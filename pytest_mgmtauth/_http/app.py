@@ -282,11 +282,14 @@ class FakeApp:
     def _protected(self, binding: Binding, request: Request, here: Where) -> Response:
         service, path = binding.service, request.path
         matching = [r for r in binding.routes if r.matcher.match(request)]
-        # A route that answers on the host the request reached first (route(host=...)).
+        # A route that answers on the host the request reached first (route(host=...)):
+        # the one check of the route's host, carried on to _call_route.
         route = next(
-            (r for r in matching if route_answers_here(binding, here, r.auth, r.host)),
-            matching[0] if matching else None,
+            (r for r in matching if route_answers_here(binding, here, r.auth, r.host)), None
         )
+        answers = route is not None
+        if route is None and matching:
+            route = matching[0]
         if route is None:
             same_path = [r for r in binding.routes if r.matcher.match_uri(request)]
             status = 405 if same_path else 404
@@ -306,7 +309,7 @@ class FakeApp:
         paths = [r.path for r in binding.routes if isinstance(r.path, str)]
         extra = version_call(service.timeline, service.options, request.method, path, paths)
         try:
-            response = self._call_route(binding, route, request, here)
+            response = self._call_route(binding, route, request, here, answers=answers)
         except Refusal as refusal:
             response = refusal_response(refusal)
         finally:
@@ -316,14 +319,22 @@ class FakeApp:
         return with_headers(response, extra)
 
     def _call_route(
-        self, binding: Binding, route: RouteHandler, request: Request, here: Where
+        self,
+        binding: Binding,
+        route: RouteHandler,
+        request: Request,
+        here: Where,
+        *,
+        answers: bool,
     ) -> Response:
         service = binding.service
         if service.fault_runner.protected_call_arrived() is not None:
             reset_connection(request)  # a scheduled reset of this call
         flow = service.flows[route.auth]
         credential = flow.read(received(request, here))
-        host = check_route_host(binding, request, here, type(flow), route.host, credential)
+        host = check_route_host(
+            binding, request, here, type(flow), route.host, credential, answers=answers
+        )
         auth = service.authorize(
             route.auth,
             credential,

@@ -139,12 +139,15 @@ def check_route_host(
     flow: type[Flow],
     host: str | None,
     credential: Credential,
+    *,
+    answers: bool,
 ) -> str | None:
-    """Refuse (:class:`Refusal`) a call to a route at a host it does not answer on;
-    else the host to name in the timeline (``None`` where it is the flow's usual one)."""
+    """Refuse (:class:`Refusal`) a call to a route at a host it does not answer on
+    (``answers``: whether it does, as the route's choice found: checked once); else the
+    host to name in the timeline (``None`` where it is the flow's usual one)."""
     options = binding.service.options
-    hosts = route_hosts(flow.name, options, host)
-    if not here.reaches(hosts, binding.hosts.region_host):
+    if not answers:
+        hosts = route_hosts(flow.name, options, host)
         binding.service.refuse_wrong_host(
             flow.name,
             here,

@@ -116,6 +116,8 @@ def registered(flow: type[Flow]) -> Iterator[type[Flow]]:
 
 
 def _forget_cached() -> None:
+    _endpoint_table.cache_clear()
+    route_hosts.cache_clear()
     fixed_hosts.cache_clear()
     _service_hosts.cache_clear()
     check_endpoints.cache_clear()
@@ -169,16 +171,53 @@ def route_flow(pattern: str, *, scope: str | None = None) -> str:
     return DEFAULT_FLOW
 
 
+@dataclasses.dataclass(frozen=True)
+class _EndpointTable:
+    """Every flow's endpoints under one set of options, laid out once for the look-up of
+    every request: exact paths by path, templated ones in order, their families."""
+
+    exact: dict[str, tuple[type[Flow], Endpoint]]
+    templated: tuple[tuple[type[Flow], Endpoint], ...]
+    families: tuple[str, ...]
+    by_family: tuple[tuple[str, type[Flow], Endpoint], ...]
+
+
+@functools.lru_cache(maxsize=16)  # one per set of options; cleared when FLOWS changes
+def _endpoint_table(options: Options | None) -> _EndpointTable:
+    exact: dict[str, tuple[type[Flow], Endpoint]] = {}
+    templated: list[tuple[type[Flow], Endpoint]] = []
+    for flow in FLOWS.values():
+        for endpoint in _endpoints(flow, options):
+            if endpoint.exact:
+                exact.setdefault(endpoint.path, (flow, endpoint))
+            else:
+                templated.append((flow, endpoint))
+    by_family = tuple(
+        (endpoint.family, flow, endpoint)
+        for flow in FLOWS.values()
+        for endpoint in flow.endpoints
+        if endpoint.family is not None
+    )
+    return _EndpointTable(
+        exact, tuple(templated), tuple(family for family, _, _ in by_family), by_family
+    )
+
+
 def endpoint_for(
     path: str, options: Options | None = None
 ) -> tuple[type[Flow], Endpoint, dict[str, str]] | None:
     """The flow endpoint ``path`` is (under ``options``: a path may be an option), with
     the parameters its template names; ``None`` for a path no flow serves."""
-    for flow in FLOWS.values():
-        for endpoint in _endpoints(flow, options):
-            params = endpoint.match(path)
-            if params is not None:
-                return flow, endpoint, params
+    table = _endpoint_table(options)
+    found = table.exact.get(path)
+    if found is not None:
+        return found[0], found[1], {}
+    if not table.families or not path.startswith(table.families):
+        return None  # a protected call: no template to try
+    for flow, endpoint in table.templated:
+        params = endpoint.match(path)
+        if params is not None:
+            return flow, endpoint, params
     return None
 
 
@@ -202,10 +241,12 @@ def form_hint(flow: type[Flow], endpoint: Endpoint, missing: list[str], names: l
 def endpoint_family(path: str) -> tuple[type[Flow], Endpoint] | None:
     """The flow endpoint whose path family ``path`` falls under (``/v3/auth/...``
     malformed), for a diagnosis; ``None`` if none."""
-    for flow in FLOWS.values():
-        for endpoint in flow.endpoints:
-            if endpoint.family is not None and path.startswith(endpoint.family):
-                return flow, endpoint
+    table = _endpoint_table(None)
+    if not table.families or not path.startswith(table.families):
+        return None  # one test of every family at once: no walk per protected call
+    for family, flow, endpoint in table.by_family:
+        if path.startswith(family):
+            return flow, endpoint
     return None
 
 
@@ -280,6 +321,7 @@ def endpoint_hosts(flow: type[Flow]) -> tuple[str, ...]:
     return flow.auth_hosts
 
 
+@functools.lru_cache(maxsize=256)  # asked for every protected call; cleared with FLOWS
 def route_hosts(flow_name: str, options: Options, host: str | None = None) -> tuple[str, ...]:
     """The hosts a declared route of ``flow_name`` answers on: ``host`` alone when the
     route names one, else its flow's API hosts."""
