@@ -174,7 +174,7 @@ class FakeApp:
             status = response.status_code
             return response
         finally:
-            binding.requests.add(_recorded(binding, request, arrived, status))
+            _exchanged(binding, request, arrived, status)
 
     def _for_test(self, binding: Binding, request: Request) -> Response:
         framing = request.environ.get(FRAMING_PROBLEM)
@@ -378,6 +378,14 @@ class FakeApp:
         )
         request.environ[_HANDLER_ANSWERED] = True
         return response
+
+
+def _exchanged(binding: Binding, request: Request, arrived: float, status: int | None) -> None:
+    """The one place where an exchange of a test is complete: the request and the status
+    it was answered with (``None``: no answer, the connection was reset on cue), every
+    request of a bound test whatever answered it (an endpoint, a route, a refusal, a
+    fault). What watches exchanges hooks here."""
+    binding.requests.add(_recorded(binding, request, arrived, status))
 
 
 def _recorded(
