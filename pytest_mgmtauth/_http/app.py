@@ -19,7 +19,7 @@ from werkzeug import Response
 from werkzeug.exceptions import ClientDisconnected, HTTPException
 
 from .._service.api_versions import version_call
-from .._service.flows.base import MalformedCall, normalized_path
+from .._service.flows.base import MalformedCall
 from .._service.flows.registry import endpoint_family, endpoint_for
 from .._service.service import Refusal
 from .._service.timeline import to_datetime
@@ -36,10 +36,10 @@ from .flows import (
 )
 from .hosts import (
     check_endpoint_host,
-    check_route_host,
     foreign_target,
     region_host,
     route_answers_here,
+    route_wrong_host,
     where,
 )
 from .parsing import BadInput, read_body
@@ -330,20 +330,13 @@ class FakeApp:
         service = binding.service
         if service.fault_runner.protected_call_arrived() is not None:
             reset_connection(request)  # a scheduled reset of this call
-        flow = service.flows[route.auth]
-        credential = flow.read(received(request, here))
-        host = check_route_host(
-            binding, request, here, type(flow), route.host, credential, answers=answers
-        )
-        auth = service.authorize(
+        # The one door: the credential read and authorized, the host refused there.
+        auth, host = service.admit(
             route.auth,
-            credential,
-            method=request.method,
-            path=request.path,
+            received(request, here),
             permission=route.permission,
-            host=host,
             scope=route.required_scope(request),
-            normalized=normalized_path(request.path),
+            wrong_host=None if answers else route_wrong_host(binding, request, route),
         )
         with binding.lock:
             route.call_count += 1

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from werkzeug import Response
 
-from .._service.flows.base import Incoming, Received
+from .._service.flows.base import Incoming, Received, normalized_path
 from .._service.flows.registry import form_hint
 from .._service.service import SERVICE_MESSAGES, Refusal
 from .errors import json_response, refusal_response
@@ -209,4 +209,5 @@ def received(request: Request, here: Where) -> Received:
         scheme=request.scheme,
         mimetype=request.mimetype,
         body=request.get_data(cache=True),
+        normalized=normalized_path(request.path),
     )

@@ -174,6 +174,9 @@ class Received:
     #: The body's media type, without parameters.
     mimetype: str = ""
     body: bytes = b""
+    #: ``path`` normalised once by the transport (:func:`normalized_path`): what a scope
+    #: is derived from. ``""``: not given.
+    normalized: str = ""
 
     def header(self, name: str) -> list[str]:
         """The values of the header ``name`` (any case)."""
