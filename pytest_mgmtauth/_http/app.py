@@ -26,7 +26,6 @@ from .._service.timeline import to_datetime
 from .binding import Binding, RecordedRequest, RouteHandler
 from .errors import BODY_READ, error_response, masked_error, refusal_response, with_headers
 from .flows import (
-    ARRIVED,
     ConnectionResetOnCue,
     answer,
     carry_out,
@@ -80,9 +79,6 @@ AFTER_ANSWER = "mgmtauth.after_answer"
 #: WSGI environ key: the header lines as they arrived (set by the server).
 ARRIVED_HEADERS = "mgmtauth.arrived_headers"
 
-#: WSGI environ key: set when a route's handler made the answer (not the fake).
-_HANDLER_ANSWERED = "mgmtauth.handler_answered"
-
 
 class FakeApp:
     def __init__(self) -> None:
@@ -95,6 +91,9 @@ class FakeApp:
         self._on_open: list[Callable[[], None]] = []
         self._open_lock = threading.Lock()
         self._open_on_bind = True
+        #: The answer a user's route handler made for the request this thread is
+        #: answering (left as it made it, not masked): a request is answered on one thread.
+        self._this_thread = threading.local()
 
     def mount(self, prefix: str, app: Callable[[Request], Response]) -> None:
         """Answer requests whose path starts with ``prefix`` by ``app`` (the standalone
@@ -185,8 +184,10 @@ class FakeApp:
                 request.method, request.path, status, reason
             )
             return _transport_error(binding, request, status, reason)
+        self._this_thread.handler_answer = None
         response = self._answer(binding, request)
-        if request.environ.get(_HANDLER_ANSWERED):
+        made_by_handler: object = self._this_thread.handler_answer
+        if response is made_by_handler:
             return response  # the user's route handler's answer, as it made it
         return masked_error(response, binding.service.timeline.redact)
 
@@ -234,10 +235,11 @@ class FakeApp:
         family = endpoint_family(path) if found is None else None
         endpoint = found[1] if found else family[1] if family else None
         flow = found[0] if found else family[0] if family else None
+        arrived = 0
         if endpoint is not None:
             # Before anything reads the body: grants issued from here on were made while
             # this request was in flight (thundering-herd detection).
-            request.environ[ARRIVED] = service.credentials.request_arrived()
+            arrived = service.credentials.request_arrived()
         try:
             if endpoint is None:
                 return self._protected(binding, request, here)
@@ -267,6 +269,7 @@ class FakeApp:
                 endpoint,
                 found[2],
                 request,
+                arrived=arrived,
                 host=region_host(binding, request) if flow.api_on_region_host else None,
             )
         except (BadInput, MalformedCall) as exc:
@@ -369,7 +372,7 @@ class FakeApp:
         service.timeline.record_call(
             auth, request.method, request.path, response.status_code, host=host
         )
-        request.environ[_HANDLER_ANSWERED] = True
+        self._this_thread.handler_answer = response
         return response
 
 
