@@ -12,6 +12,7 @@ from .._http.binding import Binding, RouteHandler
 from .._http.parsing import unreachable_path
 from .._service import events as _events, faults as _faults
 from .._service.accounts import Account
+from .._service.flows import registry
 from .._service.flows.base import ClientFlow
 from .._service.flows.registry import (
     builtin_paths,
@@ -75,6 +76,8 @@ class MgmtServer:
         # No clock: the process's time (what mgmt_clock / freezegun move). The
         # standalone server passes a clock its control API can advance.
         self._service = AuthService(options, pool.signer, clock or system_clock)
+        # While it runs, the list of flows it was made from stays as it is.
+        registry.opened(self._service)
         # test_id names the test in errors raised after it ended (see LateErrors).
         self._binding = Binding(self._service, owner=test_id, late=pool.late_errors)
         #: Kinds of finding the test checked itself (assert_token_reused: "churn",
@@ -358,10 +361,12 @@ class MgmtServer:
         return self._binding.requests.entries(timeline.redact, timeline.masking_generation)
 
     def auth_count(self, *, version: str | None = None, username: str | None = None) -> int:
-        """Successful credential grants: ``/v2/auth`` tokens, v3 tokens, ``/v1/login``
-        sessions and OAuth access tokens (``version`` ``"v2"``, ``"v3"``, ``"v1"``,
-        ``"oauth"``; ``None``: all; ``username``: an account or a client id). Any other
-        ``version`` raises ``ValueError``."""
+        """Successful credential grants of the flow named ``version`` (built in:
+        ``"v2"`` tokens of ``/v2/auth``, ``"v3"`` tokens, ``"v1"`` sessions of
+        ``/v1/login``, ``"oauth"`` access tokens; or a registered flow's name), or of all
+        flows (``None``); ``username``: one account or OAuth client (its ``client_id``).
+        A name that is no registered flow, or a flow that grants nothing, raises
+        ``ValueError``."""
         return self._service.auth_count(version=version, username=username)
 
     def wait(
@@ -506,6 +511,7 @@ class MgmtServer:
 
     def close(self) -> None:
         """Stop answering for this test (internal: the fixture and mgmtauth-server)."""
+        registry.closed(self._service)
         for server in filter(None, (self._http, self._proxy)):
             server.app.unbind(self._binding)
         self._binding.close()  # requests held by a scripted hang give up now
@@ -657,15 +663,17 @@ class MgmtServer:
         return self._service.fault_runner.revoke(credential)
 
     def lock(self, account: Account | str, *, seconds: float | None = None) -> None:
-        """Lock an account (an ``Account`` or a username) now: ``/v1/login`` answers
-        1402 until :meth:`unlock`, or for ``seconds`` of simulated time. ``/v2/auth`` is
-        not affected (use ``fail_next(error=1402, version="v2")`` for that)."""
+        """Lock an account (an ``Account`` or a username) now, until :meth:`unlock` or
+        for ``seconds`` of simulated time: every flow that locks out (``/v1/login`` among
+        the built-in ones, and a registered flow that checks a secret) answers its
+        authentications 1402. ``/v2/auth`` does not lock out (use
+        ``fail_next(error=1402, version="v2")`` for that)."""
         __tracebackhide__ = True
         self._service.lockout.lock(_username(account), seconds=seconds)
 
     def unlock(self, account: Account | str) -> None:
-        """End any lock of the account (on cue or after failed logins) and reset its
-        failed-login count."""
+        """End any lock of the account (on cue or after failed authentications) and
+        reset its count of failed authentications."""
         __tracebackhide__ = True
         self._service.lockout.unlock(_username(account))
 

@@ -26,7 +26,6 @@ from .._service.timeline import to_datetime
 from .binding import Binding, RecordedRequest, RouteHandler, logged_body
 from .errors import BODY_READ, error_response, masked_error, refusal_response, with_headers
 from .flows import (
-    ARRIVED,
     ConnectionResetOnCue,
     answer,
     carry_out,
@@ -36,10 +35,10 @@ from .flows import (
 )
 from .hosts import (
     check_endpoint_host,
-    check_route_host,
     foreign_target,
     region_host,
     route_answers_here,
+    route_wrong_host,
     where,
 )
 from .parsing import BadInput, read_body
@@ -81,9 +80,6 @@ AFTER_ANSWER = "mgmtauth.after_answer"
 #: WSGI environ key: the header lines as they arrived (set by the server).
 ARRIVED_HEADERS = "mgmtauth.arrived_headers"
 
-#: WSGI environ key: set when a route's handler made the answer (not the fake).
-_HANDLER_ANSWERED = "mgmtauth.handler_answered"
-
 
 class FakeApp:
     def __init__(self) -> None:
@@ -96,6 +92,9 @@ class FakeApp:
         self._on_open: list[Callable[[], None]] = []
         self._open_lock = threading.Lock()
         self._open_on_bind = True
+        #: The answer a user's route handler made for the request this thread is
+        #: answering (left as it made it, not masked): a request is answered on one thread.
+        self._this_thread = threading.local()
 
     def mount(self, prefix: str, app: Callable[[Request], Response]) -> None:
         """Answer requests whose path starts with ``prefix`` by ``app`` (the standalone
@@ -175,7 +174,7 @@ class FakeApp:
             status = response.status_code
             return response
         finally:
-            binding.requests.add(_recorded(binding, request, arrived, status))
+            _exchanged(binding, request, arrived, status)
 
     def _for_test(self, binding: Binding, request: Request) -> Response:
         framing = request.environ.get(FRAMING_PROBLEM)
@@ -186,8 +185,10 @@ class FakeApp:
                 request.method, request.path, status, reason
             )
             return _transport_error(binding, request, status, reason)
+        self._this_thread.handler_answer = None
         response = self._answer(binding, request)
-        if request.environ.get(_HANDLER_ANSWERED):
+        made_by_handler: object = self._this_thread.handler_answer
+        if response is made_by_handler:
             return response  # the user's route handler's answer, as it made it
         return masked_error(response, binding.service.timeline.redact)
 
@@ -235,10 +236,11 @@ class FakeApp:
         family = endpoint_family(path) if found is None else None
         endpoint = found[1] if found else family[1] if family else None
         flow = found[0] if found else family[0] if family else None
+        arrived = 0
         if endpoint is not None:
             # Before anything reads the body: grants issued from here on were made while
             # this request was in flight (thundering-herd detection).
-            request.environ[ARRIVED] = service.credentials.request_arrived()
+            arrived = service.credentials.request_arrived()
         try:
             if endpoint is None:
                 return self._protected(binding, request, here)
@@ -268,6 +270,7 @@ class FakeApp:
                 endpoint,
                 found[2],
                 request,
+                arrived=arrived,
                 host=region_host(binding, request) if flow.api_on_region_host else None,
             )
         except (BadInput, MalformedCall) as exc:
@@ -283,11 +286,14 @@ class FakeApp:
     def _protected(self, binding: Binding, request: Request, here: Where) -> Response:
         service, path = binding.service, request.path
         matching = [r for r in binding.routes if r.matcher.match(request)]
-        # A route that answers on the host the request reached first (route(host=...)).
+        # A route that answers on the host the request reached first (route(host=...)):
+        # the one check of the route's host, carried on to _call_route.
         route = next(
-            (r for r in matching if route_answers_here(binding, here, r.auth, r.host)),
-            matching[0] if matching else None,
+            (r for r in matching if route_answers_here(binding, here, r.auth, r.host)), None
         )
+        answers = route is not None
+        if route is None and matching:
+            route = matching[0]
         if route is None:
             same_path = [r for r in binding.routes if r.matcher.match_uri(request)]
             status = 405 if same_path else 404
@@ -309,7 +315,7 @@ class FakeApp:
             service.timeline, service.options, request.method, path, paths, _raw_path(request)
         )
         try:
-            response = self._call_route(binding, route, request, here)
+            response = self._call_route(binding, route, request, here, answers=answers)
         except Refusal as refusal:
             response = refusal_response(refusal)
         finally:
@@ -319,22 +325,24 @@ class FakeApp:
         return with_headers(response, extra)
 
     def _call_route(
-        self, binding: Binding, route: RouteHandler, request: Request, here: Where
+        self,
+        binding: Binding,
+        route: RouteHandler,
+        request: Request,
+        here: Where,
+        *,
+        answers: bool,
     ) -> Response:
         service = binding.service
         if service.fault_runner.protected_call_arrived() is not None:
             reset_connection(request)  # a scheduled reset of this call
-        flow = service.flows[route.auth]
-        credential = flow.read(received(request, here))
-        host = check_route_host(binding, request, here, type(flow), route.host, credential)
-        auth = service.authorize(
+        # The one door: the credential read and authorized, the host refused there.
+        auth, host = service.admit(
             route.auth,
-            credential,
-            method=request.method,
-            path=request.path,
+            received(request, here),
             permission=route.permission,
-            host=host,
             scope=route.required_scope(request),
+            wrong_host=None if answers else route_wrong_host(binding, request, route),
         )
         where = f"the handler of {route!r}"
         try:
@@ -363,7 +371,7 @@ class FakeApp:
             _answered(binding, route, auth, request, 500, host)
             return error_response(500, 500, f"{error} (re-raised in the test)")
         _answered(binding, route, auth, request, response.status_code, host)
-        request.environ[_HANDLER_ANSWERED] = True
+        self._this_thread.handler_answer = response
         return response
 
 
@@ -396,6 +404,14 @@ def _raw_path(request: Request) -> bytes | None:
     if not raw.startswith(b"/"):  # absolute-form, through the proxy
         raw = b"/" + raw.partition(b"://")[2].partition(b"/")[2]
     return raw.partition(b"?")[0].partition(b"#")[0]
+
+
+def _exchanged(binding: Binding, request: Request, arrived: float, status: int | None) -> None:
+    """The one place where an exchange of a test is complete: the request and the status
+    it was answered with (``None``: no answer, the connection was reset on cue), every
+    request of a bound test whatever answered it (an endpoint, a route, a refusal, a
+    fault). What watches exchanges hooks here."""
+    binding.requests.add(_recorded(binding, request, arrived, status))
 
 
 def _recorded(

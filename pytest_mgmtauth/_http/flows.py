@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from werkzeug import Response
 
-from .._service.flows.base import Incoming, Received
+from .._service.flows.base import Incoming, Received, normalized_path
 from .._service.flows.registry import form_hint
 from .._service.service import SERVICE_MESSAGES, Refusal
 from .errors import json_response, refusal_response
@@ -48,15 +48,6 @@ SUCCESS_HEADERS: tuple[tuple[str, str], ...] = (
     ("X-Version", "pytest-mgmtauth"),
 )
 
-#: WSGI environ key: the tick at which the request arrived (set by ``FakeApp``).
-ARRIVED = "mgmtauth.arrived"
-
-
-def arrival(service: AuthService, request: Request) -> int:
-    """The tick at which the request arrived (see FakeApp._dispatch)."""
-    tick = request.environ.get(ARRIVED)
-    return tick if isinstance(tick, int) else service.credentials.request_arrived()
-
 
 def answer(
     service: AuthService,
@@ -65,11 +56,13 @@ def answer(
     params: dict[str, str],
     request: Request,
     *,
+    arrived: int,
     host: str | None = None,
 ) -> Response:
-    """Serve a flow's endpoint: its form in, its answer out. ``host``: where the calls
-    of what it grants go (v3's ``host``), by default the fake's own address."""
-    arrived = arrival(service, request)
+    """Serve a flow's endpoint: its form in, its answer out. ``arrived``: the tick at
+    which the request arrived (``Credentials.request_arrived``, taken before its body
+    was read); ``host``: where the calls of what it grants go (v3's ``host``), by
+    default the fake's own address."""
     body = b""
     if endpoint.form:
         form = read_form(
@@ -209,4 +202,5 @@ def received(request: Request, here: Where) -> Received:
         scheme=request.scheme,
         mimetype=request.mimetype,
         body=request.get_data(cache=True),
+        normalized=normalized_path(request.path),
     )

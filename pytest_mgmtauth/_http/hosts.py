@@ -39,8 +39,8 @@ if TYPE_CHECKING:
 
     from werkzeug import Request
 
-    from .._service.flows.base import Credential, Flow
-    from .binding import Binding
+    from .._service.flows.base import Flow
+    from .binding import Binding, RouteHandler
 
 #: WSGI environ key: which listener of the fake the request arrived at
 #: (:data:`REGION_LISTENER` for the region address; absent for the fake's own).
@@ -137,31 +137,10 @@ def route_answers_here(binding: Binding, here: Where, auth: str, host: str | Non
     return here.reaches(hosts, binding.hosts.region_host)
 
 
-def check_route_host(
-    binding: Binding,
-    request: Request,
-    here: Where,
-    flow: type[Flow],
-    host: str | None,
-    credential: Credential,
-) -> str | None:
-    """Refuse (:class:`Refusal`) a call to a route at a host it does not answer on;
-    else the host to name in the timeline (``None`` where it is the flow's usual one)."""
-    options = binding.service.options
-    hosts = route_hosts(flow.name, options, host)
-    if not here.reaches(hosts, binding.hosts.region_host):
-        binding.service.refuse_wrong_host(
-            flow.name,
-            here,
-            shown(binding, request, hosts),
-            method=request.method,
-            path=request.path,
-            api=True,
-            credential=credential,
-        )
-    if here.host is None or here.host == flow.usual_host(options, api=True):
-        return None
-    return here.host
+def route_wrong_host(binding: Binding, request: Request, route: RouteHandler) -> str:
+    """The hosts ``route`` answers on, as this request's client can reach them: what a
+    call that arrived elsewhere is told (the refusal is the service's, at its one door)."""
+    return shown(binding, request, route_hosts(route.auth, binding.service.options, route.host))
 
 
 def foreign_target(binding: Binding, request: Request) -> str | None:

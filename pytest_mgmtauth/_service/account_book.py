@@ -167,6 +167,8 @@ class AccountBook(Mapping[str, "Account"]):
         expected: str,
         received: str,
         client: ClientKind = ClientKind.OTHER,
+        *,
+        json_body: bool = False,
     ) -> str:
         """diagnose_secret, knowing that a rotated-out secret is an old one, not a typo."""
         if received == expected:
@@ -184,4 +186,4 @@ class AccountBook(Mapping[str, "Account"]):
         if len(recent) >= DIAGNOSIS_BUDGET:
             return paused_diagnosis(secret, DIAGNOSIS_BUDGET, DIAGNOSIS_WINDOW)
         recent.append(now)
-        return diagnose_secret(secret, expected, received, client)
+        return diagnose_secret(secret, expected, received, client, json_body=json_body)

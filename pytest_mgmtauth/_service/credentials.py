@@ -36,6 +36,15 @@ class Call:
     #: The scope the route requires (``route(..., scope=...)``), for a flow whose
     #: tokens carry scopes; ``None``: none.
     scope: str | None = None
+    #: The path as the gateway reads it, normalised once by the transport (repeated
+    #: slashes as one, dot segments removed, after percent-decoding): what a scope is
+    #: derived from. ``""``: ``path`` is that already.
+    normalized: str = ""
+
+    @property
+    def scope_path(self) -> str:
+        """The path a scope is derived from: never the un-normalised one."""
+        return self.normalized or self.path
 
 
 class Credentials:

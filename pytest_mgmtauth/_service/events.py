@@ -133,10 +133,11 @@ class TokenIssued(Event):
 
     def describe(self, when: TimeFormat = iso_time) -> str:
         exp = when(self.expires_at)
-        text = f"token {self.token} ({self.fingerprint}) issued, valid to {exp}"
+        kind = flow_credential(self.version)
+        text = f"{kind} {self.token} ({self.fingerprint}) issued, valid to {exp}"
         if self.scope:
             text = (
-                f"{self.version} token {self.token} ({self.fingerprint}) for {self.scope} "
+                f"{self.version} {kind} {self.token} ({self.fingerprint}) for {self.scope} "
                 f"issued, valid to {exp}"
             )
         if self.while_valid:

@@ -16,6 +16,7 @@ from .events import (
     FaultInjected,
     ScheduledFaultFired,
     Throttled,
+    flow_credential,
 )
 from .faults import (
     DEFAULT_RETRY_AFTER,
@@ -119,7 +120,7 @@ class FaultRunner:
         if rec is None:
             self._record_scheduled(fault, "no credential was in use, nothing ended")
             return
-        kind = "token" if isinstance(rec, TokenRecord) else "session"
+        kind = flow_credential(rec.version)  # the flow's own word for it
         if isinstance(rec, TokenRecord):
             end = float(rec.claims.exp)
         else:

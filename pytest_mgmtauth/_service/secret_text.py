@@ -201,40 +201,54 @@ def _unencoded_damage(field: str, expected: str) -> list[str]:
 
 
 def diagnose_secret(
-    field: str, expected: str, received: str, client: ClientKind = ClientKind.OTHER
+    field: str,
+    expected: str,
+    received: str,
+    client: ClientKind = ClientKind.OTHER,
+    *,
+    json_body: bool = False,
 ) -> str:
     """One sentence saying how ``received`` relates to ``expected``; '' when equal.
 
     ``client`` picks the idiom of the fix; the wire format is named for every client.
+    ``json_body``: it came in a JSON body, where form encoding plays no part.
     """
     if received == expected:
         return ""
-    if received == _as_unencoded_form_value(expected):
+    if json_body:
+        if unquote(received) == expected:
+            return (
+                f"the {field} arrived URL-encoded inside a JSON body ('%XX' escapes): a JSON "
+                f"string carries the {field} as it is; send it unencoded (requests and httpx: "
+                "json={...}; JavaScript: JSON.stringify)"
+            )
+    elif received == _as_unencoded_form_value(expected):
         return (
             f"the {field} arrived un-encoded: {'; '.join(_unencoded_damage(field, expected))}. "
             f"URL-encode the {field} in the form body instead of writing it in as it is: on "
             f"the wire it must be percent-encoded ('+' as %2B, '&' as %26, '=' as %3D, '%' "
             f"as %25); {_FORM_IDIOM[client]}"
         )
-    if received == expected.replace("+", " "):
+    elif received == expected.replace("+", " "):
         # '%' and '&' were encoded (or absent) but '+' was not: a hand-rolled encoder.
         return (
             f"each '+' of the {field} arrived as a space: in a form body '+' means space, "
             f"so it must travel as %2B; percent-encode the whole {field}; "
             f"{_FORM_IDIOM[client]}"
         )
-    decoded = received
-    for times in (2, 3):
-        once_more = unquote(decoded)
-        if once_more == decoded:
-            break
-        decoded = once_more
-        if decoded == expected:
-            return (
-                f"the {field} arrived URL-encoded {'twice' if times == 2 else 'three times'} "
-                f"(it still contains '%XX' escapes, e.g. {quote('+', safe='')} for '+'): "
-                f"encode it once; {_ENCODE_ONCE[client]}"
-            )
+    if not json_body:  # a JSON body is decoded by its parser, never by hand
+        decoded = received
+        for times in (2, 3):
+            once_more = unquote(decoded)
+            if once_more == decoded:
+                break
+            decoded = once_more
+            if decoded == expected:
+                return (
+                    f"the {field} arrived URL-encoded {'twice' if times == 2 else 'three times'} "
+                    f"(it still contains '%XX' escapes, e.g. {quote('+', safe='')} for '+'): "
+                    f"encode it once; {_ENCODE_ONCE[client]}"
+                )
     if len(received) * 2 >= len(expected) and expected.startswith(received):
         # Only from half the secret on: below that, saying "truncated" would tell a
         # guesser that a short prefix is right, one character at a time (an oracle).

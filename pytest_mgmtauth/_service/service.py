@@ -15,7 +15,9 @@ from .account_book import AccountBook
 from .credentials import Call, Credentials
 from .events import WrongHost, format_offset, grants
 from .fault_runner import FaultRunner
+from .flows.base import normalized_path
 from .flows.registry import FLOWS, WRONG_HOST_STATUS, check_endpoints, check_grants
+from .grants import Grants
 from .lockout import Lockout
 from .records import (
     AUTH_FAILED,
@@ -33,7 +35,7 @@ from .records import (
 from .timeline import Clock, Timeline, system_clock, to_datetime
 
 if TYPE_CHECKING:
-    from .flows.base import Credential, Flow, Where
+    from .flows.base import Credential, Flow, Received, Where
     from .options import Options
     from .tokens import TokenSigner
 
@@ -79,6 +81,10 @@ class AuthService:
         self.fault_runner = FaultRunner(
             self.timeline, self.accounts, self.credentials, options, self.mutex
         )
+        #: The grant rule every flow calls.
+        self.grants = Grants(
+            self.timeline, self.credentials, self.fault_runner, options, self.mutex
+        )
         self.flows: dict[str, Flow] = {name: flow(self) for name, flow in FLOWS.items()}
 
     @overload
@@ -117,13 +123,65 @@ class AuthService:
         permission: str | None,
         host: str | None = None,
         scope: str | None = None,
+        normalized: str = "",
     ) -> Authorization:
         """Authenticate a protected call of a route declared for the flow ``version``
         (``host``: where it went, if not the flow's usual host; needing ``permission``
-        or ``scope``); :class:`Refusal` if not."""
+        or ``scope``; ``normalized``: the path normalised once); :class:`Refusal` if not."""
         with self.mutex:
-            call = Call(version, method, path, self.timeline.now(), host=host, scope=scope)
+            call = Call(
+                version,
+                method,
+                path,
+                self.timeline.now(),
+                host=host,
+                scope=scope,
+                normalized=normalized,
+            )
             return self.flows[version].authorize(credential, call, permission)
+
+    def admit(
+        self,
+        version: str,
+        received: Received,
+        *,
+        permission: str | None,
+        scope: str | None = None,
+        wrong_host: str | None = None,
+    ) -> tuple[Authorization, str | None]:
+        """The one door of a protected call of a route declared for the flow ``version``:
+        its credential read from ``received`` and authorized (``permission``, ``scope``);
+        ``wrong_host``: the hosts the route answers on, as the client can reach them,
+        when ``received`` arrived elsewhere (then refused, naming its credential). Returns
+        the authorization and the host to name in the timeline (``None`` where it is the
+        flow's usual one); :class:`Refusal` if not admitted."""
+        flow = self.flows[version]
+        credential = flow.read(received)
+        where = received.where
+        if wrong_host is not None:
+            self.refuse_wrong_host(
+                version,
+                where,
+                wrong_host,
+                method=received.method,
+                path=received.path,
+                api=True,
+                credential=credential,
+            )
+        host = where.host
+        if host is not None and host == flow.usual_host(self.options, api=True):
+            host = None
+        with self.mutex:
+            call = Call(
+                version,
+                received.method,
+                received.path,
+                self.timeline.now(),
+                host=host,
+                scope=scope,
+                normalized=received.normalized or normalized_path(received.path),
+            )
+            return flow.authorize(credential, call, permission), host
 
     # -- hosts ---------------------------------------------------------------------
 

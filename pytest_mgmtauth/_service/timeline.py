@@ -230,13 +230,28 @@ class Timeline:
             self._masker.add(value)
 
     def _masked_event(self, event: Event) -> Event:
+        """``event`` with every secret in its texts masked, in one pass over all of them
+        (joined by NUL, which no secret spelling spans), not one pass per field."""
+        texts = [
+            (name, value)
+            for name in _field_names(type(event))
+            if isinstance(value := getattr(event, name), str) and value
+        ]
+        if not texts:
+            return event
         changes: dict[str, Any] = {}
-        for field in dataclasses.fields(event):
-            value = getattr(event, field.name)
-            if isinstance(value, str):
-                masked = self._masker.mask(value)
-                if masked != value:
-                    changes[field.name] = masked
+        joined = _FIELD_SEPARATOR.join(value for _, value in texts)
+        parts: list[str] = []
+        if len(texts) > 1 and joined.count(_FIELD_SEPARATOR) == len(texts) - 1:
+            masked = self._masker.mask(joined)
+            if masked == joined:
+                return event
+            parts = masked.split(_FIELD_SEPARATOR)
+        if len(parts) != len(texts):  # one text, or one with a NUL of its own
+            parts = [self._masker.mask(value) for _, value in texts]
+        for (name, value), part in zip(texts, parts, strict=True):
+            if part != value:
+                changes[name] = part
         return dataclasses.replace(event, **changes) if changes else event
 
     @property
@@ -314,3 +329,19 @@ class Timeline:
                     status=status,
                 )
             )
+
+
+#: Joins an event's texts for one masking pass: a secret never contains it, so no
+#: masked span crosses from one text into the next.
+_FIELD_SEPARATOR = "\x00"
+
+
+#: The field names of each kind of event, read once per kind.
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _field_names(kind: type[Event]) -> tuple[str, ...]:
+    names = _FIELD_NAMES.get(kind)
+    if names is None:
+        names = _FIELD_NAMES[kind] = tuple(field.name for field in dataclasses.fields(kind))
+    return names

@@ -40,13 +40,25 @@ if TYPE_CHECKING:
 # -- the fixes -------------------------------------------------------------------------
 
 
-def margin_note(options: Options) -> str:
-    """What every churn message ends with: the setting that decides what is early."""
+def margin_note(options: Options, versions: set[str] | None = None) -> str:
+    """What every churn message ends with: the margin that decides what is early, each
+    flow's own (``Flow.churn_margin``)."""
+    margins = {
+        name: flow.churn_margin(options)
+        for name, flow in FLOWS.items()
+        if versions is not None and name in versions
+    }
+    if not margins or set(margins.values()) == {options.margin}:
+        within = f"within refresh_margin ({options.margin:g} s)"
+    else:
+        within = (
+            "within its flow's refresh margin ("
+            + "; ".join(f"{name}: {margin:g} s" for name, margin in margins.items())
+            + ")"
+        )
     return (
-        f"A new credential within refresh_margin ({options.margin:g} s) of the old one's "
-        "expiry is reuse, not churn; if the client renews earlier on purpose, widen it with "
-        + setting_names("refresh_margin")
-        + "."
+        f"A new credential {within} of the old one's expiry is reuse, not churn; if the "
+        "client renews earlier on purpose, widen it with " + setting_names("refresh_margin") + "."
     )
 
 
@@ -67,7 +79,7 @@ def _fix_churn(
             "others wait for its result, instead of all refreshing together"
         )
     fix = "Fix: " + "; ".join(fixes) + "."
-    return f"{fix} {margin_note(options)}" if with_margin else fix
+    return f"{fix} {margin_note(options, versions)}" if with_margin else fix
 
 
 # -- the checks ----------------------------------------------------------------------
@@ -129,7 +141,7 @@ def churn_message(evidence: Evidence, *, username: str | None = None) -> str | N
         fix = _fix_churn(evidence.options, versions, herd, with_margin=False)
         if any(forbidden):
             fix += f" Where a 1469 came before the new credential: {fix_after_forbidden()}."
-    fix += " " + margin_note(evidence.options)
+    fix += " " + margin_note(evidence.options, versions)
     return "pytest-mgmtauth: token churn: " + "\n\n".join(parts) + "\n\n" + fix
 
 

@@ -210,8 +210,13 @@ def _forged_token(token: str) -> str:
         (lambda token: "Bearer a.b.c", "not a well-formed JWT"),
         (lambda token: f"Basic {token}", "the Authorization scheme is 'Basic'"),
         (lambda token: token, "holds the token without"),
+        # Another scheme's own commas are not counted as repeated headers.
+        (
+            lambda token: "TLM-HMAC username=u, ts=1, sig=abc",
+            "the Authorization scheme is 'TLM-HMAC'",
+        ),
     ],
-    ids=["missing", "forged", "truncated", "garbage", "wrong-scheme", "no-scheme"],
+    ids=["missing", "forged", "truncated", "garbage", "wrong-scheme", "no-scheme", "hmac"],
 )
 def test_bad_credentials_get_401_json_never_the_routes_answer(
     mgmt_server: MgmtServer,

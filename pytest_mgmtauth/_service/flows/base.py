@@ -174,6 +174,9 @@ class Received:
     #: The body's media type, without parameters.
     mimetype: str = ""
     body: bytes = b""
+    #: ``path`` normalised once by the transport (:func:`normalized_path`): what a scope
+    #: is derived from. ``""``: not given.
+    normalized: str = ""
 
     def header(self, name: str) -> list[str]:
         """The values of the header ``name`` (any case)."""
@@ -373,6 +376,12 @@ class Flow:
 
     # -- the rules every flow shares -------------------------------------------------
 
+    @classmethod
+    def churn_margin(cls, options: Options) -> float:
+        """How near its end a credential of this flow may be replaced without it being
+        churn: ``refresh_margin`` unless the flow's credentials have their own."""
+        return options.margin
+
     def check_account(
         self,
         username: str | None,
@@ -381,10 +390,12 @@ class Flow:
         now: float,
         client: ClientKind,
         refuse: Refuse,
+        json_body: bool = False,
     ) -> Account:
         """The account whose :attr:`secret` was presented, under the lockout rule (if
         :attr:`locks_out`): an unknown account, a locked one (1402) or a wrong secret
-        (counted towards a lockout) is refused with ``refuse``."""
+        (counted towards a lockout) is refused with ``refuse``. ``json_body``: the secret
+        came in a JSON body (its diagnosis then gives JSON advice, not form advice)."""
         service = self.service
         account = service.accounts.get(username) if username is not None else None
         if account is None or username is None:
@@ -393,7 +404,7 @@ class Flow:
             service.lockout.check(self, username, now, refuse)
         expected = account.secret(self.secret)
         problem = service.accounts.secret_problem(
-            username, self.secret, expected, secret or "", client
+            username, self.secret, expected, secret or "", client, json_body=json_body
         )
         if problem:
             if self.locks_out:

@@ -1,39 +1,30 @@
-"""The bearer-token logic v2, v3 and OAuth share: a JWT granted for a secret and presented
-as a bearer token (grants, throttling, the checks of a presented token, the refusals
-that name it)."""
+"""The bearer-token flow v2, v3 and OAuth share: a JWT signed for a secret, handed to the
+grant rule (``grants.py``), and presented as a bearer token (the checks of a presented
+token, the refusals that name it). Reading ``Authorization: Bearer`` is
+``bearer_header.py``."""
 
 from __future__ import annotations
 
-import dataclasses
-import re
-import unicodedata
-from collections import deque
 from typing import TYPE_CHECKING, ClassVar, NoReturn
 
-from ..accounts import format_scopes
-from ..events import AuthRejected, TokenIssued
+from ..events import AuthRejected
 from ..records import AUTH_FAILED, Authorization, TokenRecord
 from ..timeline import to_datetime
 from ..token_format import ALGORITHM, TokenProblem, unverified_subject
 from .base import HTTP_WHITESPACE, Credential, Flow
+from .bearer_header import BearerToken, odd_char, read_bearer
+
+__all__ = ["BearerFlow", "BearerToken", "odd_char", "read_bearer"]
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from ..accounts import Account
     from ..credentials import Call
     from ..limits import SecretKind
     from ..options import Options
     from ..secret_text import ClientKind
     from .base import Received
-
-
-@dataclasses.dataclass(frozen=True)
-class BearerToken(Credential):
-    """What a bearer call presents: ``Authorization: Bearer <token>``. With a
-    ``problem``, ``token`` may be the JWT found in a malformed header anyway: it
-    attributes the refusal to its account."""
-
-    token: str | None = None
 
 
 class BearerFlow(Flow):
@@ -53,7 +44,7 @@ class BearerFlow(Flow):
         return f"the bearer token of {cls.title}"
 
     def read(self, received: Received) -> BearerToken:
-        return read_bearer(received, self)
+        return read_bearer(received, self, self.token_word)
 
     def carried(self, received: Received) -> str | None:
         values = received.header("Authorization")
@@ -116,6 +107,13 @@ class BearerFlow(Flow):
         """1469 if the token's account lacks the route's ``permission``."""
         self.service.credentials.check_permission(call, record.username, record.label, permission)
 
+    def grant_refused(
+        self, account_record: Account, account: str | None, profile: str | None
+    ) -> str | None:
+        """Why this flow's own rules refuse a grant whose secret was right (v3: a profile
+        the account may not use); ``None``: they do not."""
+        return None
+
     def grant_bearer(
         self,
         username: str,
@@ -154,17 +152,9 @@ class BearerFlow(Flow):
             )
             if problem:
                 reject(username, problem)
-            if (
-                account is not None
-                and profile is not None
-                and not found.may_use_profile(account, profile)
-            ):
-                reject(
-                    username,
-                    f"account {username!r} may not get {self.name} tokens for "
-                    f"{account}/{profile}; it may for: "
-                    f"{format_scopes(found.profiles)} (add_account(profiles=...))",
-                )
+            refused = self.grant_refused(found, account, profile)
+            if refused:
+                reject(username, refused)
         return self.issue_token(username, now, arrived=arrived, account=account, profile=profile)
 
     def issue_token(
@@ -199,57 +189,18 @@ class BearerFlow(Flow):
             )
         else:
             token, claims = service.signer.issue(username, int(now), lifetime, issuer=issuer)
-        with service.mutex:
-            now = service.timeline.now()
-            service.credentials.check_throttle(self, username, now)
-            held = service.credentials.held_tokens(
-                username, now, self.name, account, profile, scopes=scopes, margin=margin
-            )
-            concurrent = service.credentials.concurrent(
-                (
-                    r
-                    for r in service.credentials.tokens.values()
-                    if (r.version, r.account, r.profile) == (self.name, account, profile)
-                    and frozenset(r.scopes) == frozenset(scopes)
-                ),
-                username,
-                arrived,
-            )
-            serial, tick = service.credentials.next_grant()
-            record = TokenRecord(
-                label=f"T{len(service.credentials.tokens) + 1}",
-                token=token,
-                claims=claims,
-                username=username,
-                serial=serial,
-                issued_tick=tick,
-                version=self.name,
-                account=account,
-                profile=profile,
-                issued_at=now,
-                scopes=scopes,
-            )
-            service.credentials.tokens[claims.jti] = record
-            service.credentials.by_token[token] = record
-            if held:
-                service.credentials.premature.setdefault((username, self.name), deque()).append(now)
-            service.timeline.record(
-                TokenIssued(
-                    at=to_datetime(now),
-                    username=username,
-                    token=record.label,
-                    fingerprint=record.fingerprint,
-                    expires_at=to_datetime(claims.exp),
-                    while_valid=tuple(r.label for r in held),
-                    concurrent_with=concurrent,
-                    version=self.name,
-                    account=account,
-                    profile=profile,
-                    scopes=scopes,
-                )
-            )
-            service.fault_runner.granted()
-            return token, record
+        record = service.grants.token(
+            self,
+            username,
+            token,
+            claims=claims,
+            arrived=arrived,
+            account=account,
+            profile=profile,
+            scopes=scopes,
+            margin=margin,
+        )
+        return token, record
 
     def authorize(
         self, credential: Credential, call: Call, permission: str | None
@@ -303,22 +254,23 @@ class BearerFlow(Flow):
         return other.origin(record)
 
     def wrong_flow_reason(self, record: TokenRecord) -> str:
+        kind = self.service.flows[record.version].credential or "credential"
         return (
-            f"token {record.label} is a {record.version} token ({self.origin_of(record)}): "
-            f"this route takes a {self.name} token from POST {self.title} (declare the "
+            f"{kind} {record.label} is a {record.version} {kind} ({self.origin_of(record)}): "
+            f"this route takes a {self.name} {self.credential} from POST {self.title} (declare the "
             f"route with auth={record.version!r} if it is a {record.version} operation)"
         )
 
     def _check_live(self, call: Call, record: TokenRecord) -> None:
         """Refuse a revoked, expired or not yet valid token."""
         now, claims = call.now, record.claims
+        named = f"{self.credential} {record.label}"  # one name per credential, per flow
         if record.revoked_at is not None:
             self.refuse_call(
                 call,
                 record.username,
                 record.label,
-                f"token {record.label} was revoked {now - record.revoked_at:.0f} s ago: "
-                "authenticate again",
+                f"{named} was revoked {now - record.revoked_at:.0f} s ago: authenticate again",
             )
         if record.expired_at is not None and now >= record.expired_at:
             # Ended early on cue: the client could not have seen it coming, so this
@@ -327,7 +279,7 @@ class BearerFlow(Flow):
                 call,
                 record.username,
                 record.label,
-                f"token {record.label} expired {now - record.expired_at:.0f} s ago (ended "
+                f"{named} expired {now - record.expired_at:.0f} s ago (ended "
                 f"early on cue): authenticate again on a 401",
             )
         if now >= claims.exp and record.expired_in_flight:
@@ -335,7 +287,7 @@ class BearerFlow(Flow):
                 call,
                 record.username,
                 record.label,
-                f"token {record.label} expired {now - claims.exp:.0f} s ago: a scheduled "
+                f"{named} expired {now - claims.exp:.0f} s ago: a scheduled "
                 "expire moved the clock to its exp while the answer that granted it was in "
                 "flight (no client could renew it in time): authenticate again on a 401",
             )
@@ -344,7 +296,7 @@ class BearerFlow(Flow):
                 call,
                 record.username,
                 record.label,
-                f"token {record.label} expired {now - claims.exp:.0f} s ago "
+                f"{named} expired {now - claims.exp:.0f} s ago "
                 f"({_lifetime(record)}): authenticate again before it expires, or on a 401",
                 expired=True,
             )
@@ -353,7 +305,7 @@ class BearerFlow(Flow):
                 call,
                 record.username,
                 record.label,
-                f"token {record.label} is not valid before its nbf",
+                f"{named} is not valid before its nbf",
             )
 
     def _attribute_token(self, token: str) -> tuple[str | None, str | None]:
@@ -378,158 +330,3 @@ def _lifetime(record: TokenRecord) -> str:
         f"valid {lived:.3f} s from issue: exp is iat + {claims.exp - claims.iat} s and iat "
         "is the moment of issue truncated to the second"
     )
-
-
-# -- reading the bearer token of a call -------------------------------------------
-
-#: Anything but visible ASCII (0x21-0x7E), SP and HTAB.
-_NOT_HEADER_TEXT = re.compile(r"[^\x20-\x7e\t]")
-
-#: Characters without a Unicode name that a client lets into a header value by mistake.
-_CHAR_NAMES = {
-    "\x00": "a NUL byte",
-    "\x0b": "a vertical tab",
-    "\x0c": "a form feed",
-    "\x1c": "a file separator",
-    "\x1d": "a group separator",
-    "\x1e": "a record separator",
-    "\x1f": "a unit separator",
-    "\x7f": "a DEL character",
-    "\x85": "a next-line character (NEL)",
-}
-
-
-def odd_char(value: str) -> tuple[int, str] | None:
-    """The first character of a header value that is neither visible ASCII nor SP or
-    HTAB (str.strip() and str.split() treat NBSP, VT, FF, NEL and U+001C..U+001F as
-    whitespace; HTTP does not), and its description."""
-    # One regular-expression search: a loop over the ~900 characters of a bearer token
-    # was a measurable part of every protected call.
-    odd = _NOT_HEADER_TEXT.search(value)
-    if odd is None:
-        return None
-    return odd.start(), _describe_char(value, odd.start())
-
-
-def _describe_char(value: str, index: int) -> str:
-    char, how = value[index], ""
-    if "\xc2" <= char <= "\xf4":
-        # Header values arrive as latin-1: a UTF-8 sequence shows as 2 to 4 characters.
-        raw = value[index : index + 4].encode("latin-1", "replace")
-        for size in (2, 3, 4):
-            try:
-                decoded = raw[:size].decode("utf-8")
-            except UnicodeDecodeError:
-                continue
-            if len(decoded) == 1:
-                char, how = decoded, ", sent as UTF-8"
-            break
-    name = _CHAR_NAMES.get(char)
-    if name is None:
-        unicode_name = unicodedata.name(char, "").lower()
-        if not unicode_name:
-            name = "the character"
-        else:
-            name = f"{'an' if unicode_name[0] in 'aeiou' else 'a'} {unicode_name}"
-    return f"{name} (U+{ord(char):04X}{how})"
-
-
-def read_bearer(received: Received, flow: BearerFlow) -> BearerToken:
-    """The bearer token of ``received``, or why it is missing or malformed, in the words
-    of ``flow`` (where its tokens come from)."""
-    values = received.header("Authorization")
-    source = f"the {flow.token_word} from {flow.title}"
-    if not values:
-        other = flow.others_carried(received)
-        hint = f" (this request carries {other})" if other else ""
-        return BearerToken(
-            missing=True,
-            problem=(
-                f"no Authorization header: send 'Authorization: Bearer <{flow.token_word}>' "
-                f"with {source}{hint}"
-            ),
-        )
-    # The WSGI server joins repeated headers into one with ", " (a JWT has no comma).
-    values = [part for joined in values for part in joined.split(",")]
-    if len(values) > 1:
-        return BearerToken(
-            problem=(
-                f"{len(values)} Authorization values (repeated headers, or commas in one); "
-                "send exactly one 'Authorization: Bearer <token>'"
-            )
-        )
-    value = values[0].strip(HTTP_WHITESPACE)
-    odd = odd_char(value)
-    if odd is not None:
-        index, char = odd
-        # The token found anyway, without the odd characters, attributes the refusal.
-        dropped = "".join(c for c in value if c.isascii() and (c.isprintable() or c == "\t"))
-        words = [re.sub(r"(?i)^bearer", "", word) for word in dropped.split()]
-        found = next((w for w in words if w.count(".") == 2), None)
-        where = _where(value, index)
-        rule = (
-            "a JWT holds only letters, digits, '-', '_' and '.'"
-            if where.startswith("inside")
-            else "HTTP allows only spaces and tabs there"
-        )
-        return BearerToken(
-            token=found,
-            problem=(
-                f"the Authorization header contains {char} {where}; {rule}: send "
-                f"'Authorization: Bearer <token>' with the token exactly as {flow.title} "
-                "returned it"
-            ),
-        )
-    scheme, _, rest = value.partition(" ")
-    rest = rest.strip(HTTP_WHITESPACE)
-    if not rest:
-        if value.count(".") == 2:
-            return BearerToken(
-                token=value,
-                problem=(
-                    "the Authorization header holds the token without the 'Bearer' scheme: "
-                    "send 'Authorization: Bearer <token>'"
-                ),
-            )
-        if scheme.lower() == "bearer":
-            return BearerToken(
-                problem="the Authorization header says 'Bearer' but no token follows it"
-            )
-        return BearerToken(problem="the Authorization header is not 'Bearer <token>'")
-    if scheme.lower() != "bearer":
-        # The scheme is named, never a secret; the value after it is.
-        shown = scheme if len(scheme) <= 20 and scheme.isascii() else f"{scheme[:8]}..."
-        # Another scheme presents no bearer token: RFC 6750 3.1 answers a request with
-        # an unsupported method as one without authentication.
-        return BearerToken(
-            token=rest if rest.count(".") == 2 else None,
-            missing=True,
-            problem=(
-                f"the Authorization scheme is {shown!r}, not 'Bearer': {flow.name} calls take "
-                "'Authorization: Bearer <token>'"
-            ),
-        )
-    if " " in rest or "\t" in rest:
-        return BearerToken(
-            problem=(
-                "the bearer token contains a space or a tab; send the token exactly as "
-                f"{flow.title} returned it"
-            )
-        )
-    return BearerToken(token=rest)
-
-
-def _where(value: str, index: int) -> str:
-    """Where in 'Bearer <token>' the character at ``index`` is."""
-
-    def visible(text: str) -> str:
-        return "".join(c for c in text if c.isascii() and c.isprintable() and c != " ")
-
-    before = visible(value[:index])
-    if not before:
-        return "at its start, before the scheme"
-    if not visible(value[index + 1 :]):
-        return "at its end, after the token"
-    if before.lower() == "bearer":
-        return "between 'Bearer' and the token"
-    return f"inside the value (character {index + 1})"

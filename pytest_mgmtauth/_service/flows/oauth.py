@@ -415,6 +415,12 @@ class OAuthFlow(BearerFlow, ClientFlow[OAuthClient]):
         return f"from the token endpoint, for {' '.join(record.scopes) or 'no scope'}"
 
     @classmethod
+    def churn_margin(cls, options: Options) -> float:
+        """Its own margin: a part of ``oauth_token_ttl``, as ``refresh_margin`` is of
+        ``token_ttl``."""
+        return options.oauth_margin()
+
+    @classmethod
     def fix_churn(cls, options: Options) -> str:
         return (
             "keep one OAuth access token per set of scopes and send it with every call; "
@@ -572,7 +578,7 @@ class OAuthFlow(BearerFlow, ClientFlow[OAuthClient]):
             arrived=incoming.arrived,
             scopes=granted,
             ttl=options.oauth_token_ttl,
-            margin=options.oauth_margin(),
+            margin=self.churn_margin(options),
             extra={"scope": " ".join(granted), "client_id": client.client_id},
         )
         body: dict[str, object] = {
@@ -696,7 +702,7 @@ class OAuthFlow(BearerFlow, ClientFlow[OAuthClient]):
             required = named = call.scope
             source = "this route needs"
         else:
-            derived = required_scope(call.method, call.path, options)
+            derived = required_scope(call.method, call.scope_path, options)
             if derived is None:
                 return
             required, named = derived.parts, derived.named

@@ -15,6 +15,8 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import gc
+import weakref
 from typing import TYPE_CHECKING, Any
 
 from ..events import FLOW_WORDS, FlowWords
@@ -29,6 +31,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from ..options import Options
+    from ..service import AuthService
     from .base import Endpoint, Flow
 
 #: Every flow by its name (what ``route(auth=...)``, ``auth_count(version=...)`` and the
@@ -38,24 +41,68 @@ FLOWS: dict[str, type[Flow]] = {}
 DEFAULT_FLOW = V2Flow.name
 
 
+#: The class attributes a flow must set (the others have defaults on :class:`Flow`).
+REQUIRED = ("name", "title", "path_title", "secret", "credential", "auth_hosts")
+
+#: The services (one per running fake) built from :data:`FLOWS`: while one is open, the
+#: list of flows may not change, as its routes and answers were made from it.
+_open: weakref.WeakSet[AuthService] = weakref.WeakSet()
+
+
 def register(flow: type[Flow]) -> None:
-    """Add ``flow`` to :data:`FLOWS` (after the others); ValueError if its name is taken."""
+    """Add ``flow`` to :data:`FLOWS` (after the others), or change nothing and raise
+    ValueError: its name is taken, it lacks a required class attribute, or a fake is
+    running (register it before ``mgmt_server`` exists)."""
+    missing = [name for name in REQUIRED if not hasattr(flow, name)]
+    if missing:
+        listed = ", ".join(repr(name) for name in missing)
+        raise ValueError(
+            f"flow class {flow.__qualname__} lacks the class attribute(s) {listed}: every "
+            f"flow sets {', '.join(REQUIRED)}"
+        )
     if flow.name in FLOWS:
         raise ValueError(f"a flow named {flow.name!r} is registered already")
-    FLOWS[flow.name] = flow
+    _refuse_while_open(f"register the flow {flow.name!r}")
     # Events are recorded by the flows and so cannot import them: they read the words
-    # of a flow from this table.
-    FLOW_WORDS[flow.name] = FlowWords(
+    # of a flow from this table. Made before anything changes.
+    words = FlowWords(
         flow.title, flow.path_title, flow.credential or "credential", f"{flow.attempt}s"
     )
+    FLOWS[flow.name] = flow
+    FLOW_WORDS[flow.name] = words
     _forget_cached()
 
 
 def unregister(name: str) -> None:
-    """Remove the flow ``name`` (a flow a test suite registered for a while)."""
+    """Remove the flow ``name`` (a flow a test suite registered for a while); ValueError
+    if none has that name or a fake is running."""
+    if name not in FLOWS:
+        raise ValueError(f"no flow named {name!r} is registered")
+    _refuse_while_open(f"unregister the flow {name!r}")
     del FLOWS[name]
-    del FLOW_WORDS[name]
+    FLOW_WORDS.pop(name, None)
     _forget_cached()
+
+
+def opened(service: AuthService) -> None:
+    """A service was built from :data:`FLOWS` (its fake runs until :func:`closed`)."""
+    _open.add(service)
+
+
+def closed(service: AuthService) -> None:
+    _open.discard(service)
+
+
+def _refuse_while_open(what: str) -> None:
+    if len(_open):
+        gc.collect()  # a fake dropped without close() holds nothing
+    if len(_open):
+        raise ValueError(
+            f"cannot {what} while a fake is running ({len(_open)} open): its routes and "
+            "answers were made from the flows registered when it started. Register flows "
+            "before mgmt_server exists: at import of the test module, in conftest.py, or "
+            "in a module- or session-scoped fixture (with registered(flow): ...)"
+        )
 
 
 @contextlib.contextmanager
@@ -69,6 +116,8 @@ def registered(flow: type[Flow]) -> Iterator[type[Flow]]:
 
 
 def _forget_cached() -> None:
+    _endpoint_table.cache_clear()
+    route_hosts.cache_clear()
     fixed_hosts.cache_clear()
     _service_hosts.cache_clear()
     check_endpoints.cache_clear()
@@ -122,16 +171,53 @@ def route_flow(pattern: str, *, scope: str | None = None) -> str:
     return DEFAULT_FLOW
 
 
+@dataclasses.dataclass(frozen=True)
+class _EndpointTable:
+    """Every flow's endpoints under one set of options, laid out once for the look-up of
+    every request: exact paths by path, templated ones in order, their families."""
+
+    exact: dict[str, tuple[type[Flow], Endpoint]]
+    templated: tuple[tuple[type[Flow], Endpoint], ...]
+    families: tuple[str, ...]
+    by_family: tuple[tuple[str, type[Flow], Endpoint], ...]
+
+
+@functools.lru_cache(maxsize=16)  # one per set of options; cleared when FLOWS changes
+def _endpoint_table(options: Options | None) -> _EndpointTable:
+    exact: dict[str, tuple[type[Flow], Endpoint]] = {}
+    templated: list[tuple[type[Flow], Endpoint]] = []
+    for flow in FLOWS.values():
+        for endpoint in _endpoints(flow, options):
+            if endpoint.exact:
+                exact.setdefault(endpoint.path, (flow, endpoint))
+            else:
+                templated.append((flow, endpoint))
+    by_family = tuple(
+        (endpoint.family, flow, endpoint)
+        for flow in FLOWS.values()
+        for endpoint in flow.endpoints
+        if endpoint.family is not None
+    )
+    return _EndpointTable(
+        exact, tuple(templated), tuple(family for family, _, _ in by_family), by_family
+    )
+
+
 def endpoint_for(
     path: str, options: Options | None = None
 ) -> tuple[type[Flow], Endpoint, dict[str, str]] | None:
     """The flow endpoint ``path`` is (under ``options``: a path may be an option), with
     the parameters its template names; ``None`` for a path no flow serves."""
-    for flow in FLOWS.values():
-        for endpoint in _endpoints(flow, options):
-            params = endpoint.match(path)
-            if params is not None:
-                return flow, endpoint, params
+    table = _endpoint_table(options)
+    found = table.exact.get(path)
+    if found is not None:
+        return found[0], found[1], {}
+    if not table.families or not path.startswith(table.families):
+        return None  # a protected call: no template to try
+    for flow, endpoint in table.templated:
+        params = endpoint.match(path)
+        if params is not None:
+            return flow, endpoint, params
     return None
 
 
@@ -155,10 +241,12 @@ def form_hint(flow: type[Flow], endpoint: Endpoint, missing: list[str], names: l
 def endpoint_family(path: str) -> tuple[type[Flow], Endpoint] | None:
     """The flow endpoint whose path family ``path`` falls under (``/v3/auth/...``
     malformed), for a diagnosis; ``None`` if none."""
-    for flow in FLOWS.values():
-        for endpoint in flow.endpoints:
-            if endpoint.family is not None and path.startswith(endpoint.family):
-                return flow, endpoint
+    table = _endpoint_table(None)
+    if not table.families or not path.startswith(table.families):
+        return None  # one test of every family at once: no walk per protected call
+    for family, flow, endpoint in table.by_family:
+        if path.startswith(family):
+            return flow, endpoint
     return None
 
 
@@ -233,6 +321,7 @@ def endpoint_hosts(flow: type[Flow]) -> tuple[str, ...]:
     return flow.auth_hosts
 
 
+@functools.lru_cache(maxsize=256)  # asked for every protected call; cleared with FLOWS
 def route_hosts(flow_name: str, options: Options, host: str | None = None) -> tuple[str, ...]:
     """The hosts a declared route of ``flow_name`` answers on: ``host`` alone when the
     route names one, else its flow's API hosts."""

@@ -8,7 +8,7 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 from ..accounts import generate_session_id, generate_utk
-from ..events import LoggedIn, LoggedOut, LoginRejected, LogoutRejected
+from ..events import LoggedOut, LoginRejected, LogoutRejected
 from ..records import AUTH_FAILED, Authorization, SessionRecord
 from ..secret_text import ClientKind
 from ..timeline import to_datetime
@@ -91,36 +91,9 @@ class V1Flow(Flow):
             self.check_account(
                 username, password, now=now, client=client, refuse=self.refuse_auth(now)
             )
-            held = service.credentials.held_sessions(username, now, self.name)
-            concurrent = service.credentials.concurrent(
-                service.credentials.sessions.values(), username, arrived
+            return service.grants.session(
+                self, username, generate_session_id(), generate_utk(), arrived=arrived
             )
-            serial, tick = service.credentials.next_grant()
-            record = SessionRecord(
-                label=f"S{len(service.credentials.sessions) + 1}",
-                session_id=generate_session_id(),
-                utk=generate_utk(),
-                username=username,
-                started_at=now,
-                last_used=now,
-                serial=serial,
-                issued_tick=tick,
-                version=self.name,
-            )
-            service.credentials.sessions[record.session_id] = record
-            service.timeline.hold_secrets(record.session_id, record.utk)
-            service.timeline.record(
-                LoggedIn(
-                    at=to_datetime(now),
-                    username=username,
-                    session=record.label,
-                    fingerprint=record.fingerprint,
-                    while_valid=tuple(r.label for r in held),
-                    concurrent_with=concurrent,
-                )
-            )
-            service.fault_runner.granted()
-            return record
 
     def rejected(self, now: float, username: str | None, code: int, reason: str) -> Event:
         """A refused login is a :class:`LoginRejected`."""
