@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-__all__ = ["ABSENT", "Drift", "compare", "drift_message"]
+__all__ = ["ABSENT", "Drift", "compare", "drift_message", "moved_message"]
 
 #: How a side that has no such field (or exchange) reads in a message.
 ABSENT = "(absent)"
@@ -33,12 +33,10 @@ class Drift:
     fake: Any
     option: str | None
 
-    def line(self) -> str:
+    def line(self, *, then: str = "the service answered", now: str = "the fake") -> str:
         fix = f" (the option that makes the fake answer so: {self.option})" if self.option else ""
-        return (
-            f"{self.exchange}: {self.field}: the service answered {_text(self.service)}, "
-            f"the fake {_text(self.fake)}{fix}"
-        )
+        values = f"{then} {_text(self.service)}, {now} {_text(self.fake)}"
+        return f"{self.exchange}: {self.field}: {values}{fix}"
 
 
 def _text(value: Any) -> str:
@@ -123,5 +121,14 @@ def drift_message(found: Sequence[Drift], *, recorded: str, where: str) -> str:
     lines = [
         f"the fake answered unlike the service's recording of {recorded} ({where}):",
         *(f"  {d.line()}" for d in found),
+    ]
+    return "\n".join(lines)
+
+
+def moved_message(found: Sequence[Drift], *, recorded: str, where: str) -> str:
+    """What a live run found changed in the service since its earlier recording."""
+    lines = [
+        f"the service answers unlike its recording of {recorded} ({where}):",
+        *(f"  {d.line(then='it answered', now='now')}" for d in found),
     ]
     return "\n".join(lines)

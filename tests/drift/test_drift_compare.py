@@ -41,7 +41,8 @@ def test_exchanges_pair_in_order_per_method_and_path() -> None:
 
 def test_an_algorithm_difference_has_no_option() -> None:
     (drift,) = compare([_token(alg="RS256")], [_token()])
-    assert drift.field == "body.token.jwt.header.alg" and drift.option is None
+    assert drift.field == "body.token.jwt.header.alg"
+    assert drift.option is None
 
 
 def test_a_missing_or_extra_key_reads_as_absent() -> None:
@@ -81,4 +82,6 @@ def test_a_renamed_cookie_is_found() -> None:
 
 def test_the_message_names_the_recording_date() -> None:
     text = drift_message(compare([_token(3600)], [_token()]), recorded="2026-11-28", where="x.json")
-    assert "2026-11-28" in text and "x.json" in text and "token_ttl" in text
+    assert "2026-11-28" in text
+    assert "x.json" in text
+    assert "token_ttl" in text
