@@ -130,7 +130,11 @@ def _headers(headers: tuple[tuple[str, str], ...]) -> dict[str, Any]:
         elif name == "sunset":
             out[name] = "http-date"
         elif name == "deprecation":
-            out[name] = "@epoch" if value.strip().startswith("@") else "http-date"
+            # RFC 9745's "@<epoch>", the lifecycle page's "true", or an HTTP-date.
+            kept = value.strip()
+            out[name] = (
+                "@epoch" if kept.startswith("@") else kept if kept == "true" else "http-date"
+            )
         elif name == "link":
             out[name] = sorted(set(re.findall(r'rel="?([^";,]+)"?', value)))
     if cookies:

@@ -17,10 +17,13 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-__all__ = ["ABSENT", "Drift", "compare", "drift_message", "moved_message"]
+__all__ = ["ABSENT", "NOT_SHOWN", "Drift", "compare", "drift_message", "moved_message"]
 
 #: How a side that has no such field (or exchange) reads in a message.
 ABSENT = "(absent)"
+#: A recorded value that matches whatever the fake answers at that field and under it
+#: (a snapshot written from a page that does not show it, or edited by hand).
+NOT_SHOWN = "(not shown)"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,6 +70,10 @@ def compare(recorded: Sequence[dict[str, Any]], observed: Sequence[dict[str, Any
                 )
                 continue
             left, right = _flat(service[index]), _flat(fake[index])
+            for field in [f for f, v in left.items() if v == NOT_SHOWN]:
+                del left[field]
+                for under in [f for f in right if f == field or f.startswith(f"{field}.")]:
+                    del right[under]
             for field in sorted(left.keys() | right.keys(), key=_field_order):
                 a, b = left.get(field, ABSENT), right.get(field, ABSENT)
                 if a != b:

@@ -85,3 +85,10 @@ def test_the_message_names_the_recording_date() -> None:
     assert "2026-11-28" in text
     assert "x.json" in text
     assert "token_ttl" in text
+
+
+def test_a_field_not_shown_matches_whatever_the_fake_answers() -> None:
+    shown = {**_token(), "body": {"token": "(not shown)", "host": "string"}}
+    assert compare([shown], [{**_token(), "body": {"token": {"jwt": {}}, "host": "string"}}]) == []
+    (missing,) = compare([shown], [{**_token(), "body": {"token": "x"}}])
+    assert missing.field == "body.host"
