@@ -33,7 +33,11 @@ def keep_exchange(binding: Binding, request: Request, response: Response) -> Non
     kept = _KEPT.get(binding)
     if kept is None:
         return
-    protected = endpoint_for(request.path, binding.service.options) is None
+    # A call to a declared route; any other path the service does not serve (an unknown
+    # route's 404) is recorded whole, like an endpoint's answer.
+    protected = endpoint_for(request.path, binding.service.options) is None and any(
+        route.matcher.match(request) for route in binding.routes
+    )
     status = response.status_code
     # A protected call's data body is never read (nor kept): only a refusal's shape.
     body = b"" if protected and status not in REFUSED_STATUSES else response.get_data()

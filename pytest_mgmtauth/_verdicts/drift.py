@@ -77,7 +77,7 @@ def compare(recorded: Sequence[dict[str, Any]], observed: Sequence[dict[str, Any
             for field in sorted(left.keys() | right.keys(), key=_field_order):
                 a, b = left.get(field, ABSENT), right.get(field, ABSENT)
                 if a != b:
-                    found.append(Drift(name, field, a, b, option_for(path, field)))
+                    found.append(Drift(name, field, a, b, option_for(path, field, a, b)))
     return found
 
 
@@ -107,8 +107,10 @@ def _option_of_path(path: str) -> str | None:
     return "oauth_token_path" if "token" in path.lower() else None
 
 
-def option_for(path: str, field: str) -> str | None:
+def option_for(path: str, field: str, service: Any = None, fake: Any = None) -> str | None:
     """The option that sets what ``field`` of an answer at ``path`` says, if any."""
+    if field == "status" and 404 in (service, fake):
+        return _option_of_path(path)  # one side serves no such endpoint there
     oauth = "oauth" in path.lower() or "access_token" in field
     if field.endswith(".jwt.lifetime") or field == "body.expires_in":
         return "oauth_token_ttl" if oauth else "token_ttl"
