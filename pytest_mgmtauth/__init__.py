@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from ._verdicts.findings import (
         AuthFindingWarning as AuthFindingWarning,
         DeprecatedVersionWarning as DeprecatedVersionWarning,
+        DriftWarning as DriftWarning,
         ExpiredCredentialWarning as ExpiredCredentialWarning,
         OpenSessionWarning as OpenSessionWarning,
         RefusedCallWarning as RefusedCallWarning,
@@ -102,6 +103,7 @@ _LAZY: dict[str, tuple[str, ...]] = {
     "._verdicts.findings": (
         "AuthFindingWarning",
         "DeprecatedVersionWarning",
+        "DriftWarning",
         "ExpiredCredentialWarning",
         "OpenSessionWarning",
         "RefusedCallWarning",

@@ -301,7 +301,7 @@ def mgmt_server(
 ) -> Iterator[MgmtServer]:
     """The fake management auth service, with fresh state for this test."""
     from ._fake.server import MgmtServer
-    from ._glue import sweep as _sweep
+    from ._glue import drift as _drift, sweep as _sweep
     from ._glue.report import check_findings
 
     item = request.node
@@ -322,6 +322,7 @@ def mgmt_server(
     _sweep.arm(item, _mgmtauth_sweep, fake)
     restore_environment = fake.apply_environment()  # the intercept option's variables
     try:
+        drift = _drift.watch(item, fake)  # None: no snapshot records this test
         yield fake
         fake.check()
         check_findings(
@@ -330,6 +331,8 @@ def mgmt_server(
             call_failed=item.stash.get(_CALL_FAILED, False),
             in_section=item.stash.get(_SECTION_SHOWN, False),
         )
+        if drift is not None:
+            drift.check(item, fake)
     finally:
         # The figures travel with the teardown report: JUnit XML properties, and the
         # terminal summary (also from xdist workers).

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
     from .._http.binding import LoggedRequests
     from .._service.events import Event
+    from .._service.exchange_shape import Exchange
     from .._service.faults import ScheduledFault, ScriptedFault
     from .._service.flows.oauth import OAuthClient
     from .._service.options import Options
@@ -494,6 +495,12 @@ class MgmtServer:
         __tracebackhide__ = True
         self._known_username(username)
         return format_timeline(self.evidence(), username=username, whole=True)
+
+    def record_exchanges(self) -> list[Exchange]:
+        """Keep this test's exchanges from now on (drift; internal): the list they go to."""
+        from .._http.exchanges import record_exchanges
+
+        return record_exchanges(self._binding)
 
     def check(self) -> None:
         """Re-raise in the test what went wrong in the server thread (internal)."""

@@ -100,6 +100,7 @@ KINDS: tuple[str, ...] = (
     "open_session",
     "wrong_host",
     "deprecated_version",
+    "drift",
 )
 
 #: How each kind is named in the report section.
@@ -110,6 +111,7 @@ _KIND_TITLES = {
     "open_session": "open v1 sessions",
     "wrong_host": "wrong host",
     "deprecated_version": "API versions past Active",
+    "drift": "drift from the service's recording",
 }
 
 #: Why a kind is not counted, when its option turns it off.
@@ -195,7 +197,7 @@ def findings(evidence: Evidence, *, kinds: Collection[str] | None = None) -> lis
         raise ValueError(f"unknown finding kind(s) {unknown!r}; known: {', '.join(KINDS)}")
     found = []
     for kind in KINDS:
-        if kind not in wanted:
+        if kind not in wanted or kind == "drift":  # drift: a comparison, not the events
             continue
         if kind == "wrong_host":
             found += [Finding(kind, u, m) for u, m in wrong_host_findings(evidence)]
@@ -268,6 +270,8 @@ def report_section(evidence: Evidence, *, counted: Collection[str] | None = None
                 parts.append(f"  ... {len(rejected) - _SECTION_REJECTIONS} more")
     parts.append("Verdicts:")
     for kind in KINDS:
+        if kind == "drift":
+            continue  # the teardown check's comparison with a snapshot, not the events
         title = _KIND_TITLES[kind]
         mine = [f for f in everything if f.kind == kind]
         if not mine:
@@ -357,6 +361,18 @@ class DeprecatedVersionWarning(AuthFindingWarning):
     __module__ = "pytest_mgmtauth"
 
 
+class DriftWarning(AuthFindingWarning):
+    """The fake answered one of a test's exchanges unlike the service did when the test
+    was recorded live (``--mgmtauth-live``; its snapshot in ``mgmtauth_snapshots/``).
+
+    Emitted at the end of a test that has a snapshot; with ``strict`` the test fails
+    instead. The message names the exchange, the field, both values, the recording's date
+    and the option that makes the fake answer like the service. See docs/live.md.
+    """
+
+    __module__ = "pytest_mgmtauth"
+
+
 #: The warning class of each kind of finding.
 WARNINGS: dict[str, type[AuthFindingWarning]] = {
     "churn": TokenChurnWarning,
@@ -365,4 +381,5 @@ WARNINGS: dict[str, type[AuthFindingWarning]] = {
     "open_session": OpenSessionWarning,
     "wrong_host": WrongHostWarning,
     "deprecated_version": DeprecatedVersionWarning,
+    "drift": DriftWarning,
 }

@@ -1,0 +1,318 @@
+"""What of an exchange with the auth service may be compared with the service itself:
+its normalised record, and the snapshot file that holds a module's records.
+
+An exchange (a request and its answer) becomes a record of its shape only: method, path
+with the account, profile and API version as placeholders, status, content type, the
+body's keys and the types of their values, the values that are codes (``returnCode``,
+``error``, ``token_type``...), the headers that carry meaning, a JWT's header, claim
+names and lifetime, an opaque token's length and alphabet. Nothing that changes from
+one answer to the next (a token, a date, an id) and no secret value is in it, so that
+the fake's record and the service's compare equal when the two behave alike. A
+protected call (a declared route) is recorded on the auth layer only: accepted, or
+refused and the refusal's shape; its data body never.
+
+Pure: no HTTP, no pytest, no files (the glue reads and writes them).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import dataclasses
+import json
+import re
+import string
+from typing import Any
+
+__all__ = [
+    "FORMAT",
+    "Exchange",
+    "Snapshot",
+    "TestRecord",
+    "normalise",
+    "normalised_path",
+]
+
+#: The snapshot file's format number: a reader refuses a format it does not know.
+FORMAT = 1
+
+#: Body keys whose values are codes, compared as they are.
+CODE_KEYS = frozenset({"returnCode", "error", "token_type", "expires_in", "status"})
+#: Body keys whose string values are credentials: a JWT's shape, else an opaque token's.
+TOKEN_KEYS = frozenset({"token", "access_token", "utk", "refresh_token", "id_token"})
+#: Cookie attributes whose values are kept (dates and ages change per answer).
+_ATTRIBUTES_WITH_VALUES = frozenset({"path", "samesite", "domain"})
+#: The refusals of a protected call (every other status: the call was accepted).
+REFUSED_STATUSES = frozenset({401, 403})
+
+_VERSION_SEGMENT = re.compile(r"^v\d{4}-\d{2}$")
+_JWT = re.compile(r"^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$")
+
+
+@dataclasses.dataclass(frozen=True)
+class Exchange:
+    """One request and its answer, as the transport saw it (raw: normalise before
+    keeping it anywhere)."""
+
+    method: str
+    path: str
+    status: int
+    headers: tuple[tuple[str, str], ...]
+    body: bytes
+    #: A call to a declared route (its body is data, never recorded), not a grant.
+    protected: bool = False
+
+
+def normalised_path(path: str) -> str:
+    """``path`` with the account, profile and API version as placeholders: the segment
+    after ``accounts`` or ``profiles``, and a ``/v{YYYY-MM}/`` segment."""
+    parts = path.split("?", 1)[0].split("/")
+    out: list[str] = []
+    for index, part in enumerate(parts):
+        before = parts[index - 1] if index else ""
+        if before == "accounts" and part:
+            out.append("{account}")
+        elif before == "profiles" and part:
+            out.append("{profile}")
+        elif _VERSION_SEGMENT.match(part):
+            out.append("{version}")
+        else:
+            out.append(part)
+    return "/".join(out)
+
+
+def normalise(exchange: Exchange) -> dict[str, Any]:
+    """The record of ``exchange``: JSON-ready, with nothing dynamic or secret in it."""
+    headers = _headers(exchange.headers)
+    record: dict[str, Any] = {
+        "method": exchange.method.upper(),
+        "path": normalised_path(exchange.path),
+    }
+    if exchange.protected and exchange.status not in REFUSED_STATUSES:
+        record["auth"] = "accepted"
+        lifecycle = {k: v for k, v in headers.items() if k in _LIFECYCLE}
+        if lifecycle:
+            record["headers"] = lifecycle
+        return record
+    if exchange.protected:
+        record["auth"] = "refused"
+    record["status"] = exchange.status
+    record["content_type"] = _content_type(exchange.headers)
+    record["body"] = _body_shape(exchange.body, record["content_type"])
+    if headers:
+        record["headers"] = headers
+    return record
+
+
+_LIFECYCLE = frozenset({"sunset", "deprecation", "link"})
+
+
+def _content_type(headers: tuple[tuple[str, str], ...]) -> str | None:
+    for name, value in headers:
+        if name.lower() == "content-type":
+            return ";".join(p.strip().lower() for p in value.split(";"))
+    return None
+
+
+def _headers(headers: tuple[tuple[str, str], ...]) -> dict[str, Any]:
+    """The headers that carry meaning, reduced to what does not change per answer."""
+    out: dict[str, Any] = {}
+    cookies: dict[str, list[str]] = {}
+    for raw_name, value in headers:
+        name = raw_name.lower()
+        if name == "www-authenticate":
+            out[name] = _www_authenticate(value)
+        elif name == "retry-after":
+            out[name] = "seconds" if value.strip().isdigit() else "http-date"
+        elif name == "set-cookie":
+            cookie, attributes = _cookie(value)
+            cookies[cookie] = attributes
+        elif name == "sunset":
+            out[name] = "http-date"
+        elif name == "deprecation":
+            # RFC 9745's "@<epoch>", the lifecycle page's "true", or an HTTP-date.
+            kept = value.strip()
+            out[name] = (
+                "@epoch" if kept.startswith("@") else kept if kept == "true" else "http-date"
+            )
+        elif name == "link":
+            out[name] = sorted(set(re.findall(r'rel="?([^";,]+)"?', value)))
+    if cookies:
+        out["set-cookie"] = cookies
+    return out
+
+
+def _www_authenticate(value: str) -> dict[str, str]:
+    scheme, _, params = value.strip().partition(" ")
+    found = re.search(r'error="?([^",]+)"?', params)
+    shape = {"scheme": scheme}
+    if found:
+        shape["error"] = found[1]
+    return shape
+
+
+def _cookie(value: str) -> tuple[str, list[str]]:
+    """A cookie's name and its attributes (values only where they are not dates)."""
+    first, *rest = value.split(";")
+    attributes = []
+    for part in rest:
+        key, eq, attr = part.strip().partition("=")
+        if not key:
+            continue
+        lowered = key.lower()
+        attributes.append(
+            f"{lowered}={attr}" if eq and lowered in _ATTRIBUTES_WITH_VALUES else lowered
+        )
+    return first.split("=", 1)[0].strip(), sorted(attributes)
+
+
+def _body_shape(body: bytes, content_type: str | None) -> Any:
+    if not body:
+        return None
+    try:
+        parsed = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return "non-json"
+    return _shape(parsed, key=None)
+
+
+def _shape(value: Any, *, key: str | None) -> Any:
+    if isinstance(value, dict):
+        return {k: _shape(v, key=k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_shape(value[0], key=key)] if value else []
+    if key in CODE_KEYS and not isinstance(value, (dict, list)):
+        return value
+    if isinstance(value, str) and key in TOKEN_KEYS:
+        return token_shape(value)
+    return _type_name(value)
+
+
+def _type_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return type(value).__name__
+
+
+def token_shape(token: str) -> dict[str, Any]:
+    """A JWT's header, claim names and types and lifetime; else an opaque token's
+    length and alphabet. Never the token, its signature or a claim's value."""
+    jwt = _jwt_shape(token) if _JWT.match(token) else None
+    if jwt is not None:
+        return {"jwt": jwt}
+    return {"opaque": {"length": len(token), "alphabet": alphabet(token)}}
+
+
+def _jwt_shape(token: str) -> dict[str, Any] | None:
+    head, claims_part, _signature = token.split(".")
+    try:
+        header = json.loads(_unb64(head))
+        claims = json.loads(_unb64(claims_part))
+    except (ValueError, binascii.Error, UnicodeDecodeError):
+        return None
+    if not isinstance(header, dict) or not isinstance(claims, dict):
+        return None
+    shape: dict[str, Any] = {
+        # alg and typ are the format; kid and the rest change with the key.
+        "header": {k: (v if k in ("alg", "typ") else _type_name(v)) for k, v in header.items()},
+        "claims": {k: _type_name(v) for k, v in claims.items()},
+    }
+    exp, iat = claims.get("exp"), claims.get("iat")
+    if isinstance(exp, (int, float)) and isinstance(iat, (int, float)):
+        shape["lifetime"] = int(exp - iat)
+    return shape
+
+
+def _unb64(part: str) -> bytes:
+    return base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
+
+
+def alphabet(text: str) -> str:
+    """The character classes of ``text``: ``A-Z``, ``a-z``, ``0-9`` and any other
+    characters themselves, in that order (``"a-f0-9"`` for a lowercase hex token)."""
+    chars = set(text)
+    classes = []
+    if chars & set(string.ascii_uppercase):
+        classes.append("A-Z")
+    if chars & set(string.ascii_lowercase):
+        # Hex only when nothing else says otherwise (no capitals, no other characters).
+        hexish = chars <= set(string.hexdigits.lower())
+        classes.append("a-f" if hexish else "a-z")
+    if chars & set(string.digits):
+        classes.append("0-9")
+    others = sorted(c for c in chars if c not in string.ascii_letters + string.digits)
+    return "".join(classes) + "".join(others)
+
+
+# -- the snapshot file ------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class TestRecord:
+    """One test's recorded exchanges, with when and by which plugin they were."""
+
+    __test__ = False  # not a pytest test class
+
+    recorded: str
+    plugin_version: str
+    exchanges: tuple[dict[str, Any], ...]
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "recorded": self.recorded,
+            "plugin_version": self.plugin_version,
+            "exchanges": list(self.exchanges),
+        }
+
+
+@dataclasses.dataclass
+class Snapshot:
+    """A test module's snapshot file (``mgmtauth_snapshots/<module>.json``): the records
+    of its live tests, by test id."""
+
+    tests: dict[str, TestRecord] = dataclasses.field(default_factory=dict)
+
+    def dumps(self) -> str:
+        """Diff-friendly JSON: keys sorted, one per line, a newline at the end."""
+        data = {
+            "format": FORMAT,
+            "tests": {tid: self.tests[tid].as_json() for tid in sorted(self.tests)},
+        }
+        return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+    @classmethod
+    def loads(cls, text: str, *, where: str = "the snapshot") -> Snapshot:
+        """Read a snapshot file; a clear ValueError naming ``where`` if it is not one."""
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise ValueError(
+                f"{where} is not JSON ({exc}); re-record it with --mgmtauth-live"
+            ) from None
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            raise ValueError(
+                f"{where} is not a pytest-mgmtauth snapshot of format {FORMAT}; re-record it "
+                "with --mgmtauth-live"
+            )
+        tests = {}
+        for tid, entry in dict(data.get("tests") or {}).items():
+            try:
+                tests[tid] = TestRecord(
+                    recorded=str(entry["recorded"]),
+                    plugin_version=str(entry["plugin_version"]),
+                    exchanges=tuple(entry["exchanges"]),
+                )
+            except (KeyError, TypeError):
+                raise ValueError(
+                    f"{where}: the entry of {tid!r} lacks recorded, plugin_version or "
+                    "exchanges; re-record it with --mgmtauth-live"
+                ) from None
+        return cls(tests)

@@ -1,0 +1,143 @@
+"""Drift: where the fake's answers to a test differ from the service's recorded ones.
+
+Both sides are normalised records (``_service/exchange_shape.py``), so nothing dynamic
+(a token, a date, an id) differs between them. They are compared in order per method
+and path: the first ``POST /v2/auth`` of the test with the first recorded, and so on;
+an exchange one side made and the other did not is a difference too. Each difference
+names the exchange, the field, the service's value and the fake's, and the option that
+would make the fake answer like the service where one exists.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+__all__ = ["ABSENT", "NOT_SHOWN", "Drift", "compare", "drift_message", "moved_message"]
+
+#: How a side that has no such field (or exchange) reads in a message.
+ABSENT = "(absent)"
+#: A recorded value that matches whatever the fake answers at that field and under it
+#: (a snapshot written from a page that does not show it, or edited by hand).
+NOT_SHOWN = "(not shown)"
+
+
+@dataclasses.dataclass(frozen=True)
+class Drift:
+    """One field of one exchange where the fake answered unlike the service."""
+
+    exchange: str
+    field: str
+    service: Any
+    fake: Any
+    option: str | None
+
+    def line(self, *, then: str = "the service answered", now: str = "the fake") -> str:
+        fix = f" (the option that makes the fake answer so: {self.option})" if self.option else ""
+        values = f"{then} {_text(self.service)}, {now} {_text(self.fake)}"
+        return f"{self.exchange}: {self.field}: {values}{fix}"
+
+
+def _text(value: Any) -> str:
+    return value if value == ABSENT else json.dumps(value, sort_keys=True)
+
+
+def compare(recorded: Sequence[dict[str, Any]], observed: Sequence[dict[str, Any]]) -> list[Drift]:
+    """The differences between the service's records of a test and the fake's."""
+    groups: dict[tuple[str, str], tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {}
+    for side, records in enumerate((recorded, observed)):
+        for record in records:
+            key = (str(record.get("method")), str(record.get("path")))
+            groups.setdefault(key, ([], []))[side].append(record)
+    found: list[Drift] = []
+    for (method, path), (service, fake) in groups.items():
+        for index in range(max(len(service), len(fake))):
+            name = f"{method} {path} #{index + 1}"
+            if index >= len(service) or index >= len(fake):
+                made = "answered"
+                found.append(
+                    Drift(
+                        name,
+                        "exchange",
+                        made if index < len(service) else ABSENT,
+                        made if index < len(fake) else ABSENT,
+                        _option_of_path(path),
+                    )
+                )
+                continue
+            left, right = _flat(service[index]), _flat(fake[index])
+            for field in [f for f, v in left.items() if v == NOT_SHOWN]:
+                del left[field]
+                for under in [f for f in right if f == field or f.startswith(f"{field}.")]:
+                    del right[under]
+            for field in sorted(left.keys() | right.keys(), key=_field_order):
+                a, b = left.get(field, ABSENT), right.get(field, ABSENT)
+                if a != b:
+                    found.append(Drift(name, field, a, b, option_for(path, field, a, b)))
+    return found
+
+
+def _field_order(field: str) -> tuple[int, str]:
+    top = ("status", "auth", "content_type", "body", "headers")
+    head = field.split(".", 1)[0]
+    return (top.index(head) if head in top else len(top), field)
+
+
+def _flat(record: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{"body.token.jwt.lifetime": 1800, ...}``: every leaf of a record by its path
+    (a list is a leaf: its items' order is the service's)."""
+    out: dict[str, Any] = {}
+    for key, value in record.items():
+        if not prefix and key in ("method", "path"):
+            continue
+        name = f"{prefix}{key}"
+        if isinstance(value, dict) and value:
+            out.update(_flat(value, f"{name}."))
+        else:
+            out[name] = value
+    return out
+
+
+def _option_of_path(path: str) -> str | None:
+    # An exchange only one side made at a token endpoint: the token path differs.
+    return "oauth_token_path" if "token" in path.lower() else None
+
+
+def option_for(path: str, field: str, service: Any = None, fake: Any = None) -> str | None:
+    """The option that sets what ``field`` of an answer at ``path`` says, if any."""
+    if field == "status" and 404 in (service, fake):
+        return _option_of_path(path)  # one side serves no such endpoint there
+    oauth = "oauth" in path.lower() or "access_token" in field
+    if field.endswith(".jwt.lifetime") or field == "body.expires_in":
+        return "oauth_token_ttl" if oauth else "token_ttl"
+    if field.startswith("body.scope"):
+        return "oauth_scope_request"
+    if field.startswith("headers.link"):
+        return "api_successor, api_link_v"
+    if field.startswith(("headers.sunset", "headers.deprecation")):
+        return "api_lifecycle"
+    if field == "body.host" or field.startswith("body.host."):
+        return "v3_host"
+    return None
+
+
+def drift_message(found: Sequence[Drift], *, recorded: str, where: str) -> str:
+    """The finding's text: each difference, and when and where the service's record is."""
+    lines = [
+        f"the fake answered unlike the service's recording of {recorded} ({where}):",
+        *(f"  {d.line()}" for d in found),
+    ]
+    return "\n".join(lines)
+
+
+def moved_message(found: Sequence[Drift], *, recorded: str, where: str) -> str:
+    """What a live run found changed in the service since its earlier recording."""
+    lines = [
+        f"the service answers unlike its recording of {recorded} ({where}):",
+        *(f"  {d.line(then='it answered', now='now')}" for d in found),
+    ]
+    return "\n".join(lines)

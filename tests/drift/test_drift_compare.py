@@ -1,0 +1,94 @@
+"""Comparing the fake's records of a test with the service's: in order per method and
+path, field by field, each difference named with its option where one exists."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pytest_mgmtauth._verdicts.drift import ABSENT, compare, drift_message
+
+
+def _token(lifetime: int = 1800, alg: str = "RS512") -> dict[str, Any]:
+    return {
+        "method": "POST",
+        "path": "/v2/auth",
+        "status": 200,
+        "content_type": "application/json",
+        "body": {"token": {"jwt": {"header": {"alg": alg}, "lifetime": lifetime}}},
+    }
+
+
+def test_equal_records_are_no_drift() -> None:
+    assert compare([_token(), _token()], [_token(), _token()]) == []
+
+
+def test_a_lifetime_difference_names_token_ttl() -> None:
+    (drift,) = compare([_token(3600)], [_token()])
+    assert (drift.exchange, drift.field) == ("POST /v2/auth #1", "body.token.jwt.lifetime")
+    assert (drift.service, drift.fake, drift.option) == (3600, 1800, "token_ttl")
+    assert "the service answered 3600, the fake 1800" in drift.line()
+    assert "token_ttl" in drift.line()
+
+
+def test_exchanges_pair_in_order_per_method_and_path() -> None:
+    refused = {"method": "GET", "path": "/things", "auth": "refused", "status": 401}
+    # Other exchanges between them do not shift the pairing of /v2/auth.
+    found = compare([_token(), refused, _token(3600)], [_token(), _token(3600), refused])
+    assert found == []
+    (late,) = compare([_token(), _token(3600)], [_token(), _token()])
+    assert late.exchange == "POST /v2/auth #2"
+
+
+def test_an_algorithm_difference_has_no_option() -> None:
+    (drift,) = compare([_token(alg="RS256")], [_token()])
+    assert drift.field == "body.token.jwt.header.alg"
+    assert drift.option is None
+
+
+def test_a_missing_or_extra_key_reads_as_absent() -> None:
+    service = {**_token(), "body": {"token": "string", "host": "string"}}
+    fake = {**_token(), "body": {"token": "string"}}
+    (missing,) = compare([service], [fake])
+    assert (missing.field, missing.service, missing.fake) == ("body.host", "string", ABSENT)
+    assert missing.option == "v3_host"
+    (extra,) = compare([fake], [service])
+    assert (extra.service, extra.fake) == (ABSENT, "string")
+
+
+def test_a_status_difference_comes_first() -> None:
+    service = {**_token(), "status": 403, "body": {"returnCode": 403}}
+    fake = {**_token(), "status": 401, "body": {"returnCode": 1401}}
+    found = compare([service], [fake])
+    assert [d.field for d in found] == ["status", "body.returnCode"]
+
+
+def test_an_exchange_only_one_side_made_names_the_token_path() -> None:
+    service = {**_token(), "path": "/oauth2/token"}
+    fake = {**_token(), "path": "/oauth/token"}
+    found = compare([service], [fake])
+    assert {(d.exchange, d.service, d.fake) for d in found} == {
+        ("POST /oauth2/token #1", "answered", ABSENT),
+        ("POST /oauth/token #1", ABSENT, "answered"),
+    }
+    assert {d.option for d in found} == {"oauth_token_path"}
+
+
+def test_a_renamed_cookie_is_found() -> None:
+    service = {**_token(), "headers": {"set-cookie": {"JSESSIONID": ["secure"]}}}
+    fake = {**_token(), "headers": {"set-cookie": {"SESSION": ["secure"]}}}
+    fields = {d.field for d in compare([service], [fake])}
+    assert fields == {"headers.set-cookie.JSESSIONID", "headers.set-cookie.SESSION"}
+
+
+def test_the_message_names_the_recording_date() -> None:
+    text = drift_message(compare([_token(3600)], [_token()]), recorded="2026-11-28", where="x.json")
+    assert "2026-11-28" in text
+    assert "x.json" in text
+    assert "token_ttl" in text
+
+
+def test_a_field_not_shown_matches_whatever_the_fake_answers() -> None:
+    shown = {**_token(), "body": {"token": "(not shown)", "host": "string"}}
+    assert compare([shown], [{**_token(), "body": {"token": {"jwt": {}}, "host": "string"}}]) == []
+    (missing,) = compare([shown], [{**_token(), "body": {"token": "x"}}])
+    assert missing.field == "body.host"

@@ -1,0 +1,163 @@
+"""The normalised record of an exchange and the snapshot file: what a test's exchanges
+with the service become before they are kept or compared (no HTTP here)."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+
+from pytest_mgmtauth._service.exchange_shape import (
+    Exchange,
+    Snapshot,
+    TestRecord,
+    alphabet,
+    normalise,
+    normalised_path,
+)
+
+SECRET_TOKEN_SIGNATURE = "c2lnbmF0dXJlLXRoYXQtbXVzdC1uZXZlci1iZS1yZWNvcmRlZA"
+
+
+def _b64(data: dict[str, object]) -> str:
+    return base64.urlsafe_b64encode(json.dumps(data).encode()).rstrip(b"=").decode()
+
+
+def _jwt(*, alg: str = "RS512", iat: int = 1_700_000_000, ttl: int = 1800) -> str:
+    header = _b64({"alg": alg, "typ": "JWT", "kid": "key-1"})
+    claims = _b64({"sub": "user@example.com", "iat": iat, "exp": iat + ttl, "acct": "acme"})
+    return f"{header}.{claims}.{SECRET_TOKEN_SIGNATURE}"
+
+
+def _v2(token: str) -> Exchange:
+    return Exchange(
+        "POST",
+        "/v2/auth",
+        200,
+        (("Content-Type", "application/json; charset=UTF-8"), ("Pragma", "no-cache")),
+        json.dumps({"token": token}).encode(),
+    )
+
+
+def test_a_jwt_answer_keeps_its_format_and_lifetime_never_its_values() -> None:
+    record = normalise(_v2(_jwt()))
+    assert record == {
+        "method": "POST",
+        "path": "/v2/auth",
+        "status": 200,
+        "content_type": "application/json;charset=utf-8",
+        "body": {
+            "token": {
+                "jwt": {
+                    "header": {"alg": "RS512", "typ": "JWT", "kid": "string"},
+                    "claims": {
+                        "sub": "string",
+                        "iat": "integer",
+                        "exp": "integer",
+                        "acct": "string",
+                    },
+                    "lifetime": 1800,
+                }
+            }
+        },
+    }
+    text = json.dumps(record)
+    assert SECRET_TOKEN_SIGNATURE not in text
+    assert "user@example.com" not in text
+    assert "acme" not in text
+
+
+def test_two_answers_that_differ_only_in_dynamic_values_normalise_alike() -> None:
+    assert normalise(_v2(_jwt(iat=1))) == normalise(_v2(_jwt(iat=2_000_000_000)))
+    assert normalise(_v2(_jwt(ttl=3600))) != normalise(_v2(_jwt()))
+
+
+def test_an_opaque_token_is_its_length_and_alphabet() -> None:
+    record = normalise(_v2("0f3a9c77e1b24d55"))
+    assert record["body"] == {"token": {"opaque": {"length": 16, "alphabet": "a-f0-9"}}}
+    assert alphabet("Ab-9_") == "A-Za-z0-9-_"
+
+
+def test_codes_are_kept_and_other_values_become_types() -> None:
+    body = {"returnCode": 1401, "message": "Invalid credentials", "error": "x", "n": 1.5}
+    record = normalise(
+        Exchange(
+            "POST",
+            "/v2/auth",
+            401,
+            (("Content-Type", "application/json"),),
+            json.dumps(body).encode(),
+        )
+    )
+    assert record["body"] == {"returnCode": 1401, "message": "string", "error": "x", "n": "number"}
+
+
+def test_placeholders_for_account_profile_and_version() -> None:
+    assert (
+        normalised_path("/v3/auth/accounts/acme/profiles/main")
+        == "/v3/auth/accounts/{account}/profiles/{profile}"
+    )
+    assert normalised_path("/v2024-06/things/1?x=2") == "/{version}/things/1"
+
+
+def test_meaningful_headers_in_their_stable_parts() -> None:
+    headers = (
+        ("WWW-Authenticate", 'Bearer realm="api", error="invalid_token", error_description="x"'),
+        ("Retry-After", "30"),
+        ("Set-Cookie", "JSESSIONID=SECRETSESSION; Path=/; Secure; HttpOnly"),
+        ("Sunset", "Wed, 01 Oct 2025 00:00:00 GMT"),
+        ("Deprecation", "@1700000000"),
+        ("Link", '</v2025-10/>; rel="successor-version", </docs>; rel="deprecation"'),
+        ("Date", "Sat, 28 Nov 2026 06:00:00 GMT"),
+    )
+    record = normalise(Exchange("GET", "/v1/login", 429, headers, b""))
+    assert record["headers"] == {
+        "www-authenticate": {"scheme": "Bearer", "error": "invalid_token"},
+        "retry-after": "seconds",
+        "set-cookie": {"JSESSIONID": ["httponly", "path=/", "secure"]},
+        "sunset": "http-date",
+        "deprecation": "@epoch",
+        "link": ["deprecation", "successor-version"],
+    }
+    assert "SECRETSESSION" not in json.dumps(record)
+
+
+def test_a_protected_call_is_its_auth_outcome_never_its_data() -> None:
+    data = json.dumps({"customer": "secret data"}).encode()
+    ok = Exchange("GET", "/v2024-06/accounts/acme/things", 200, (), data, protected=True)
+    assert normalise(ok) == {
+        "method": "GET",
+        "path": "/{version}/accounts/{account}/things",
+        "auth": "accepted",
+    }
+    refused = Exchange(
+        "GET",
+        "/things",
+        401,
+        (("Content-Type", "application/json"),),
+        json.dumps({"returnCode": 1401, "message": "no"}).encode(),
+        protected=True,
+    )
+    assert normalise(refused)["auth"] == "refused"
+    assert normalise(refused)["body"] == {"returnCode": 1401, "message": "string"}
+
+
+def test_the_snapshot_file_is_stable_sorted_json_and_reads_back() -> None:
+    snapshot = Snapshot(
+        {
+            "test_b": TestRecord("2026-11-28", "0.2.0", (normalise(_v2(_jwt())),)),
+            "test_a": TestRecord("2026-11-27", "0.2.0", ()),
+        }
+    )
+    text = snapshot.dumps()
+    assert text.endswith("\n")
+    assert text.index('"test_a"') < text.index('"test_b"')
+    assert Snapshot.loads(text) == snapshot
+    assert Snapshot.loads(text).dumps() == text
+
+
+@pytest.mark.parametrize("text", ["{", '{"format": 99}', '{"format": 1, "tests": {"t": {}}}'])
+def test_a_broken_snapshot_says_so_and_how_to_fix_it(text: str) -> None:
+    with pytest.raises(ValueError, match="re-record it with --mgmtauth-live"):
+        Snapshot.loads(text, where="mgmtauth_snapshots/test_x.json")

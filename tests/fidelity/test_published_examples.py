@@ -1,0 +1,102 @@
+"""The published pages' own examples as a snapshot (``published/examples.json``, each
+test's entry citing its page, ``"(not shown)"`` where the page shows nothing), checked with
+the drift check's own machinery: each test makes the exchange its example shows, and the
+fake's record must differ from the example only by the documented choices below."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+import requests
+
+from pytest_mgmtauth import Account, MgmtClock, MgmtServer, OAuthClient
+from pytest_mgmtauth._service.exchange_shape import Snapshot, normalise
+from pytest_mgmtauth._verdicts.drift import ABSENT, compare
+
+PUBLISHED = Snapshot.loads((Path(__file__).parent / "published" / "examples.json").read_text())
+SOURCES = json.loads((Path(__file__).parent / "published" / "examples.json").read_text())
+
+#: Where the fake differs from a published example on purpose, and the row of
+#: docs/behaviour.md that says why: (test, field, the example's value, the fake's).
+DOCUMENTED_CHOICES = {
+    ("test_v2_auth_answer", "body.token.jwt.claims.jti", ABSENT, "string"),  # row 20
+}
+
+
+@pytest.fixture(autouse=True)
+def _checked_against_the_example(request: pytest.FixtureRequest, mgmt_server: MgmtServer):
+    kept = mgmt_server.record_exchanges()
+    yield
+    name = request.node.name
+    example = PUBLISHED.tests[name].exchanges
+    paths = {e["path"] for e in example}
+    mine = [r for r in map(normalise, kept) if r["path"] in paths]
+    found = {(name, d.field, d.service, d.fake) for d in compare(example, mine)}
+    assert SOURCES["tests"][name]["source"]  # each example cites its page
+    assert found == {c for c in DOCUMENTED_CHOICES if c[0] == name}, [
+        d.line() for d in compare(example, mine)
+    ]
+
+
+def _http() -> requests.Session:
+    http = requests.Session()
+    http.trust_env = False
+    return http
+
+
+def test_v2_auth_answer(mgmt_server: MgmtServer, mgmt_account: Account) -> None:
+    reply = _http().post(
+        mgmt_server.url + "/v2/auth",
+        data={"username": mgmt_account.username, "key": mgmt_account.api_key},
+    )
+    assert reply.status_code == 200
+
+
+def test_v3_token_and_host(mgmt_server: MgmtServer, mgmt_account: Account) -> None:
+    reply = _http().post(
+        mgmt_server.url + "/v3/auth/accounts/acme/profiles/main",
+        data={"username": mgmt_account.username, "key": mgmt_account.api_key},
+    )
+    assert reply.status_code == 200
+
+
+def _oauth_token(server: MgmtServer, client: OAuthClient, scope: str) -> requests.Response:
+    return _http().post(
+        server.url + "/oauth/token",
+        data={"grant_type": "client_credentials", "scope": scope},
+        auth=(client.client_id, client.client_secret),
+    )
+
+
+def test_oauth_token_answer(mgmt_server: MgmtServer, mgmt_oauth_client: OAuthClient) -> None:
+    reply = _oauth_token(mgmt_server, mgmt_oauth_client, "acme:main:tiq:2026-07:profiles:manage")
+    assert reply.status_code == 200
+
+
+def test_gateway_403_body(mgmt_server: MgmtServer, mgmt_oauth_client: OAuthClient) -> None:
+    path = "/v2026-07/tiq/accounts/acme/profiles/main/labels"
+    mgmt_server.route("GET", path, auth="oauth", scope="acme:main:tiq:2026-07:labels:read")
+    mgmt_server.expect_refusals()
+    token = _oauth_token(mgmt_server, mgmt_oauth_client, "acme:main:tiq:2026-07:profiles:manage")
+    reply = _http().get(
+        mgmt_server.url + path,
+        headers={"Authorization": "Bearer " + token.json()["access_token"]},
+    )
+    assert reply.status_code == 403
+
+
+@pytest.mark.mgmtauth(sunset_check="off")
+def test_lifecycle_headers(mgmt_server: MgmtServer, mgmt_clock: MgmtClock) -> None:
+    mgmt_clock.move_to(datetime(2028, 7, 1, tzinfo=timezone.utc))  # v2026-06: End of Support
+    path = "/v2026-06/cdp/accounts/acme/profiles/main/audiences"
+    mgmt_server.route("GET", path, auth="oauth", scope="acme:main:cdp:*:*").respond_with_json([])
+    client = mgmt_server.add_client(["acme:main:cdp:*:*"])
+    token = _oauth_token(mgmt_server, client, "acme:main:cdp:*:*")
+    reply = _http().get(
+        mgmt_server.url + path,
+        headers={"Authorization": "Bearer " + token.json()["access_token"]},
+    )
+    assert reply.status_code == 200
