@@ -169,14 +169,12 @@ class FakeApp:
             if request.path.startswith(prefix):
                 return masked_error(app(request), binding.service.timeline.redact)
         arrived = binding.service.timeline.now()
-        status: int | None = None
+        response: Response | None = None
         try:
             response = self._for_test(binding, request)
-            status = response.status_code
-            keep_exchange(binding, request, response)  # drift: only if the test records
             return response
         finally:
-            _exchanged(binding, request, arrived, status)
+            _exchanged(binding, request, arrived, response)
 
     def _for_test(self, binding: Binding, request: Request) -> Response:
         framing = request.environ.get(FRAMING_PROBLEM)
@@ -408,12 +406,18 @@ def _raw_path(request: Request) -> bytes | None:
     return raw.partition(b"?")[0].partition(b"#")[0]
 
 
-def _exchanged(binding: Binding, request: Request, arrived: float, status: int | None) -> None:
-    """The one place where an exchange of a test is complete: the request and the status
-    it was answered with (``None``: no answer, the connection was reset on cue), every
-    request of a bound test whatever answered it (an endpoint, a route, a refusal, a
-    fault). What watches exchanges hooks here."""
+def _exchanged(
+    binding: Binding, request: Request, arrived: float, response: Response | None
+) -> None:
+    """The one place where an exchange of a test is complete: the request and its answer
+    (``None``: no answer, the connection was reset on cue), every request of a bound test
+    whatever answered it (an endpoint, a route, a refusal, a fault). What watches
+    exchanges hooks here: the request log, and the drift check's record (kept only for a
+    test that has a snapshot)."""
+    status = None if response is None else response.status_code
     binding.requests.add(_recorded(binding, request, arrived, status))
+    if response is not None:
+        keep_exchange(binding, request, response)
 
 
 def _recorded(

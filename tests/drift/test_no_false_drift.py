@@ -14,9 +14,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 #: Real seconds a run may take before the test fails (a hang guard, not a timing check).
 GUARD = 300
-PYTEST = (sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider")
 # The sweep examples run a pytester suite of their own (the project's conftest loads it).
-PYTEST += ("-p", "pytester")
+PYTEST = (
+    *(sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider"),
+    *("-p", "pytester"),
+)
 
 
 def _run(folder: Path, *, record: bool) -> subprocess.CompletedProcess[str]:
