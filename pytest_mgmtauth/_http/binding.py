@@ -255,26 +255,34 @@ CUT_MARGIN = 4096
 
 @dataclasses.dataclass(frozen=True)
 class RecordedRequest:
-    """One request the fake answered for a test, as it arrived, secrets masked.
-
-    ``path`` and ``query`` are the request target's as sent (percent-escapes kept;
-    routes match the decoded path); ``headers`` every header line in order, repeated
-    ones included; ``body`` the body as the fake read it (UTF-8, undecodable bytes as
-    ``\\xNN``), or ``None`` when the answer did not need it (an unknown route, a framing
-    error, a body over the size limit); ``status`` the fake's answer (``None``: a
-    scripted reset, no answer); ``at`` the fake's time of arrival; ``test`` the node id
-    of the test it belongs to (``None`` in mgmtauth-server).
-    """
+    """One request the fake answered for a test, as it arrived, secrets masked: an entry
+    of ``mgmt_server.requests``, a frozen dataclass."""
 
     method: str
+    """The request method."""
     host: str
+    """The ``Host`` header as sent (``""`` without one)."""
     path: str
+    """The path of the request target as sent, percent-escapes kept (routes match the
+    decoded path)."""
     query: str
+    """The query string as sent, without the ``?`` (``""`` without one)."""
     headers: tuple[tuple[str, str], ...]
+    """Every header line as ``(name, value)`` pairs, in order, repeated ones included."""
     body: str | None
+    """The body as the fake read it (decoded as UTF-8, bytes that are not UTF-8 as
+    ``\\xNN``), or ``None`` when the answer did not need it: an unknown route, a framing
+    error, a body over 64 KiB. A body sent with ``Content-Encoding: gzip`` or ``deflate``
+    (or starting as gzip does) is kept decompressed, after a line ``[gzip body,
+    decompressed by the request log: N bytes sent]``; one that does not decompress whole
+    within 64 KiB, or in another coding, is not kept: ``[a br body the request log did
+    not keep: why; N bytes sent]`` stands for it."""
     status: int | None
+    """The status the fake answered, ``None`` for a scripted reset (no answer)."""
     at: datetime
+    """When it arrived, on the fake's clock (a UTC ``datetime``, as in events)."""
     test: str | None = None
+    """The node id of the test it belongs to; ``None`` in mgmtauth-server."""
 
     def header(self, name: str) -> str | None:
         """The first value of the header ``name`` (any case), or None."""

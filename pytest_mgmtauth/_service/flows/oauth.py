@@ -105,11 +105,20 @@ def check_route_scope(permission: str | None, scope: str | None) -> None:
 
 @dataclasses.dataclass(frozen=True)
 class OAuthClient:
-    """An OAuth client of the developer portal (``mgmt_server.add_client``)."""
+    """An OAuth client of the developer portal (``mgmt_server.add_client``, the
+    ``mgmt_oauth_client`` fixture), a frozen dataclass. Its ``repr`` shows the secret's
+    fingerprint, never the secret."""
 
     client_id: str
+    """The id the client sends (HTTP Basic user, or ``client_id``). Generated:
+    ``client<N>-<8 hex digits>``, ``N`` counting clients in the test."""
     client_secret: str = dataclasses.field(repr=False)
+    """The secret it sends. Generated: 48 letters and digits, the alphabet of the
+    portal's secrets (``curl -u`` sends it as it is); choose one with ``+ & = % /``
+    (``add_client(client_secret=...)``) to check that a client form-encodes it."""
     scopes: tuple[str, ...] = ()
+    """The tuple of scopes it may get tokens for. Generated:
+    ``("acme:main:tiq:2026-07:profiles:manage",)``."""
 
     def __repr__(self) -> str:
         # Secrets never appear whole in output users paste into bug reports.
