@@ -73,8 +73,13 @@ def timeline_origin(events: Sequence[Event], started_at: float) -> float:
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Event:
+    """A record of the timeline (``mgmt_server.events``): a frozen, keyword-only
+    dataclass; every event class below is a subclass."""
+
     at: datetime
+    """When it happened, in simulated time: an aware UTC ``datetime``."""
     username: str | None
+    """The account it concerns, or ``None`` when the request named no known account."""
 
     #: Whether a timeline line says "[no known account]" when ``username`` is None.
     _names_account: ClassVar[bool] = True
@@ -99,8 +104,19 @@ class Event:
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class TokenIssued(Event):
-    """``/v2/auth`` (``version="v2"``) or ``/v3/auth/accounts/{account}/profiles/{profile}``
-    (``version="v3"``, with ``account`` and ``profile``) granted a bearer token."""
+    """When: ``/v2/auth``, v3 auth or the OAuth token endpoint granted a bearer token.
+
+    Fields besides ``at`` and ``username``: ``token`` (label, ``"T1"``),
+    ``fingerprint``, ``expires_at`` (``datetime``), ``while_valid`` (labels of tokens
+    the account still held, valid and not within ``refresh_margin`` of expiry, of the
+    same version and, for v3, the same account and profile; non-empty means the grant
+    was premature), property ``premature``, ``concurrent_with`` (labels of grants to the
+    account issued while this request was in flight: non-empty means a thundering herd),
+    ``version`` (``"v2"``, ``"v3"`` or ``"oauth"``), ``account`` and ``profile`` (v3's
+    pair, else ``None``), ``scopes`` (an OAuth token's scopes, else ``()``), property
+    ``scope`` (``"account/profile"`` for v3, the scopes space-separated for OAuth,
+    ``""`` for v2); the username of an OAuth grant is the client's id.
+    """
 
     token: str
     fingerprint: str
@@ -156,7 +172,12 @@ class TokenIssued(Event):
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class AuthRejected(Event):
-    """``/v2/auth`` (or v3 auth, ``version="v3"``) refused the credentials."""
+    """When: ``/v2/auth``, v3 auth or the OAuth token endpoint refused the request.
+
+    Fields besides ``at`` and ``username``: ``return_code`` (1401; for OAuth the HTTP
+    status), ``reason`` (the diagnosis), ``version``, ``account``, ``profile`` (as
+    ``TokenIssued``), ``error`` (OAuth's RFC 6749 error code, else ``None``).
+    """
 
     return_code: int
     reason: str
@@ -180,7 +201,11 @@ class AuthRejected(Event):
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class LoggedIn(Event):
-    """``/v1/login`` started a session."""
+    """When: ``/v1/login`` started a session.
+
+    Fields besides ``at`` and ``username``: ``session`` (label, ``"S1"``),
+    ``fingerprint``, ``while_valid``, property ``premature``, ``concurrent_with``.
+    """
 
     session: str
     fingerprint: str
@@ -208,7 +233,11 @@ class LoggedIn(Event):
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class LoginRejected(Event):
-    """``/v1/login`` refused (1401 wrong credentials, 1402 locked out)."""
+    """When: ``/v1/login`` refused.
+
+    Fields besides ``at`` and ``username``: ``return_code`` (1401 wrong credentials,
+    1402 locked out), ``reason``.
+    """
 
     return_code: int
     reason: str
@@ -219,8 +248,13 @@ class LoginRejected(Event):
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class AccountLocked(Event):
-    """Too many failed authentications in a row (``/v1/login``'s failed logins): 1402
-    until ``until``."""
+    """When: a failed authentication of a flow that locks out reached
+    ``lockout_threshold``.
+
+    Fields besides ``at`` and ``username``: ``failures``, ``until`` (``datetime``),
+    ``version`` (the flow whose failed authentications locked it: ``"v1"`` among the
+    built-in ones, or a registered flow).
+    """
 
     failures: int
     until: datetime
@@ -238,6 +272,11 @@ class AccountLocked(Event):
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class LoggedOut(Event):
+    """When: ``/v1/logout`` ended a session.
+
+    Fields besides ``at`` and ``username``: ``session``.
+    """
+
     session: str
 
     def describe(self, when: TimeFormat = iso_time) -> str:
@@ -246,7 +285,11 @@ class LoggedOut(Event):
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class SessionExpired(Event):
-    """A v1 session was idle for ``session_timeout`` and ended by itself."""
+    """When: a v1 session was idle for ``session_timeout`` (``at`` is the moment it
+    expired).
+
+    Fields besides ``at`` and ``username``: ``session``.
+    """
 
     session: str
 
@@ -265,9 +308,16 @@ SLEPT_IN_REAL_TIME = (
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Throttled(Event):
-    """``/v2/auth`` (or v3 auth) answered 429: too many premature grants within 60 s; or
-    (``waited`` set) an authentication retried ``waited`` seconds after a 429 that said
-    ``Retry-After: asked``, answered 429 again as a real throttle would."""
+    """When: ``/v2/auth``, v3 auth or the OAuth token endpoint answered 429: after
+    premature grants, or to a retry inside the ``Retry-After`` of a fault's 429.
+
+    Fields besides ``at`` and ``username``: ``retry_after`` (seconds),
+    ``premature_grants`` (in the last 60 s), ``version``, ``waited`` and ``asked`` (a
+    retry inside a fault's ``Retry-After``: seconds after the 429, and its
+    ``Retry-After``; else ``None``), ``waited_real`` (real seconds after the 429 when
+    they were at least its ``Retry-After`` while the simulated clock stood still: the
+    client slept in real time; else ``None``).
+    """
 
     retry_after: int
     premature_grants: int
@@ -302,7 +352,11 @@ class Throttled(Event):
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class LogoutRejected(Event):
-    """``/v1/logout`` without a live session."""
+    """When: ``/v1/logout`` without a live session (``LoggedOutRejected`` is a deprecated
+    alias of the same class).
+
+    Fields besides ``at`` and ``username``: ``reason``.
+    """
 
     reason: str
 
@@ -382,22 +436,31 @@ class _CredentialEndedOnCue(Event):
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class CredentialExpired(_CredentialEndedOnCue):
-    """A token or session was made to expire now (``mgmt_server.expire``)."""
+    """When: ``mgmt_server.expire(...)`` ended a token or session.
+
+    Fields besides ``at`` and ``username``: ``credential`` (label), ``version``.
+    """
 
     _ended: ClassVar[str] = "expired"
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class CredentialRevoked(_CredentialEndedOnCue):
-    """A token or session was revoked (``mgmt_server.revoke``)."""
+    """When: ``mgmt_server.revoke(...)`` revoked a token or session.
+
+    Fields besides ``at`` and ``username``: ``credential`` (label), ``version``.
+    """
 
     _ended: ClassVar[str] = "revoked"
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class AccountLockedManually(Event):
-    """``mgmt_server.lock``: /v1/login answers 1402 until ``until`` (``None``: until
-    ``unlock``)."""
+    """When: ``mgmt_server.lock(...)``.
+
+    Fields besides ``at`` and ``username``: ``until`` (``datetime``, or ``None``: until
+    ``unlock``).
+    """
 
     until: datetime | None
 
@@ -408,7 +471,7 @@ class AccountLockedManually(Event):
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class AccountUnlocked(Event):
-    """``mgmt_server.unlock``: any lockout ended and the failed-login count is zero."""
+    """When: ``mgmt_server.unlock(...)``."""
 
     def describe(self, when: TimeFormat = iso_time) -> str:
         return "account unlocked on cue"
@@ -416,7 +479,13 @@ class AccountUnlocked(Event):
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class SecretRotated(Event):
-    """``mgmt_server.rotate_key`` / ``rotate_password``: the old secret now gets 1401."""
+    """When: ``mgmt_server.rotate_key(...)`` / ``rotate_password(...)`` /
+    ``rotate_client_secret(...)``.
+
+    Fields besides ``at`` and ``username``: ``secret`` (``"API key"``, ``"password"`` or
+    ``"client secret"``), ``old_fingerprint``, ``new_fingerprint``, ``refused_with``
+    (what the old one gets: ``"1401"``, ``"invalid_client"``).
+    """
 
     secret: str  # "API key", "password" or "client secret"
     old_fingerprint: str
@@ -433,8 +502,7 @@ class SecretRotated(Event):
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class ClientRevoked(Event):
-    """``mgmt_server.revoke_client``: the OAuth client (``username`` is its id) gets no
-    more tokens; tokens it holds stay valid until they expire."""
+    """When: ``mgmt_server.revoke_client(...)`` (``username`` is the client's id)."""
 
     def describe(self, when: TimeFormat = iso_time) -> str:
         return "OAuth client revoked on cue: token requests now get invalid_grant"
@@ -447,11 +515,19 @@ class ClientRevoked(Event):
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class ApiCall(Event):
-    """A call to a route declared with ``mgmt_server.route``.
+    """When: a call to a declared route, authenticated or refused.
 
-    ``credential`` is the label of the credential it presented when the fake knows it
-    (``T1``, ``S2``), else ``None``. ``status`` is what the client got; ``reason`` says
-    why when the fake refused the call (401) before the route's handler saw it.
+    Fields besides ``at`` and ``username``: ``method``, ``path``, ``version``
+    (``"v1"``/``"v2"``/``"v3"``), ``credential`` (label, or ``None`` when the fake knows
+    no credential of this test in it), ``status`` (what the client got), ``return_code``
+    (``None``, or 1401/1469 when the fake refused the call), ``reason`` (why it was
+    refused), ``credential_expired`` (the client presented an expired token or an ended
+    session), ``wrong_credential`` (the client presented a credential that was never
+    good for this call: a ``refused_call`` finding; ``False`` for refusals the test
+    brought about, for expired credentials and for 1469), ``host`` (the host it reached
+    where that is not its flow's usual one, else ``None``), ``error`` (an OAuth route's
+    RFC 6750 error code: ``invalid_token``, ``insufficient_scope``, ``invalid_request``,
+    or ``no token``; else ``None``), property ``authenticated``.
     """
 
     method: str
@@ -490,10 +566,13 @@ class ApiCall(Event):
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class WrongHost(Event):
-    """A request sent to a host of the service that does not serve it, refused before
-    any auth decision (see docs/hosts.md). ``went`` is where it went and ``expected``
-    where it belongs, as the client can reach them; ``username`` and ``credential`` are
-    those of the credential it presented, when the fake knows it."""
+    """When: a request at a host that does not serve it (404, the page Hosts).
+
+    Fields besides ``at`` and ``username``: ``method``, ``path``, ``version``, ``went``
+    and ``expected`` (where it went, where it belongs, as the client reaches them),
+    ``credential`` (label, or ``None``), ``status``, ``reason``, ``api`` (an API call,
+    not an authentication).
+    """
 
     method: str
     path: str
@@ -516,10 +595,14 @@ class WrongHost(Event):
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class TunnelClosed(Event):
-    """A tunnel through the fake's proxy (the ``intercept`` option) closed before its
-    first request: its TLS handshake failed (no SNI, another name) or never came. Also a
-    connection that this process's lookup of a service host sent to the fake, whose TLS
-    handshake failed (``via`` ``"TLS"``)."""
+    """When: interception: a tunnel of the proxy closed before its first request (no SNI,
+    another SNI, no TLS handshake in time, plain HTTP in it), or a connection that this
+    process's lookup of a service host sent to the fake failed its TLS handshake (the
+    client does not trust the test CA, no SNI).
+
+    Fields besides ``at`` and ``username``: ``target`` (``host:443``), ``reason``,
+    ``via`` (``"CONNECT"`` or ``"TLS"``).
+    """
 
     _names_account: ClassVar[bool] = False
 
@@ -537,7 +620,11 @@ class TunnelClosed(Event):
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class BadRequest(Event):
-    """A malformed request the fake answered with a 4xx before any auth decision."""
+    """When: a malformed request got a 4xx before any auth decision.
+
+    Fields besides ``at`` and ``username``: ``method``, ``path``, ``status``,
+    ``reason``.
+    """
 
     _names_account: ClassVar[bool] = False
 
@@ -555,7 +642,11 @@ class BadRequest(Event):
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class UnknownRoute(Event):
-    """A request to a path no route declares (404), or with a method it does not (405)."""
+    """When: a request to a path no route declares (404) or with a method no route of that
+    path declares (405).
+
+    Fields besides ``at`` and ``username``: ``method``, ``path``, ``status``.
+    """
 
     _names_account: ClassVar[bool] = False
 
@@ -569,11 +660,16 @@ class UnknownRoute(Event):
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class DeprecatedVersionCall(Event):
-    """A call to a calendar-versioned API (``/v{YYYY-MM}/...``) whose version is past
-    Active (``api_versions.py``): in End of Support (``phase`` ``"end_of_support"``,
-    answered, with ``Sunset``, ``Deprecation`` and ``Link``), or at End of Life
-    (``"end_of_life"``, ``status`` 410). ``sunset`` is its End of Life, ``successor``
-    the successor's path."""
+    """When: a call to a declared route on a ``/v{YYYY-MM}/`` version past Active (the page
+    OAuth, "The lifecycle of API versions"): in End of Support (answered, with
+    ``Sunset``, ``Deprecation`` and ``Link``) or at End of Life (410); ``username`` is
+    ``None``.
+
+    Fields besides ``at`` and ``username``: ``method``, ``path``, ``api_version``
+    (``"2026-06"``), ``phase`` (``"end_of_support"`` or ``"end_of_life"``), ``sunset``
+    (``datetime``, its End of Life), ``successor`` (the successor's path), ``status``
+    (410 at End of Life, else ``None``).
+    """
 
     _names_account: ClassVar[bool] = False
 
@@ -601,10 +697,12 @@ class DeprecatedVersionCall(Event):
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class FaultInjected(Event):
-    """A scripted fault (``mgmt_server.fail_next`` and friends) answered a call.
+    """When: a scripted fault (``fail_next``, ``hang_next``, ``drop_connection_next``,
+    ``malformed_next``) answered a call.
 
-    ``fault`` is the kind (``fail``, ``hang``, ``reset``, ``malformed``), ``detail`` what
-    the client got, ``ordinal`` which of the ``count`` calls it scripted this was.
+    Fields besides ``at`` and ``username``: ``method``, ``path``, ``fault`` (``"fail"``,
+    ``"hang"``, ``"reset"``, ``"malformed"``), ``detail`` (what the client got),
+    ``ordinal`` and ``count`` (the ``ordinal``-th of the ``count`` calls scripted).
     """
 
     method: str
@@ -623,9 +721,13 @@ class FaultInjected(Event):
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class ScheduledFaultFired(Event):
-    """A scheduled fault (``mgmt_server.schedule_fault``, or a sweep item's) reached its
-    point: ``fault`` is the kind (``expire``, ``revoke``, ``throttle``, ``unavailable``,
-    ``reset``), ``point`` where it fired (``call3``, ``auth2``), ``detail`` what it did."""
+    """When: a scheduled fault (``schedule_fault``, a sweep item's) reached its point.
+
+    Fields besides ``at`` and ``username``: ``fault`` (``"expire"``, ``"revoke"``,
+    ``"throttle"``, ``"unavailable"``, ``"reset"``), ``point`` (``"call3"``,
+    ``"auth2"``), ``detail`` (what it did: "the clock moved on 1800 s to the end of
+    token T1", "token T1 revoked on cue", ...).
+    """
 
     fault: str
     point: str
