@@ -272,23 +272,45 @@ class MgmtServer:
         host: str | None = None,
         scope: str | None = None,
     ) -> RouteHandler:
-        """Declare an operation of the management API the client under test calls.
+        """Declare one operation of the API besides the authentication endpoints, which
+        the fake owns. Every call to it is authenticated first (see Routes below).
 
-        Every call is authenticated first: paths under ``/v1/`` by the v1 session
-        (JSESSIONID cookie + ``utk`` query parameter), paths under ``/v3/`` by a v3
-        bearer token (for the account and profile the path names), all others by the v2
-        bearer token; ``auth="v1"``/``"v2"``/``"v3"``/``"oauth"`` overrides. A route with
-        ``scope`` takes an OAuth access token whose scopes cover it (``{name}`` parts are
-        filled from a regex path's named groups). Returns a
-        pytest-httpserver handler: ``.respond_with_json(...)``, ``.respond_with_data(...)``,
-        ``.respond_with_handler(fn)``.
-
-        The route answers on the hosts of its flow (v1: ``api.tealiumiq.com``,
-        ``my.tealiumiq.com`` and ``sso.tealiumiq.com``, v2: ``api.tealiumiq.com``, v3:
-        the region host, OAuth: ``api.tealiumapis.com``); ``host=`` (one of
-        :attr:`hosts`) makes it answer on that host only. An ``auth="oauth"`` route on
-        ``/v{YYYY-MM}/{apiFamily}/accounts/{a}/profiles/{p}/{resource}`` needs the scope
-        its path and method say unless ``scope`` says otherwise (docs/oauth.md).
+        :param method: one of ``GET``, ``POST``, ``PUT``, ``PATCH``, ``DELETE``, ``HEAD``,
+            ``OPTIONS`` (any case).
+        :param path: a path starting with ``/``, matched exactly, or a compiled
+            ``re.Pattern`` matched against the path with ``pattern.match`` (anchored at the
+            start only: end it with ``$`` to match whole paths). The query string is not
+            part of the match. ``/v2/auth``, ``/v1/login``, ``/v1/logout`` and paths under
+            ``/v3/auth/`` are refused (``ValueError``), and so is any path (or pattern)
+            under ``/_mgmtauth``, which ``mgmtauth-server``'s control API owns.
+        :param permission: a permission name the account must have; ``None``: any
+            authenticated account may call it. Names are free-form strings you choose;
+            they only have to match ``add_account(permissions=...)``.
+        :param auth: ``"v1"``, ``"v2"``, ``"v3"`` or ``"oauth"``: which credential the
+            route takes. ``None`` (default) chooses by ``scope`` (a route with one takes
+            OAuth access tokens), else by path: a path (or a pattern, leading ``^``
+            ignored) that starts with ``/v1/`` takes the v1 session, one that starts with
+            ``/v3/`` a v3 token, every other path the v2 bearer token. A v1 API on another
+            path (the service's ``/urest/...``) is a v2 route unless it says
+            ``auth="v1"``: ``route("GET", "/urest/things", auth="v1")``.
+        :param host: one of :attr:`hosts`: the route answers on that host only; ``None``
+            (default): on the hosts of its flow (v1: ``api.tealiumiq.com``,
+            ``my.tealiumiq.com`` and ``sso.tealiumiq.com``, v2: ``api.tealiumiq.com``, v3:
+            the region host (and ``platform.tealiumapis.com`` with ``v3_global_host``),
+            OAuth: ``api.tealiumapis.com``). Another value raises ``ValueError``. See the
+            page Hosts and interception.
+        :param scope: the OAuth scope a call needs
+            (``"acme:main:tiq:2026-07:profiles:read"``): the access token must have a scope
+            that covers it (the page OAuth client credentials, "API calls and scopes").
+            ``{name}`` parts are filled from the named groups of a regex ``path``. Only
+            OAuth routes take it, and they take no ``permission`` (``ValueError``
+            otherwise, also for a malformed scope). Without it, an ``auth="oauth"`` route
+            on ``/v{YYYY-MM}/{apiFamily}/accounts/{account}/profiles/{profile}/{resource}...``
+            needs the scope its path and method say (GET read; POST, PUT, DELETE write), an
+            engine path ``.../engines/{engineId}/...`` the engine's; any other OAuth route
+            any live access token.
+        :returns: the route's :class:`~pytest_mgmtauth.RouteHandler`; declare its answer
+            with its ``respond_with_*`` methods, which return it.
         """
         __tracebackhide__ = True
         if not isinstance(method, str) or method.upper() not in _METHODS:

@@ -41,9 +41,12 @@ if TYPE_CHECKING:
 
 
 class RouteHandler(RequestHandler):
-    """What ``mgmt_server.route()`` returns: a pytest-httpserver handler (so
-    ``respond_with_json``/``_data``/``_handler`` work as there) that the fake
-    authenticates every call to before it answers."""
+    """What ``mgmt_server.route()`` returns: a pytest-httpserver ``RequestHandler``, so
+    its answer is declared the same way, that the fake authenticates every call to
+    before it answers. Unlike pytest-httpserver's, each ``respond_with_*`` returns the
+    handler, so one expression declares a route and keeps it:
+    ``things = mgmt_server.route("GET", "/api/things").respond_with_json([])``, then
+    ``things.call_count``."""
 
     def __init__(
         self,
@@ -57,17 +60,25 @@ class RouteHandler(RequestHandler):
     ) -> None:
         super().__init__(RequestMatcher(path, method=method))
         self.method = method
+        """The method declared."""
         self.path = path
+        """The path (or pattern) declared."""
         self.permission = permission
+        """The permission declared (``None``: any authenticated account)."""
         self.auth = auth
-        #: The only host it answers on (``route(host=...)``); None: its flow's API hosts.
+        """The credential it takes: ``auth`` resolved to ``"v1"``, ``"v2"``, ``"v3"`` or
+        ``"oauth"``."""
         self.host = host
-        #: The scope a call needs (a flow whose tokens carry scopes); ``{name}`` parts
-        #: are filled from the named groups of a regex path.
+        """The only host it answers on (``route(host=...)``); ``None``: its flow's API
+        hosts."""
         self.scope = scope
-        #: Calls that passed authentication and that this handler answered: one per
-        #: ApiCall event, counted with it (a call still in the handler is in neither).
+        """The scope a call needs (a flow whose tokens carry scopes); ``{name}`` parts
+        are filled from the named groups of a regex path."""
         self.call_count = 0
+        """How many calls passed authentication and were answered by this handler (its
+        answer, or a 500 when it raised): one per ``ApiCall`` event of the route in the
+        timeline, counted when the handler returns (a call still in the handler is in
+        neither)."""
 
     # pytest-httpserver's respond_with_* return None; these return the handler itself,
     # so that ``things = mgmt_server.route(...).respond_with_json([])`` keeps it at hand
@@ -80,7 +91,7 @@ class RouteHandler(RequestHandler):
         headers: Mapping[str, str] | None = None,
         content_type: str = "application/json",
     ) -> RouteHandler:
-        """Answer with ``response_json`` serialized; returns this handler."""
+        """Answer with ``response_json`` as JSON; returns this handler."""
         super().respond_with_json(response_json, status, headers, content_type)
         return self
 
@@ -92,19 +103,20 @@ class RouteHandler(RequestHandler):
         mimetype: str | None = None,
         content_type: str | None = None,
     ) -> RouteHandler:
-        """Answer with ``response_data`` as it is; returns this handler."""
+        """Answer with raw data; returns this handler."""
         super().respond_with_data(response_data, status, headers, mimetype, content_type)
         return self
 
     def respond_with_response(self, response: Response) -> RouteHandler:  # type: ignore[override]
-        """Answer with this werkzeug ``Response``; returns this handler."""
+        """Answer with a ready ``werkzeug.Response``; returns this handler."""
         super().respond_with_response(response)
         return self
 
     def respond_with_handler(  # type: ignore[override]
         self, func: Callable[[Request], Response]
     ) -> RouteHandler:
-        """Answer with what ``func(request)`` returns; returns this handler."""
+        """Answer with ``func(request)``, called with the ``werkzeug.Request``; it returns
+        a ``werkzeug.Response`` (a ``str`` is wrapped in one). Returns this handler."""
         super().respond_with_handler(func)
         return self
 
