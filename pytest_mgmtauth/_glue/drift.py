@@ -1,5 +1,5 @@
 """The drift check of an ordinary run: a test whose module has a snapshot
-(``mgmtauth_snapshots/<module>.json``, written by ``--mgmtauth-live``) that holds its id
+(``mgmtauth_snapshots/<module>.json``) that holds its id
 has its exchanges with the fake kept, and compared with the service's at teardown. A
 difference is a ``DriftWarning``, or with ``strict`` a failure.
 

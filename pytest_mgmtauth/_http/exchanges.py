@@ -1,5 +1,5 @@
 """Keeping a test's exchanges with the fake, for comparison with the service's recording
-(drift, ``--mgmtauth-live``): only for a test that asked (:func:`record_exchanges`), so a
+(drift): only for a test that asked (:func:`record_exchanges`), so a
 test without a snapshot pays one dictionary look-up per request.
 
 Called from ``FakeApp`` once an answer is decided; the exchanges are kept raw and

@@ -273,10 +273,14 @@ class TestRecord:
         }
 
 
+#: What a broken snapshot's message tells to do.
+_FIX = "fix it or remove it (page Checked against the service: snapshots)"
+
+
 @dataclasses.dataclass
 class Snapshot:
     """A test module's snapshot file (``mgmtauth_snapshots/<module>.json``): the records
-    of its live tests, by test id."""
+    of its recorded tests, by test id."""
 
     tests: dict[str, TestRecord] = dataclasses.field(default_factory=dict)
 
@@ -294,13 +298,10 @@ class Snapshot:
         try:
             data = json.loads(text)
         except ValueError as exc:
-            raise ValueError(
-                f"{where} is not JSON ({exc}); re-record it with --mgmtauth-live"
-            ) from None
+            raise ValueError(f"{where} is not JSON ({exc}); " + _FIX) from None
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise ValueError(
-                f"{where} is not a pytest-mgmtauth snapshot of format {FORMAT}; re-record it "
-                "with --mgmtauth-live"
+                f"{where} is not a pytest-mgmtauth snapshot of format {FORMAT}; " + _FIX
             )
         tests = {}
         for tid, entry in dict(data.get("tests") or {}).items():
@@ -313,6 +314,6 @@ class Snapshot:
             except (KeyError, TypeError):
                 raise ValueError(
                     f"{where}: the entry of {tid!r} lacks recorded, plugin_version or "
-                    "exchanges; re-record it with --mgmtauth-live"
+                    "exchanges; " + _FIX
                 ) from None
         return cls(tests)

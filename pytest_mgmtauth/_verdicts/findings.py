@@ -363,7 +363,7 @@ class DeprecatedVersionWarning(AuthFindingWarning):
 
 class DriftWarning(AuthFindingWarning):
     """The fake answered one of a test's exchanges unlike the service did when the test
-    was recorded live (``--mgmtauth-live``; its snapshot in ``mgmtauth_snapshots/``).
+    was recorded (its snapshot in ``mgmtauth_snapshots/``).
 
     Emitted at the end of a test that has a snapshot; with ``strict`` the test fails
     instead. The message names the exchange, the field, both values, the recording's date
