@@ -44,11 +44,10 @@ if TYPE_CHECKING:
     from ._fake.server import MgmtServer
     from ._fake.session import SessionResources
     from ._glue.clock import MgmtClock
-    from ._glue.live import Profile
     from ._glue.report import SECTION_TITLE, section_text
     from ._glue.sweep import SweepReport
     from ._http.forward import LiveRun
-    from ._service.accounts import Account
+    from ._service.accounts import Account, Profile
     from ._service.flows.oauth import OAuthClient
 
 _BASE_OPTIONS = pytest.StashKey[Options]()

@@ -136,6 +136,12 @@ class MgmtServer:
         if bind:  # else mgmtauth-server sets it up first, then take_over()
             self.take_over(None)
 
+    @property
+    def live(self) -> bool:
+        """Whether this is a live run (``--mgmtauth-live``): every request goes to the
+        service itself (the page Checked against the service)."""
+        return self._binding.live is not None
+
     # -- where ---------------------------------------------------------------------
 
     @property

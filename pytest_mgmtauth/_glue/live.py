@@ -13,11 +13,11 @@ import dataclasses
 import json
 import os
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
 
-from .._service.accounts import Account
+from .._service.accounts import Account, Profile
 from .._service.flows.oauth_scopes import DEFAULT_ACCOUNT, DEFAULT_PROFILE
 
 if TYPE_CHECKING:
@@ -35,7 +35,6 @@ __all__ = [
     "UPSTREAM",
     "VARIABLES",
     "LiveReport",
-    "Profile",
     "account",
     "finish",
     "is_live",
@@ -73,15 +72,6 @@ CAFILE = "MGMTAUTH_LIVE_CAFILE"
 #: xdist workers).
 _PROPERTY = "mgmtauth_live"
 _RUN = pytest.StashKey["LiveRun"]()
-
-
-class Profile(NamedTuple):
-    """The v3 account and profile a test uses (the ``mgmt_profile`` fixture): ``acme``
-    and ``main`` against the fake; ``MGMTAUTH_LIVE_ACCOUNT`` and ``MGMTAUTH_LIVE_PROFILE``
-    in a live run."""
-
-    account: str
-    profile: str
 
 
 def is_live(config: pytest.Config) -> bool:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import re
 import ssl
 import threading
 from dataclasses import dataclass, field
@@ -73,6 +74,7 @@ _HOP_BY_HOP = frozenset(
 )
 #: Keys of an auth answer whose values are credentials: held for masking.
 _SECRET_KEYS = frozenset(("token", "access_token", "refresh_token", "id_token", "utk"))
+_VERSIONED = re.compile(r"/v\d{4}-\d{2}/")
 #: The refusals of a credential (the interface document's Errors; RFC 6749 5.2).
 _REFUSED_CODES = frozenset((1401, 1402))
 _REFUSED_ERRORS = frozenset(("invalid_client",))
@@ -213,12 +215,13 @@ def forward(binding: Binding, request: Request, here: Where) -> Response:
     endpoint = endpoint_for(request.path, binding.service.options)
     document = _json_object(original)
     _hold_secrets(binding, original, document)
-    if endpoint is not None and document is not None:
+    # An auth call (not a logout): its refusal is a refusal of the run's credentials.
+    if endpoint is not None and endpoint[1].fault_point and document is not None:
         refused = refused_credentials(f"{request.method} {request.path}", status, document)
         if refused is not None:
             with run.lock:
                 run.refused = run.refused or refused
-    keep_exchange(binding, request, original, protected=endpoint is None)
+    keep_exchange(binding, request, original)
     return _for_client(binding, request, original, document, named=named)
 
 
@@ -260,8 +263,13 @@ def _target_host(binding: Binding, request: Request, here: Where, *, named: bool
     route = next((r for r in binding.routes if r.matcher.match(request)), None)
     if route is not None and route.host is not None:
         return route.host
-    flow = flow_class(route.auth if route is not None else route_flow(request.path))
-    return flow.usual_host(options, api=True)
+    if route is not None:
+        flow = flow_class(route.auth)
+    else:  # not declared: the flow its path would take (a /v{YYYY-MM}/ path: OAuth's)
+        flow = flow_class("oauth" if _VERSIONED.match(request.path) else route_flow(request.path))
+    # The fake's own address stands for every host but the region host (hosts.py).
+    others = [h for h in flow.api_host_names(options) if h != options.v3_host]
+    return others[0] if others else flow.auth_hosts[0]
 
 
 def _published(host: str, binding: Binding) -> bool:
