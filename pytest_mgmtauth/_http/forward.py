@@ -265,8 +265,9 @@ def _target_host(binding: Binding, request: Request, here: Where, *, named: bool
         return route.host
     if route is not None:
         flow = flow_class(route.auth)
-    else:  # not declared: the flow its path would take (a /v{YYYY-MM}/ path: OAuth's)
-        flow = flow_class("oauth" if _VERSIONED.match(request.path) else route_flow(request.path))
+    else:  # not declared: the flow its path would take (/v{YYYY-MM}/ or /oauth: OAuth's)
+        oauth = _VERSIONED.match(request.path) or request.path.startswith("/oauth")
+        flow = flow_class("oauth" if oauth else route_flow(request.path))
     # The fake's own address stands for every host but the region host (hosts.py).
     others = [h for h in flow.api_host_names(options) if h != options.v3_host]
     return others[0] if others else flow.auth_hosts[0]
