@@ -574,6 +574,12 @@ class MgmtServer:
 
         return record_exchanges(self._binding)
 
+    def not_forwarded(self) -> str | None:
+        """In a live run, the first request the fake answered itself instead of the
+        service (``POST /v2/auth -> 502``), or None (internal: the live glue)."""
+        live = self._binding.live
+        return None if live is None else live.answered_here
+
     def check(self) -> None:
         """Re-raise in the test what went wrong in the server thread (internal)."""
         binding = self._binding

@@ -124,13 +124,20 @@ def skip_unmarked(items: list[pytest.Item]) -> None:
                     "the tests marked @pytest.mark.mgmtauth_live, against the service"
                 )
             )
-        elif "_mgmtauth_sweep" in getattr(item, "fixturenames", ()) and "[" in item.name:
+        elif _sweep_point(item):
             item.add_marker(
                 pytest.mark.skip(
                     reason="a sweep point injects faults, which only the fake can do: "
                     "skipped in a live run (--mgmtauth-live)"
                 )
             )
+
+
+def _sweep_point(item: pytest.Item) -> bool:
+    """Whether ``item`` runs a sweep's fault (its parametrization gives the point)."""
+    callspec = getattr(item, "callspec", None)
+    point = None if callspec is None else callspec.params.get("_mgmtauth_sweep")
+    return getattr(point, "kind", None) is not None  # None: the baseline, no fault
 
 
 def _needed(*names: str) -> None:
@@ -216,7 +223,10 @@ def finish(item: pytest.Item, fake: MgmtServer, kept: list[Exchange], *, passed:
     run = run_of(item.config)
     assert run is not None
     entry: dict[str, Any] = {"test": item.nodeid}
-    if passed:
+    answered_here = fake.not_forwarded()
+    if answered_here is not None:
+        entry["not_recorded"] = f"a request was not forwarded to the service: {answered_here}"
+    elif passed:
         today = datetime.now(timezone.utc).date().isoformat()
         changed = write_record(item, kept, today=today)
         entry["written"] = str(snapshot_path(item.path))
@@ -265,6 +275,9 @@ class LiveReport:
         for entry in written:
             if "changed" in entry:
                 terminalreporter.line(f"{entry['test']}: {entry['changed']}")
+        for entry in self.entries:
+            if "not_recorded" in entry:
+                terminalreporter.line(f"{entry['test']}: not recorded: {entry['not_recorded']}")
         refused = next((e["refused"] for e in self.entries if "refused" in e), None)
         if refused is not None:
             terminalreporter.line(stop_message(refused), red=True)

@@ -421,7 +421,9 @@ def _exchanged(
     test that has a snapshot)."""
     status = None if response is None else response.status_code
     binding.requests.add(_recorded(binding, request, arrived, status))
-    if response is not None and binding.live is None:  # a live run keeps the service's
+    if binding.live is not None:  # the service's answer was kept as it came
+        binding.live.answered(request, response)
+    elif response is not None:
         keep_exchange(binding, request, response)
 
 

@@ -50,6 +50,7 @@ __all__ = [
     "PUBLISHED_DOMAINS",
     "LiveRun",
     "LiveTest",
+    "ServiceAnswer",
     "Upstream",
     "forward",
     "refused_credentials",
@@ -147,10 +148,19 @@ class LiveRun:
 
 @dataclass
 class LiveTest:
-    """One test's side of a live run: the region host the service named for it."""
+    """One test's side of a live run: the region host the service named for it, and the
+    first request the fake answered itself (not forwarded): then nothing is recorded,
+    since the recording would lack that exchange."""
 
     run: LiveRun
     region_host: str | None = None
+    answered_here: str | None = None
+
+    def answered(self, request: Request, response: Response | None) -> None:
+        """Note a request of the test and its answer (None: none, the connection reset)."""
+        if self.answered_here is None and not isinstance(response, ServiceAnswer):
+            status = "no answer" if response is None else str(response.status_code)
+            self.answered_here = f"{request.method} {request.path} -> {status}"
 
 
 def refused_credentials(path: str, status: int, body: Mapping[str, object]) -> str | None:
@@ -207,7 +217,7 @@ def forward(binding: Binding, request: Request, here: Where) -> Response:
             f"({type(exc).__name__}: {exc}); check the network, and that the system trusts "
             "the service's certificate",
         )
-    original = _ServiceAnswer(
+    original = ServiceAnswer(
         data,
         status=status,
         headers=[(k, v) for k, v in answer_headers if k.lower() not in _HOP_BY_HOP],
@@ -225,7 +235,10 @@ def forward(binding: Binding, request: Request, here: Where) -> Response:
     return _for_client(binding, request, original, document, named=named)
 
 
-class _ServiceAnswer(Response):
+class ServiceAnswer(Response):
+    """An answer of the service (any other answer of a live test was the fake's own: a
+    request not forwarded)."""
+
     # No Content-Type of our own: the service's answer has the headers it had.
     default_mimetype = None
 
@@ -325,7 +338,7 @@ def _for_client(
         live.region_host = host_name(region)
     if named:
         return original
-    answer = _ServiceAnswer(
+    answer = ServiceAnswer(
         original.get_data(), status=original.status, headers=original.headers.copy()
     )
     if isinstance(region, str) and document is not None:

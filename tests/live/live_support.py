@@ -28,6 +28,8 @@ CLIENT_SECRET = "Cs+&=%2Fsecret/Live0123456789abcdefXYZ"
 ACCOUNT, PROFILE = "acme", "main"
 SECRETS = (API_KEY, PASSWORD, CLIENT_SECRET)
 
+#: What the stand-in's routes answer (the scenarios' routes answer the same on the fake).
+ANSWER = {"ok": True}
 #: The routes the scenarios declare on the fake, declared on the stand-in too:
 #: (method, path, auth, permission).
 ROUTES = (
@@ -67,7 +69,9 @@ class StandIn:
         self.url: str = self.info["url"]
         self.ca_bundle: str = self.info["ca_bundle"]
         for method, path, auth, permission in ROUTES:
-            self.control("routes", method=method, path=path, auth=auth, permission=permission)
+            self.control(
+                "routes", method=method, path=path, auth=auth, permission=permission, json=ANSWER
+            )
 
     def _first_line(self) -> str:
         assert self.process.stdout is not None

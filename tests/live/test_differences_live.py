@@ -38,7 +38,7 @@ def test_v2(mgmt_server, mgmt_account):
 
 def test_v3(mgmt_server, mgmt_account, mgmt_profile):
     _http().post(
-        mgmt_server.url + f"/v3/auth/accounts/{mgmt_profile.account}/profiles/{mgmt_profile.profile}",
+        mgmt_server.url + "/v3/auth/accounts/{}/profiles/{}".format(*mgmt_profile),
         data={"username": mgmt_account.username, "key": mgmt_account.api_key})
 
 
@@ -83,7 +83,7 @@ def test_oauth(mgmt_server, mgmt_oauth_client):
         (
             "no_host",
             (),
-            "body.host: the service answered (absent), the fake \"string\" (the option that "
+            'body.host: the service answered (absent), the fake "string" (the option that '
             "makes the fake answer so: v3_host)",
         ),
         (
