@@ -407,3 +407,23 @@ def test_the_live_report_travels_in_junit_properties_without_secrets(
         xml.split('name="mgmtauth_live" value="')[1].split('"')[0].replace("&quot;", '"')
     )
     assert entry["exchanges"] == 1
+
+
+def test_a_live_run_records_a_broken_snapshot_anew(
+    folder: pytest.Pytester, stand_in: StandIn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    point_at(monkeypatch, stand_in)
+    folder.makepyfile(
+        test_broken=HEAD + "\n@pytest.mark.mgmtauth_live\ndef test_it(mgmt_server, mgmt_account):\n"
+        "    _v2(mgmt_server, mgmt_account)\n"
+    )
+    (folder.path / "mgmtauth_snapshots").mkdir()
+    (folder.path / "mgmtauth_snapshots" / "test_broken.json").write_text("{not json")
+    point_at(monkeypatch, None)
+    ordinary = folder.runpytest_inprocess("-p", "no:randomly")
+    ordinary.stdout.fnmatch_lines(
+        ["*is not JSON*record it anew from the service with pytest --mgmtauth-live*"]
+    )
+    point_at(monkeypatch, stand_in)
+    _live(folder).assert_outcomes(passed=1)
+    assert list(snapshot_of(folder.path, "test_broken")["tests"]) == ["test_it"]
