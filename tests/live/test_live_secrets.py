@@ -9,7 +9,7 @@ import base64
 import html
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import quote, quote_plus
 
@@ -133,7 +133,7 @@ def artifacts(
     seed_key: Callable[[pytest.Pytester], None],
     key_file: Path,
     monkeypatch: pytest.MonkeyPatch,
-) -> Iterator[tuple[dict[str, str], list[str]]]:
+) -> tuple[dict[str, str], list[str]]:
     """Every text two live runs and the ordinary run after them wrote, by name; and the
     secrets the service handed out in them."""
     seed_key(pytester)
@@ -165,7 +165,7 @@ def artifacts(
         for line in (pytester.path / "seen-secrets.txt").read_text().splitlines()
         if line.strip()
     ]
-    yield texts, handed_out
+    return texts, handed_out
 
 
 def test_no_secret_of_a_live_run_is_written_anywhere_in_any_encoding(
