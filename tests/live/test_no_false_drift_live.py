@@ -6,10 +6,14 @@ none of it may read as drift."""
 
 from __future__ import annotations
 
+import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from live_support import StandIn, point_at, snapshot_of
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"
 
 #: Tests of the scenarios that run in the shared live run (the others stop it, or need a
 #: throttle of their own).
@@ -53,3 +57,30 @@ def test_the_scenarios_recorded_live_show_no_drift_against_the_fake(
     )
     verified.assert_outcomes(passed=38)
     assert "DriftWarning" not in verified.stdout.str()
+
+
+def test_the_documentations_live_example_records_and_verifies(
+    pytester: pytest.Pytester,
+    seed_key: Callable[[pytest.Pytester], None],
+    stand_in: StandIn,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seed_key(pytester)
+    for name in ("test_live_client.py", "mgmt_client.py"):
+        shutil.copy(EXAMPLES / name, pytester.path / name)
+    stand_in.control("routes", method="GET", path="/v2/devices", auth="v2", json=[{"id": 7}])
+    point_at(monkeypatch, stand_in)
+    recorded = pytester.runpytest_inprocess("-p", "no:randomly", "--mgmtauth-live")
+    recorded.assert_outcomes(passed=1)
+    exchanges = snapshot_of(pytester.path, "test_live_client")["tests"][
+        "test_one_token_serves_many_calls_live"
+    ]["exchanges"]
+    assert [(e["method"], e["path"]) for e in exchanges] == [
+        ("POST", "/v2/auth"),
+        *[("GET", "/v2/devices")] * 3,
+    ]
+    point_at(monkeypatch, None)
+    verified = pytester.runpytest_inprocess(
+        "-p", "no:randomly", "-W", "error::pytest_mgmtauth.DriftWarning"
+    )
+    verified.assert_outcomes(passed=1)
