@@ -7,6 +7,10 @@
 4. Zero cost: a suite of 200 tests that never use the plugin's fixtures, with the plugin
    loaded against the same suite with ``-p no:mgmtauth``. Target: 1.05x (noise).
    And ``mgmt_clock`` against a freezegun fixture, 200 tests each moving time. Target 1.1x.
+5. Snapshots: the same 200 tests (marked ``mgmtauth_live``) with every test recorded in
+   its module's snapshot against the suite without the snapshot: what the drift check
+   adds. The snapshot is recorded once by a live run against ``mgmtauth-server --https``
+   standing in for the service (``MGMTAUTH_LIVE_UPSTREAM``). Target: 1.05x.
 6. Memory: 5,000 tests in one session on the fake; resident memory at test 1,000 and at
    test 5,000 (``/proc/self/statm``), against the same suite on stock handlers, whose
    growth is pytest's own (it keeps every test's report). Target: the fake grows at most
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 import tempfile
 import textwrap
@@ -46,6 +51,20 @@ def test_{i}(mgmt_server, mgmt_account):
         mgmt_server.url + "/api/items", headers={{"Authorization": "Bearer " + token}}
     )
     assert call.json() == {{"items": [{i}]}}
+"""
+
+SNAPSHOT_TEST = """
+def test_{i}(mgmt_server, mgmt_account):
+    mgmt_server.route("GET", "/api/items").respond_with_json({{"items": [{i}]}})
+    answer = requests.post(
+        mgmt_server.url + "/v2/auth",
+        data={{"username": mgmt_account.username, "key": mgmt_account.api_key}},
+    )
+    token = answer.json()["token"]
+    call = requests.get(
+        mgmt_server.url + "/api/items", headers={{"Authorization": "Bearer " + token}}
+    )
+    assert call.status_code == 200
 """
 
 STOCK_CONFTEST = """
@@ -316,6 +335,50 @@ def bench_clock_suite(root: Path, rounds: int) -> Figure:
     return suite_figure("200 tests: mgmt_clock vs freezegun fixture (CPU)", xs, ys, "cpu", 1.1)
 
 
+def _record_live(directory: Path, key_pem: bytes) -> None:
+    """Record ``directory``'s snapshot with a live run against ``mgmtauth-server --https``
+    as the service: the way users' snapshots are made, with nothing reaching the service."""
+    key_file = directory.parent / "stand-in-key.pem"
+    key_file.write_bytes(key_pem)
+    account = {"username": "bench@example.com", "api_key": "k+&=%2F" + "b" * 30}
+    server = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "pytest_mgmtauth", "--json", "--port", "0", "--https"),
+            *("--intercept", "--throttle", "none", "--key-file", str(key_file)),
+            *("--route", "GET /api/items", "--account", json.dumps(account)),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        info = json.loads(server.stdout.readline())
+        run_pytest(
+            directory,
+            "--mgmtauth-live",
+            env={
+                "MGMTAUTH_LIVE_UPSTREAM": info["url"],
+                "MGMTAUTH_LIVE_CAFILE": info["ca_bundle"],
+                "MGMTAUTH_LIVE_USERNAME": account["username"],
+                "MGMTAUTH_LIVE_API_KEY": account["api_key"],
+            },
+        )
+    finally:
+        server.terminate()
+        server.wait()
+
+
+def bench_snapshot_suite(root: Path, rounds: int, key_pem: bytes) -> Figure:
+    header = "import pytest\nimport requests\n\npytestmark = pytest.mark.mgmtauth_live\n"
+    recorded = _suite(root, "recorded200", header, SNAPSHOT_TEST, 200)
+    plain = _suite(root, "unrecorded200", header, SNAPSHOT_TEST, 200)
+    _record_live(recorded, key_pem)
+    assert (recorded / "mgmtauth_snapshots" / "test_recorded200.json").is_file()
+    xs, ys = _runs((recorded, ()), (plain, ()), rounds)
+    print(_rows("200 tests, each recorded in a snapshot vs none (the drift check)", xs, ys))
+    return suite_figure("200 tests with snapshots vs without (wall)", xs, ys, "wall", 1.05)
+
+
 def bench_memory(root: Path, n: int, key_pem: bytes) -> list[Figure]:
     early, late = n // 5, n
     conftest = MEMORY_CONFTEST.format(marks=f"{{{early}, {late}}}")
@@ -384,7 +447,7 @@ def bench_memory(root: Path, n: int, key_pem: bytes) -> list[Figure]:
     ]
 
 
-PARTS = ("suite", "zero", "clock", "memory")
+PARTS = ("suite", "zero", "clock", "snapshot", "memory")
 
 
 def main(quick: bool = False, parts: tuple[str, ...] = PARTS) -> list[Figure]:
@@ -401,6 +464,8 @@ def main(quick: bool = False, parts: tuple[str, ...] = PARTS) -> list[Figure]:
             figures.append(bench_zero_cost(root, 3 * rounds))
         if "clock" in parts:
             figures.append(bench_clock_suite(root, rounds))
+        if "snapshot" in parts:
+            figures.append(bench_snapshot_suite(root, rounds, key_pem))
         if "memory" in parts:
             figures.extend(bench_memory(root, memory_tests, key_pem))
     return figures
