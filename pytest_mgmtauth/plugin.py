@@ -41,12 +41,12 @@ if TYPE_CHECKING:
     from pluggy import Result
 
     from ._fake.key_cache import SigningKey
+    from ._fake.live import LiveRun
     from ._fake.server import MgmtServer
     from ._fake.session import SessionResources
     from ._glue.clock import MgmtClock
     from ._glue.report import SECTION_TITLE, section_text
     from ._glue.sweep import SweepReport
-    from ._http.forward import LiveRun
     from ._service.accounts import Account, Profile
     from ._service.flows.oauth import OAuthClient
 

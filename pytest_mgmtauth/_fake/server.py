@@ -40,13 +40,13 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
     from .._http.binding import LoggedRequests
-    from .._http.forward import LiveRun
     from .._service.events import Event
     from .._service.exchange_shape import Exchange
     from .._service.faults import ScheduledFault, ScriptedFault
     from .._service.flows.oauth import OAuthClient
     from .._service.options import Options
     from .._service.timeline import Clock
+    from .live import LiveRun
     from .session import SessionResources
 
 _METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
@@ -64,6 +64,7 @@ def _not_live(why: str) -> Callable[[_Method[_P, _R]], _Method[_P, _R]]:
 
         @functools.wraps(method)
         def guarded(self: MgmtServer, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+            __tracebackhide__ = True  # a failure shows the test's line, not this one
             live = self._binding.live
             if live is not None:
                 live.run.fake_only(f"{call} {why}: skipped in a live run (--mgmtauth-live)")

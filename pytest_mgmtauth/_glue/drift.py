@@ -8,6 +8,7 @@ file is read once per module."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import warnings
 from pathlib import Path
@@ -111,10 +112,9 @@ def write_record(item: pytest.Item, kept: list[Exchange], *, today: str) -> str 
     path = snapshot_path(Path(item.path))
     snapshot = Snapshot()
     if path.is_file():
-        try:
+        # Not readable: this run records the module anew, test by test.
+        with contextlib.suppress(ValueError):
             snapshot = Snapshot.loads(path.read_text("utf-8"), where=str(path))
-        except ValueError:
-            pass  # not readable: this run records the module anew, test by test
     key = snapshot_key(item)
     record = TestRecord(today, version("pytest-mgmtauth"), tuple(normalise(e) for e in kept))
     earlier = snapshot.tests.get(key)

@@ -23,8 +23,8 @@ from .._service.flows.oauth_scopes import DEFAULT_ACCOUNT, DEFAULT_PROFILE
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from .._fake.live import LiveRun
     from .._fake.server import MgmtServer
-    from .._http.forward import LiveRun
     from .._service.exchange_shape import Exchange
     from .._service.flows.oauth import OAuthClient
 
@@ -89,23 +89,16 @@ def _value(name: str) -> str | None:
 
 def configure(config: pytest.Config) -> None:
     """Set up the run's link to the service (a live run only)."""
-    from .._http.forward import LiveRun, Upstream
+    from .._fake.live import live_run
 
-    upstream = Upstream(url=_value(UPSTREAM), cafile=_value(CAFILE))
+    secrets = tuple(value for name in _SECRET_VARIABLES if (value := _value(name)) is not None)
     try:
-        upstream.check()
+        run = live_run(
+            upstream=_value(UPSTREAM), cafile=_value(CAFILE), secrets=secrets, fake_only=_skip
+        )
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
-    secrets = tuple(
-        value
-        for name in (
-            "MGMTAUTH_LIVE_API_KEY",
-            "MGMTAUTH_LIVE_PASSWORD",
-            "MGMTAUTH_LIVE_CLIENT_SECRET",
-        )
-        if (value := _value(name)) is not None
-    )
-    config.stash[_RUN] = LiveRun(upstream=upstream, secrets=secrets, fake_only=_skip)
+    config.stash[_RUN] = run
     config.pluginmanager.register(LiveReport(), "mgmtauth-live-report")
 
 
