@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, ClassVar, NoReturn
 
 from ..events import AuthRejected
 from ..records import AUTH_FAILED, Authorization, TokenRecord
+from ..secret_text import ClientKind
 from ..timeline import to_datetime
 from ..token_format import ALGORITHM, TokenProblem, unverified_subject
 from .base import HTTP_WHITESPACE, Credential, Flow
@@ -23,7 +24,6 @@ if TYPE_CHECKING:
     from ..credentials import Call
     from ..limits import SecretKind
     from ..options import Options
-    from ..secret_text import ClientKind
     from .base import Received
 
 
@@ -114,16 +114,21 @@ class BearerFlow(Flow):
         the account may not use); ``None``: they do not."""
         return None
 
-    def grant_bearer(
+    def grant(
         self,
         username: str,
         key: str,
-        *,
-        arrived: int | None,
-        client: ClientKind,
         account: str | None = None,
         profile: str | None = None,
+        *,
+        arrived: int | None = None,
+        client: ClientKind = ClientKind.OTHER,
     ) -> tuple[str, TokenRecord]:
+        """A new bearer token (v3: bound to ``account`` and ``profile``), or
+        :class:`Refusal`. ``arrived`` is the :meth:`request_arrived` tick of the request
+        (without it the grant cannot be part of a thundering herd); ``client`` picks the
+        idiom of a wrong key's fix. Lifetime, reuse and throttling are the grant rule's;
+        v3's churn is counted per account and profile."""
         service = self.service
         with service.mutex:
             now = service.timeline.now()

@@ -3,14 +3,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from ..secret_text import ClientKind
 from .base import REMEMBER_ME, Answer, Endpoint, Incoming
 from .bearer import BearerFlow
-
-if TYPE_CHECKING:
-    from ..records import TokenRecord
 
 
 class V2Flow(BearerFlow):
@@ -21,19 +15,6 @@ class V2Flow(BearerFlow):
     auth_hosts = ("api.tealiumiq.com",)
     api_hosts = ("api.tealiumiq.com",)
     endpoints = (Endpoint("grant", "/v2/auth", form=("username", "key")),)
-
-    def grant(
-        self,
-        username: str,
-        key: str,
-        *,
-        arrived: int | None = None,
-        client: ClientKind = ClientKind.OTHER,
-    ) -> tuple[str, TokenRecord]:
-        """A new bearer token, or :class:`Refusal`. ``arrived`` is the
-        :meth:`request_arrived` tick of the request (without it the grant cannot be part
-        of a thundering herd); ``client`` picks the idiom of a wrong key's fix."""
-        return self.grant_bearer(username, key, arrived=arrived, client=client)
 
     def answer_grant(self, incoming: Incoming) -> Answer:
         token, _ = self.grant(

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
 from ..accounts import format_scopes
-from ..secret_text import ClientKind
 from .base import REMEMBER_ME, Answer, Endpoint, Incoming, normalized_path
 from .bearer import BearerFlow
 
@@ -111,22 +110,6 @@ class V3Flow(BearerFlow):
             f"account {account_record.username!r} may not get {self.name} tokens for "
             f"{account}/{profile}; it may for: "
             f"{format_scopes(account_record.profiles)} (add_account(profiles=...))"
-        )
-
-    def grant(
-        self,
-        username: str,
-        key: str,
-        account: str,
-        profile: str,
-        *,
-        arrived: int | None = None,
-        client: ClientKind = ClientKind.OTHER,
-    ) -> tuple[str, TokenRecord]:
-        """A bearer token bound to ``account`` and ``profile``, or :class:`Refusal`. Same
-        rules as v2 (lifetime, reuse, throttling), churn counted per account and profile."""
-        return self.grant_bearer(
-            username, key, arrived=arrived, client=client, account=account, profile=profile
         )
 
     def answer_grant(self, incoming: Incoming) -> Answer:
