@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, NoReturn
 
 from .._http.forward import LiveRun, Upstream
+from .resolution import outside
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -24,4 +25,6 @@ def live_run(
     """The run's link to the service; ValueError if ``upstream`` is not an https URL."""
     target = Upstream(url=upstream, cafile=cafile)
     target.check()
-    return LiveRun(upstream=target, secrets=secrets, fake_only=fake_only)
+    # The service's hosts are the fake's in this process (resolution.py): not for the
+    # connections that forward to the service itself.
+    return LiveRun(upstream=target, secrets=secrets, fake_only=fake_only, outside=outside)

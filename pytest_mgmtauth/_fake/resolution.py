@@ -31,6 +31,7 @@ its undo, then passes every call through.
 from __future__ import annotations
 
 import _socket
+import contextlib
 import dataclasses
 import errno
 import socket
@@ -38,7 +39,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Mapping
+    from collections.abc import Callable, Iterable, Iterator, Mapping
 
 #: What the service's hosts resolve to under interception: a loopback address that no
 #: server listens on (a connection to it is sent to the fake, see :func:`_redirect`).
@@ -108,6 +109,8 @@ _through: dict[str, Any] = {
 #: ours that calls ours (no loop).
 _BUILTIN = dict(_through)
 _inside = threading.local()
+#: Set while a thread is :func:`outside`.
+_outside = threading.local()
 _MISSING = object()
 #: Per replaced name: what its owner's namespace held before (or _MISSING).
 _before: dict[str, object] = {}
@@ -130,10 +133,23 @@ def _looked_up(host: object) -> str | None:
     return host.lower().removesuffix(".")
 
 
+@contextlib.contextmanager
+def outside() -> Iterator[None]:
+    """This thread's lookups and connections go where they name while in the block, for
+    the service's hosts too: a live run's forwarding to the service itself, neither sent
+    back to the fake nor refused."""
+    before = getattr(_outside, "on", False)
+    _outside.on = True
+    try:
+        yield
+    finally:
+        _outside.on = before
+
+
 def _plan_for(host: object) -> _Plan | None:
     """The plan that answers for ``host`` (a name as a lookup got it), or None."""
     plans = _plans
-    if not plans:
+    if not plans or getattr(_outside, "on", False):
         return None
     plan = plans[-1]
     name = _looked_up(host)
@@ -198,6 +214,8 @@ def _redirect(sock: socket.socket, address: Any) -> Any:
     the fake's: :class:`ConnectionRefusedError`."""
     plans = _plans
     if not (plans and isinstance(address, tuple) and len(address) >= 2):
+        return address
+    if getattr(_outside, "on", False):
         return address
     if address[0] in (ADDRESS, _MAPPED):
         plan = plans[-1]

@@ -21,6 +21,7 @@ dropped. The exchange is recorded as the service answered it.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import re
@@ -40,6 +41,7 @@ from .parsing import read_body
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
+    from contextlib import AbstractContextManager
 
     from werkzeug import Request
 
@@ -141,6 +143,10 @@ class LiveRun:
     secrets: tuple[str, ...]
     #: Skips the test, naming what only a fake can do (the glue's ``pytest.skip``).
     fake_only: Callable[[str], NoReturn]
+    #: Where this thread's connections to the service are made from: outside the
+    #: fake's own name resolution (which sends the service's hosts to the fake, or
+    #: refuses them).
+    outside: Callable[[], AbstractContextManager[None]] = contextlib.nullcontext
     #: Why the run stopped forwarding: the service refused its credentials.
     refused: str | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -205,9 +211,10 @@ def forward(binding: Binding, request: Request, here: Where) -> Response:
     if body or request.method in ("POST", "PUT", "PATCH"):
         headers.append(("Content-Length", str(len(body))))
     try:
-        status, answer_headers, data = run.upstream.send(
-            host, request.method, _target(request), headers, body
-        )
+        with run.outside():
+            status, answer_headers, data = run.upstream.send(
+                host, request.method, _target(request), headers, body
+            )
     except (OSError, http.client.HTTPException) as exc:
         where = run.upstream.url or f"https://{host}"
         return error_response(
