@@ -53,19 +53,10 @@ def test_{i}(mgmt_server, mgmt_account):
     assert call.json() == {{"items": [{i}]}}
 """
 
-SNAPSHOT_TEST = """
-def test_{i}(mgmt_server, mgmt_account):
-    mgmt_server.route("GET", "/api/items").respond_with_json({{"items": [{i}]}})
-    answer = requests.post(
-        mgmt_server.url + "/v2/auth",
-        data={{"username": mgmt_account.username, "key": mgmt_account.api_key}},
-    )
-    token = answer.json()["token"]
-    call = requests.get(
-        mgmt_server.url + "/api/items", headers={{"Authorization": "Bearer " + token}}
-    )
-    assert call.status_code == 200
-"""
+#: FAKE_TEST asserting only the call's status: in a live run the service answers it.
+SNAPSHOT_TEST = FAKE_TEST.replace(
+    'assert call.json() == {{"items": [{i}]}}', "assert call.status_code == 200"
+)
 
 STOCK_CONFTEST = """
 import json

@@ -5,7 +5,9 @@ test of any folder imports it by its plain name (see tests/README.md)."""
 
 from __future__ import annotations
 
+import selectors
 import socket
+import subprocess
 from email.message import Message
 
 #: "Response headers present on success" of the interface document, for both endpoints.
@@ -52,3 +54,19 @@ def one_request(host: str, port: int) -> bytes:
         while chunk := sock.recv(65536):
             chunks.append(chunk)
     return b"".join(chunks)
+
+
+def first_line(process: subprocess.Popen[str], *, guard: float, what: str) -> str:
+    """The first line ``process`` prints (``mgmtauth-server --json``'s startup line),
+    waiting at most ``guard`` real seconds: a hang guard, not a timing check."""
+    assert process.stdout is not None
+    with selectors.DefaultSelector() as selector:
+        selector.register(process.stdout, selectors.EVENT_READ)
+        if not selector.select(timeout=guard):
+            process.kill()
+            raise AssertionError(f"{what} printed nothing in {guard} s")
+    line = process.stdout.readline()
+    if not line:
+        _, err = process.communicate(timeout=guard)
+        raise AssertionError(f"{what} exited {process.returncode}: {err}")
+    return line

@@ -5,7 +5,6 @@ real service: ``MGMTAUTH_LIVE_UPSTREAM`` sends every forwarded request to the st
 from __future__ import annotations
 
 import json
-import selectors
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +12,7 @@ from typing import Any
 
 import pytest
 import requests
+from wire_support import first_line
 
 #: Real seconds the stand-in may take to start (a hang guard, not a timing check).
 GUARD = 30.0
@@ -74,17 +74,7 @@ class StandIn:
             )
 
     def _first_line(self) -> str:
-        assert self.process.stdout is not None
-        with selectors.DefaultSelector() as selector:
-            selector.register(self.process.stdout, selectors.EVENT_READ)
-            if not selector.select(timeout=GUARD):
-                self.process.kill()
-                raise AssertionError(f"the stand-in printed nothing in {GUARD} s")
-        line = self.process.stdout.readline()
-        if not line:
-            _, err = self.process.communicate(timeout=GUARD)
-            raise AssertionError(f"the stand-in exited {self.process.returncode}: {err}")
-        return line
+        return first_line(self.process, guard=GUARD, what="the stand-in")
 
     def control(self, endpoint: str, **body: object) -> Any:
         """A call of the stand-in's control API (not forwarded: straight to it)."""

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import selectors
 import signal
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+
+from wire_support import first_line
 
 #: Real seconds a server may take to start or stop before a test fails (not a timing
 #: assertion: a guard so that a broken server fails the test instead of hanging it).
@@ -40,17 +41,7 @@ class ServerProcess:
         self.account: dict[str, Any] = self.info["accounts"][0]
 
     def _first_line(self) -> str:
-        assert self.process.stdout is not None
-        with selectors.DefaultSelector() as selector:
-            selector.register(self.process.stdout, selectors.EVENT_READ)
-            if not selector.select(timeout=GUARD):
-                self.process.kill()
-                raise AssertionError(f"mgmtauth-server printed nothing in {GUARD} s")
-        line = self.process.stdout.readline()
-        if not line:
-            _, err = self.process.communicate(timeout=GUARD)
-            raise AssertionError(f"mgmtauth-server exited {self.process.returncode}: {err}")
-        return line
+        return first_line(self.process, guard=GUARD, what="mgmtauth-server")
 
     def stop(self, signum: int = signal.SIGTERM) -> tuple[int, str]:
         """Send ``signum``; the exit status and what it wrote to stderr."""
