@@ -68,6 +68,9 @@ class ConnectionServer(ThreadedWSGIServer):
     fake_app: FakeApp | None = None
     #: Set on the proxy's listener (intercept option): see _http/hosts.py.
     tunnel_context: Callable[[str], ssl.SSLContext] | None = None
+    #: Which listener of the fake it is (``arrival.REGION_LISTENER``, or None for the
+    #: fake's own address): each request's Arrival says so.
+    listener: str | None = None
     #: Connections accepted so far (the keep-alive benchmark counts them).
     connections_accepted = 0
 
@@ -79,7 +82,7 @@ class ConnectionServer(ThreadedWSGIServer):
         self._closed: dict[Any, threading.Event] = {}
         #: Per open connection: the test binding current when it was accepted. The one
         #: way a binding reaches a request: from here to the connection's handler
-        #: (binding_of), which puts it in each request's environ for the app.
+        #: (binding_of), which puts it in each request's Arrival for the app.
         self._bindings: dict[Any, Binding | None] = {}
         #: Connection threads done with their connection, waiting for another one.
         self._waiting_workers = 0

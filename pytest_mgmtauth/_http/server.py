@@ -47,30 +47,40 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from pytest_httpserver import HTTPServer
+from werkzeug.exceptions import HTTPException
 
 from .._service.flows.registry import service_hosts
-from .app import AFTER_ANSWER, FakeApp
+from .app import FakeApp
+from .arrival import FakeRequest
 from .connections import SNI_HOST, SOCKET_BINDING, ConnectionServer
-from .handler import ConnectionHandler, FakeRequest
-from .hosts import LISTENER, SNI_PROBLEM
+from .handler import ConnectionHandler
+from .hosts import SNI_PROBLEM
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
 
     from werkzeug import Request, Response
 
     from .binding import Binding
 
 
-def _drain_briefly_after(app: Any) -> Any:
-    """The WSGI app, then the brief drain (see :class:`BriefDrain`) of its request."""
+def _wsgi(answer: Callable[[Request], Response]) -> Any:
+    """The WSGI application of a listener: each request made a :class:`FakeRequest`
+    (with the Arrival its connection's handler made) and answered by ``answer``; then
+    the Arrival's after-answer (keep-alive, or the brief drain, see ``handler.py``)."""
 
-    def wsgi(environ: dict[str, Any], start_response: Any) -> Any:
-        answer = app(environ, start_response)
-        after = environ.get(AFTER_ANSWER)
+    def wsgi(environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
+        request = FakeRequest(environ)
+        with request:  # as Werkzeug's Request.application: HTTP errors answered
+            try:
+                response: Any = answer(request)
+            except HTTPException as exc:
+                response = exc.get_response(environ)
+            body: Iterable[bytes] = response(environ, start_response)
+        after = request.arrival.after_answer
         if after is not None:
             after()
-        return answer
+        return body
 
     return wsgi
 
@@ -93,7 +103,8 @@ class FakeHTTPServer(HTTPServer):
         #: Another listener's app to share (the region address answers for the same
         #: test as the fake's own address), else one of its own.
         self.app = app if app is not None else FakeApp()
-        #: Which listener it is, for the requests it reads (see _http/hosts.py).
+        #: Which listener it is, in the Arrival of each request it reads (see
+        #: _http/arrival.py and hosts.py).
         self.listener = listener
         #: The TLS context of a tunnel to a host: set, this listener is the proxy of the
         #: intercept option (see _http/hosts.py).
@@ -109,11 +120,13 @@ class FakeHTTPServer(HTTPServer):
         with self._start_lock:
             if self.is_running():
                 return
-            app = _drain_briefly_after(FakeRequest.application(self.application))
             # Plain TCP server; TLS is layered per connection in get_request.
-            server = ConnectionServer(self.host, self.port, app, handler=ConnectionHandler)
+            server = ConnectionServer(
+                self.host, self.port, _wsgi(self.application), handler=ConnectionHandler
+            )
             server.fake_app = self.app
             server.tunnel_context = self.tunnel_context
+            server.listener = self.listener
             if self.ssl_context is not None:
                 server._tls_context = self.ssl_context
                 server.ssl_context = self.ssl_context  # Werkzeug reports wsgi.url_scheme
@@ -130,8 +143,6 @@ class FakeHTTPServer(HTTPServer):
         self.server.serve_forever()
 
     def application(self, request: Request) -> Response:
-        if self.listener is not None:
-            request.environ[LISTENER] = self.listener
         return self.app(request)
 
     @property
