@@ -7,8 +7,9 @@ state to each other.
 Why it travels in the environ, under the one key :data:`ARRIVAL`: a WSGI server hands
 its application nothing but the environ, and Werkzeug's handler calls the one
 application of the server for every connection's requests. So the handler puts the
-Arrival there, and :class:`FakeRequest` takes it out when it is made; nothing else
-reads or writes an environ key of the package's own.
+Arrival there, and the listeners' WSGI application (:func:`wsgi_application`) makes the
+request that carries it; nothing else reads or writes an environ key of the package's
+own.
 """
 
 from __future__ import annotations
@@ -17,16 +18,19 @@ import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from werkzeug import Request
+from werkzeug.exceptions import HTTPException
 
 from .._service.secret_text import SecretMasker
 from .errors import MAX_BODY_BYTES
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
+
+    from werkzeug import Response
 
     from .binding import Binding
 
-__all__ = ["ARRIVAL", "REGION_LISTENER", "Arrival", "FakeRequest", "mask_for"]
+__all__ = ["ARRIVAL", "REGION_LISTENER", "Arrival", "FakeRequest", "mask_for", "wsgi_application"]
 
 #: The environ key of a request's :class:`Arrival` (see the module's text).
 ARRIVAL = "mgmtauth.arrival"
@@ -86,6 +90,27 @@ class FakeRequest(Request):
         # the whole URL, and with it a utk in the query or a jsessionid in the path.
         masked = mask_for(self.arrival.binding)(_target(self))
         return f"<{type(self).__name__} {masked!r} [{self.method}]>"
+
+
+def wsgi_application(answer: Callable[[Request], Response]) -> Any:
+    """The WSGI application of the fake's listeners: each request made a
+    :class:`FakeRequest` (with the Arrival its connection's handler made) and answered by
+    ``answer``, then the Arrival's after-answer (keep-alive, or the brief drain)."""
+
+    def wsgi(environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
+        request = FakeRequest(environ)
+        with request:  # as Werkzeug's Request.application: its HTTP errors answered
+            try:
+                response: Any = answer(request)
+            except HTTPException as exc:
+                response = exc.get_response(environ)
+            body: Iterable[bytes] = response(environ, start_response)
+        after = request.arrival.after_answer
+        if after is not None:
+            after()
+        return body
+
+    return wsgi
 
 
 def _target(request: Request) -> str:

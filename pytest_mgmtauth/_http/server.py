@@ -47,42 +47,20 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from pytest_httpserver import HTTPServer
-from werkzeug.exceptions import HTTPException
 
 from .._service.flows.registry import service_hosts
 from .app import FakeApp
-from .arrival import FakeRequest
+from .arrival import wsgi_application
 from .connections import SNI_HOST, SOCKET_BINDING, ConnectionServer
 from .handler import ConnectionHandler
 from .hosts import SNI_PROBLEM
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Callable
 
     from werkzeug import Request, Response
 
     from .binding import Binding
-
-
-def _wsgi(answer: Callable[[Request], Response]) -> Any:
-    """The WSGI application of a listener: each request made a :class:`FakeRequest`
-    (with the Arrival its connection's handler made) and answered by ``answer``; then
-    the Arrival's after-answer (keep-alive, or the brief drain, see ``handler.py``)."""
-
-    def wsgi(environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
-        request = FakeRequest(environ)
-        with request:  # as Werkzeug's Request.application: HTTP errors answered
-            try:
-                response: Any = answer(request)
-            except HTTPException as exc:
-                response = exc.get_response(environ)
-            body: Iterable[bytes] = response(environ, start_response)
-        after = request.arrival.after_answer
-        if after is not None:
-            after()
-        return body
-
-    return wsgi
 
 
 class FakeHTTPServer(HTTPServer):
@@ -122,7 +100,7 @@ class FakeHTTPServer(HTTPServer):
                 return
             # Plain TCP server; TLS is layered per connection in get_request.
             server = ConnectionServer(
-                self.host, self.port, _wsgi(self.application), handler=ConnectionHandler
+                self.host, self.port, wsgi_application(self.application), handler=ConnectionHandler
             )
             server.fake_app = self.app
             server.tunnel_context = self.tunnel_context
