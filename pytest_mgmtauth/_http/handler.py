@@ -17,7 +17,7 @@ from werkzeug.serving import WSGIRequestHandler
 
 from .._service.flows.base import HTTP_WHITESPACE
 from .arrival import ARRIVAL, Arrival, mask_for
-from .connections import SNI_HOST, SOCKET_BINDING
+from .connections import handshake_of
 from .errors import chunked, error_bytes, framing_problem
 from .hosts import serve_connect
 from .streams import BriefDrain, ContinueOnRead, CountedInput, Dechunked, HeadBounded, SkipDrain
@@ -150,29 +150,30 @@ class ConnectionHandler(WSGIRequestHandler):
         if isinstance(self.connection, ssl.SSLSocket):
             # Deferred from accept() (see ConnectionServer.get_request); a failed handshake
             # closes this connection only. An SNI callback may choose the host's name.
-            setattr(self.connection, SOCKET_BINDING, self.binding)
+            handshake = handshake_of(self.connection)
+            handshake.binding = self.binding
             try:
                 self.connection.do_handshake()
-                self.tunnel_host = getattr(self.connection, SNI_HOST, None)
+                self.tunnel_host = handshake.sni_host
             except ssl.SSLError as exc:
                 self.close_connection = True
                 self.handshake_failed = True
                 if exc.reason == "HTTP_REQUEST":
                     self._answer_plain_http()
-                elif getattr(self.connection, SNI_HOST, None):
-                    self._refused_certificate(exc)
+                elif handshake.sni_host:
+                    self._refused_certificate(handshake.sni_host, exc)
             except OSError:
                 self.close_connection = True
                 self.handshake_failed = True
 
-    def _refused_certificate(self, exc: ssl.SSLError) -> None:
+    def _refused_certificate(self, host: str, exc: ssl.SSLError) -> None:
         """A client reached the fake by a lookup of a service host (interception) and its
         TLS handshake failed after the SNI chose the host: it does not trust the test CA.
         A client made before the test (it read the CA and proxy variables before
         interception set them) and one with a bundle of its own (``trust_env=False``)
         send the same handshake, and neither comes through the proxy: the reason names
         both, the first the more common (a module-level ``httpx.Client()``)."""
-        host, binding = getattr(self.connection, SNI_HOST), self.binding
+        binding = self.binding
         if binding is not None and not binding.closed.is_set():
             binding.service.timeline.record_tunnel_closed(
                 f"{host}:443",

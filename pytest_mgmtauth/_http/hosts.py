@@ -32,6 +32,7 @@ from urllib.parse import urlsplit
 from .._service.flows.base import Where
 from .._service.flows.registry import route_hosts, service_hosts
 from .arrival import REGION_LISTENER
+from .connections import handshake_of
 from .errors import error_bytes
 from .flows import fake_host
 
@@ -153,10 +154,6 @@ def foreign_target(binding: Binding, request: Request) -> str | None:
 
 
 # -- the proxy of the intercept option --------------------------------------------
-
-#: Attribute set on a server-side TLS socket whose handshake the SNI check refused: why
-#: (set by the tunnel's TLS context, see :meth:`~.server.TestCA.host_context`).
-SNI_PROBLEM = "mgmtauth_sni_problem"
 
 #: The only port a tunnel may be opened to: the service is HTTPS on 443.
 TUNNEL_PORT = 443
@@ -339,7 +336,7 @@ def _handshake(
                 "tunnels https:// URLs only"
             )
         else:
-            reason = getattr(tunnel, SNI_PROBLEM, None) or (
+            reason = handshake_of(tunnel).sni_problem or (
                 f"the TLS handshake failed ({exc}); the tunnel speaks TLS for {host} with "
                 "the test CA's certificate (trust mgmt_server.ca_bundle)"
             )

@@ -51,16 +51,13 @@ from pytest_httpserver import HTTPServer
 from .._service.flows.registry import service_hosts
 from .app import FakeApp
 from .arrival import wsgi_application
-from .connections import SNI_HOST, SOCKET_BINDING, ConnectionServer
+from .connections import ConnectionServer, handshake_of
 from .handler import ConnectionHandler
-from .hosts import SNI_PROBLEM
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from werkzeug import Request, Response
-
-    from .binding import Binding
 
 
 class FakeHTTPServer(HTTPServer):
@@ -208,7 +205,7 @@ class TestCA:
         """The server context of a tunnel to ``host`` (a host of the service, under
         interception): a certificate for that name, and a handshake that completes only
         when the client's SNI names it (else an ``unrecognized_name`` alert, and the
-        socket's :data:`SNI_PROBLEM` says why). Made once per name."""
+        socket's ``Handshake`` says why). Made once per name."""
         with self._lock:
             context = self._host_contexts.get(host)
             if context is None:
@@ -286,7 +283,7 @@ def _sni_check(host: str) -> Callable[[ssl.SSLObject, str, ssl.SSLContext], int 
             if name is None
             else f"the TLS handshake named {name!r} (SNI), not {host!r} as the CONNECT did"
         )
-        setattr(sock, SNI_PROBLEM, problem)
+        handshake_of(sock).sni_problem = problem
         return ssl.ALERT_DESCRIPTION_UNRECOGNIZED_NAME
 
     return check
@@ -296,13 +293,14 @@ def _sni_choose(
     contexts: Callable[[str], ssl.SSLContext],
 ) -> Callable[[ssl.SSLObject, str, ssl.SSLContext], int | None]:
     def choose(sock: ssl.SSLObject, name: str | None, _: ssl.SSLContext) -> int | None:
-        binding: Binding | None = getattr(sock, SOCKET_BINDING, None)
+        handshake = handshake_of(sock)
+        binding = handshake.binding
         if binding is None or binding.closed.is_set():
             return ssl.ALERT_DESCRIPTION_UNRECOGNIZED_NAME  # no test: nothing to serve
         hosts = service_hosts(binding.service.options)
         if name is not None and name.lower() in hosts:
             sock.context = contexts(name.lower())
-            setattr(sock, SNI_HOST, name.lower())
+            handshake.sni_host = name.lower()
             return None
         binding.service.timeline.record_tunnel_closed(
             f"{name or '-'}:443",
