@@ -16,7 +16,7 @@ if TYPE_CHECKING:
         RecordedRequest as RecordedRequest,
         RouteHandler as RouteHandler,
     )
-    from ._service.accounts import Account as Account
+    from ._service.accounts import Account as Account, Profile as Profile
     from ._service.events import (
         AccountLocked as AccountLocked,
         AccountLockedManually as AccountLockedManually,
@@ -70,7 +70,7 @@ _LAZY: dict[str, tuple[str, ...]] = {
     "._fake.server": ("MgmtServer",),
     "._glue.clock": ("MgmtClock",),
     "._http.binding": ("RecordedRequest", "RouteHandler"),
-    "._service.accounts": ("Account",),
+    "._service.accounts": ("Account", "Profile"),
     "._service.events": (
         "AccountLocked",
         "AccountLockedManually",

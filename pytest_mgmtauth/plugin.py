@@ -46,7 +46,8 @@ if TYPE_CHECKING:
     from ._glue.clock import MgmtClock
     from ._glue.report import SECTION_TITLE, section_text
     from ._glue.sweep import SweepReport
-    from ._service.accounts import Account
+    from ._http.forward import LiveRun
+    from ._service.accounts import Account, Profile
     from ._service.flows.oauth import OAuthClient
 
 _BASE_OPTIONS = pytest.StashKey[Options]()
@@ -77,6 +78,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "in the terminal, and attach the 'mgmtauth timeline' section to passing tests too; "
         "-v does both too",
     )
+    group.addoption(
+        "--mgmtauth-live",
+        action="store_true",
+        default=False,
+        help="run the tests marked mgmtauth_live against the service itself, with the "
+        "credentials of the MGMTAUTH_LIVE_* variables, and record their exchanges as "
+        "snapshots (mgmtauth_snapshots/); skip every other test",
+    )
     _settings.add_options(parser, group)
     _settings.add_sweep_options(parser, group)
 
@@ -93,6 +102,15 @@ def pytest_configure(config: pytest.Config) -> None:
         "once per fault kind and point (the documentation's page Sweeps); faults: "
         f"{', '.join(FAULT_KINDS)}",
     )
+    config.addinivalue_line(
+        "markers",
+        "mgmtauth_live: run this test against the service itself under --mgmtauth-live, "
+        "recording its exchanges (the documentation's page Checked against the service)",
+    )
+    if config.getoption("mgmtauth_live", False):
+        from ._glue import live as _live
+
+        _live.configure(config)
     try:
         options = _settings.read_options(config)
         config.stash[_SWEEP] = _settings.read_sweep_config(config)
@@ -176,6 +194,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     # now on, while pytest sets up. A run that uses no fixture of the plugin makes none.
     if any("_mgmtauth_pool" in getattr(item, "fixturenames", ()) for item in items):
         _key_of(config).start()
+    if config.getoption("mgmtauth_live", False):
+        from ._glue import live as _live
+
+        _live.skip_unmarked(items)
 
 
 @pytest.fixture(scope="session")
@@ -316,13 +338,17 @@ def mgmt_server(
         # Outside the except block: failing inside it chained the two, and pytest
         # printed the message twice ("During handling of the above exception...").
         pytest.fail(problem, pytrace=False)
-    fake = MgmtServer(options, _mgmtauth_pool, test_id=item.nodeid)
+    live = _live_run(item.config)
+    fake = MgmtServer(options, _mgmtauth_pool, test_id=item.nodeid, live=live)
     item.stash[_FAKE] = fake
     fake.use_clock_mover(_clock_mover(item))
     _sweep.arm(item, _mgmtauth_sweep, fake)
     restore_environment = fake.apply_environment()  # the intercept option's variables
+    recorded = None if live is None else fake.record_exchanges()  # the service's answers
+    checked = False
     try:
-        drift = _drift.watch(item, fake)  # None: no snapshot records this test
+        # None: no snapshot records this test (or a live run, which writes them).
+        drift = None if live is not None else _drift.watch(item, fake)
         yield fake
         fake.check()
         check_findings(
@@ -333,7 +359,13 @@ def mgmt_server(
         )
         if drift is not None:
             drift.check(item, fake)
+        checked = True
     finally:
+        if recorded is not None:
+            from ._glue import live as _live
+
+            passed = checked and not item.stash.get(_CALL_FAILED, False)
+            _live.finish(item, fake, recorded, passed=passed)
         # The figures travel with the teardown report: JUnit XML properties, and the
         # terminal summary (also from xdist workers).
         item.user_properties.extend(fake.summary().as_properties())
@@ -382,25 +414,57 @@ def pytest_runtest_makereport(
     report.sections.append((SECTION_TITLE, text))
 
 
+def _live_run(config: pytest.Config) -> LiveRun | None:
+    """The live run's link to the service (``--mgmtauth-live``); None in an ordinary run."""
+    if not config.getoption("mgmtauth_live", False):
+        return None
+    from ._glue import live as _live
+
+    return _live.run_of(config)
+
+
 @pytest.fixture
-def mgmt_account(mgmt_server: MgmtServer) -> Account:
-    """One account on ``mgmt_server`` with every permission."""
+def mgmt_account(mgmt_server: MgmtServer, pytestconfig: pytest.Config) -> Account:
+    """One account on ``mgmt_server`` with every permission; in a live run, the account
+    of the ``MGMTAUTH_LIVE_*`` variables."""
+    if _live_run(pytestconfig) is not None:
+        from ._glue import live as _live
+
+        return _live.account()
     return mgmt_server.add_account()
 
 
 @pytest.fixture
-def mgmt_oauth_client(mgmt_server: MgmtServer) -> OAuthClient:
+def mgmt_oauth_client(mgmt_server: MgmtServer, pytestconfig: pytest.Config) -> OAuthClient:
     """One OAuth client on ``mgmt_server`` whose scope is
-    ``acme:main:tiq:2026-07:profiles:manage`` (account ``acme``, profile ``main``)."""
+    ``acme:main:tiq:2026-07:profiles:manage`` (account ``acme``, profile ``main``); in a
+    live run, the client of the ``MGMTAUTH_LIVE_*`` variables."""
+    if _live_run(pytestconfig) is not None:
+        from ._glue import live as _live
+
+        return _live.oauth_client()
     return mgmt_server.add_client()
 
 
 @pytest.fixture
-def mgmt_clock() -> Iterator[MgmtClock]:
-    """Frozen simulated time (freezegun) that both the client and the fake see."""
+def mgmt_profile(pytestconfig: pytest.Config) -> Profile:
+    """The v3 account and profile to use: ``Profile(account="acme", profile="main")``;
+    in a live run, ``MGMTAUTH_LIVE_ACCOUNT`` and ``MGMTAUTH_LIVE_PROFILE``."""
+    from ._glue import live as _live
+
+    return _live.profile(pytestconfig)
+
+
+@pytest.fixture
+def mgmt_clock(pytestconfig: pytest.Config) -> Iterator[MgmtClock]:
+    """Frozen simulated time (freezegun) that both the client and the fake see; in a
+    live run, moving it skips the test."""
     from ._glue.clock import MgmtClock
 
     clock = MgmtClock().start()
+    live = _live_run(pytestconfig)
+    if live is not None:
+        clock.fake_only = live.fake_only
     try:
         yield clock
     finally:

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import time
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 from .._service.limits import LATEST_TIME, check_advance
 from .._service.timeline import clock_moved, clock_set
@@ -42,6 +45,15 @@ class MgmtClock:
             ignore=["_pytest.timing"],
         )
         self._factory: Any = None
+        #: In a live run: skips the test at a move (only the fake's time can move).
+        self.fake_only: Callable[[str], NoReturn] | None = None
+
+    def _refuse_live(self, call: str) -> None:
+        if self.fake_only is not None:
+            self.fake_only(
+                f"mgmt_clock.{call} moves the fake's clock, which a live run does not use "
+                "(the service keeps real time): skipped in a live run (--mgmtauth-live)"
+            )
 
     def start(self) -> MgmtClock:
         before = time.time()
@@ -83,6 +95,7 @@ class MgmtClock:
         NaN, infinity, a huge number, a bool or a string) raises ``ValueError`` or
         ``TypeError`` and leaves the clock where it was. Use :meth:`move_to` to go back.
         """
+        self._refuse_live("advance")
         extra = 0.0
         if delta is not None:
             if not isinstance(delta, timedelta):
@@ -109,6 +122,7 @@ class MgmtClock:
     def move_to(self, when: datetime) -> datetime:
         """Jump to the instant ``when`` (a naive datetime is taken as UTC), forwards or
         backwards, between 1970-01-01 and 3000-01-01 (else ``ValueError``); returns it."""
+        self._refuse_live("move_to")
         if not isinstance(when, datetime):
             raise TypeError(f"move_to() takes a datetime, got {when!r}")
         when = _as_utc(when)

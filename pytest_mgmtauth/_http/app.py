@@ -35,6 +35,7 @@ from .flows import (
     reset_connection,
     scripted_fault,
 )
+from .forward import forward
 from .hosts import (
     check_endpoint_host,
     foreign_target,
@@ -211,6 +212,10 @@ class FakeApp:
             return error_response(403, 403, foreign)
         # Where it arrived, worked out once: every host check below reads this.
         here = where(binding, request, arrival)
+        if binding.live is not None:  # a live run: the service answers
+            response = forward(binding, request, here)
+            self._this_thread.handler_answer = response  # as the service made it
+            return response
         found = endpoint_for(path, service.options)
         family = endpoint_family(path) if found is None else None
         endpoint = found[1] if found else family[1] if family else None
@@ -402,7 +407,9 @@ def _exchanged(
     test that has a snapshot)."""
     status = None if response is None else response.status_code
     binding.requests.add(_recorded(binding, request, arrival, arrived, status))
-    if response is not None:
+    if binding.live is not None:  # the service's answer was kept as it came
+        binding.live.answered(request, response)
+    elif response is not None:
         keep_exchange(binding, request, response)
 
 

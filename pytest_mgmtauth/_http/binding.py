@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from werkzeug import Request, Response
 
     from .._service.service import AuthService
+    from .forward import LiveTest
 
 
 class RouteHandler(RequestHandler):
@@ -211,6 +212,8 @@ class Binding:
         self.region_port: Callable[[], int] = lambda: 0
         #: The port of the fake's own address (0: the one a request arrived at).
         self.main_port = 0
+        #: In a live run, its link to the service: every request is forwarded.
+        self.live: LiveTest | None = None
 
     def add_error(self, error: BaseException, where: str) -> None:
         with self.lock:

@@ -28,16 +28,20 @@ def record_exchanges(binding: Binding) -> list[Exchange]:
     return _KEPT.setdefault(binding, [])
 
 
-def keep_exchange(binding: Binding, request: Request, response: Response) -> None:
-    """Add the exchange to ``binding``'s list, if it keeps one."""
+def keep_exchange(
+    binding: Binding, request: Request, response: Response, *, protected: bool | None = None
+) -> None:
+    """Add the exchange to ``binding``'s list, if it keeps one. ``protected``: whether it
+    is an API call (None: a call to a declared route)."""
     kept = _KEPT.get(binding)
     if kept is None:
         return
-    # A call to a declared route; any other path the service does not serve (an unknown
-    # route's 404) is recorded whole, like an endpoint's answer.
-    protected = endpoint_for(request.path, binding.service.options) is None and any(
-        route.matcher.match(request) for route in binding.routes
-    )
+    if protected is None:
+        # A call to a declared route; any other path the fake does not serve (an unknown
+        # route's 404) is recorded whole, like an endpoint's answer.
+        protected = endpoint_for(request.path, binding.service.options) is None and any(
+            route.matcher.match(request) for route in binding.routes
+        )
     status = response.status_code
     # A protected call's data body is never read (nor kept): only a refusal's shape.
     body = b"" if protected and status not in REFUSED_STATUSES else response.get_data()

@@ -6,7 +6,7 @@ import dataclasses
 import hashlib
 import secrets
 import string
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import unquote_to_bytes
 
 if TYPE_CHECKING:
@@ -105,6 +105,19 @@ def generate_utk() -> str:
 
 #: A v3 scope an account may get tokens for: (account, profile); profile "*" is any.
 Scope = tuple[str, str]
+
+
+class Profile(NamedTuple):
+    """The v3 account and profile a test uses (the ``mgmt_profile`` fixture): ``acme``
+    and ``main`` against the fake; ``MGMTAUTH_LIVE_ACCOUNT`` and ``MGMTAUTH_LIVE_PROFILE``
+    in a live run."""
+
+    account: str
+    """The account name of v3 paths and OAuth scopes."""
+    profile: str
+    """The profile name."""
+
+
 ANY_PROFILE = "*"
 
 

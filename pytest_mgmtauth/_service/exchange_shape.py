@@ -274,7 +274,10 @@ class TestRecord:
 
 
 #: What a broken snapshot's message tells to do.
-_FIX = "fix it or remove it (page Checked against the service: snapshots)"
+_FIX = (
+    "fix it or remove it, or record it anew from the service with pytest --mgmtauth-live "
+    "(page Checked against the service: snapshots)"
+)
 
 
 @dataclasses.dataclass

@@ -1,0 +1,283 @@
+"""Live runs: ``pytest --mgmtauth-live`` runs the tests marked ``mgmtauth_live`` against
+the service itself (the fake forwards every request, ``_http/forward.py``) and writes
+each test's exchanges into its module's snapshot, which ordinary runs verify the fake
+against (``drift.py``).
+
+Credentials come from the environment only (:data:`VARIABLES`); without the flag nothing
+is live, whatever the environment holds. At the first refusal of the credentials the run
+stops, so that a wrong variable cannot lock the user's account."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any, NoReturn
+
+import pytest
+
+from .._service.accounts import Account, Profile
+from .._service.flows.oauth_scopes import DEFAULT_ACCOUNT, DEFAULT_PROFILE
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from .._fake.server import MgmtServer
+    from .._http.forward import LiveRun
+    from .._service.exchange_shape import Exchange
+    from .._service.flows.oauth import OAuthClient
+
+__all__ = [
+    "CAFILE",
+    "FLAG",
+    "MARKER",
+    "UPSTREAM",
+    "VARIABLES",
+    "LiveReport",
+    "account",
+    "finish",
+    "is_live",
+    "oauth_client",
+    "profile",
+    "run_of",
+    "skip_unmarked",
+]
+
+#: The command-line flag (``--mgmtauth-live``) and its destination.
+FLAG = "mgmtauth_live"
+#: The marker of the tests a live run runs.
+MARKER = "mgmtauth_live"
+#: One variable per credential, and what it is for.
+VARIABLES = {
+    "MGMTAUTH_LIVE_USERNAME": "the account's e-mail address (v1, v2, v3)",
+    "MGMTAUTH_LIVE_API_KEY": "its API key (v2, v3)",
+    "MGMTAUTH_LIVE_PASSWORD": "its password (v1)",
+    "MGMTAUTH_LIVE_ACCOUNT": "the account name of v3 paths and OAuth scopes",
+    "MGMTAUTH_LIVE_PROFILE": "the profile name of v3 paths and OAuth scopes",
+    "MGMTAUTH_LIVE_CLIENT_ID": "the OAuth client's id",
+    "MGMTAUTH_LIVE_CLIENT_SECRET": "the OAuth client's secret",
+}
+#: The variables that hold secrets: masked wherever a text quotes them.
+_SECRET_VARIABLES = (
+    "MGMTAUTH_LIVE_API_KEY",
+    "MGMTAUTH_LIVE_PASSWORD",
+    "MGMTAUTH_LIVE_CLIENT_SECRET",
+)
+#: For the project's own tests (docs/architecture.md): an https URL that receives every
+#: forwarded request, and the CA bundle it is trusted by.
+UPSTREAM = "MGMTAUTH_LIVE_UPSTREAM"
+CAFILE = "MGMTAUTH_LIVE_CAFILE"
+#: The user property that carries a test's recording to the terminal summary (also from
+#: xdist workers).
+_PROPERTY = "mgmtauth_live"
+_RUN = pytest.StashKey["LiveRun"]()
+
+
+def is_live(config: pytest.Config) -> bool:
+    return bool(config.getoption(FLAG, False))
+
+
+def _skip(reason: str) -> NoReturn:
+    # Shown at the test's line, not this one (as a skip marker's reason is).
+    raise pytest.skip.Exception(reason, _use_item_location=True)
+
+
+def _value(name: str) -> str | None:
+    return os.environ.get(name) or None
+
+
+def configure(config: pytest.Config) -> None:
+    """Set up the run's link to the service (a live run only)."""
+    from .._http.forward import LiveRun, Upstream
+
+    upstream = Upstream(url=_value(UPSTREAM), cafile=_value(CAFILE))
+    try:
+        upstream.check()
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    secrets = tuple(
+        value
+        for name in (
+            "MGMTAUTH_LIVE_API_KEY",
+            "MGMTAUTH_LIVE_PASSWORD",
+            "MGMTAUTH_LIVE_CLIENT_SECRET",
+        )
+        if (value := _value(name)) is not None
+    )
+    config.stash[_RUN] = LiveRun(upstream=upstream, secrets=secrets, fake_only=_skip)
+    config.pluginmanager.register(LiveReport(), "mgmtauth-live-report")
+
+
+def run_of(config: pytest.Config) -> LiveRun | None:
+    """The live run's link to the service; None in an ordinary run."""
+    return config.stash.get(_RUN, None)
+
+
+def skip_unmarked(items: list[pytest.Item]) -> None:
+    """A live run runs only the tests marked ``mgmtauth_live``, and no sweep."""
+    for item in items:
+        if item.get_closest_marker(MARKER) is None:
+            item.add_marker(
+                pytest.mark.skip(
+                    reason="not marked mgmtauth_live: a live run (--mgmtauth-live) runs only "
+                    "the tests marked @pytest.mark.mgmtauth_live, against the service"
+                )
+            )
+        elif _sweep_point(item):
+            item.add_marker(
+                pytest.mark.skip(
+                    reason="a sweep point injects faults, which only the fake can do: "
+                    "skipped in a live run (--mgmtauth-live)"
+                )
+            )
+
+
+def _sweep_point(item: pytest.Item) -> bool:
+    """Whether ``item`` runs a sweep's fault (its parametrization gives the point)."""
+    callspec = getattr(item, "callspec", None)
+    point = None if callspec is None else callspec.params.get("_mgmtauth_sweep")
+    return getattr(point, "kind", None) is not None  # None: the baseline, no fault
+
+
+def _needed(*names: str) -> None:
+    missing = [name for name in names if _value(name) is None]
+    if missing:
+        _skip(
+            f"{' and '.join(missing)} not set: a live run takes its credentials from the "
+            "environment (the page Checked against the service)"
+        )
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class _LiveAccount(Account):
+    """The live account: reading a secret whose variable is not set skips the test."""
+
+    unset: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+    def __getattribute__(self, name: str) -> Any:
+        if name in ("api_key", "password"):
+            variable = object.__getattribute__(self, "unset").get(name)
+            if variable is not None:
+                _needed(variable)
+        return object.__getattribute__(self, name)
+
+    def __repr__(self) -> str:
+        return f"Account(username={self.username!r}, live)"
+
+
+def account() -> Account:
+    """The ``mgmt_account`` of a live run: the credentials of the variables."""
+    _needed("MGMTAUTH_LIVE_USERNAME")
+    unset = {
+        field: variable
+        for field, variable in (
+            ("api_key", "MGMTAUTH_LIVE_API_KEY"),
+            ("password", "MGMTAUTH_LIVE_PASSWORD"),
+        )
+        if _value(variable) is None
+    }
+    return _LiveAccount(
+        username=os.environ["MGMTAUTH_LIVE_USERNAME"],
+        api_key=_value("MGMTAUTH_LIVE_API_KEY") or "",
+        password=_value("MGMTAUTH_LIVE_PASSWORD") or "",
+        unset=unset,
+    )
+
+
+def profile(config: pytest.Config) -> Profile:
+    """The ``mgmt_profile``: the fake's (``acme``/``main``), or the variables' live."""
+    if run_of(config) is None:
+        return Profile(DEFAULT_ACCOUNT, DEFAULT_PROFILE)
+    _needed("MGMTAUTH_LIVE_ACCOUNT", "MGMTAUTH_LIVE_PROFILE")
+    return Profile(os.environ["MGMTAUTH_LIVE_ACCOUNT"], os.environ["MGMTAUTH_LIVE_PROFILE"])
+
+
+def oauth_client() -> OAuthClient:
+    """The ``mgmt_oauth_client`` of a live run: its scope is the default one's, for the
+    variables' account and profile."""
+    from .._service.flows.oauth import OAuthClient
+
+    _needed(
+        "MGMTAUTH_LIVE_CLIENT_ID",
+        "MGMTAUTH_LIVE_CLIENT_SECRET",
+        "MGMTAUTH_LIVE_ACCOUNT",
+        "MGMTAUTH_LIVE_PROFILE",
+    )
+    scope = (
+        f"{os.environ['MGMTAUTH_LIVE_ACCOUNT']}:{os.environ['MGMTAUTH_LIVE_PROFILE']}"
+        ":tiq:2026-07:profiles:manage"
+    )
+    return OAuthClient(
+        client_id=os.environ["MGMTAUTH_LIVE_CLIENT_ID"],
+        client_secret=os.environ["MGMTAUTH_LIVE_CLIENT_SECRET"],
+        scopes=(scope,),
+    )
+
+
+def finish(item: pytest.Item, fake: MgmtServer, kept: list[Exchange], *, passed: bool) -> None:
+    """After a live test: write its recording (if it passed), and stop the run if the
+    service refused the credentials."""
+    from .drift import snapshot_path, write_record
+
+    run = run_of(item.config)
+    assert run is not None
+    entry: dict[str, Any] = {"test": item.nodeid}
+    answered_here = fake.not_forwarded()
+    if answered_here is not None:
+        entry["not_recorded"] = f"a request was not forwarded to the service: {answered_here}"
+    elif passed:
+        today = datetime.now(timezone.utc).date().isoformat()
+        changed = write_record(item, kept, today=today)
+        entry["written"] = str(snapshot_path(item.path))
+        entry["exchanges"] = len(kept)
+        if changed is not None:
+            entry["changed"] = changed
+    if run.refused is not None:
+        entry["refused"] = run.refused
+        item.session.shouldstop = stop_message(run.refused)
+    item.user_properties.append((_PROPERTY, json.dumps(entry)))
+
+
+def stop_message(refused: str) -> str:
+    return (
+        f"pytest-mgmtauth: the service refused the live credentials ({refused}); the live "
+        "run stopped here. Check the MGMTAUTH_LIVE_* variables before you run it again: the "
+        "service locks an account after repeated failed logins (1402, for 10 minutes), "
+        "and every run with wrong credentials counts"
+    )
+
+
+class LiveReport:
+    """The ``mgmtauth live`` terminal section: the snapshots written, what changed since
+    their earlier recordings (the service moved), and a refusal that stopped the run."""
+
+    def __init__(self) -> None:
+        self.entries: list[dict[str, Any]] = []
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when != "teardown":
+            return
+        for name, value in report.user_properties:
+            if name == _PROPERTY and isinstance(value, str):
+                self.entries.append(json.loads(value))
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        written = [e for e in self.entries if "written" in e]
+        terminalreporter.section("mgmtauth live")
+        snapshots = sorted({e["written"] for e in written})
+        terminalreporter.line(
+            f"{len(written)} test(s) recorded against the service into "
+            f"{len(snapshots)} snapshot(s)" + (":" if snapshots else "")
+        )
+        for path in snapshots:
+            terminalreporter.line(f"  {path}")
+        for entry in written:
+            if "changed" in entry:
+                terminalreporter.line(f"{entry['test']}: {entry['changed']}")
+        for entry in self.entries:
+            if "not_recorded" in entry:
+                terminalreporter.line(f"{entry['test']}: not recorded: {entry['not_recorded']}")
+        refused = next((e["refused"] for e in self.entries if "refused" in e), None)
+        if refused is not None:
+            terminalreporter.line(stop_message(refused), red=True)

@@ -1,0 +1,353 @@
+"""Live runs (``pytest --mgmtauth-live``): the fake forwards each request of a test to the
+service and hands the service's answer back, recording the exchange for the drift check.
+
+A request is forwarded to the host of the service it stands for: the host it named
+(through the proxy of ``intercept``, or a ``Host`` header naming one); the region host a
+v3 answer of this test named, when it arrived at the region address; else the usual host
+of its endpoint, or of its route's flow. Only the service's published hosts are reached,
+over TLS verified against the system's trust store. What only a fake can do (accounts
+with invented credentials, faults, the simulated clock) is not done: the glue skips the
+test at that call.
+
+The answer is the service's, with two changes for a client that reached the fake by its
+address rather than by a host name, so that the client comes back here: a v3 answer's
+``host`` becomes the fake's region address, and a ``Domain`` attribute of a cookie is
+dropped. The exchange is recorded as the service answered it.
+
+``MGMTAUTH_LIVE_UPSTREAM`` and ``MGMTAUTH_LIVE_CAFILE`` are for the project's own tests
+(docs/architecture.md): every forwarded request goes to that https URL instead, its
+``Host`` header kept, trusting that CA bundle instead of the system's.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import re
+import ssl
+import threading
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, NoReturn
+from urllib.parse import urlsplit
+
+from werkzeug import Response
+
+from .._service.flows.registry import endpoint_for, flow_class, route_flow, service_hosts
+from .errors import error_response
+from .exchanges import keep_exchange
+from .hosts import host_name, region_address
+from .parsing import read_body
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+
+    from werkzeug import Request
+
+    from .._service.flows.base import Where
+    from .binding import Binding
+
+__all__ = [
+    "PUBLISHED_DOMAINS",
+    "LiveRun",
+    "LiveTest",
+    "ServiceAnswer",
+    "Upstream",
+    "forward",
+    "refused_credentials",
+]
+
+#: The domains of the service's published hosts: a region host a v3 answer names is
+#: reached only under one of them.
+PUBLISHED_DOMAINS = ("tealiumiq.com", "tealiumapis.com")
+#: Headers of one connection (RFC 9110 7.6.1), never forwarded either way.
+_HOP_BY_HOP = frozenset(
+    (
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+    )
+)
+#: Keys of an auth answer whose values are credentials: held for masking.
+_SECRET_KEYS = frozenset(("token", "access_token", "refresh_token", "id_token", "utk"))
+_VERSIONED = re.compile(r"/v\d{4}-\d{2}/")
+#: The refusals of a credential (the interface document's Errors; RFC 6749 5.2).
+_REFUSED_CODES = frozenset((1401, 1402))
+_REFUSED_ERRORS = frozenset(("invalid_client",))
+
+
+@dataclass(frozen=True)
+class Upstream:
+    """Where forwarded requests go: the service's hosts (``url`` None), or one https URL
+    that stands in for all of them (the project's own tests); ``cafile``: a CA bundle
+    trusted instead of the system's trust store."""
+
+    url: str | None = None
+    cafile: str | None = None
+    timeout: float = 30.0
+
+    def check(self) -> None:
+        """ValueError unless ``url`` is an https URL with a host (and no path)."""
+        if self.url is None:
+            return
+        parts = urlsplit(self.url)
+        if parts.scheme != "https" or not parts.hostname or parts.path not in ("", "/"):
+            raise ValueError(
+                f"MGMTAUTH_LIVE_UPSTREAM must be an https URL of a host, like "
+                f"https://127.0.0.1:8443, not {self.url!r}"
+            )
+
+    def context(self) -> ssl.SSLContext:
+        # The system's trust store (or the given bundle): never the fake's test CA.
+        return ssl.create_default_context(cafile=self.cafile)
+
+    def send(
+        self, host: str, method: str, target: str, headers: list[tuple[str, str]], body: bytes
+    ) -> tuple[int, list[tuple[str, str]], bytes]:
+        """One request to ``host`` (or the upstream URL, ``Host`` kept); the status,
+        headers and body of its answer."""
+        if self.url is None:
+            address, port = host, 443
+        else:
+            parts = urlsplit(self.url)
+            address, port = parts.hostname or "", parts.port or 443
+        connection = http.client.HTTPSConnection(
+            address, port, timeout=self.timeout, context=self.context()
+        )
+        try:
+            connection.putrequest(method, target, skip_host=True, skip_accept_encoding=True)
+            for name, value in headers:
+                connection.putheader(name, value)
+            connection.endheaders(body or None)
+            answer = connection.getresponse()
+            return answer.status, answer.getheaders(), answer.read()
+        finally:
+            connection.close()
+
+
+@dataclass
+class LiveRun:
+    """One live run's link to the service (shared by its tests): where requests go, the
+    live credentials (held for masking), and the first refusal of those credentials,
+    after which nothing more is forwarded."""
+
+    upstream: Upstream
+    #: Every credential of the run (API key, password, client secret): never written.
+    secrets: tuple[str, ...]
+    #: Skips the test, naming what only a fake can do (the glue's ``pytest.skip``).
+    fake_only: Callable[[str], NoReturn]
+    #: Why the run stopped forwarding: the service refused its credentials.
+    refused: str | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+@dataclass
+class LiveTest:
+    """One test's side of a live run: the region host the service named for it, and the
+    first request the fake answered itself (not forwarded): then nothing is recorded,
+    since the recording would lack that exchange."""
+
+    run: LiveRun
+    region_host: str | None = None
+    answered_here: str | None = None
+
+    def answered(self, request: Request, response: Response | None) -> None:
+        """Note a request of the test and its answer (None: none, the connection reset)."""
+        if self.answered_here is None and not isinstance(response, ServiceAnswer):
+            status = "no answer" if response is None else str(response.status_code)
+            self.answered_here = f"{request.method} {request.path} -> {status}"
+
+
+def refused_credentials(path: str, status: int, body: Mapping[str, object]) -> str | None:
+    """How the service refused the run's credentials in this answer of an auth endpoint
+    (``1401 at POST /v2/auth``), or None."""
+    code = body.get("returnCode")
+    if isinstance(code, int) and code in _REFUSED_CODES:
+        return f"{code} ({status}) at {path}"
+    error = body.get("error")
+    if isinstance(error, str) and error in _REFUSED_ERRORS:
+        return f"{error} ({status}) at {path}"
+    return None
+
+
+def forward(binding: Binding, request: Request, here: Where) -> Response:
+    """Forward ``request`` to the service; the answer for the client (see the module's
+    text). The exchange is kept, as the service answered it, for the drift record."""
+    live = binding.live
+    assert live is not None
+    run = live.run
+    if run.refused is not None:
+        return error_response(503, 503, _stopped(run.refused))
+    named = here.host is not None and here.shown == here.host  # not the fake's address
+    host = _target_host(binding, request, here, named=named)
+    if not _published(host, binding):
+        return error_response(
+            403,
+            403,
+            f"not forwarded to {host}: a live run reaches only the service's published "
+            f"hosts ({', '.join(service_hosts(binding.service.options))}, or a region host "
+            f"under {' or '.join(PUBLISHED_DOMAINS)} that a v3 answer named)",
+        )
+    body = read_body(request)
+    headers = [
+        (name, value)
+        for name, value in request.headers.items()
+        if name.lower() not in _HOP_BY_HOP
+        and name.lower() not in ("host", "content-length", "accept-encoding")
+    ]
+    # identity: the body is recorded as it came, never decoded from gzip first.
+    headers += [("Host", host), ("Accept-Encoding", "identity")]
+    if body or request.method in ("POST", "PUT", "PATCH"):
+        headers.append(("Content-Length", str(len(body))))
+    try:
+        status, answer_headers, data = run.upstream.send(
+            host, request.method, _target(request), headers, body
+        )
+    except (OSError, http.client.HTTPException) as exc:
+        where = run.upstream.url or f"https://{host}"
+        return error_response(
+            502,
+            502,
+            f"the live run could not reach the service at {where} "
+            f"({type(exc).__name__}: {exc}); check the network, and that the system trusts "
+            "the service's certificate",
+        )
+    original = ServiceAnswer(
+        data,
+        status=status,
+        headers=[(k, v) for k, v in answer_headers if k.lower() not in _HOP_BY_HOP],
+    )
+    endpoint = endpoint_for(request.path, binding.service.options)
+    document = _json_object(original)
+    _hold_secrets(binding, original, document)
+    # An auth call (not a logout): its refusal is a refusal of the run's credentials.
+    if endpoint is not None and endpoint[1].fault_point and document is not None:
+        refused = refused_credentials(f"{request.method} {request.path}", status, document)
+        if refused is not None:
+            with run.lock:
+                run.refused = run.refused or refused
+    keep_exchange(binding, request, original)
+    return _for_client(binding, request, original, document, named=named)
+
+
+class ServiceAnswer(Response):
+    """An answer of the service (any other answer of a live test was the fake's own: a
+    request not forwarded)."""
+
+    # No Content-Type of our own: the service's answer has the headers it had.
+    default_mimetype = None
+
+
+def _stopped(refused: str) -> str:
+    return (
+        f"not forwarded: the service refused the live credentials earlier in this run "
+        f"({refused}), so the run stopped forwarding (the service locks an account after "
+        "repeated failed logins); check the MGMTAUTH_LIVE_* variables"
+    )
+
+
+def _target(request: Request) -> str:
+    """The request target to send: the path and query as they came (percent-escapes
+    kept), in origin form."""
+    raw = request.environ.get("RAW_URI")
+    if not isinstance(raw, str):
+        return request.full_path.rstrip("?") if request.query_string else request.path
+    if not raw.startswith("/"):  # absolute form, through the proxy
+        raw = "/" + raw.partition("://")[2].partition("/")[2]
+    return raw.partition("#")[0]
+
+
+def _target_host(binding: Binding, request: Request, here: Where, *, named: bool) -> str:
+    options = binding.service.options
+    if named:
+        assert here.host is not None
+        return here.host
+    if here.host is not None:  # the region address
+        live = binding.live
+        return live.region_host if live is not None and live.region_host else here.host
+    found = endpoint_for(request.path, options)
+    if found is not None:
+        return found[0].auth_hosts[0]
+    route = next((r for r in binding.routes if r.matcher.match(request)), None)
+    if route is not None and route.host is not None:
+        return route.host
+    if route is not None:
+        flow = flow_class(route.auth)
+    else:  # not declared: the flow its path would take (/v{YYYY-MM}/ or /oauth: OAuth's)
+        oauth = _VERSIONED.match(request.path) or request.path.startswith("/oauth")
+        flow = flow_class("oauth" if oauth else route_flow(request.path))
+    # The fake's own address stands for every host but the region host (hosts.py).
+    others = [h for h in flow.api_host_names(options) if h != options.v3_host]
+    return others[0] if others else flow.auth_hosts[0]
+
+
+def _published(host: str, binding: Binding) -> bool:
+    if host in service_hosts(binding.service.options):
+        return True
+    live = binding.live
+    return (
+        live is not None
+        and host == live.region_host
+        and any(host.endswith("." + domain) for domain in PUBLISHED_DOMAINS)
+    )
+
+
+def _json_object(response: Response) -> dict[str, object] | None:
+    if response.mimetype != "application/json":
+        return None
+    try:
+        document = json.loads(response.get_data())
+    except ValueError:
+        return None
+    return document if isinstance(document, dict) else None
+
+
+def _hold_secrets(binding: Binding, answer: Response, document: dict[str, object] | None) -> None:
+    """Mask the credentials the service handed out (tokens, ``utk``, cookie values)
+    wherever this test's texts quote them."""
+    values = [
+        value
+        for key, value in (document or {}).items()
+        if key in _SECRET_KEYS and isinstance(value, str)
+    ]
+    for header in answer.headers.getlist("Set-Cookie"):
+        value = header.partition(";")[0].partition("=")[2].strip().strip('"')
+        if value and value != "deleteMe":
+            values.append(value)
+    if values:
+        binding.service.timeline.hold_secrets(*values)
+
+
+def _for_client(
+    binding: Binding,
+    request: Request,
+    original: Response,
+    document: dict[str, object] | None,
+    *,
+    named: bool,
+) -> Response:
+    live = binding.live
+    assert live is not None
+    region = document.get("host") if document is not None else None
+    if isinstance(region, str) and region:
+        live.region_host = host_name(region)
+    if named:
+        return original
+    answer = ServiceAnswer(
+        original.get_data(), status=original.status, headers=original.headers.copy()
+    )
+    if isinstance(region, str) and document is not None:
+        document = {**document, "host": region_address(binding, request)}
+        answer.set_data(json.dumps(document).encode())
+    cookies = answer.headers.getlist("Set-Cookie")
+    if any("domain=" in c.lower() for c in cookies):
+        del answer.headers["Set-Cookie"]
+        for cookie in cookies:
+            kept = [p for p in cookie.split(";") if not p.strip().lower().startswith("domain=")]
+            answer.headers.add("Set-Cookie", ";".join(kept))
+    return answer

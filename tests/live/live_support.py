@@ -1,0 +1,166 @@
+"""A stand-in for the service (``stand_in.py``: ``mgmtauth-server --https`` in a
+subprocess) and the variables that point a live run at it. No live test reaches the
+real service: ``MGMTAUTH_LIVE_UPSTREAM`` sends every forwarded request to the stand-in."""
+
+from __future__ import annotations
+
+import json
+import selectors
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+
+#: Real seconds the stand-in may take to start (a hang guard, not a timing check).
+GUARD = 30.0
+LAUNCHER = Path(__file__).with_name("stand_in.py")
+SCENARIOS = Path(__file__).with_name("scenarios")
+
+#: The live credentials: every character a client must encode, in each secret.
+USERNAME = "live.user@example.com"
+API_KEY = "Lk+8&q=Z%2Fr/4!x*Y-_.~mN0+pQ&w=e%41tT9uV"
+PASSWORD = "Pw+&=%21live#Secret9"
+CLIENT_ID = "live-client-7f3a"
+CLIENT_SECRET = "Cs+&=%2Fsecret/Live0123456789abcdefXYZ"
+ACCOUNT, PROFILE = "acme", "main"
+SECRETS = (API_KEY, PASSWORD, CLIENT_SECRET)
+
+#: What the stand-in's routes answer (the scenarios' routes answer the same on the fake).
+ANSWER = {"ok": True}
+#: The routes the scenarios declare on the fake, declared on the stand-in too:
+#: (method, path, auth, permission).
+ROUTES = (
+    ("GET", "/v2/things", "v2", None),
+    ("POST", "/v2/publish", "v2", "publish"),
+    ("GET", "/urest/things", "v1", None),
+    ("POST", "/urest/publish", "v1", "publish"),
+    ("GET", f"/v3/things/accounts/{ACCOUNT}/profiles/{PROFILE}", "v3", None),
+    ("GET", f"/v3/things/accounts/{ACCOUNT}/profiles/other-profile", "v3", None),
+    ("GET", f"/v2026-07/tiq/accounts/{ACCOUNT}/profiles/{PROFILE}/profiles", "oauth", None),
+    ("GET", f"/v2026-07/tiq/accounts/{ACCOUNT}/profiles/other-profile/profiles", "oauth", None),
+    ("GET", f"/v2024-06/tiq/accounts/{ACCOUNT}/profiles/{PROFILE}/profiles", "oauth", None),
+)
+
+
+class StandIn:
+    """``mgmtauth-server --https --intercept`` with the live account (no permission) and
+    client, the scenarios' routes, and ``difference`` injected (``stand_in.py``)."""
+
+    def __init__(self, key_file: Path, difference: str = "none", *options: str) -> None:
+        account = {
+            "username": USERNAME,
+            "api_key": API_KEY,
+            "password": PASSWORD,
+            "permissions": [],
+        }
+        client = {"client_id": CLIENT_ID, "client_secret": CLIENT_SECRET}
+        command = [
+            *(sys.executable, str(LAUNCHER), difference, "--json", "--port", "0", "--https"),
+            *("--intercept", "--key-file", str(key_file)),
+            *("--account", json.dumps(account), "--client", json.dumps(client), *options),
+        ]
+        self.process = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        self.info: dict[str, Any] = json.loads(self._first_line())
+        self.url: str = self.info["url"]
+        self.ca_bundle: str = self.info["ca_bundle"]
+        for method, path, auth, permission in ROUTES:
+            self.control(
+                "routes", method=method, path=path, auth=auth, permission=permission, json=ANSWER
+            )
+
+    def _first_line(self) -> str:
+        assert self.process.stdout is not None
+        with selectors.DefaultSelector() as selector:
+            selector.register(self.process.stdout, selectors.EVENT_READ)
+            if not selector.select(timeout=GUARD):
+                self.process.kill()
+                raise AssertionError(f"the stand-in printed nothing in {GUARD} s")
+        line = self.process.stdout.readline()
+        if not line:
+            _, err = self.process.communicate(timeout=GUARD)
+            raise AssertionError(f"the stand-in exited {self.process.returncode}: {err}")
+        return line
+
+    def control(self, endpoint: str, **body: object) -> Any:
+        """A call of the stand-in's control API (not forwarded: straight to it)."""
+        answer = requests.post(
+            f"{self.url}/_mgmtauth/{endpoint}",
+            json={k: v for k, v in body.items() if v is not None},
+            verify=self.ca_bundle,
+            timeout=GUARD,
+        )
+        assert answer.status_code < 300, answer.text
+        return answer.json()
+
+    def requests_seen(self) -> list[dict[str, Any]]:
+        """The stand-in's request log (what the live run forwarded)."""
+        answer = requests.get(
+            f"{self.url}/_mgmtauth/requests", verify=self.ca_bundle, timeout=GUARD
+        )
+        seen: list[dict[str, Any]] = answer.json()["requests"]
+        return seen
+
+    @staticmethod
+    def variables() -> tuple[str, ...]:
+        return (
+            "MGMTAUTH_LIVE_UPSTREAM",
+            "MGMTAUTH_LIVE_CAFILE",
+            "MGMTAUTH_LIVE_USERNAME",
+            "MGMTAUTH_LIVE_API_KEY",
+            "MGMTAUTH_LIVE_PASSWORD",
+            "MGMTAUTH_LIVE_ACCOUNT",
+            "MGMTAUTH_LIVE_PROFILE",
+            "MGMTAUTH_LIVE_CLIENT_ID",
+            "MGMTAUTH_LIVE_CLIENT_SECRET",
+        )
+
+    def env(self) -> dict[str, str]:
+        """The variables of a live run against this stand-in."""
+        return {
+            "MGMTAUTH_LIVE_UPSTREAM": self.url,
+            "MGMTAUTH_LIVE_CAFILE": self.ca_bundle,
+            "MGMTAUTH_LIVE_USERNAME": USERNAME,
+            "MGMTAUTH_LIVE_API_KEY": API_KEY,
+            "MGMTAUTH_LIVE_PASSWORD": PASSWORD,
+            "MGMTAUTH_LIVE_ACCOUNT": ACCOUNT,
+            "MGMTAUTH_LIVE_PROFILE": PROFILE,
+            "MGMTAUTH_LIVE_CLIENT_ID": CLIENT_ID,
+            "MGMTAUTH_LIVE_CLIENT_SECRET": CLIENT_SECRET,
+        }
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+        try:
+            self.process.communicate(timeout=GUARD)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.communicate()
+
+    def __enter__(self) -> StandIn:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def point_at(monkeypatch: pytest.MonkeyPatch, server: StandIn | None) -> None:
+    """Set the live variables for ``server`` (None: unset them all)."""
+    for name in StandIn.variables():
+        monkeypatch.delenv(name, raising=False)
+    if server is not None:
+        for name, value in server.env().items():
+            monkeypatch.setenv(name, value)
+
+
+def snapshot_of(folder: Path, module: str = "test_scenarios") -> dict[str, Any]:
+    """The snapshot a live run wrote for ``module`` in ``folder``."""
+    data: dict[str, Any] = json.loads(
+        (folder / "mgmtauth_snapshots" / f"{module}.json").read_text("utf-8")
+    )
+    return data
