@@ -16,8 +16,8 @@ import sys
 import threading
 from typing import TYPE_CHECKING
 
+from .._http.arrival import REGION_LISTENER
 from .._http.binding import LateErrors
-from .._http.hosts import REGION_LISTENER
 from .._http.server import FakeHTTPServer, TestCA
 from .._service.tokens import TokenSigner
 from .key_cache import SigningKey

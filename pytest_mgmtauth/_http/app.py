@@ -23,8 +23,9 @@ from .._service.flows.base import MalformedCall
 from .._service.flows.registry import endpoint_family, endpoint_for
 from .._service.service import Refusal
 from .._service.timeline import to_datetime
+from .arrival import Arrival, FakeRequest
 from .binding import Binding, RecordedRequest, RouteHandler, logged_body
-from .errors import BODY_READ, error_response, masked_error, refusal_response, with_headers
+from .errors import error_response, masked_error, refusal_response, with_headers
 from .exchanges import keep_exchange
 from .flows import (
     ConnectionResetOnCue,
@@ -53,34 +54,10 @@ if TYPE_CHECKING:
     from .._service.flows.base import Where
     from .._service.records import Authorization
 
-__all__ = [
-    "ACCEPTED_BINDING",
-    "AFTER_ANSWER",
-    "ARRIVED_HEADERS",
-    "CHUNKED_PROBLEM",
-    "CONTROL_PREFIX",
-    "FRAMING_PROBLEM",
-    "FakeApp",
-]
+__all__ = ["CONTROL_PREFIX", "FakeApp"]
 
 #: Where mgmtauth-server mounts its control API (reserved: no user route under it).
 CONTROL_PREFIX = "/_mgmtauth"
-
-#: WSGI environ key: the :class:`Binding` current when the request's connection was
-#: accepted (set by the server; absent when the app is driven without it).
-ACCEPTED_BINDING = "mgmtauth.binding"
-#: WSGI environ key: the status (400, or 501 for a transfer coding the fake does not
-#: implement) and why the request's header section makes its framing invalid (set by
-#: the server, see headers.framing_problem).
-FRAMING_PROBLEM = "mgmtauth.framing_problem"
-#: WSGI environ key: why the request's chunked body broke RFC 9112 7.1 (set by the
-#: server's reader as it reads; the answer is a 400 saying so).
-CHUNKED_PROBLEM = "mgmtauth.chunked_problem"
-#: WSGI environ key: a callable the server sets, called once the answer is decided.
-AFTER_ANSWER = "mgmtauth.after_answer"
-
-#: WSGI environ key: the header lines as they arrived (set by the server).
-ARRIVED_HEADERS = "mgmtauth.arrived_headers"
 
 
 class FakeApp:
@@ -146,10 +123,12 @@ class FakeApp:
         # A request belongs to the test during which its connection was accepted (the
         # server records it), not to whichever test is bound when its headers finally
         # get parsed: a slow or stalled client must not leak events into the next test.
-        binding = request.environ.get(ACCEPTED_BINDING, self._binding)
+        # Driven without the server (a plain Request): the test bound now.
+        arrival = request.arrival if isinstance(request, FakeRequest) else Arrival(self._binding)
+        binding = arrival.binding
         while binding is not None and binding.successor is not None and binding.closed.is_set():
             binding = binding.successor  # mgmtauth-server's state after a reset
-        framing = request.environ.get(FRAMING_PROBLEM)
+        framing = arrival.framing_problem
         if framing is not None and (binding is None or binding.closed.is_set()):
             return error_response(framing[0], framing[0], framing[1])  # in no test's log
         if binding is not None and binding.closed.is_set():
@@ -172,13 +151,13 @@ class FakeApp:
         arrived = binding.service.timeline.now()
         response: Response | None = None
         try:
-            response = self._for_test(binding, request)
+            response = self._for_test(binding, request, arrival)
             return response
         finally:
-            _exchanged(binding, request, arrived, response)
+            _exchanged(binding, request, arrival, arrived, response)
 
-    def _for_test(self, binding: Binding, request: Request) -> Response:
-        framing = request.environ.get(FRAMING_PROBLEM)
+    def _for_test(self, binding: Binding, request: Request, arrival: Arrival) -> Response:
+        framing = arrival.framing_problem
         if framing is not None:
             # Before anything else reads the request: its body's length is unknown.
             status, reason = framing
@@ -187,15 +166,15 @@ class FakeApp:
             )
             return _transport_error(binding, request, status, reason)
         self._this_thread.handler_answer = None
-        response = self._answer(binding, request)
+        response = self._answer(binding, request, arrival)
         made_by_handler: object = self._this_thread.handler_answer
         if response is made_by_handler:
             return response  # the user's route handler's answer, as it made it
         return masked_error(response, binding.service.timeline.redact)
 
-    def _answer(self, binding: Binding, request: Request) -> Response:
+    def _answer(self, binding: Binding, request: Request, arrival: Arrival) -> Response:
         try:
-            return self._dispatch(binding, request)
+            return self._dispatch(binding, request, arrival)
         except ConnectionResetOnCue:
             raise  # Werkzeug drops the connection; see _server.ConnectionHandler
         except HTTPException as exc:
@@ -203,7 +182,7 @@ class FakeApp:
             # header): the client's mistake, answered in the fake's JSON shape.
             status = exc.code or 400
             reason = exc.description or exc.name
-            chunked = request.environ.get(CHUNKED_PROBLEM)
+            chunked = arrival.chunked_problem
             if chunked is not None:
                 status, reason = 400, f"the chunked request body is malformed: {chunked}"
             elif isinstance(exc, ClientDisconnected):
@@ -224,7 +203,7 @@ class FakeApp:
                 "error is re-raised in the test",
             )
 
-    def _dispatch(self, binding: Binding, request: Request) -> Response:
+    def _dispatch(self, binding: Binding, request: Request, arrival: Arrival) -> Response:
         service = binding.service
         path, method = request.path, request.method
         foreign = foreign_target(binding, request)
@@ -232,7 +211,7 @@ class FakeApp:
             service.timeline.record_bad_request(method, path, 403, foreign)
             return error_response(403, 403, foreign)
         # Where it arrived, worked out once: every host check below reads this.
-        here = where(binding, request)
+        here = where(binding, request, arrival)
         if binding.live is not None:  # a live run: the service answers
             response = forward(binding, request, here)
             self._this_thread.handler_answer = response  # as the service made it
@@ -248,7 +227,7 @@ class FakeApp:
             arrived = service.credentials.request_arrived()
         try:
             if endpoint is None:
-                return self._protected(binding, request, here)
+                return self._protected(binding, request, arrival, here)
             assert flow is not None
             if method != endpoint.method:
                 if endpoint.wrong_method_status == 404:
@@ -262,7 +241,7 @@ class FakeApp:
                 raise BadInput(405, f"{path} takes {endpoint.method}, not {method}")
             if found is None:
                 raise BadInput(404, flow.wrong_path(path))
-            check_endpoint_host(binding, request, here, flow)
+            check_endpoint_host(binding, request, arrival, here, flow)
             if endpoint.fault_point:
                 fault = scripted_fault(binding, request, flow, endpoint)
                 if fault is not None:
@@ -288,7 +267,9 @@ class FakeApp:
         except Refusal as refusal:
             return refusal_response(flow.style(refusal) if flow else refusal)
 
-    def _protected(self, binding: Binding, request: Request, here: Where) -> Response:
+    def _protected(
+        self, binding: Binding, request: Request, arrival: Arrival, here: Where
+    ) -> Response:
         service, path = binding.service, request.path
         matching = [r for r in binding.routes if r.matcher.match(request)]
         # A route that answers on the host the request reached first (route(host=...)):
@@ -320,7 +301,7 @@ class FakeApp:
             service.timeline, service.options, request.method, path, paths, _raw_path(request)
         )
         try:
-            response = self._call_route(binding, route, request, here, answers=answers)
+            response = self._call_route(binding, route, request, arrival, here, answers=answers)
         except Refusal as refusal:
             response = refusal_response(refusal)
         finally:
@@ -334,6 +315,7 @@ class FakeApp:
         binding: Binding,
         route: RouteHandler,
         request: Request,
+        arrival: Arrival,
         here: Where,
         *,
         answers: bool,
@@ -347,7 +329,7 @@ class FakeApp:
             received(request, here),
             permission=route.permission,
             scope=route.required_scope(request),
-            wrong_host=None if answers else route_wrong_host(binding, request, route),
+            wrong_host=None if answers else route_wrong_host(binding, request, arrival, route),
         )
         where = f"the handler of {route!r}"
         try:
@@ -412,7 +394,11 @@ def _raw_path(request: Request) -> bytes | None:
 
 
 def _exchanged(
-    binding: Binding, request: Request, arrived: float, response: Response | None
+    binding: Binding,
+    request: Request,
+    arrival: Arrival,
+    arrived: float,
+    response: Response | None,
 ) -> None:
     """The one place where an exchange of a test is complete: the request and its answer
     (``None``: no answer, the connection was reset on cue), every request of a bound test
@@ -420,7 +406,7 @@ def _exchanged(
     exchanges hooks here: the request log, and the drift check's record (kept only for a
     test that has a snapshot)."""
     status = None if response is None else response.status_code
-    binding.requests.add(_recorded(binding, request, arrived, status))
+    binding.requests.add(_recorded(binding, request, arrival, arrived, status))
     if binding.live is not None:  # the service's answer was kept as it came
         binding.live.answered(request, response)
     elif response is not None:
@@ -428,18 +414,17 @@ def _exchanged(
 
 
 def _recorded(
-    binding: Binding, request: Request, arrived: float, status: int | None
+    binding: Binding, request: Request, arrival: Arrival, arrived: float, status: int | None
 ) -> RecordedRequest:
     """The request log's entry of ``request``, as it arrived (masked when read)."""
-    environ = request.environ
-    headers = environ.get(ARRIVED_HEADERS)
+    headers = arrival.headers
     if headers is None:  # the app driven without the server
         headers = tuple(request.headers.items())
-    target = environ.get("RAW_URI")
+    target = request.environ.get("RAW_URI")
     if not isinstance(target, str):
         target = request.full_path.rstrip("?") if request.query_string else request.path
     path, _, query = target.partition("?")
-    body = environ.get(BODY_READ)
+    body = arrival.body
     return RecordedRequest(
         method=request.method,
         host=next((v for k, v in headers if k.lower() == "host"), ""),

@@ -6,6 +6,7 @@ bound when it was accepted, and the kept-alive connections idle between requests
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import queue
 import select
 import selectors
@@ -24,11 +25,33 @@ if TYPE_CHECKING:
     from .app import FakeApp
     from .binding import Binding
 
-#: Attributes of a TLS connection's socket, for its handshake's SNI callback: the test
-#: it belongs to, and the host of the service its SNI named (on the listener where the
-#: SNI chooses the certificate, see server.TestCA.by_name_context).
-SOCKET_BINDING = "mgmtauth_binding"
-SNI_HOST = "mgmtauth_sni_host"
+#: The attribute of a TLS socket that holds its :class:`Handshake`: the ssl module hands
+#: a handshake's SNI callback the socket and nothing else.
+HANDSHAKE = "mgmtauth_handshake"
+
+
+@dataclasses.dataclass(eq=False)
+class Handshake:
+    """What a TLS handshake's SNI callback (``server.py``) and the connection's handler
+    or the proxy's tunnel (``handler.py``, ``hosts.py``) tell each other."""
+
+    #: The test the connection belongs to (set by the handler before the handshake).
+    binding: Binding | None = None
+    #: The host of the service the client's SNI named, on the listener where the SNI
+    #: chooses the certificate (``server.TestCA.by_name_context``).
+    sni_host: str | None = None
+    #: Why a tunnel's SNI check refused the handshake (``server.TestCA.host_context``).
+    sni_problem: str | None = None
+
+
+def handshake_of(sock: Any) -> Handshake:
+    """The :class:`Handshake` of a TLS socket (a new one on first use)."""
+    handshake: Handshake | None = getattr(sock, HANDSHAKE, None)
+    if handshake is None:
+        handshake = Handshake()
+        setattr(sock, HANDSHAKE, handshake)
+    return handshake
+
 
 #: Seconds drop_idle_connections waits for the connections it closes to be closed.
 DROP_WAIT = 1.0
@@ -68,6 +91,9 @@ class ConnectionServer(ThreadedWSGIServer):
     fake_app: FakeApp | None = None
     #: Set on the proxy's listener (intercept option): see _http/hosts.py.
     tunnel_context: Callable[[str], ssl.SSLContext] | None = None
+    #: Which listener of the fake it is (``arrival.REGION_LISTENER``, or None for the
+    #: fake's own address): each request's Arrival says so.
+    listener: str | None = None
     #: Connections accepted so far (the keep-alive benchmark counts them).
     connections_accepted = 0
 
@@ -79,7 +105,7 @@ class ConnectionServer(ThreadedWSGIServer):
         self._closed: dict[Any, threading.Event] = {}
         #: Per open connection: the test binding current when it was accepted. The one
         #: way a binding reaches a request: from here to the connection's handler
-        #: (binding_of), which puts it in each request's environ for the app.
+        #: (binding_of), which puts it in each request's Arrival for the app.
         self._bindings: dict[Any, Binding | None] = {}
         #: Connection threads done with their connection, waiting for another one.
         self._waiting_workers = 0

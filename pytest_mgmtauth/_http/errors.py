@@ -208,10 +208,6 @@ MAX_CONTROL_BODY = MAX_BODY_BYTES
 MAX_CONTROL_DEPTH = 32
 
 
-#: WSGI environ key: the request body, once read whole within the limit.
-BODY_READ = "mgmtauth.body"
-
-
 class BodyTooLarge(Exception):
     """The request body is over the limit; ``str()`` says by how much (answer 413)."""
 
@@ -225,7 +221,6 @@ def read_limited_body(request: Request, limit: int = MAX_BODY_BYTES) -> bytes:
     body = request.get_data(cache=True)
     if len(body) > limit:
         raise BodyTooLarge(f"the body is over {limit} bytes")
-    request.environ[BODY_READ] = body  # for the request log
     return body
 
 

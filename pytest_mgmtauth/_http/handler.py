@@ -1,7 +1,7 @@
 """The request handler of a connection: HTTP/1.1 keep-alive (when the answer leaves the
 connection in a known state), the TLS handshake in the connection's thread, the raw-socket
 answers to a request the fake never sees (plain HTTP at HTTPS, TLS at plain HTTP, a
-malformed request line), the framing checks and the request's masked ``repr``."""
+malformed request line), the framing checks, and each request's :class:`~.arrival.Arrival`."""
 
 from __future__ import annotations
 
@@ -13,57 +13,21 @@ import socket
 import ssl
 from typing import TYPE_CHECKING, Any
 
-from werkzeug import Request
 from werkzeug.serving import WSGIRequestHandler
 
 from .._service.flows.base import HTTP_WHITESPACE
-from .._service.secret_text import SecretMasker
-from .app import (
-    ACCEPTED_BINDING,
-    AFTER_ANSWER,
-    ARRIVED_HEADERS,
-    CHUNKED_PROBLEM,
-    FRAMING_PROBLEM,
-)
-from .connections import SNI_HOST, SOCKET_BINDING
-from .errors import MAX_BODY_BYTES, chunked, error_bytes, framing_problem
-from .hosts import serve_connect, tunnel_environ
+from .arrival import ARRIVAL, Arrival, mask_for
+from .connections import handshake_of
+from .errors import chunked, error_bytes, framing_problem
+from .hosts import serve_connect
 from .streams import BriefDrain, ContinueOnRead, CountedInput, Dechunked, HeadBounded, SkipDrain
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from .binding import Binding
     from .connections import ConnectionServer
 
 #: Seconds a connection may sit idle mid-request before its thread gives up on it.
 STALL_TIMEOUT = 30.0
-
-
-class FakeRequest(Request):
-    # One byte over the limit, so that a chunked body (no Content-Length) that is too
-    # large reads as too large (read_body answers 413) instead of silently truncated.
-    max_content_length = MAX_BODY_BYTES + 1
-    max_form_memory_size = MAX_BODY_BYTES
-
-    def __repr__(self) -> str:
-        # Shown in tracebacks (pytest prints a frame's arguments): Werkzeug's repr holds
-        # the whole URL, and with it a utk in the query or a jsessionid in the path.
-        masked = _mask_for(self.environ.get(ACCEPTED_BINDING))(_target(self))
-        return f"<{type(self).__name__} {masked!r} [{self.method}]>"
-
-
-def _target(request: Request) -> str:
-    try:
-        query = "&".join(f"{k}={v}" for k, v in request.args.items(multi=True))
-    except Exception:  # a repr must not raise
-        query = "<query not shown>"
-    return request.path + (f"?{query}" if query else "")
-
-
-def _mask_for(binding: Binding | None) -> Callable[[str], str]:
-    """The secret masker of the test a connection belongs to (JWTs only without one)."""
-    return binding.service.timeline.redact if binding is not None else SecretMasker().mask
 
 
 #: What http.server's email parser notes for a header line it cannot read as a field
@@ -102,6 +66,8 @@ class ConnectionHandler(WSGIRequestHandler):
     #: The test this connection's current request belongs to: the one bound when the
     #: connection was accepted, then the one bound when each further request began.
     binding: Binding | None = None
+    #: What the transport knows of the current request (made in make_environ).
+    arrival: Arrival
 
     def do_CONNECT(self) -> None:
         serve_connect(self)
@@ -184,29 +150,30 @@ class ConnectionHandler(WSGIRequestHandler):
         if isinstance(self.connection, ssl.SSLSocket):
             # Deferred from accept() (see ConnectionServer.get_request); a failed handshake
             # closes this connection only. An SNI callback may choose the host's name.
-            setattr(self.connection, SOCKET_BINDING, self.binding)
+            handshake = handshake_of(self.connection)
+            handshake.binding = self.binding
             try:
                 self.connection.do_handshake()
-                self.tunnel_host = getattr(self.connection, SNI_HOST, None)
+                self.tunnel_host = handshake.sni_host
             except ssl.SSLError as exc:
                 self.close_connection = True
                 self.handshake_failed = True
                 if exc.reason == "HTTP_REQUEST":
                     self._answer_plain_http()
-                elif getattr(self.connection, SNI_HOST, None):
-                    self._refused_certificate(exc)
+                elif handshake.sni_host:
+                    self._refused_certificate(handshake.sni_host, exc)
             except OSError:
                 self.close_connection = True
                 self.handshake_failed = True
 
-    def _refused_certificate(self, exc: ssl.SSLError) -> None:
+    def _refused_certificate(self, host: str, exc: ssl.SSLError) -> None:
         """A client reached the fake by a lookup of a service host (interception) and its
         TLS handshake failed after the SNI chose the host: it does not trust the test CA.
         A client made before the test (it read the CA and proxy variables before
         interception set them) and one with a bundle of its own (``trust_env=False``)
         send the same handshake, and neither comes through the proxy: the reason names
         both, the first the more common (a module-level ``httpx.Client()``)."""
-        host, binding = getattr(self.connection, SNI_HOST), self.binding
+        binding = self.binding
         if binding is not None and not binding.closed.is_set():
             binding.service.timeline.record_tunnel_closed(
                 f"{host}:443",
@@ -260,11 +227,19 @@ class ConnectionHandler(WSGIRequestHandler):
 
     def make_environ(self) -> dict[str, Any]:
         environ = super().make_environ()
-        environ[ACCEPTED_BINDING] = self.binding
         headers = [(name, value.replace("\r\n", "")) for name, value in self.headers.items()]
         problem = framing_problem(self.request_version, headers, unparsed=self._unparsed_line())
-        if problem is not None:
-            environ[FRAMING_PROBLEM] = problem
+        self.arrival = arrival = Arrival(
+            self.binding,
+            listener=self.server.listener,
+            tunnel_host=self.tunnel_host,
+            framing_problem=problem,
+            headers=tuple(getattr(self, "_arrived", ())),
+            after_answer=self._after_answer,
+        )
+        environ[ARRIVAL] = arrival  # the one key: see arrival.py
+        if self.tunnel_host is not None:
+            environ["wsgi.url_scheme"] = "https"  # the tunnel's TLS ends here
         cookies = [value for name, value in headers if name.lower() == "cookie"]
         if len(cookies) > 1:
             # RFC 9113 8.2.3 / RFC 6265 5.4: cookie lines join with "; ". Werkzeug joins
@@ -280,17 +255,12 @@ class ConnectionHandler(WSGIRequestHandler):
         if problem is None and chunked(headers):
             # Werkzeug's own reader refused chunk extensions and trailer fields.
             environ["wsgi.input_terminated"] = True
-            environ["wsgi.input"] = Dechunked(
-                reader, lambda reason: environ.__setitem__(CHUNKED_PROBLEM, reason)
-            )
+            environ["wsgi.input"] = Dechunked(reader, arrival.chunked_broke)
         elif environ.get("wsgi.input_terminated"):
             # A framing problem: the app answers without reading the body.
             environ["wsgi.input"] = io.BytesIO()
         else:
             environ["wsgi.input"] = CountedInput(reader)
-        environ[AFTER_ANSWER] = self._after_answer
-        environ[ARRIVED_HEADERS] = tuple(getattr(self, "_arrived", ()))
-        tunnel_environ(self, environ)
         return environ
 
     def _unparsed_line(self) -> str | None:
@@ -307,13 +277,13 @@ class ConnectionHandler(WSGIRequestHandler):
         return None
 
     def _may_keep_alive(self) -> bool:
-        environ = self.environ
-        binding = environ.get(ACCEPTED_BINDING)
+        environ, arrival = self.environ, self.arrival
+        binding = arrival.binding
         if binding is None or binding.closed.is_set() or not binding.service.options.keep_alive:
             return False
         if self.close_connection or self.request_version != "HTTP/1.1":
             return False  # the client asked to close (or HTTP/1.0 without keep-alive)
-        if environ.get(FRAMING_PROBLEM) is not None or environ.get("wsgi.input_terminated"):
+        if arrival.framing_problem is not None or environ.get("wsgi.input_terminated"):
             return False
         body = environ.get("wsgi.input")
         try:
@@ -385,7 +355,7 @@ class ConnectionHandler(WSGIRequestHandler):
             self.request_version = "HTTP/1.0"
         short, long = self.responses.get(code, ("Error", ""))
         # http.server quotes the request line ("Bad request syntax ('GET /?utk=...')").
-        text = _mask_for(self.binding)(f"{message or short}: {explain or long}".rstrip(": "))
+        text = mask_for(self.binding)(f"{message or short}: {explain or long}".rstrip(": "))
         if getattr(self, "raw_requestline", b"")[:2] in _TLS_RECORD_STARTS:
             # A TLS ClientHello at the plain-HTTP fake: the client cannot read this
             # answer, so the diagnosis goes to the timeline too.

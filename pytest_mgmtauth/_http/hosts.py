@@ -31,6 +31,8 @@ from urllib.parse import urlsplit
 
 from .._service.flows.base import Where
 from .._service.flows.registry import route_hosts, service_hosts
+from .arrival import REGION_LISTENER
+from .connections import handshake_of
 from .errors import error_bytes
 from .flows import fake_host
 
@@ -40,12 +42,8 @@ if TYPE_CHECKING:
     from werkzeug import Request
 
     from .._service.flows.base import Flow
+    from .arrival import Arrival
     from .binding import Binding, RouteHandler
-
-#: WSGI environ key: which listener of the fake the request arrived at
-#: (:data:`REGION_LISTENER` for the region address; absent for the fake's own).
-LISTENER = "mgmtauth.listener"
-REGION_LISTENER = "region"
 
 
 def host_name(header: str) -> str:
@@ -60,17 +58,17 @@ def host_name(header: str) -> str:
     return header.lower().rstrip(".")
 
 
-def where(binding: Binding, request: Request) -> Where:
-    """Where ``request`` arrived (see the module's text)."""
-    plan = binding.hosts
-    tunnel = request.environ.get(TUNNEL_HOST)
-    if isinstance(tunnel, str):
+def where(binding: Binding, request: Request, arrival: Arrival) -> Where:
+    """Where ``request`` arrived (see the module's text): worked out once per request,
+    when the test it belongs to is known (its options name the hosts)."""
+    tunnel = arrival.tunnel_host
+    if tunnel is not None:
         return Where(tunnel, tunnel)
     name = host_name(request.host)
     if name in service_hosts(binding.service.options):
         return Where(name, name)
-    if request.environ.get(LISTENER) == REGION_LISTENER:
-        return Where(plan.region_host, region_address(binding, request))
+    if arrival.listener == REGION_LISTENER:
+        return Where(binding.hosts.region_host, region_address(binding, request))
     return Where(None, fake_host(request))
 
 
@@ -87,10 +85,10 @@ def region_address(binding: Binding, request: Request) -> str:
     return _with_port(request, binding.region_port())
 
 
-def own_address(binding: Binding, request: Request) -> str:
+def own_address(binding: Binding, request: Request, arrival: Arrival) -> str:
     """The fake's own address (which stands for every host but the region host) as this
     request's client can reach it."""
-    if request.environ.get(LISTENER) == REGION_LISTENER and binding.main_port:
+    if arrival.listener == REGION_LISTENER and binding.main_port:
         return _with_port(request, binding.main_port)
     return fake_host(request)
 
@@ -103,20 +101,22 @@ def region_host(binding: Binding, request: Request) -> str:
     return region_address(binding, request)
 
 
-def shown(binding: Binding, request: Request, hosts: tuple[str, ...]) -> str:
+def shown(binding: Binding, request: Request, arrival: Arrival, hosts: tuple[str, ...]) -> str:
     """``hosts`` as this request's client can reach them: the names under interception,
     else the addresses of the fake that stand for them."""
     if binding.hosts.intercept:
         return " or ".join(hosts)
     region = binding.hosts.region_host
     addresses = [
-        region_address(binding, request) if h == region else own_address(binding, request)
+        region_address(binding, request) if h == region else own_address(binding, request, arrival)
         for h in hosts
     ]
     return " or ".join(dict.fromkeys(addresses))
 
 
-def check_endpoint_host(binding: Binding, request: Request, here: Where, flow: type[Flow]) -> None:
+def check_endpoint_host(
+    binding: Binding, request: Request, arrival: Arrival, here: Where, flow: type[Flow]
+) -> None:
     """Refuse (:class:`Refusal`) a request to a flow's own endpoint at a host it does
     not answer on (``here``: where it arrived)."""
     if here.reaches(flow.auth_hosts, binding.hosts.region_host):
@@ -124,7 +124,7 @@ def check_endpoint_host(binding: Binding, request: Request, here: Where, flow: t
     binding.service.refuse_wrong_host(
         flow.name,
         here,
-        shown(binding, request, flow.auth_hosts),
+        shown(binding, request, arrival, flow.auth_hosts),
         method=request.method,
         path=request.path,
         api=False,
@@ -137,10 +137,13 @@ def route_answers_here(binding: Binding, here: Where, auth: str, host: str | Non
     return here.reaches(hosts, binding.hosts.region_host)
 
 
-def route_wrong_host(binding: Binding, request: Request, route: RouteHandler) -> str:
+def route_wrong_host(
+    binding: Binding, request: Request, arrival: Arrival, route: RouteHandler
+) -> str:
     """The hosts ``route`` answers on, as this request's client can reach them: what a
     call that arrived elsewhere is told (the refusal is the service's, at its one door)."""
-    return shown(binding, request, route_hosts(route.auth, binding.service.options, route.host))
+    hosts = route_hosts(route.auth, binding.service.options, route.host)
+    return shown(binding, request, arrival, hosts)
 
 
 def foreign_target(binding: Binding, request: Request) -> str | None:
@@ -151,14 +154,6 @@ def foreign_target(binding: Binding, request: Request) -> str | None:
 
 
 # -- the proxy of the intercept option --------------------------------------------
-
-#: WSGI environ key: the host a request's tunnel was opened to (set for the requests
-#: that came through a ``CONNECT`` tunnel).
-TUNNEL_HOST = "mgmtauth.tunnel_host"
-
-#: Attribute set on a server-side TLS socket whose handshake the SNI check refused: why
-#: (set by the tunnel's TLS context, see :meth:`~.server.TestCA.host_context`).
-SNI_PROBLEM = "mgmtauth_sni_problem"
 
 #: The only port a tunnel may be opened to: the service is HTTPS on 443.
 TUNNEL_PORT = 443
@@ -341,7 +336,7 @@ def _handshake(
                 "tunnels https:// URLs only"
             )
         else:
-            reason = getattr(tunnel, SNI_PROBLEM, None) or (
+            reason = handshake_of(tunnel).sni_problem or (
                 f"the TLS handshake failed ({exc}); the tunnel speaks TLS for {host} with "
                 "the test CA's certificate (trust mgmt_server.ca_bundle)"
             )
@@ -371,11 +366,3 @@ def _answer(handler: _Handler, status: int, reason: str | None = None) -> None:
     handler.end_headers()
     handler.wfile.write(body)
     handler.close_connection = True
-
-
-def tunnel_environ(handler: Any, environ: dict[str, Any]) -> None:
-    """Mark a request that came through a tunnel: its host, and the https scheme."""
-    host = getattr(handler, "tunnel_host", None)
-    if host is not None:
-        environ[TUNNEL_HOST] = host
-        environ["wsgi.url_scheme"] = "https"

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, unquote_plus
 
 from .._service.secret_text import ClientKind, form_idiom
+from .arrival import FakeRequest
 from .errors import BodyTooLarge, read_limited_body
 
 if TYPE_CHECKING:
@@ -205,10 +206,15 @@ def _undecodable_escape(endpoint: str, text: str) -> str:
 
 
 def read_body(request: Request) -> bytes:
+    """The body of a request to the fake, within the limit (else 413), kept in its
+    Arrival for the request log."""
     try:
-        return read_limited_body(request)
+        body = read_limited_body(request)
     except BodyTooLarge as exc:
         raise BadInput(413, str(exc)) from None
+    if isinstance(request, FakeRequest):
+        request.arrival.body = body
+    return body
 
 
 _ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")

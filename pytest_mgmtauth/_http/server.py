@@ -49,30 +49,15 @@ from typing import TYPE_CHECKING, Any
 from pytest_httpserver import HTTPServer
 
 from .._service.flows.registry import service_hosts
-from .app import AFTER_ANSWER, FakeApp
-from .connections import SNI_HOST, SOCKET_BINDING, ConnectionServer
-from .handler import ConnectionHandler, FakeRequest
-from .hosts import LISTENER, SNI_PROBLEM
+from .app import FakeApp
+from .arrival import wsgi_application
+from .connections import ConnectionServer, handshake_of
+from .handler import ConnectionHandler
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from werkzeug import Request, Response
-
-    from .binding import Binding
-
-
-def _drain_briefly_after(app: Any) -> Any:
-    """The WSGI app, then the brief drain (see :class:`BriefDrain`) of its request."""
-
-    def wsgi(environ: dict[str, Any], start_response: Any) -> Any:
-        answer = app(environ, start_response)
-        after = environ.get(AFTER_ANSWER)
-        if after is not None:
-            after()
-        return answer
-
-    return wsgi
 
 
 class FakeHTTPServer(HTTPServer):
@@ -93,7 +78,8 @@ class FakeHTTPServer(HTTPServer):
         #: Another listener's app to share (the region address answers for the same
         #: test as the fake's own address), else one of its own.
         self.app = app if app is not None else FakeApp()
-        #: Which listener it is, for the requests it reads (see _http/hosts.py).
+        #: Which listener it is, in the Arrival of each request it reads (see
+        #: _http/arrival.py and hosts.py).
         self.listener = listener
         #: The TLS context of a tunnel to a host: set, this listener is the proxy of the
         #: intercept option (see _http/hosts.py).
@@ -109,11 +95,13 @@ class FakeHTTPServer(HTTPServer):
         with self._start_lock:
             if self.is_running():
                 return
-            app = _drain_briefly_after(FakeRequest.application(self.application))
             # Plain TCP server; TLS is layered per connection in get_request.
-            server = ConnectionServer(self.host, self.port, app, handler=ConnectionHandler)
+            server = ConnectionServer(
+                self.host, self.port, wsgi_application(self.application), handler=ConnectionHandler
+            )
             server.fake_app = self.app
             server.tunnel_context = self.tunnel_context
+            server.listener = self.listener
             if self.ssl_context is not None:
                 server._tls_context = self.ssl_context
                 server.ssl_context = self.ssl_context  # Werkzeug reports wsgi.url_scheme
@@ -130,8 +118,6 @@ class FakeHTTPServer(HTTPServer):
         self.server.serve_forever()
 
     def application(self, request: Request) -> Response:
-        if self.listener is not None:
-            request.environ[LISTENER] = self.listener
         return self.app(request)
 
     @property
@@ -219,7 +205,7 @@ class TestCA:
         """The server context of a tunnel to ``host`` (a host of the service, under
         interception): a certificate for that name, and a handshake that completes only
         when the client's SNI names it (else an ``unrecognized_name`` alert, and the
-        socket's :data:`SNI_PROBLEM` says why). Made once per name."""
+        socket's ``Handshake`` says why). Made once per name."""
         with self._lock:
             context = self._host_contexts.get(host)
             if context is None:
@@ -297,7 +283,7 @@ def _sni_check(host: str) -> Callable[[ssl.SSLObject, str, ssl.SSLContext], int 
             if name is None
             else f"the TLS handshake named {name!r} (SNI), not {host!r} as the CONNECT did"
         )
-        setattr(sock, SNI_PROBLEM, problem)
+        handshake_of(sock).sni_problem = problem
         return ssl.ALERT_DESCRIPTION_UNRECOGNIZED_NAME
 
     return check
@@ -307,13 +293,14 @@ def _sni_choose(
     contexts: Callable[[str], ssl.SSLContext],
 ) -> Callable[[ssl.SSLObject, str, ssl.SSLContext], int | None]:
     def choose(sock: ssl.SSLObject, name: str | None, _: ssl.SSLContext) -> int | None:
-        binding: Binding | None = getattr(sock, SOCKET_BINDING, None)
+        handshake = handshake_of(sock)
+        binding = handshake.binding
         if binding is None or binding.closed.is_set():
             return ssl.ALERT_DESCRIPTION_UNRECOGNIZED_NAME  # no test: nothing to serve
         hosts = service_hosts(binding.service.options)
         if name is not None and name.lower() in hosts:
             sock.context = contexts(name.lower())
-            setattr(sock, SNI_HOST, name.lower())
+            handshake.sni_host = name.lower()
             return None
         binding.service.timeline.record_tunnel_closed(
             f"{name or '-'}:443",
