@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import atexit
 import dataclasses
+import http.client
 import os
 import platform
 import resource
@@ -331,3 +332,20 @@ def in_tests(body: Body, options: Sequence[Mapping[str, Any]]) -> None:
         sys.modules.pop("test_measure", None)
     if status != 0:
         raise RuntimeError(f"the benchmark's tests failed (exit status {status}): see above")
+
+
+def request(
+    address: tuple[str, int], method: str, path: str, body: str | None, headers: dict[str, str]
+) -> bytes:
+    """One request on a new connection (``http.client``); its answer's body, or
+    RuntimeError unless the status is 200."""
+    conn = http.client.HTTPConnection(*address, timeout=10)
+    try:
+        conn.request(method, path, body=body, headers=headers)
+        answer = conn.getresponse()
+        data = answer.read()
+        if answer.status != 200:
+            raise RuntimeError(f"{method} {path} -> {answer.status}: {data[:300]!r}")
+        return data
+    finally:
+        conn.close()

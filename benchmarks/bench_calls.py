@@ -21,7 +21,6 @@ would keep it alive): the fastest common client, so the fake's own overhead show
 from __future__ import annotations
 
 import argparse
-import http.client
 import json
 import logging
 import time
@@ -35,6 +34,7 @@ from _bench import (
     median,
     per_call,
     print_figures,
+    request,
     spread,
     stock_key_pem,
     table,
@@ -55,21 +55,6 @@ def _address(url: str) -> tuple[str, int]:
     assert parts.hostname is not None
     assert parts.port is not None
     return parts.hostname, parts.port
-
-
-def _request(
-    address: tuple[str, int], method: str, path: str, body: str | None, headers: dict[str, str]
-) -> bytes:
-    conn = http.client.HTTPConnection(*address, timeout=10)
-    try:
-        conn.request(method, path, body=body, headers=headers)
-        answer = conn.getresponse()
-        data = answer.read()
-        if answer.status != 200:
-            raise RuntimeError(f"{method} {path} -> {answer.status}: {data[:300]!r}")
-        return data
-    finally:
-        conn.close()
 
 
 def main(quick: bool = False) -> list[Figure]:
@@ -103,14 +88,14 @@ def main(quick: bool = False) -> list[Figure]:
             form = urlencode({"username": account.username, "key": account.api_key})
 
             def fake_auth() -> None:
-                _request(fake_address, "POST", "/v2/auth", form, FORM)
+                request(fake_address, "POST", "/v2/auth", form, FORM)
 
             def stock_auth_call() -> None:
-                _request(stock_address, "POST", "/v2/auth", form, FORM)
+                request(stock_address, "POST", "/v2/auth", form, FORM)
 
             # The account's first token is signed ahead (figure 9): take it untimed, so
             # that every timed grant signs on demand, as the stock handler does.
-            token = json.loads(_request(fake_address, "POST", "/v2/auth", form, FORM))["token"]
+            token = json.loads(request(fake_address, "POST", "/v2/auth", form, FORM))["token"]
             if index > 0:  # a grant sample, on this test's fresh fake
                 fake_sample = per_call(fake_auth, batch)
                 stock_sample = per_call(stock_auth_call, batch)
@@ -124,10 +109,10 @@ def main(quick: bool = False) -> list[Figure]:
             bearer = {"Authorization": f"Bearer {token}"}
 
             def fake_call() -> None:
-                _request(fake_address, "GET", "/api/items", None, bearer)
+                request(fake_address, "GET", "/api/items", None, bearer)
 
             def stock_call() -> None:
-                _request(stock_address, "GET", "/api/items", None, bearer)
+                request(stock_address, "GET", "/api/items", None, bearer)
 
             for fn in (fake_call, stock_call, fake_auth, stock_auth_call):  # warm up
                 for _ in range(10):

@@ -22,7 +22,6 @@ The fake is the ``mgmt_server`` fixture's, in one test of a pytest run in this p
 from __future__ import annotations
 
 import argparse
-import http.client
 import itertools
 import json
 import sys
@@ -32,7 +31,7 @@ from types import FrameType
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
-from _bench import in_tests, table
+from _bench import in_tests, request, table
 
 from pytest_mgmtauth import MgmtServer
 
@@ -78,16 +77,8 @@ def switches(modules: list[str]) -> int:
 def _request(url: str, method: str, path: str, body: str | None, headers: dict[str, str]) -> bytes:
     parts = urlsplit(url)
     assert parts.hostname is not None
-    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
-    try:
-        conn.request(method, path, body=body, headers=headers)
-        answer = conn.getresponse()
-        data = answer.read()
-        if answer.status != 200:
-            raise RuntimeError(f"{method} {path} -> {answer.status}: {data[:300]!r}")
-        return data
-    finally:
-        conn.close()
+    assert parts.port is not None
+    return request((parts.hostname, parts.port), method, path, body, headers)
 
 
 def main(show_modules: bool = False) -> None:
