@@ -408,7 +408,7 @@ def _exchanged(
     status = None if response is None else response.status_code
     binding.requests.add(_recorded(binding, request, arrival, arrived, status))
     if binding.live is not None:  # the service's answer was kept as it came
-        binding.live.answered(request, response)
+        binding.live.answered(request, response, binding.service.timeline.redact)
     elif response is not None:
         keep_exchange(binding, request, response)
 

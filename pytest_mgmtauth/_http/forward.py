@@ -162,11 +162,15 @@ class LiveTest:
     region_host: str | None = None
     answered_here: str | None = None
 
-    def answered(self, request: Request, response: Response | None) -> None:
-        """Note a request of the test and its answer (None: none, the connection reset)."""
+    def answered(
+        self, request: Request, response: Response | None, redact: Callable[[str], str]
+    ) -> None:
+        """Note a request of the test and its answer (None: none, the connection reset).
+        The note is printed and goes to JUnit: its path is masked (``redact``), as a client
+        may have put a secret in it."""
         if self.answered_here is None and not isinstance(response, ServiceAnswer):
             status = "no answer" if response is None else str(response.status_code)
-            self.answered_here = f"{request.method} {request.path} -> {status}"
+            self.answered_here = redact(f"{request.method} {request.path} -> {status}")
 
 
 def refused_credentials(path: str, status: int, body: Mapping[str, object]) -> str | None:

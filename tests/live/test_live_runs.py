@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from urllib.parse import quote, quote_plus
 
 import pytest
 from live_support import API_KEY, USERNAME, StandIn, point_at, snapshot_of
@@ -427,3 +428,25 @@ def test_a_live_run_records_a_broken_snapshot_anew(
     point_at(monkeypatch, stand_in)
     _live(folder).assert_outcomes(passed=1)
     assert list(snapshot_of(folder.path, "test_broken")["tests"]) == ["test_it"]
+
+
+def test_a_not_recorded_note_masks_a_secret_in_the_path(
+    folder: pytest.Pytester, stand_in: StandIn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    point_at(monkeypatch, stand_in)
+    monkeypatch.delenv("MGMTAUTH_LIVE_CAFILE")  # the request is answered by the fake: 502
+    folder.makepyfile(
+        HEAD
+        + """
+@pytest.mark.mgmtauth_live
+def test_it(mgmt_server, mgmt_account):
+    # The key where no key belongs: in the path.
+    _http().get(mgmt_server.url + "/v2/items/" + quote_plus(mgmt_account.api_key))
+"""
+    )
+    result = _live(folder, "--junitxml=out.xml")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*test_it: not recorded: a request was not forwarded*-> 502"])
+    for text in (result.stdout.str(), (folder.path / "out.xml").read_text()):
+        for spelling in (API_KEY, quote_plus(API_KEY), quote(API_KEY, safe="")):
+            assert spelling not in text
