@@ -17,6 +17,7 @@ import json
 import queue
 import secrets
 import threading
+import time
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -39,8 +40,6 @@ MAX_CREDIT = 8
 #: Without credit, one prefetch in this many still signs ahead, to notice a suite that
 #: started taking what is signed ahead.
 PROBE_EVERY = 32
-#: Seconds :meth:`TokenSigner.prefetch` waits at most for an idle worker to take its job.
-START_WAIT = 0.05
 
 
 def _segment(value: dict[str, Any]) -> bytes:
@@ -56,13 +55,11 @@ _HEADER_SEGMENTS = {alg: _segment(header) for alg, header in HEADERS.items()}
 
 @dataclass(frozen=True)
 class _Job:
-    """A token to sign ahead: its future, its signing input and claims, and the event
-    the worker sets when it takes the job (None: nobody waits for that)."""
+    """A token to sign ahead: its future, its signing input and claims."""
 
     future: Future[tuple[str, Claims]]
     unsigned: bytes
     claims: Claims
-    started: threading.Event | None
 
 
 class TokenSigner:
@@ -136,8 +133,7 @@ class TokenSigner:
         """Start signing, in the background, the token a later :meth:`issue` with the
         same arguments returns: the future of that token, or None when nothing is
         signed ahead (it is already, there is no credit but for a probe, or no thread
-        can be had: the process is at its thread limit). Returns once an idle worker
-        has taken the job (at most :data:`START_WAIT`), at once if it is busy."""
+        can be had: the process is at its thread limit)."""
         iss = self.issuer if issuer is None else issuer
         key = (subject, issued_at, ttl, iss)
         with self._ahead_lock:
@@ -156,14 +152,15 @@ class TokenSigner:
             unsigned, claims = self._unsigned(subject, issued_at, ttl, iss)
             future: Future[tuple[str, Claims]] = Future()
             self._ahead[key] = future
-            # An idle worker is waited for until it has taken the job: else it would
-            # wait for the GIL until this thread next blocks, and the signature would
-            # start that much later. A busy one takes it when it is done.
-            started = threading.Event() if self._pending == 0 else None
+            idle = self._pending == 0
             self._pending += 1
-            self._jobs.put(_Job(future, unsigned, claims, started))
-        if started is not None:
-            started.wait(START_WAIT)
+            self._jobs.put(_Job(future, unsigned, claims))
+        if idle:
+            # Let go of the GIL once, so that the idle worker takes the job now rather
+            # than when this thread next blocks. Not waiting on an event the worker
+            # sets: the kernel often runs the woken waiter on the worker's CPU, behind
+            # the signature it has just started, and this thread lost that long.
+            time.sleep(0)
         return future
 
     def _take(self, key: tuple[str, int, int, str]) -> tuple[str, Claims] | None:
@@ -201,10 +198,7 @@ class TokenSigner:
         while True:
             job = self._jobs.get()
             try:
-                running = job.future.set_running_or_notify_cancel()
-                if job.started is not None:
-                    job.started.set()  # the caller goes on as the signature starts
-                if running:
+                if job.future.set_running_or_notify_cancel():
                     try:
                         job.future.set_result((self._signed(job.unsigned), job.claims))
                     except BaseException as exc:  # handed to _take(), whose caller signs again

@@ -111,22 +111,23 @@ class PausedSigner(TokenSigner):
     def __init__(self, key: rsa.RSAPrivateKey) -> None:
         super().__init__(key)
         self.release = threading.Event()
+        #: Set once a signature has started (and waits for ``release``).
+        self.signing = threading.Event()
 
     def _signed(self, unsigned: bytes, algorithm: str = "RS512") -> str:
+        self.signing.set()
         assert self.release.wait(10)
         return super()._signed(unsigned, algorithm)
 
 
-def test_prefetch_returns_once_an_idle_worker_has_taken_the_job(
-    rsa_key_2048: rsa.RSAPrivateKey, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # The signature then runs while the caller goes on, rather than once the caller
-    # next lets go of the GIL.
-    monkeypatch.setattr("pytest_mgmtauth._service.tokens.START_WAIT", 10.0)
+def test_prefetch_never_waits_for_a_busy_worker(rsa_key_2048: rsa.RSAPrivateKey) -> None:
+    # An idle worker is given the GIL once (prefetch sleeps 0), not waited for: the
+    # caller goes on while the worker takes the job and signs.
     signer = PausedSigner(rsa_key_2048)
     first = signer.prefetch("a@example.com", T0, 1800)
     assert first is not None
-    assert first.running()  # taken, being signed
+    assert signer.signing.wait(10)  # taken, being signed
+    assert first.running()
     # A busy worker is not waited for: this returns while the first is still held.
     second = signer.prefetch("b@example.com", T0, 1800)
     assert second is not None
