@@ -157,9 +157,9 @@ class TokenSigner:
             self._jobs.put(_Job(future, unsigned, claims))
         if idle:
             # Let go of the GIL once, so that the idle worker takes the job now rather
-            # than when this thread next blocks. Not waiting on an event the worker
-            # sets: the kernel often runs the woken waiter on the worker's CPU, behind
-            # the signature it has just started, and this thread lost that long.
+            # than when this thread next blocks. Not by waiting for an event the worker
+            # sets: the kernel often runs a waiter woken so on the worker's CPU, behind
+            # the signature the worker has just started.
             time.sleep(0)
         return future
 
