@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import re
+import time
 import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
@@ -109,7 +110,12 @@ class MgmtServer:
         self._http = pool.server(https=options.https)
         # No clock: the process's time (what mgmt_clock / freezegun move). The
         # standalone server passes a clock its control API can advance.
-        self._service = AuthService(options, pool.signer, clock or system_clock)
+        self._service = AuthService(
+            options,
+            pool.signer,
+            clock or system_clock,
+            first_username=None if live is not None else pool.take_first_username(),
+        )
         # While it runs, the list of flows it was made from stays as it is.
         registry.opened(self._service)
         # test_id names the test in errors raised after it ended (see LateErrors).
@@ -604,6 +610,12 @@ class MgmtServer:
         # Kept-alive connections idle now are closed, as a server's idle timeout would:
         # the next test's requests come on new connections (clients reconnect).
         self._pool.drop_idle_connections()
+        if self._binding.live is None and self._service.accounts.first_generated:
+            # The next test most likely generates its first account too: its first
+            # token is signed ahead from now, at real time, which the next test's clock
+            # reads or starts frozen at (mgmt_clock), whatever this test's reads now.
+            now = time.clock_gettime(time.CLOCK_REALTIME)  # freezegun does not move it
+            self._pool.sign_ahead_for_next_test(self.options, now)
 
     # -- faults on cue (docs/faults.md) ----------------------------------------------
 

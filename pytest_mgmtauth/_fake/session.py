@@ -19,12 +19,16 @@ from typing import TYPE_CHECKING
 from .._http.arrival import REGION_LISTENER
 from .._http.binding import LateErrors
 from .._http.server import FakeHTTPServer, TestCA
+from .._service.account_book import sign_first_token_ahead
+from .._service.accounts import generate_username
 from .._service.tokens import TokenSigner
 from .key_cache import SigningKey
 from .resolution import resolve_to_fake
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
+
+    from .._service.options import Options
 
 
 class SessionResources:
@@ -51,6 +55,9 @@ class SessionResources:
         self._servers: dict[tuple[str, bool], FakeHTTPServer] = {}
         #: Errors raised in the server for a test that had already ended.
         self.late_errors = LateErrors()
+        #: The username of the next test's first generated account, reserved by
+        #: sign_ahead_for_next_test; None: generated when the account is added.
+        self._first_username: str | None = None
 
     @property
     def signer(self) -> TokenSigner:
@@ -126,6 +133,27 @@ class SessionResources:
                 self._servers[("direct", True)] = server
         server.start()
         return server
+
+    def take_first_username(self) -> str | None:
+        """The username reserved for a new test's first generated account, if any: each
+        is taken by one test."""
+        with self._lock:
+            username, self._first_username = self._first_username, None
+        return username
+
+    def sign_ahead_for_next_test(self, options: Options, now: float) -> None:
+        """Reserve the username of the next test's first generated account and start
+        signing its first token, as if granted at ``now`` under ``options``: a test whose
+        first account was generated is most often followed by one that asks for such a
+        token soon. Signed while pytest reports this test and sets up the next one, it is
+        ready when that client asks, and does not compete for the CPU with the client and
+        the server thread (a signature begun when the account is added runs beside them).
+        A next test whose claims differ (another second, lifetime or issuer) has its own
+        signed on demand, as without this."""
+        username = generate_username(1)
+        with self._lock:
+            self._first_username = username
+        sign_first_token_ahead(self.signer, options, username, now)
 
     def drop_idle_connections(self) -> None:
         """Close the kept-alive connections idle now on every listener (a test's end)."""

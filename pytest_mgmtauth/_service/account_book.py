@@ -33,6 +33,14 @@ if TYPE_CHECKING:
     from .tokens import TokenSigner
 
 
+def sign_first_token_ahead(
+    signer: TokenSigner, options: Options, username: str, now: float
+) -> None:
+    """Start signing, in the background, the token a first grant to ``username`` at the
+    clock second of ``now`` returns under ``options`` (``TokenSigner.prefetch``)."""
+    signer.prefetch(username, int(now), int(options.token_ttl), issuer=options.issuer)
+
+
 class AccountBook(Mapping[str, "Account"]):
     """The accounts of one test by username (a read-only mapping; change them through
     the methods), and what the service keeps about each: rotated-out secrets and
@@ -44,11 +52,19 @@ class AccountBook(Mapping[str, "Account"]):
         options: Options,
         signer: TokenSigner,
         lock: threading.RLock,
+        *,
+        first_username: str | None = None,
     ) -> None:
         self._timeline = timeline
         self._options = options
         self._signer = signer
         self._lock = lock
+        #: The username of the first account if it is generated: one reserved before the
+        #: test, whose first token may be signed already (``sign_first_token_ahead``).
+        self._first_username = first_username
+        #: Whether the first account's username was generated (the ``mgmt_account``
+        #: fixture's, or ``add_account()`` without one).
+        self.first_generated = False
         self._accounts: dict[str, Account] = {}
         # Secrets replaced by rotate_*(): (username, "API key"/"password") -> [(old, when)].
         self._rotated: dict[tuple[str, str], list[tuple[str, float]]] = {}
@@ -82,17 +98,19 @@ class AccountBook(Mapping[str, "Account"]):
         with self._lock:
             serial = len(self._accounts) + 1
             if username is None:
-                username = generate_username(serial)
+                if serial == 1:
+                    self.first_generated = True
+                    username = self._first_username or generate_username(serial)
+                else:
+                    username = generate_username(serial)
             check_username(username)
             self._check_unused(username)
             now = self._timeline.now()
         # Its first token is most likely asked for soon, at this clock second: signed
-        # ahead from now on, while its secrets are made and the test's client starts
-        # (/v2/auth takes it if its claims turn out the same). Outside the lock: the
-        # signer may wait for its worker to take the job.
-        self._signer.prefetch(
-            username, int(now), int(self._options.token_ttl), issuer=self._options.issuer
-        )
+        # ahead from now on (unless it is already), while its secrets are made and the
+        # test's client starts (/v2/auth takes it if its claims turn out the same).
+        # Outside the lock: the signer lets its worker run.
+        sign_first_token_ahead(self._signer, self._options, username, now)
         account = make_account(serial, username, api_key, password, permissions, profiles)
         with self._lock:
             self._check_unused(username)  # another thread may have added it meanwhile

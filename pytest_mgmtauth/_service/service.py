@@ -62,20 +62,27 @@ class AuthService:
     """One test's service. It holds its parts (the timeline, the accounts, the
     credentials, the faults) and one instance of each auth flow of the registry, which
     grant and authorize on those parts; its methods are what the transport, the fake
-    and the verdicts call. One lock guards it all."""
+    and the verdicts call. One lock guards it all.
+
+    ``first_username``: the username its first generated account takes, reserved before
+    the test so that its first token could be signed ahead (``account_book.py``)."""
 
     def __init__(
         self,
         options: Options,
         signer: TokenSigner,
         clock: Clock = system_clock,
+        *,
+        first_username: str | None = None,
     ) -> None:
         check_endpoints(options)
         self.options = options
         self.signer = signer
         self.mutex = threading.RLock()
         self.timeline = Timeline(clock, self.mutex)
-        self.accounts = AccountBook(self.timeline, options, signer, self.mutex)
+        self.accounts = AccountBook(
+            self.timeline, options, signer, self.mutex, first_username=first_username
+        )
         self.credentials = Credentials(self.timeline, self.accounts, options, self.mutex)
         self.lockout = Lockout(self.timeline, self.accounts, options, self.mutex)
         self.fault_runner = FaultRunner(

@@ -4,8 +4,9 @@ service signs outside its lock, so that one grant's signature holds up no other 
 
 from __future__ import annotations
 
+import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TypeVar
 
 import jwt
@@ -13,6 +14,8 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from pytest_mgmtauth import TokenIssued
+from pytest_mgmtauth._fake.server import MgmtServer
+from pytest_mgmtauth._fake.session import SessionResources
 from pytest_mgmtauth._service.flows.bearer import BearerToken
 from pytest_mgmtauth._service.flows.v2 import V2Flow
 from pytest_mgmtauth._service.options import Options
@@ -166,6 +169,72 @@ def test_a_new_accounts_first_token_is_signed_ahead(rsa_key_2048: rsa.RSAPrivate
     later, renewed = service.flow(V2Flow).grant(account.username, account.api_key)
     assert renewed.claims.iat == T0 + 1800
     assert later != token
+
+
+def test_the_first_generated_account_takes_the_username_reserved_for_it(
+    signer: TokenSigner,
+) -> None:
+    reserved = "user1.0a0b0c@example.com"
+    service = AuthService(Options(), signer, ManualClock(T0), first_username=reserved)
+    first, second = service.accounts.add_account(), service.accounts.add_account()
+    assert first.username == reserved
+    assert second.username.startswith("user2.")
+    assert service.accounts.first_generated
+    # A first account named by the test leaves the reserved username unused.
+    named = AuthService(Options(), signer, ManualClock(T0), first_username=reserved)
+    named.accounts.add_account("someone@example.com")
+    assert named.accounts.add_account().username.startswith("user2.")
+    assert not named.accounts.first_generated
+
+
+@pytest.fixture
+def pool(request: pytest.FixtureRequest) -> Iterator[SessionResources]:
+    """Session resources of their own (a signer whose hits count this test's only), with
+    the session's signing key."""
+    session_pool: SessionResources = request.getfixturevalue("_mgmtauth_pool")
+    pool = SessionResources(signing_key=session_pool.signing_key)
+    yield pool
+    pool.close()
+
+
+def test_the_next_tests_first_token_is_signed_ahead_as_this_test_ends(
+    pool: SessionResources,
+) -> None:
+    signer = pool.signer
+    options = Options()
+    pool.sign_ahead_for_next_test(options, T0 + 0.75)
+    reserved = pool.take_first_username()
+    assert reserved is not None
+    assert re.fullmatch(r"user1\.[0-9a-f]{6}@example\.com", reserved)
+    assert pool.take_first_username() is None  # each reserved username goes to one test
+    clock = ManualClock(T0)
+    service = AuthService(options, signer, clock, first_username=reserved)
+    account = service.accounts.add_account()
+    assert account.username == reserved
+    # Signed ahead already: adding the account started nothing more.
+    assert signer.prefetch(reserved, T0, 1800) is None
+    token, record = service.flow(V2Flow).grant(account.username, account.api_key)
+    assert signer.hits == 1
+    assert (record.claims.sub, record.claims.iat) == (reserved, T0)
+    assert signer.verify(token) == record.claims
+
+
+def test_a_test_reserves_the_next_ones_username_only_if_it_generated_its_first(
+    pool: SessionResources,
+) -> None:
+    named = MgmtServer(Options(), pool)
+    named.add_account("someone@example.com")
+    named.close()
+    assert pool.take_first_username() is None
+    generated = MgmtServer(Options(), pool)
+    generated.add_account()
+    generated.close()
+    reserved = pool._first_username
+    assert reserved is not None
+    after = MgmtServer(Options(), pool)  # takes the username reserved for it
+    assert pool._first_username is None
+    assert after.add_account().username == reserved
+    after.close()
 
 
 class HeldSigner(TokenSigner):
