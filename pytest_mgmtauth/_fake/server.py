@@ -107,6 +107,9 @@ class MgmtServer:
         """The :class:`~pytest_mgmtauth.Options` in force for this test (defaults, ini,
         command line and markers merged)."""
         self._pool = pool
+        # On the process's time (the pytest fixture's, mgmt_clock's freezegun included),
+        # the next test's first token can be signed ahead as this test ends (close()).
+        self._on_process_time = clock is None
         self._http = pool.server(https=options.https)
         # No clock: the process's time (what mgmt_clock / freezegun move). The
         # standalone server passes a clock its control API can advance.
@@ -610,7 +613,11 @@ class MgmtServer:
         # Kept-alive connections idle now are closed, as a server's idle timeout would:
         # the next test's requests come on new connections (clients reconnect).
         self._pool.drop_idle_connections()
-        if self._binding.live is None and self._service.accounts.first_generated:
+        if (
+            self._on_process_time
+            and self._binding.live is None
+            and self._service.accounts.first_generated
+        ):
             # The next test most likely generates its first account too: its first
             # token is signed ahead from now, at real time, which the next test's clock
             # reads or starts frozen at (mgmt_clock), whatever this test's reads now.

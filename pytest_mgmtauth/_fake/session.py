@@ -27,8 +27,10 @@ from .resolution import resolve_to_fake
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
+    from concurrent.futures import Future
 
     from .._service.options import Options
+    from .._service.token_format import Claims
 
 
 class SessionResources:
@@ -141,7 +143,9 @@ class SessionResources:
             username, self._first_username = self._first_username, None
         return username
 
-    def sign_ahead_for_next_test(self, options: Options, now: float) -> None:
+    def sign_ahead_for_next_test(
+        self, options: Options, now: float
+    ) -> Future[tuple[str, Claims]] | None:
         """Reserve the username of the next test's first generated account and start
         signing its first token, as if granted at ``now`` under ``options``: a test whose
         first account was generated is most often followed by one that asks for such a
@@ -149,11 +153,12 @@ class SessionResources:
         ready when that client asks, and does not compete for the CPU with the client and
         the server thread (a signature begun when the account is added runs beside them).
         A next test whose claims differ (another second, lifetime or issuer) has its own
-        signed on demand, as without this."""
+        signed on demand, as without this. The token's future, or None (see
+        ``TokenSigner.prefetch``)."""
         username = generate_username(1)
         with self._lock:
             self._first_username = username
-        sign_first_token_ahead(self.signer, options, username, now)
+        return sign_first_token_ahead(self.signer, options, username, now)
 
     def drop_idle_connections(self) -> None:
         """Close the kept-alive connections idle now on every listener (a test's end)."""

@@ -26,19 +26,22 @@ from .timeline import to_datetime
 if TYPE_CHECKING:
     import threading
     from collections.abc import Iterable
+    from concurrent.futures import Future
 
     from .limits import SecretKind
     from .options import Options
     from .timeline import Timeline
+    from .token_format import Claims
     from .tokens import TokenSigner
 
 
 def sign_first_token_ahead(
     signer: TokenSigner, options: Options, username: str, now: float
-) -> None:
+) -> Future[tuple[str, Claims]] | None:
     """Start signing, in the background, the token a first grant to ``username`` at the
-    clock second of ``now`` returns under ``options`` (``TokenSigner.prefetch``)."""
-    signer.prefetch(username, int(now), int(options.token_ttl), issuer=options.issuer)
+    clock second of ``now`` returns under ``options``: ``TokenSigner.prefetch``'s
+    future, or None."""
+    return signer.prefetch(username, int(now), int(options.token_ttl), issuer=options.issuer)
 
 
 class AccountBook(Mapping[str, "Account"]):
