@@ -66,11 +66,11 @@ class TokenSigner:
     """Issues and verifies this fake's tokens. Thread-safe.
 
     :meth:`prefetch` signs a token in a background thread before :meth:`issue` is asked
-    for it (a new account's first token; the next test's first one, as a test ends): the signature
-    is most of the cost of ``/v2/auth``, and ``cryptography`` releases the GIL while it
-    signs. :meth:`issue` returns the token signed ahead when its arguments are exactly
-    the prefetched ones, else signs one; either way the client gets the same kind of
-    token. Tokens signed ahead and never taken cost CPU on another core, which a
+    for it (a new account's first token; the next test's first one, as a test ends):
+    the signature is most of the cost of ``/v2/auth``, and ``cryptography`` releases the
+    GIL while it signs. :meth:`issue` returns the token signed ahead when its arguments
+    are exactly the prefetched ones, else signs one; either way the client gets the same
+    kind of token. Tokens signed ahead and never taken cost CPU on another core, which a
     parallel run (xdist) needs: each one dropped unused spends credit, each one taken
     earns it back, and without credit only one prefetch in :data:`PROBE_EVERY` signs.
     """
