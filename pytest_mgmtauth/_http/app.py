@@ -147,6 +147,7 @@ class FakeApp:
             )
         for prefix, app in self._mounts:
             if request.path.startswith(prefix):
+                arrival.may_wait()
                 return masked_error(app(request), binding.service.timeline.redact)
         arrived = binding.service.timeline.now()
         response: Response | None = None
@@ -213,6 +214,7 @@ class FakeApp:
         # Where it arrived, worked out once: every host check below reads this.
         here = where(binding, request, arrival)
         if binding.live is not None:  # a live run: the service answers
+            arrival.may_wait()
             response = forward(binding, request, here)
             self._this_thread.handler_answer = response  # as the service made it
             return response
@@ -242,6 +244,7 @@ class FakeApp:
             if found is None:
                 raise BadInput(404, flow.wrong_path(path))
             check_endpoint_host(binding, request, arrival, here, flow)
+            arrival.may_wait()  # a hang, or a grant's signature
             if endpoint.fault_point:
                 fault = scripted_fault(binding, request, flow, endpoint)
                 if fault is not None:
@@ -332,6 +335,8 @@ class FakeApp:
             wrong_host=None if answers else route_wrong_host(binding, request, arrival, route),
         )
         where = f"the handler of {route!r}"
+        if not route.answers_at_once:
+            arrival.may_wait()  # the user's own code
         try:
             # Typed as a Response, but a user's handler may return anything.
             with binding.late.running(binding.owner, where):

@@ -60,6 +60,10 @@ class Arrival:
     #: Called once the app has its answer: the connection kept alive for the next
     #: request, or closed after a brief drain (``handler.py``).
     after_answer: Callable[[], None] | None = None
+    #: Called before the app waits on something else than the client (a route's own
+    #: handler, a grant's signature, a scripted hang, the service upstream): another
+    #: thread accepts connections meanwhile (``connections.py``).
+    before_waiting: Callable[[], None] | None = None
     #: Why its chunked body broke RFC 9112 7.1: set by the reader as it reads
     #: (:meth:`chunked_broke`); the answer is a 400 saying so.
     chunked_problem: str | None = None
@@ -69,6 +73,12 @@ class Arrival:
 
     def chunked_broke(self, reason: str) -> None:
         self.chunked_problem = reason
+
+    def may_wait(self) -> None:
+        """The app is about to wait on something else than the client (see
+        :attr:`before_waiting`)."""
+        if self.before_waiting is not None:
+            self.before_waiting()
 
 
 class FakeRequest(Request):

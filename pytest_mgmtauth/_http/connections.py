@@ -1,12 +1,21 @@
 """The session server's socket side: accepting connections (TLS wrapped, its handshake
 deferred to the connection's thread), a thread per connection that notes which test was
 bound when it was accepted, and the kept-alive connections idle between requests, which
-:meth:`ConnectionServer.drop_idle_connections` closes at a test's end."""
+:meth:`ConnectionServer.drop_idle_connections` closes at a test's end.
+
+Threads take turns to accept (leader/followers): the thread that leads waits for a
+connection, accepts it and serves it itself, so a request reaches the app without a
+handoff between threads. It hands the lead on (to a thread waiting for it, else a new
+one) only when it would wait on something else than its client, or when another
+connection comes while it waits for its client (:meth:`ConnectionServer.wait_readable`):
+a client that opens one connection per request is served by one thread, and the
+connections of concurrent clients each by a thread of their own, as before."""
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import io
 import queue
 import select
 import selectors
@@ -56,8 +65,16 @@ def handshake_of(sock: Any) -> Handshake:
 #: Seconds drop_idle_connections waits for the connections it closes to be closed.
 DROP_WAIT = 1.0
 
-#: Seconds a connection thread waits for another connection before it ends.
+#: Seconds a connection thread waits to lead again before it ends.
 WORKER_IDLE = 30.0
+
+#: Seconds the thread that leads waits for its client's next bytes (and new
+#: connections) before it hands the lead on all the same (see wait_readable).
+LEAD_WAIT = 1.0
+
+#: select.poll where there is one: polling a connection and the listening socket costs
+#: one system call, and no descriptor to create and close.
+_poll = getattr(select, "poll", None)
 
 
 def _peer_closed(connection: socket.socket) -> bool:
@@ -77,6 +94,46 @@ def _peer_closed(connection: socket.socket) -> bool:
         return socket.socket.recv(connection, 1, socket.MSG_PEEK) == b""
     except (OSError, ValueError):
         return False
+
+
+#: Bytes of an answer above which the thread that leads hands the lead on before it
+#: writes: a client that does not read yet would hold up the connections of others.
+LARGE_WRITE = 65536
+
+
+class ConnectionReader(socket.SocketIO):
+    """A connection's raw reader: before each read, the thread that leads waits for its
+    client and for new connections together (:meth:`ConnectionServer.wait_readable`)."""
+
+    def __init__(self, sock: socket.socket, server: ConnectionServer) -> None:
+        super().__init__(sock, "rb")
+        self._server = server
+
+    def readinto(self, buffer: Any) -> int | None:
+        self._server.wait_readable(self._sock)  # type: ignore[attr-defined]
+        return super().readinto(buffer)
+
+
+class ConnectionWriter(io.BufferedIOBase):
+    """A connection's writer, unbuffered as socketserver's: a large answer is written
+    after the lead is handed on (:data:`LARGE_WRITE`)."""
+
+    def __init__(self, sock: socket.socket, server: ConnectionServer) -> None:
+        self._sock = sock
+        self._server = server
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        with memoryview(data) as view:
+            if view.nbytes > LARGE_WRITE:
+                self._server.hand_on_lead(self._sock)
+            self._sock.sendall(view)
+            return view.nbytes
+
+    def fileno(self) -> int:
+        return self._sock.fileno()
 
 
 class _Connection(Protocol):
@@ -107,61 +164,201 @@ class ConnectionServer(ThreadedWSGIServer):
         #: way a binding reaches a request: from here to the connection's handler
         #: (binding_of), which puts it in each request's Arrival for the app.
         self._bindings: dict[Any, Binding | None] = {}
-        #: Connection threads done with their connection, waiting for another one.
+        #: Connection threads done with their connection, waiting to lead (accept).
         self._waiting_workers = 0
-        self._handoff: queue.SimpleQueue[tuple[Any, Any, Binding | None]] = queue.SimpleQueue()
+        #: The lead (True), or the end (False, at shutdown), handed to a waiting thread.
+        self._lead_handoff: queue.SimpleQueue[bool] = queue.SimpleQueue()
+        #: What the leading thread waits on: the listening socket (once the app is open,
+        #: ``_listening``) and the wake-up socket.
+        self._selector: selectors.BaseSelector | None = None
+        self._listening = False
+        #: The connection whose thread leads now: it accepted it and serves it until it
+        #: would wait on something else than its client (wait_readable, hand_on_lead).
+        #: None while the lead is with a thread waiting for a connection, or on its way.
+        #: Written only by the thread that leads.
+        self._leading: Any = None
         #: shutdown() writes here to wake the accept loop (see serve_forever).
         self._wake_reader, self._wake_writer = socket.socketpair()
         self._stop = threading.Event()
         self._loop_ended = threading.Event()
 
     def serve_forever(self, poll_interval: float = 0.5) -> None:
-        """Accept connections until :meth:`shutdown`. socketserver's loop wakes every
-        ``poll_interval`` to look for a shutdown request, so ``stop()`` waited up to that
-        long at every session's end, and the
-        loop took the GIL 20 times a second all session long. This one sleeps until a
-        connection comes or :meth:`shutdown` wakes it. ``poll_interval`` is ignored."""
-        opened = self.fake_app.opened if self.fake_app is not None else None
+        """Serve until :meth:`shutdown`: start the first connection thread, which leads
+        (accepts the next connection), and wait until the thread leading at the
+        shutdown has left the accept loop; then close the socket. socketserver's loop
+        woke every ``poll_interval`` to look for a shutdown request (``stop()`` waited up
+        to that long, and the loop took the GIL 20 times a second); here the leader
+        sleeps until a connection comes or :meth:`shutdown` wakes it.
+        ``poll_interval`` is ignored."""
         try:
-            with selectors.DefaultSelector() as selector:
-                selector.register(self._wake_reader, selectors.EVENT_READ)
-                listening = False
-                while not self._stop.is_set():
-                    if not listening and (opened is None or opened.is_set()):
-                        # Not before the app is open (FakeApp.open): until then the
-                        # listening socket's backlog holds the connections.
-                        selector.register(self.socket, selectors.EVENT_READ)
-                        listening = True
-                    ready = selector.select()
-                    if self._stop.is_set():
-                        break
-                    if any(key.fileobj is self._wake_reader for key, _ in ready):
-                        with contextlib.suppress(OSError):
-                            self._wake_reader.recv(64)
-                    if any(key.fileobj is self.socket for key, _ in ready):
-                        self._accept_one()
-                        self.service_actions()
+            self._selector = selectors.DefaultSelector()
+            self._selector.register(self._wake_reader, selectors.EVENT_READ)
+            if not self._start_thread():
+                self._lead()  # no thread to be had: this one accepts (and serves)
+            self._loop_ended.wait()
         finally:
-            self._loop_ended.set()
             self.server_close()
 
-    def _accept_one(self) -> None:
+    def _lead(self) -> None:
+        """A connection thread: lead (accept the next connection) and serve it; then
+        accept the next one if it still leads, else wait to lead again."""
+        while True:
+            job = self._accept_next()
+            if job is None:  # shut down: the lead ends here
+                self._loop_ended.set()
+                return
+            connection = job[0]
+            self._serve_connection(*job)
+            leads = self._leading is connection
+            del job, connection  # a waiting thread keeps no test's binding alive
+            if leads:
+                self._leading = None  # and on to the next connection
+            elif not self._wait_to_lead():
+                return
+
+    def _accept_next(self) -> tuple[Any, Any, Binding | None] | None:
+        """Wait for a connection and accept it: the connection to serve (its thread leads
+        on), or None once shut down."""
+        opened = self.fake_app.opened if self.fake_app is not None else None
+        selector = self._selector
+        assert selector is not None  # made by serve_forever before any thread leads
+        while not self._stop.is_set():
+            if not self._listening and (opened is None or opened.is_set()):
+                # Not before the app is open (FakeApp.open): until then the listening
+                # socket's backlog holds the connections.
+                selector.register(self.socket, selectors.EVENT_READ)
+                self._listening = True
+            ready = selector.select()
+            if self._stop.is_set():
+                break
+            if any(key.fileobj is self._wake_reader for key, _ in ready):
+                with contextlib.suppress(OSError):
+                    self._wake_reader.recv(64)
+            if any(key.fileobj is self.socket for key, _ in ready):
+                job = self._accept_one()
+                self.service_actions()
+                if job is not None:
+                    return job
+        return None
+
+    def _accept_one(self) -> tuple[Any, Any, Binding | None] | None:
         # socketserver's _handle_request_noblock, through its public methods.
         try:
             request, client_address = self.get_request()
         except OSError:
-            return
+            return None
         if not self.verify_request(request, client_address):
             self.shutdown_request(request)
-            return
+            return None
+        # Which test was bound when the connection was accepted (in accept order,
+        # before any client bytes are parsed).
+        binding = self.fake_app.current if self.fake_app is not None else None
+        self.connections_accepted += 1
+        if _poll is None:  # pragma: no cover - Windows: no waiting on both (see wait_readable)
+            if not self._hand_on_or_close(request, binding):
+                return None
+        else:
+            self._leading = request
+        return request, client_address, binding
+
+    def _pass_lead(self) -> bool:
+        """Hand the lead to a thread waiting for it, else to a new thread; False when no
+        thread can be started (the reason in ``_start_failure``)."""
+        with self._idle_lock:
+            waiting = self._waiting_workers > 0
+            if waiting:
+                self._waiting_workers -= 1
+        if waiting:
+            self._lead_handoff.put(True)
+            return True
+        return self._start_thread()
+
+    def _hand_on_or_close(self, connection: Any, binding: Binding | None) -> bool:
+        """Hand the lead on before serving ``connection``; when no thread can be started
+        (the process is at its thread limit), close it unanswered and tell its test why
+        at its end rather than leave it an unexplained reset. Whether it is to be served."""
+        if self._pass_lead():
+            return True
+        if binding is not None:
+            binding.add_error(
+                RuntimeError(
+                    f"pytest-mgmtauth could not start a thread to serve a connection "
+                    f"({self._start_failure}), so it closed the connection unanswered: "
+                    "the process is at its limit of threads"
+                ),
+                "pytest-mgmtauth itself",
+            )
+        self.shutdown_request(connection)
+        return False
+
+    def hand_on_lead(self, connection: Any) -> None:
+        """The thread serving ``connection`` is about to wait on something else than its
+        client (a TLS handshake, a route's own handler, a signature): if it leads, another
+        thread accepts from now on."""
+        if self._leading is connection:
+            self._leading = None
+            if not self._pass_lead():
+                self._leading = connection  # leads on; wait_readable refuses what comes
+
+    def wait_readable(self, connection: socket.socket) -> None:
+        """Before a read of ``connection`` that may wait, by the thread that leads: wait
+        for its client and for new connections together. A new connection (or a wake-up:
+        the app opened, a shutdown) first: another thread leads from now on, and this one
+        waits for its client alone. After :data:`LEAD_WAIT` without either, too."""
+        if self._leading is not connection or _poll is None or connection.gettimeout() == 0:
+            return  # not the leader's, or a read that does not wait
+        poller = _poll()
+        poller.register(connection, select.POLLIN)
+        poller.register(self._wake_reader, select.POLLIN)
+        if self._listening:
+            poller.register(self.socket, select.POLLIN)
+        while self._leading is connection:
+            ready = [fd for fd, _ in poller.poll(LEAD_WAIT * 1000)]
+            if connection.fileno() in ready:
+                return
+            self._leading = None
+            if self._pass_lead():
+                return
+            # No thread to lead next: this one leads on, and a connection that comes
+            # meanwhile is closed unanswered (with the reason for its test).
+            self._leading = connection
+            if self.socket.fileno() in ready:
+                job = self._accept_one()
+                if job is not None:
+                    self._leading = connection
+                    self._hand_on_or_close(job[0], job[2])
+            elif self._wake_reader.fileno() in ready:
+                poller.unregister(self._wake_reader)  # for the next leader's loop
+
+    def _start_thread(self) -> bool:
+        """Start a connection thread that leads; False (the reason kept) if none starts."""
+        thread = threading.Thread(target=self._lead, daemon=True, name="mgmtauth-connection")
         try:
-            self.process_request(request, client_address)
-        except Exception:
-            self.handle_error(request, client_address)
-            self.shutdown_request(request)
-        except BaseException:
-            self.shutdown_request(request)
-            raise
+            thread.start()
+        except RuntimeError as exc:
+            self._start_failure = str(exc)
+            return False
+        return True
+
+    _start_failure = ""
+
+    def _wait_to_lead(self) -> bool:
+        """Done with its connection, a thread waits a while for the lead: whether it got
+        it (False: the wait ended, or the server shut down). A waiting thread costs less
+        than starting one (and the GIL handoffs of a thread's start)."""
+        with self._idle_lock:
+            if self._stop.is_set():
+                return False
+            self._waiting_workers += 1
+        try:
+            return self._lead_handoff.get(timeout=WORKER_IDLE)
+        except queue.Empty:
+            with self._idle_lock:
+                if self._waiting_workers > 0 and self._lead_handoff.empty():
+                    self._waiting_workers -= 1
+                    return False
+            # The lead was handed over as the wait ended: take it.
+            return self._lead_handoff.get()
 
     def wake(self) -> None:
         """Have the loop of :meth:`serve_forever` look at its state again (the app
@@ -175,9 +372,15 @@ class ConnectionServer(ThreadedWSGIServer):
         self._stop.set()
         self.wake()
         self._loop_ended.wait()
+        with self._idle_lock:  # the threads waiting to lead end now
+            waiting, self._waiting_workers = self._waiting_workers, 0
+        for _ in range(waiting):
+            self._lead_handoff.put(False)
 
     def server_close(self) -> None:
         super().server_close()
+        if self._selector is not None:
+            self._selector.close()
         self._wake_reader.close()
         self._wake_writer.close()
 
@@ -218,64 +421,6 @@ class ConnectionServer(ThreadedWSGIServer):
             if closed is not None:
                 closed.wait(max(0.0, deadline - time.monotonic()))
         return len(idle)
-
-    def process_request(self, request: Any, client_address: Any) -> None:
-        # As ThreadingMixIn does, plus: note which test was bound when the connection
-        # was accepted (in accept order, before any client bytes are parsed).
-        binding = self.fake_app.current if self.fake_app is not None else None
-        self.connections_accepted += 1
-        with self._idle_lock:
-            reuse = self._waiting_workers > 0
-            if reuse:
-                self._waiting_workers -= 1
-        if reuse:
-            self._handoff.put((request, client_address, binding))
-            return
-        # In a list the thread empties: a Thread keeps its args until its target returns.
-        thread = threading.Thread(
-            target=self._worker,
-            args=([(request, client_address, binding)],),
-            daemon=True,
-            name="mgmtauth-connection",
-        )
-        try:
-            thread.start()
-        except RuntimeError as exc:
-            # No thread to serve it (the process is at its thread limit): the client sees
-            # its connection closed (_accept_one), and the test is told why at its end
-            # rather than left with an unexplained reset.
-            if binding is not None:
-                binding.add_error(
-                    RuntimeError(
-                        f"pytest-mgmtauth could not start a thread to serve a connection "
-                        f"({exc}), so it closed the connection unanswered: the process is "
-                        "at its limit of threads"
-                    ),
-                    "pytest-mgmtauth itself",
-                )
-            raise
-
-    def _worker(self, first: list[tuple[Any, Any, Binding | None]]) -> None:
-        """Serve a connection, then wait a while for the next one to serve: handing a
-        connection to a waiting thread costs less than starting a thread (and the GIL
-        handoffs of a thread's start), twice per test for a client without a Session."""
-        # Only `job` names the connection, dropped before the wait: a waiting thread
-        # keeps no test's binding (and service) alive.
-        job: tuple[Any, Any, Binding | None] | None = first.pop()
-        while job is not None:
-            self._serve_connection(*job)
-            job = None
-            with self._idle_lock:
-                self._waiting_workers += 1
-            try:
-                job = self._handoff.get(timeout=WORKER_IDLE)
-            except queue.Empty:
-                with self._idle_lock:
-                    if self._waiting_workers > 0 and self._handoff.empty():
-                        self._waiting_workers -= 1
-                        return
-                # A connection was handed over as the wait ended: serve it.
-                job = self._handoff.get()
 
     def _serve_connection(self, request: Any, client_address: Any, binding: Binding | None) -> None:
         closed = threading.Event()

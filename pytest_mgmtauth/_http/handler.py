@@ -17,7 +17,7 @@ from werkzeug.serving import WSGIRequestHandler
 
 from .._service.flows.base import HTTP_WHITESPACE
 from .arrival import ARRIVAL, Arrival, mask_for
-from .connections import handshake_of
+from .connections import ConnectionReader, ConnectionWriter, handshake_of
 from .errors import chunked, error_bytes, framing_problem
 from .hosts import serve_connect
 from .streams import BriefDrain, ContinueOnRead, CountedInput, Dechunked, HeadBounded, SkipDrain
@@ -142,6 +142,16 @@ class ConnectionHandler(WSGIRequestHandler):
     def setup(self) -> None:
         super().setup()
         self.binding = self.server.binding_of(self.request)
+        if isinstance(self.connection, ssl.SSLSocket) or self.server.tunnel_context is not None:
+            # The handshake waits on the client (and the proxy's tunnel may wait on a
+            # handshake of its own): another thread accepts meanwhile.
+            self.server.hand_on_lead(self.connection)
+        else:
+            # This thread may lead: it reads and writes so that it can hand the lead on
+            # (see connections.py).
+            self.rfile.close()
+            self.rfile = io.BufferedReader(ConnectionReader(self.connection, self.server))
+            self.wfile = ConnectionWriter(self.connection, self.server)
         if self.server.tunnel_context is not None:
             # The proxy: a CONNECT's head is read without the bytes after it, which
             # belong to the tunnel's TLS (see HeadBounded).
@@ -236,6 +246,7 @@ class ConnectionHandler(WSGIRequestHandler):
             framing_problem=problem,
             headers=tuple(getattr(self, "_arrived", ())),
             after_answer=self._after_answer,
+            before_waiting=self._before_waiting,
         )
         environ[ARRIVAL] = arrival  # the one key: see arrival.py
         if self.tunnel_host is not None:
@@ -308,6 +319,9 @@ class ConnectionHandler(WSGIRequestHandler):
         finally:
             with contextlib.suppress(OSError):
                 self.connection.settimeout(previous)
+
+    def _before_waiting(self) -> None:
+        self.server.hand_on_lead(self.connection)
 
     def _after_answer(self) -> None:
         """Called once the app has its answer: keep the connection for the next request,

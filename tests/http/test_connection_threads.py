@@ -1,9 +1,12 @@
-"""A connection's thread, done with it, serves the next connection instead of a new
-thread being started for each (issue 14: a client without a Session opens two
-connections per test), and ends after a while without one."""
+"""Threads take turns to accept (issue 42): the thread that accepts a connection serves
+it, so a request reaches the app without a handoff between threads. It hands the lead on
+(to a thread waiting for it, else a new one) when another connection comes while it waits
+for its client, or before it waits on anything else; a thread done with its connection
+waits a while to lead again, then ends."""
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 import time
@@ -11,12 +14,14 @@ from collections.abc import Callable, Iterator
 
 import pytest
 import requests
+from werkzeug import Request, Response
 from wire_support import PROBE, one_request
 
+from pytest_mgmtauth import Account
 from pytest_mgmtauth._fake.server import MgmtServer
 from pytest_mgmtauth._fake.session import SessionResources
 from pytest_mgmtauth._http import connections as _connections
-from pytest_mgmtauth._http.connections import ConnectionServer
+from pytest_mgmtauth._http.connections import ConnectionServer, ConnectionWriter
 from pytest_mgmtauth._http.server import FakeHTTPServer
 from pytest_mgmtauth._service.options import Options
 
@@ -43,26 +48,136 @@ def server() -> Iterator[FakeHTTPServer]:
     server.stop()
 
 
+def _inner(server: FakeHTTPServer) -> ConnectionServer:
+    inner = server.server
+    assert isinstance(inner, ConnectionServer)
+    return inner
+
+
 def _one_request(server: FakeHTTPServer) -> bytes:
     return one_request(server.host, server.port)
 
 
-def test_the_next_connection_is_served_by_the_waiting_thread(server: FakeHTTPServer) -> None:
-    inner = server.server
-    assert isinstance(inner, ConnectionServer)
-    assert _one_request(server).startswith(b"HTTP/1.1 ")
-    _until(lambda: inner._waiting_workers == 1, "the connection's thread waits for another")
-    before = _connection_threads()
-    for _ in range(3):
+def test_one_connection_after_another_is_served_by_one_thread() -> None:
+    with _own_server() as (server, threads):
+        inner = _inner(server)
         assert _one_request(server).startswith(b"HTTP/1.1 ")
-        _until(lambda: inner._waiting_workers == 1, "the thread waits again")
-    assert _connection_threads() - before == set()  # no thread started
+        _until(lambda: not inner._closed, "the connection closed")
+        before = threads()
+        assert len(before) == 1  # the thread that leads from the start
+        for _ in range(3):
+            assert _one_request(server).startswith(b"HTTP/1.1 ")
+            _until(lambda: not inner._closed, "the connection closed")
+        assert threads() == before  # no thread started
+        assert inner._waiting_workers == 0  # and the lead never handed on
+
+
+@contextlib.contextmanager
+def _own_server() -> Iterator[tuple[FakeHTTPServer, Callable[[], set[threading.Thread]]]]:
+    """A server started here, and its connection threads (not other servers')."""
+    others = _connection_threads()  # the session's server has its own
+    server = FakeHTTPServer()
+    server.start()
+    server.app.open()  # no state bound: every request gets a 503
+    try:
+        yield server, lambda: _connection_threads() - others
+    finally:
+        server.stop()
 
 
 def test_concurrent_connections_each_get_a_thread(server: FakeHTTPServer) -> None:
-    inner = server.server
-    assert isinstance(inner, ConnectionServer)
+    inner = _inner(server)
     # Two connections open at once (neither sends): the second cannot wait for the first.
+    _serve_two_at_once(server)
+    # The thread of the first handed the lead on and waits to lead again.
+    _until(lambda: inner._waiting_workers == 1, "the first connection's thread waits")
+    threads = _connection_threads()
+    for _ in range(3):  # one thread leads, and the next connection needs no new one
+        assert _one_request(server).startswith(b"HTTP/1.1 ")
+    assert _connection_threads() == threads
+
+
+def test_a_connection_waiting_for_its_client_lets_another_be_served(
+    mgmt_server: MgmtServer,
+) -> None:
+    mgmt_server.route("GET", "/api/ping").respond_with_json({"ok": True})
+    # Accepted, then silent: its thread waits for the request while another connection
+    # comes; that one is answered while the first still waits.
+    with socket.create_connection((mgmt_server._http.host, mgmt_server._http.port), timeout=10):
+        answer = requests.get(f"{mgmt_server.url}/api/ping", timeout=10)
+        assert answer.status_code == 401  # answered: no token was sent
+
+
+def test_a_routes_own_handler_runs_while_another_thread_accepts(
+    mgmt_server: MgmtServer, mgmt_account: Account
+) -> None:
+    # The user's code may wait on anything, here on another request to the fake: the
+    # thread running it must not be the one that accepts.
+    mgmt_server.route("GET", "/api/inner").respond_with_json({"inner": True})
+
+    def outer(request: Request) -> Response:
+        headers = {"Authorization": request.headers["Authorization"]}
+        inner = requests.get(f"{mgmt_server.url}/api/inner", headers=headers, timeout=10)
+        return Response(inner.content, status=inner.status_code)
+
+    mgmt_server.route("GET", "/api/outer").respond_with_handler(outer)
+    form = {"username": mgmt_account.username, "key": mgmt_account.api_key}
+    token = requests.post(f"{mgmt_server.url}/v2/auth", data=form, timeout=10).json()["token"]
+    bearer = {"Authorization": f"Bearer {token}"}
+    answer = requests.get(f"{mgmt_server.url}/api/outer", headers=bearer, timeout=10)
+    assert answer.json() == {"inner": True}
+
+
+def test_a_ready_answer_is_told_from_the_users_code(mgmt_server: MgmtServer) -> None:
+    assert mgmt_server.route("GET", "/a").respond_with_json({}).answers_at_once
+    assert mgmt_server.route("GET", "/b").respond_with_data("x").answers_at_once
+    assert mgmt_server.route("GET", "/c").respond_with_response(Response("x")).answers_at_once
+    assert not mgmt_server.route("GET", "/d").respond_with_handler(_echo).answers_at_once
+    hooked = mgmt_server.route("GET", "/e").respond_with_json({})
+    hooked.with_post_hook(lambda request, response: response)
+    assert not hooked.answers_at_once
+
+
+def _echo(request: Request) -> Response:
+    return Response(request.path)
+
+
+def test_a_large_answer_is_written_after_the_lead_is_handed_on() -> None:
+    handed_on: list[object] = []
+
+    class Server:
+        def hand_on_lead(self, connection: object) -> None:
+            handed_on.append(connection)
+
+    left, right = socket.socketpair()
+    with left, right:
+        writer = ConnectionWriter(left, Server())  # type: ignore[arg-type]
+        assert writer.write(b"x" * 100) == 100
+        assert handed_on == []
+        reader = threading.Thread(target=lambda: _read_all(right, 100 + 200_000))
+        reader.start()
+        assert writer.write(b"y" * 200_000) == 200_000
+        reader.join(10)
+        assert handed_on == [left]
+
+
+def _read_all(sock: socket.socket, size: int) -> None:
+    while size > 0:
+        size -= len(sock.recv(65536))
+
+
+def test_a_waiting_thread_ends_after_its_idle_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_connections, "WORKER_IDLE", 0.05)
+    with _own_server() as (server, threads):
+        _serve_two_at_once(server)
+        # The first connection's thread waits to lead again, gives up, and ends; the one
+        # that leads stays.
+        _until(lambda: len(threads()) == 1, "the waiting thread ends")
+        assert _inner(server)._waiting_workers == 0
+
+
+def _serve_two_at_once(server: FakeHTTPServer) -> None:
+    inner = _inner(server)
     with (
         socket.create_connection((server.host, server.port), timeout=10) as first,
         socket.create_connection((server.host, server.port), timeout=10) as second,
@@ -72,32 +187,13 @@ def test_concurrent_connections_each_get_a_thread(server: FakeHTTPServer) -> Non
         second.sendall(PROBE)
         assert first.recv(65536).startswith(b"HTTP/1.1 ")
         assert second.recv(65536).startswith(b"HTTP/1.1 ")
-    _until(lambda: inner._waiting_workers == 2, "both threads wait for another connection")
 
 
-def test_a_waiting_thread_ends_after_its_idle_time(
-    server: FakeHTTPServer, monkeypatch: pytest.MonkeyPatch
+def test_a_thread_done_with_its_connection_keeps_no_tests_state_alive(
+    request: pytest.FixtureRequest,
 ) -> None:
-    monkeypatch.setattr(_connections, "WORKER_IDLE", 0.05)
-    inner = server.server
-    assert isinstance(inner, ConnectionServer)
-    before = _connection_threads()
-    assert _one_request(server).startswith(b"HTTP/1.1 ")
-    started = _connection_threads() - before
-    assert len(started) == 1
-    _until(lambda: inner._waiting_workers == 0, "the waiting thread gives up")
-    [thread] = started
-    thread.join(10)
-    assert not thread.is_alive()
-
-
-def test_a_waiting_thread_keeps_no_tests_state_alive(request: pytest.FixtureRequest) -> None:
     import gc
     import weakref
-
-    from pytest_mgmtauth import Options
-    from pytest_mgmtauth._fake.server import MgmtServer
-    from pytest_mgmtauth._fake.session import SessionResources
 
     # A pool of its own (the session's key): its server has no other test's threads.
     session_pool: SessionResources = request.getfixturevalue("_mgmtauth_pool")
@@ -112,7 +208,7 @@ def test_a_waiting_thread_keeps_no_tests_state_alive(request: pytest.FixtureRequ
         sock.sendall(PROBE)
         while sock.recv(65536):
             pass
-    _until(lambda: inner._waiting_workers == 1, "the thread waits for another connection")
+    _until(lambda: not inner._closed, "the connection closed")
     fake.close()
     del fake
     gc.collect()
@@ -123,14 +219,19 @@ def test_a_waiting_thread_keeps_no_tests_state_alive(request: pytest.FixtureRequ
 def test_a_connection_no_thread_can_serve_is_closed_and_the_test_told_why(
     refused_threads: set[str],
 ) -> None:
-    # At the process's thread limit: the client sees its connection closed, the test
-    # gets the reason at its end (fake.check()), and the server goes on accepting.
+    # At the process's thread limit: a connection that comes while the one thread waits
+    # for its client is closed, the test gets the reason at its end (fake.check()), and
+    # the server goes on accepting.
     pool = SessionResources()  # a server of its own, without waiting connection threads
     try:
         fake = MgmtServer(Options(), pool)
         fake.route("GET", "/api/ping").respond_with_json({"ok": True})
+        address = (fake._http.host, fake._http.port)
         refused_threads.add("mgmtauth-connection")
-        with pytest.raises(requests.ConnectionError):
+        with (
+            socket.create_connection(address, timeout=10),
+            pytest.raises(requests.ConnectionError),
+        ):
             requests.get(f"{fake.url}/api/ping", timeout=10)
         with pytest.raises(RuntimeError, match="could not start a thread to serve a connection"):
             fake.check()
