@@ -23,6 +23,7 @@ from .._service.flows.base import MalformedCall
 from .._service.flows.registry import endpoint_family, endpoint_for
 from .._service.service import Refusal
 from .._service.timeline import to_datetime
+from .._service.tokens import before_signing
 from .arrival import Arrival, FakeRequest
 from .binding import Binding, RecordedRequest, RouteHandler, logged_body
 from .errors import error_response, masked_error, refusal_response, with_headers
@@ -244,22 +245,23 @@ class FakeApp:
             if found is None:
                 raise BadInput(404, flow.wrong_path(path))
             check_endpoint_host(binding, request, arrival, here, flow)
-            arrival.may_wait()  # a hang, or a grant's signature
             if endpoint.fault_point:
                 fault = scripted_fault(binding, request, flow, endpoint)
                 if fault is not None:
+                    arrival.may_wait()  # a hang, perhaps
                     fault_answer = carry_out(fault, binding, request, flow)
                     if fault_answer is not None:
                         return fault_answer
-            return answer(
-                service,
-                flow,
-                endpoint,
-                found[2],
-                request,
-                arrived=arrived,
-                host=region_host(binding, request) if flow.api_on_region_host else None,
-            )
+            with before_signing(arrival.may_wait):
+                return answer(
+                    service,
+                    flow,
+                    endpoint,
+                    found[2],
+                    request,
+                    arrived=arrived,
+                    host=region_host(binding, request) if flow.api_on_region_host else None,
+                )
         except (BadInput, MalformedCall) as exc:
             status = exc.status
             if endpoint is not None and endpoint.statuses and status not in endpoint.statuses:

@@ -13,6 +13,7 @@ installs the plugin but never uses it should not pay for them.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import queue
 import secrets
@@ -25,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from .token_format import ALGORITHM, HEADERS, ISSUER, Claims, verify_token
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Iterator, Mapping
 
     from cryptography.hazmat.primitives.asymmetric import rsa
 
@@ -60,6 +61,31 @@ class _Job:
     future: Future[tuple[str, Claims]]
     unsigned: bytes
     claims: Claims
+
+
+#: Per thread: what it does before it signs a token, or waits for one being signed
+#: (:func:`before_signing`).
+_before_signing = threading.local()
+
+
+@contextlib.contextmanager
+def before_signing(callback: Callable[[], None]) -> Iterator[None]:
+    """Within the block, this thread calls ``callback`` before it signs a token or waits
+    for one being signed ahead: the fake's connection thread then lets another thread
+    accept connections (``_http/connections.py``). A token signed ahead already costs no
+    call."""
+    previous = getattr(_before_signing, "callback", None)
+    _before_signing.callback = callback
+    try:
+        yield
+    finally:
+        _before_signing.callback = previous
+
+
+def _about_to_sign() -> None:
+    callback = getattr(_before_signing, "callback", None)
+    if callback is not None:
+        callback()
 
 
 class TokenSigner:
@@ -109,6 +135,7 @@ class TokenSigner:
         if ahead is not None:
             return ahead
         unsigned, claims = self._unsigned(subject, issued_at, ttl, iss)
+        _about_to_sign()
         return self._signed(unsigned), claims
 
     def issue_with(
@@ -125,6 +152,7 @@ class TokenSigner:
         (OAuth's ``scope`` and ``client_id``), signed now with ``algorithm``."""
         iss = self.issuer if issuer is None else issuer
         unsigned, claims = self._unsigned(subject, issued_at, ttl, iss, extra, algorithm)
+        _about_to_sign()
         return self._signed(unsigned, algorithm), claims
 
     def prefetch(
@@ -173,6 +201,8 @@ class TokenSigner:
                 return None
             self.hits += 1
             self._credit = min(MAX_CREDIT, self._credit + 1)
+        if not future.done():
+            _about_to_sign()
         try:
             return future.result()
         except Exception:

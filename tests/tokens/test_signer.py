@@ -27,6 +27,7 @@ from pytest_mgmtauth._service.tokens import (
     MAX_CREDIT,
     PROBE_EVERY,
     TokenSigner,
+    before_signing,
 )
 
 T0 = 1_800_000_000
@@ -121,6 +122,26 @@ class PausedSigner(TokenSigner):
         self.signing.set()
         assert self.release.wait(10)
         return super()._signed(unsigned, algorithm)
+
+
+def test_a_thread_is_told_before_it_signs_or_waits_for_a_signature(
+    rsa_key_2048: rsa.RSAPrivateKey,
+) -> None:
+    # The fake's connection thread hands on its lead to accept connections then.
+    signer = TokenSigner(rsa_key_2048)
+    told: list[str] = []
+    ahead = signer.prefetch("ready@example.com", T0, 1800)
+    assert ahead is not None
+    ahead.result(10)
+    with before_signing(lambda: told.append("told")):
+        signer.issue("ready@example.com", T0, 1800)  # signed already: nothing to wait for
+        assert told == []
+        signer.issue("new@example.com", T0, 1800)  # signed here
+        assert told == ["told"]
+        signer.issue_with("new@example.com", T0, 1800, {"scope": "x"})
+        assert told == ["told", "told"]
+    signer.issue("after@example.com", T0, 1800)  # outside the block: nobody is told
+    assert told == ["told", "told"]
 
 
 def test_prefetch_never_waits_for_a_busy_worker(rsa_key_2048: rsa.RSAPrivateKey) -> None:
