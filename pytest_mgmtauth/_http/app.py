@@ -248,8 +248,7 @@ class FakeApp:
             if endpoint.fault_point:
                 fault = scripted_fault(binding, request, flow, endpoint)
                 if fault is not None:
-                    arrival.may_wait()  # a hang, perhaps
-                    fault_answer = carry_out(fault, binding, request, flow)
+                    fault_answer = carry_out(fault, binding, request, flow, arrival.may_wait)
                     if fault_answer is not None:
                         return fault_answer
             with before_signing(arrival.may_wait):

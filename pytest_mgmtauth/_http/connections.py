@@ -139,7 +139,10 @@ class ConnectionWriter(io.BufferedIOBase):
 class _Connection(Protocol):
     """A connection's request handler, as the server keeps track of it."""
 
-    connection: Any
+    @property
+    def client_socket(self) -> Any:
+        """The socket to its client (the handler's ``connection``, but while Werkzeug
+        drains, when another stands in for it: see handler._after_answer)."""
 
 
 class ConnectionServer(ThreadedWSGIServer):
@@ -179,6 +182,10 @@ class ConnectionServer(ThreadedWSGIServer):
         self._leading: Any = None
         #: shutdown() writes here to wake the accept loop (see serve_forever).
         self._wake_reader, self._wake_writer = socket.socketpair()
+        #: A socket always readable (its peer closed): what Werkzeug's drain waits on
+        #: after an answer that keeps the connection alive (see handler._after_answer).
+        self.always_readable, peer = socket.socketpair()
+        peer.close()
         self._stop = threading.Event()
         self._loop_ended = threading.Event()
 
@@ -305,17 +312,24 @@ class ConnectionServer(ThreadedWSGIServer):
         for its client and for new connections together. A new connection (or a wake-up:
         the app opened, a shutdown) first: another thread leads from now on, and this one
         waits for its client alone. After :data:`LEAD_WAIT` without either, too."""
-        if self._leading is not connection or _poll is None or connection.gettimeout() == 0:
+        timeout = connection.gettimeout()
+        if self._leading is not connection or _poll is None or timeout == 0:
             return  # not the leader's, or a read that does not wait
+        # Within its own timeout (the drain's, under LEAD_WAIT) the read times out as it
+        # would have; under a longer one the lead goes on after LEAD_WAIT.
+        own_timeout = timeout is not None and timeout <= LEAD_WAIT
         poller = _poll()
         poller.register(connection, select.POLLIN)
         poller.register(self._wake_reader, select.POLLIN)
         if self._listening:
             poller.register(self.socket, select.POLLIN)
         while self._leading is connection:
-            ready = [fd for fd, _ in poller.poll(LEAD_WAIT * 1000)]
+            wait = timeout if own_timeout and timeout is not None else LEAD_WAIT
+            ready = [fd for fd, _ in poller.poll(wait * 1000)]
             if connection.fileno() in ready:
                 return
+            if not ready and own_timeout:
+                raise TimeoutError("timed out")  # as the read would have
             self._leading = None
             if self._pass_lead():
                 return
@@ -383,6 +397,7 @@ class ConnectionServer(ThreadedWSGIServer):
             self._selector.close()
         self._wake_reader.close()
         self._wake_writer.close()
+        self.always_readable.close()
 
     def mark_idle(self, handler: _Connection) -> None:
         """A kept-alive connection waits for its next request."""
@@ -404,16 +419,16 @@ class ConnectionServer(ThreadedWSGIServer):
         with self._idle_lock:
             idle, self._idle = self._idle, set()
             closing = [
-                self._closed.get(handler.connection)
+                self._closed.get(handler.client_socket)
                 for handler in idle
-                if not _peer_closed(handler.connection)
+                if not _peer_closed(handler.client_socket)
             ]
         for handler in idle:
             with contextlib.suppress(OSError):
                 # The plain socket's shutdown, also under TLS: the handler's thread,
                 # waiting in peek() (or still writing its answer, which completes),
                 # reads EOF and closes the connection.
-                socket.socket.shutdown(handler.connection, socket.SHUT_RD)
+                socket.socket.shutdown(handler.client_socket, socket.SHUT_RD)
         deadline = time.monotonic() + DROP_WAIT
         for closed in closing:
             # Closed (the FIN sent) before this returns: a client's pooled connection

@@ -68,6 +68,13 @@ class ConnectionHandler(WSGIRequestHandler):
     binding: Binding | None = None
     #: What the transport knows of the current request (made in make_environ).
     arrival: Arrival
+    #: The socket to the client while another stands in for it (see _after_answer).
+    _drained: Any = None
+
+    @property
+    def client_socket(self) -> Any:
+        """The socket to the client, also while Werkzeug drains (see _after_answer)."""
+        return self._drained if self._drained is not None else self.connection
 
     def do_CONNECT(self) -> None:
         serve_connect(self)
@@ -130,6 +137,8 @@ class ConnectionHandler(WSGIRequestHandler):
         try:
             super().run_wsgi()
         finally:
+            if self._drained is not None:  # see _after_answer
+                self.connection, self._drained = self._drained, None
             if isinstance(self.rfile, SkipDrain):
                 self.rfile = self.rfile.inner
 
@@ -329,6 +338,12 @@ class ConnectionHandler(WSGIRequestHandler):
         if self._may_keep_alive():
             self._keep = True
             self.rfile = SkipDrain(self.rfile)
+            # Werkzeug's drain first waits up to 10 ms for the client's next bytes, on
+            # self.connection alone: the thread that leads would not see a connection
+            # that comes meanwhile. Nothing is drained here; its wait is on a socket
+            # always readable instead (until run_wsgi ends), and the wait for the next
+            # request is in handle_one_request, through the reader that watches both.
+            self._drained, self.connection = self.connection, self.server.always_readable
             # Idle from now on for drop_idle_connections: the client may have its answer
             # (and its test may end) before this thread reads the next request.
             self.server.mark_idle(self)
@@ -336,6 +351,9 @@ class ConnectionHandler(WSGIRequestHandler):
         self.close_connection = True
         if not isinstance(self.rfile, BriefDrain):
             self.rfile = BriefDrain(self.rfile, self.connection)
+        # BriefDrain waits for the client's next bytes itself, through the reader that
+        # watches for new connections too (see the kept-alive case above).
+        self._drained, self.connection = self.connection, self.server.always_readable
 
     def connection_dropped(self, error: BaseException, environ: Any = None) -> None:
         # Never read another request from a dropped connection (a scripted reset

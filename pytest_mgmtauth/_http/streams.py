@@ -17,6 +17,9 @@ if TYPE_CHECKING:
 #: long, or for DRAIN_SECONDS at most; then the connection closes.
 DRAIN_SILENCE = 0.25
 DRAIN_SECONDS = 5.0
+#: ... and nothing is discarded unless its first bytes come within this long (as
+#: Werkzeug's drain waits for them).
+DRAIN_START = 0.01
 
 
 class CountedInput(io.RawIOBase):
@@ -282,11 +285,13 @@ class BriefDrain(io.BufferedIOBase):
 
     def read(self, size: int | None = -1) -> bytes:
         deadline = time.monotonic() + DRAIN_SECONDS
+        silence = DRAIN_START
         try:
             while (left := deadline - time.monotonic()) > 0:
-                self._connection.settimeout(min(DRAIN_SILENCE, left))
+                self._connection.settimeout(min(silence, left))
                 if not self._rfile.read1(65536):
                     break
+                silence = DRAIN_SILENCE
         except (OSError, ValueError):  # silence (a timeout), a reset, a closed reader
             pass
         return b""
