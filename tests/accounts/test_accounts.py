@@ -206,3 +206,23 @@ def test_batched_draws_cover_the_alphabet_and_nothing_else() -> None:
     drawn = _choices("abc", 3000)
     assert set(drawn) == set("abc")
     assert all(800 < drawn.count(c) < 1200 for c in "abc")
+
+
+def test_batched_draws_take_alphabets_of_one_to_256_characters() -> None:
+    from pytest_mgmtauth._service.accounts import _choices
+
+    assert _choices("x", 5) == list("xxxxx")
+    full = "".join(chr(c) for c in range(256))
+    assert set(_choices(full, 4000)) <= set(full)
+    for size in (0, 257):
+        with pytest.raises(ValueError, match="1 to 256 characters"):
+            _choices("y" * size, 1)
+
+
+def test_required_characters_are_placed_once_each_after_the_first() -> None:
+    from pytest_mgmtauth._service.accounts import _draw
+
+    for _ in range(300):
+        secret = _draw("ab", 12, "+&=%")
+        assert secret[0] in "ab"
+        assert sorted(c for c in secret if c not in "ab") == sorted("+&=%")
