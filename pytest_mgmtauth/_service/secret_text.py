@@ -26,14 +26,23 @@ from __future__ import annotations
 
 import enum
 import threading
+from typing import TYPE_CHECKING
 from urllib.parse import quote, quote_plus, unquote, unquote_plus
 
 from .accounts import fingerprint
 from .secret_spans import Span, jwt_spans, replaced, secret_spans
 
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
 #: Secrets shorter than this are not masked: a 3-letter password would be masked in
 #: every word that contains it. Generated secrets are 20 characters or more.
 MIN_MASKED_LENGTH = 6
+
+#: ``SecretMasker`` scans a text once per prefix of the spellings it knows while it knows
+#: at most one per this many characters of the text (a scan in C costs about what this
+#: many look-ups, one per place, cost in Python); beyond, it looks up each place.
+_CHARACTERS_PER_SCAN = 4
 
 
 def _spellings(secret: str) -> set[str]:
@@ -102,21 +111,32 @@ class SecretMasker:
         the longest spelling that starts at a place, leftmost first, not overlapping."""
         index = self._by_prefix
         found: list[Span] = []
-        i = 0
-        last = len(text) - MIN_MASKED_LENGTH
-        while i <= last:
-            bucket = index.get(text[i : i + MIN_MASKED_LENGTH])
-            if bucket is not None:
-                for spelling, shown in tuple(bucket):
-                    if text.startswith(spelling, i):
-                        found.append((i, i + len(spelling), shown))
-                        i += len(spelling)
-                        break
-                else:
-                    i += 1
+        end = 0
+        for i in self._candidates(text):
+            if i < end:
                 continue
-            i += 1
+            for spelling, shown in tuple(index.get(text[i : i + MIN_MASKED_LENGTH], ())):
+                if text.startswith(spelling, i):
+                    end = i + len(spelling)
+                    found.append((i, end, shown))
+                    break
         return found
+
+    def _candidates(self, text: str) -> Iterable[int]:
+        """The places, in order, where a known spelling may start in ``text``: where
+        each prefix stands, found by ``str.find``, while the prefixes are few for the
+        text's length; else every place."""
+        prefixes = list(self._by_prefix)
+        if len(prefixes) * _CHARACTERS_PER_SCAN > len(text):
+            return range(len(text) - MIN_MASKED_LENGTH + 1)
+        places: list[int] = []
+        for prefix in prefixes:
+            i = text.find(prefix)
+            while i >= 0:
+                places.append(i)
+                i = text.find(prefix, i + 1)
+        places.sort()
+        return places
 
 
 # Diagnosis of a wrong secret.

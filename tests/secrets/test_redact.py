@@ -17,7 +17,7 @@ from typing import Any
 from urllib.parse import quote, quote_plus, unquote, unquote_plus
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from pytest_mgmtauth._service import secret_spans, secret_text
 
@@ -51,6 +51,29 @@ def _masker(*secrets: str) -> SecretMasker:
 
 
 # -- the masker ------------------------------------------------------------------------
+
+
+_PIECES = st.sampled_from(["ab+&", "=%/c", "ab", "+", " ", "%2B", "c/ab", "x"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    secrets=st.lists(st.text(alphabet="ab+&=%/ c", min_size=6, max_size=12), max_size=6),
+    pieces=st.lists(_PIECES | st.text(alphabet="ab+&=%/ c", max_size=12), max_size=30),
+)
+@example(secrets=["aaaaaab"], pieces=["a"])  # a prefix's places overlap: 0 misses, 1 holds
+def test_a_text_is_masked_alike_whether_scanned_by_prefix_or_place_by_place(
+    secrets: list[str], pieces: list[str]
+) -> None:
+    # The masker scans once per known prefix while prefixes are few for the text's
+    # length, else looks up every place: the spans found must not depend on the way.
+    text = "".join(pieces + secrets + pieces[::-1])
+    masker = _masker(*secrets)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(secret_text, "_CHARACTERS_PER_SCAN", 0)  # always by prefix
+        by_prefix = masker._find(text), masker.mask(text)
+        patch.setattr(secret_text, "_CHARACTERS_PER_SCAN", 10**9)  # always by place
+        assert (masker._find(text), masker.mask(text)) == by_prefix
 
 
 @pytest.mark.parametrize(
