@@ -115,22 +115,42 @@ class ConnectionReader(socket.SocketIO):
 
 
 class ConnectionWriter(io.BufferedIOBase):
-    """A connection's writer, unbuffered as socketserver's: a large answer is written
-    after the lead is handed on (:data:`LARGE_WRITE`)."""
+    """A connection's writer, unbuffered as socketserver's but for an answer's head,
+    which it holds until the body's first bytes (:meth:`hold`): the client gets its
+    answer in one segment, and wakes once for it. A large answer is written after the
+    lead is handed on (:data:`LARGE_WRITE`)."""
 
     def __init__(self, sock: socket.socket, server: ConnectionServer) -> None:
         self._sock = sock
         self._server = server
+        self._held = b""
 
     def writable(self) -> bool:
         return True
 
+    def hold(self, head: bytes) -> None:
+        """Keep ``head`` to go out with the next write, or at :meth:`flush`."""
+        self._held += head
+
     def write(self, data: Any) -> int:
         with memoryview(data) as view:
-            if view.nbytes > LARGE_WRITE:
-                self._server.hand_on_lead(self._sock)
-            self._sock.sendall(view)
-            return view.nbytes
+            size = view.nbytes
+            if self._held:
+                held, self._held = self._held, b""
+                self._send(held + view if size else held, len(held) + size)
+            elif size:
+                self._send(view, size)
+            return size
+
+    def flush(self) -> None:
+        if self._held:
+            held, self._held = self._held, b""
+            self._send(held, len(held))
+
+    def _send(self, data: Any, size: int) -> None:
+        if size > LARGE_WRITE:
+            self._server.hand_on_lead(self._sock)
+        self._sock.sendall(data)
 
     def fileno(self) -> int:
         return self._sock.fileno()

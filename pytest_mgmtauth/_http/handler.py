@@ -142,6 +142,15 @@ class ConnectionHandler(WSGIRequestHandler):
             if isinstance(self.rfile, SkipDrain):
                 self.rfile = self.rfile.inner
 
+    def flush_headers(self) -> None:
+        # The head waits for the body's first bytes (ConnectionWriter.hold); whatever
+        # writes a head flushes the writer, or writes a body, after it.
+        if isinstance(self.wfile, ConnectionWriter):
+            self.wfile.hold(b"".join(getattr(self, "_headers_buffer", ())))
+            self._headers_buffer: list[bytes] = []
+        else:
+            super().flush_headers()
+
     def send_header(self, keyword: str, value: str) -> None:
         # Werkzeug writes "Connection: close" on every answer.
         if keyword.lower() == "connection" and self._keep:
@@ -151,16 +160,16 @@ class ConnectionHandler(WSGIRequestHandler):
     def setup(self) -> None:
         super().setup()
         self.binding = self.server.binding_of(self.request)
+        self.wfile = ConnectionWriter(self.connection, self.server)
         if isinstance(self.connection, ssl.SSLSocket) or self.server.tunnel_context is not None:
             # The handshake waits on the client (and the proxy's tunnel may wait on a
             # handshake of its own): another thread accepts meanwhile.
             self.server.hand_on_lead(self.connection)
         else:
-            # This thread may lead: it reads and writes so that it can hand the lead on
-            # (see connections.py).
+            # This thread may lead: it reads so that it can hand the lead on (see
+            # connections.py).
             self.rfile.close()
             self.rfile = io.BufferedReader(ConnectionReader(self.connection, self.server))
-            self.wfile = ConnectionWriter(self.connection, self.server)
         if self.server.tunnel_context is not None:
             # The proxy: a CONNECT's head is read without the bytes after it, which
             # belong to the tunnel's TLS (see HeadBounded).

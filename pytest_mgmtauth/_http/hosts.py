@@ -25,14 +25,13 @@ from __future__ import annotations
 import contextlib
 import socket
 import ssl
-from socketserver import _SocketWriter  # type: ignore[attr-defined]
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
 from .._service.flows.base import Where
 from .._service.flows.registry import route_hosts, service_hosts
 from .arrival import REGION_LISTENER
-from .connections import handshake_of
+from .connections import ConnectionWriter, handshake_of
 from .errors import error_bytes
 from .flows import fake_host
 
@@ -292,7 +291,7 @@ def serve_connect(handler: _Handler) -> None:
     try:
         handler.connection = tunnel
         handler.rfile = tunnel.makefile("rb", -1)
-        handler.wfile = _SocketWriter(tunnel)
+        handler.wfile = ConnectionWriter(tunnel, handler.server)
         handler.tunnel_host = host
         handler.close_connection = False
         while not handler.close_connection:

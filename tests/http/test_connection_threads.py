@@ -11,6 +11,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
+from urllib.parse import urlsplit
 
 import pytest
 import requests
@@ -159,6 +160,120 @@ def test_a_large_answer_is_written_after_the_lead_is_handed_on() -> None:
         assert writer.write(b"y" * 200_000) == 200_000
         reader.join(10)
         assert handed_on == [left]
+
+
+class _Recording:
+    """A socket that records what is sent, a call each."""
+
+    def __init__(self) -> None:
+        self.sent: list[bytes] = []
+
+    def sendall(self, data: bytes) -> None:
+        self.sent.append(bytes(data))
+
+
+class _NoLead:
+    def hand_on_lead(self, connection: object) -> None:
+        pass
+
+
+def test_a_held_head_goes_out_with_the_body_in_one_write() -> None:
+    sock = _Recording()
+    writer = ConnectionWriter(sock, _NoLead())  # type: ignore[arg-type]
+    writer.hold(b"HTTP/1.1 200 OK\r\n")
+    writer.hold(b"Content-Length: 2\r\n\r\n")
+    assert sock.sent == []
+    assert writer.write(memoryview(b"{}")) == 2
+    assert sock.sent == [b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}"]
+    assert writer.write(b"more") == 4  # nothing held: written as it comes
+    assert sock.sent[1:] == [b"more"]
+
+
+def test_a_held_head_without_a_body_goes_out_at_flush() -> None:
+    sock = _Recording()
+    writer = ConnectionWriter(sock, _NoLead())  # type: ignore[arg-type]
+    writer.hold(b"HTTP/1.1 204 No Content\r\n\r\n")
+    assert writer.write(b"") == 0  # Werkzeug's write of an empty body
+    assert sock.sent == [b"HTTP/1.1 204 No Content\r\n\r\n"]
+    writer.flush()
+    writer.close()  # nothing held: nothing more sent
+    assert len(sock.sent) == 1
+
+
+def test_a_large_answer_counts_its_held_head() -> None:
+    handed_on: list[object] = []
+
+    class Server:
+        def hand_on_lead(self, connection: object) -> None:
+            handed_on.append(connection)
+
+    sock = _Recording()
+    writer = ConnectionWriter(sock, Server())  # type: ignore[arg-type]
+    writer.hold(b"h" * 100)
+    writer.write(b"b" * (_connections.LARGE_WRITE - 50))
+    assert handed_on == [sock]
+    assert sock.sent == [b"h" * 100 + b"b" * (_connections.LARGE_WRITE - 50)]
+
+
+@pytest.fixture
+def sends(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
+    """What the fake's connection writers send, a call each."""
+    sent: list[bytes] = []
+    send = ConnectionWriter._send
+
+    def recording(self: ConnectionWriter, data: bytes, size: int) -> None:
+        sent.append(bytes(data))
+        send(self, data, size)
+
+    monkeypatch.setattr(ConnectionWriter, "_send", recording)
+    return sent
+
+
+def _answers_in_one_write(mgmt_server: MgmtServer, account: Account, sends: list[bytes]) -> None:
+    mgmt_server.route("GET", "/api/items").respond_with_json({"items": [1]})
+    mgmt_server.route("HEAD", "/api/items").respond_with_data("")
+    verify = mgmt_server.ca_bundle if mgmt_server.url.startswith("https") else True
+    with requests.Session() as http:
+        auth = http.post(
+            mgmt_server.url + "/v2/auth",
+            data={"username": account.username, "key": account.api_key},
+            verify=verify,
+        )
+        http.headers["Authorization"] = "Bearer " + auth.json()["token"]
+        got = http.get(mgmt_server.url + "/api/items", verify=verify)
+        head = http.head(mgmt_server.url + "/api/items", verify=verify)
+    assert got.json() == {"items": [1]}
+    assert head.status_code == 200
+    assert len(sends) == 3, sends
+    assert all(sent.startswith(b"HTTP/1.1 200 ") for sent in sends), sends
+    assert sends[0].endswith(auth.content)
+    assert sends[1].endswith(got.content)
+    assert sends[2].endswith(b"\r\n\r\n")  # HEAD: the head alone, at flush
+
+
+def test_each_answer_leaves_in_one_write(
+    mgmt_server: MgmtServer, mgmt_account: Account, sends: list[bytes]
+) -> None:
+    _answers_in_one_write(mgmt_server, mgmt_account, sends)
+
+
+@pytest.mark.mgmtauth(https=True)
+def test_each_answer_leaves_in_one_write_over_https(
+    mgmt_server: MgmtServer, mgmt_account: Account, sends: list[bytes]
+) -> None:
+    _answers_in_one_write(mgmt_server, mgmt_account, sends)
+
+
+def test_an_answer_http_server_writes_leaves_in_one_write(
+    mgmt_server: MgmtServer, sends: list[bytes]
+) -> None:
+    # A malformed request line: http.server's send_error writes head and body.
+    url = urlsplit(mgmt_server.url)
+    with socket.create_connection((url.hostname, url.port), timeout=10) as sock:
+        sock.sendall(b"GET\r\n\r\n")
+        answer = b"".join(iter(lambda: sock.recv(65536), b""))
+    assert answer.startswith(b"HTTP/1.1 400 ")
+    assert sends == [answer]
 
 
 def _read_all(sock: socket.socket, size: int) -> None:
