@@ -83,17 +83,21 @@ def _peer_closed(connection: socket.socket) -> bool:
     at the TCP stream (under TLS too, below the TLS layer); anything else reads False."""
     try:
         # Readable first: recv on a socket with a timeout waits for data up to it.
-        if hasattr(select, "poll"):
-            poller = select.poll()
-            poller.register(connection.fileno(), select.POLLIN)
-            readable = bool(poller.poll(0))
-        else:  # pragma: no cover - Windows
-            readable = bool(select.select([connection.fileno()], [], [], 0)[0])
-        if not readable:
+        if not _readable_now(connection):
             return False
         return socket.socket.recv(connection, 1, socket.MSG_PEEK) == b""
     except (OSError, ValueError):
         return False
+
+
+def _readable_now(connection: socket.socket) -> bool:
+    """Whether a read of ``connection`` would not wait (bytes, or the client's FIN, are
+    there): one system call."""
+    if _poll is not None:
+        poller = _poll()
+        poller.register(connection.fileno(), select.POLLIN)
+        return bool(poller.poll(0))
+    return bool(select.select([connection.fileno()], [], [], 0)[0])  # pragma: no cover - Windows
 
 
 #: Bytes of an answer above which the thread that leads hands the lead on before it
@@ -108,8 +112,26 @@ class ConnectionReader(socket.SocketIO):
     def __init__(self, sock: socket.socket, server: ConnectionServer) -> None:
         super().__init__(sock, "rb")
         self._server = server
+        self._probing = False
+
+    def bytes_waiting(self, buffered: io.BufferedReader[Any]) -> bool:
+        """Whether bytes wait past what the request read, in ``buffered`` (this reader's
+        buffer) or on the socket: read from the socket only if some are there already.
+        One system call at most, where the socket's own non-blocking read takes three
+        (the timeout switched off and on again)."""
+        self._probing = True
+        try:
+            return bool(buffered.peek(1))
+        except (OSError, ValueError):  # closed, or reset
+            return False
+        finally:
+            self._probing = False
 
     def readinto(self, buffer: Any) -> int | None:
+        if self._probing:
+            if not _readable_now(self._sock):  # type: ignore[attr-defined]
+                return None  # nothing there: the buffered reader's peek reads b""
+            return super().readinto(buffer)
         self._server.wait_readable(self._sock)  # type: ignore[attr-defined]
         return super().readinto(buffer)
 

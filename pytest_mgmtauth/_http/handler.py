@@ -328,6 +328,10 @@ class ConnectionHandler(WSGIRequestHandler):
         return not self._bytes_waiting()
 
     def _bytes_waiting(self) -> bool:
+        raw = getattr(self.rfile, "raw", None)
+        if isinstance(raw, ConnectionReader):
+            return raw.bytes_waiting(self.rfile)  # type: ignore[arg-type]
+        # TLS (its reader is the socket's own): bytes may wait in the TLS layer too.
         previous = self.connection.gettimeout()
         try:
             self.connection.settimeout(0)

@@ -7,6 +7,7 @@ waits a while to lead again, then ends."""
 from __future__ import annotations
 
 import contextlib
+import io
 import socket
 import threading
 import time
@@ -22,7 +23,7 @@ from pytest_mgmtauth import Account
 from pytest_mgmtauth._fake.server import MgmtServer
 from pytest_mgmtauth._fake.session import SessionResources
 from pytest_mgmtauth._http import connections as _connections
-from pytest_mgmtauth._http.connections import ConnectionServer, ConnectionWriter
+from pytest_mgmtauth._http.connections import ConnectionReader, ConnectionServer, ConnectionWriter
 from pytest_mgmtauth._http.server import FakeHTTPServer
 from pytest_mgmtauth._service.options import Options
 
@@ -173,7 +174,12 @@ class _Recording:
 
 
 class _NoLead:
+    """A server whose connection threads never lead."""
+
     def hand_on_lead(self, connection: object) -> None:
+        pass
+
+    def wait_readable(self, connection: object) -> None:
         pass
 
 
@@ -213,6 +219,26 @@ def test_a_large_answer_counts_its_held_head() -> None:
     writer.write(b"b" * (_connections.LARGE_WRITE - 50))
     assert handed_on == [sock]
     assert sock.sent == [b"h" * 100 + b"b" * (_connections.LARGE_WRITE - 50)]
+
+
+def test_bytes_waiting_looks_in_the_buffer_then_on_the_socket_without_waiting() -> None:
+    left, right = socket.socketpair()
+    with left, right:
+        left.settimeout(30)  # as a connection's: a read would wait up to it
+        raw = ConnectionReader(left, _NoLead())  # type: ignore[arg-type]
+        buffered = io.BufferedReader(raw)
+        assert not raw.bytes_waiting(buffered)  # nothing anywhere, and no wait
+        right.sendall(b"GET / HTTP/1.1\r\n\r\nGET")
+        assert buffered.readline() == b"GET / HTTP/1.1\r\n"
+        assert buffered.readline() == b"\r\n"
+        assert raw.bytes_waiting(buffered)  # "GET" in the buffer
+        assert buffered.read(3) == b"GET"
+        right.sendall(b"x")
+        assert raw.bytes_waiting(buffered)  # on the socket
+        assert buffered.read(1) == b"x"
+        right.close()
+        assert not raw.bytes_waiting(buffered)  # the FIN: no bytes
+        assert left.gettimeout() == 30
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 import requests
+from werkzeug import Response
 
 from pytest_mgmtauth import Options
 from pytest_mgmtauth._fake.server import MgmtServer
@@ -151,6 +152,62 @@ def test_a_request_whose_headers_did_not_parse_cleanly_closes(pool: SessionResou
         assert answer.count(b"HTTP/1.1 ") == 1, answer
         assert b"\r\nConnection: close\r\n" in answer
     finally:
+        fake.close()
+
+
+def _answers(sock: socket.socket) -> bytes:
+    answer = b""
+    while chunk := sock.recv(65536):
+        answer += chunk
+    return answer
+
+
+def test_a_request_read_with_the_next_one_behind_it_closes(pool: SessionResources) -> None:
+    # Pipelining: the second request arrived in the same read as the first (it waits in
+    # the connection's buffer). The first is answered and the connection closed, so that
+    # the client sends the second again on a new one (RFC 9112 9.3.2).
+    fake = MgmtServer(Options(), pool)
+    parts = urlsplit(fake.url)
+    one = b"GET /nowhere HTTP/1.1\r\nHost: x\r\n\r\n"
+    try:
+        with socket.create_connection((parts.hostname, parts.port), timeout=10) as sock:
+            sock.sendall(one + one)
+            answer = _answers(sock)
+        assert answer.count(b"HTTP/1.1 ") == 1, answer
+        assert b"\r\nConnection: close\r\n" in answer
+    finally:
+        fake.close()
+
+
+def test_bytes_that_come_while_a_request_is_answered_close_it(pool: SessionResources) -> None:
+    # The bytes past the request are not read yet when the answer is made: they wait on
+    # the socket, not in the connection's buffer.
+    fake = MgmtServer(Options(), pool)
+    parts = urlsplit(fake.url)
+    entered, sent_more = threading.Event(), threading.Event()
+
+    def handler(request: object) -> Response:
+        entered.set()
+        assert sent_more.wait(10), "the test sends more bytes"
+        return Response("{}", content_type="application/json")
+
+    try:
+        account = fake.add_account()
+        fake.route("GET", "/api/x").respond_with_handler(handler)
+        with requests.Session() as http:
+            token = _auth(fake.url, http, account.username, account.api_key)
+        call = f"GET /api/x HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n\r\n"
+        with socket.create_connection((parts.hostname, parts.port), timeout=10) as sock:
+            sock.sendall(call.encode())
+            assert entered.wait(10), "the call reaches its handler"
+            sock.sendall(b"GET /nowhere HTTP/1.1\r\nHost: x\r\n\r\n")
+            sent_more.set()
+            answer = _answers(sock)
+        assert answer.startswith(b"HTTP/1.1 200 "), answer
+        assert answer.count(b"HTTP/1.1 ") == 1, answer
+        assert b"\r\nConnection: close\r\n" in answer
+    finally:
+        sent_more.set()
         fake.close()
 
 
