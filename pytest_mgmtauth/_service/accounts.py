@@ -5,8 +5,9 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
-import secrets
+import os
 import string
+import threading
 from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import unquote_to_bytes
 
@@ -30,6 +31,48 @@ def fingerprint(secret: str) -> str:
     return "#" + hashlib.sha256(secret.encode()).hexdigest()[:6]
 
 
+class _RandomBytes:
+    """Bytes from the operating system's CSPRNG (``os.urandom``, as ``secrets`` reads
+    them), read ahead a block at a time: a test's secrets and ids take a few hundred
+    bytes in five or six draws, each a system call before. Bytes handed out are
+    dropped; a forked process starts afresh, so that it never repeats its parent's."""
+
+    #: Bytes read at a time.
+    BLOCK = 4096
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._block = b""
+        self._at = 0
+
+    def take(self, count: int) -> bytes:
+        with self._lock:
+            if count > len(self._block) - self._at:
+                self._block, self._at = os.urandom(max(self.BLOCK, count)), 0
+            taken = self._block[self._at : self._at + count]
+            self._at += count
+            return taken
+
+    def forget(self) -> None:
+        self._block, self._at = b"", 0
+        self._lock = threading.Lock()  # a fork may have copied it held
+
+
+_random = _RandomBytes()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_random.forget)
+
+
+def random_bytes(count: int) -> bytes:
+    """``count`` random bytes, as unguessable as ``secrets.token_bytes(count)``."""
+    return _random.take(count)
+
+
+def random_hex(count: int) -> str:
+    """``2 * count`` hex digits from ``count`` random bytes (as ``secrets.token_hex``)."""
+    return _random.take(count).hex()
+
+
 def _generate_with(alphabet: str, length: int, required: str) -> str:
     # A '%' followed by a hex pair like 'C3' makes the un-encoded body undecodable (a
     # 400) instead of a wrong key (1401 with the diagnosis): keep the mistake's symptom
@@ -43,10 +86,10 @@ def _generate_with(alphabet: str, length: int, required: str) -> str:
         return secret
 
 
-def _choices(alphabet: str, count: int) -> list[str]:
+def random_choices(alphabet: str, count: int) -> list[str]:
     """``count`` characters drawn uniformly from ``alphabet`` (at most 256 characters)
-    with ``secrets``' entropy, from one ``token_bytes`` call instead of one system call
-    per character (every test generates accounts). One byte per draw; values past the
+    with ``secrets``' entropy, from one :func:`random_bytes` call instead of one system
+    call per character (every test generates accounts). One byte per draw; values past the
     largest multiple of the alphabet's size are drawn again (no bias)."""
     size = len(alphabet)
     if not 0 < size <= 256:
@@ -55,17 +98,17 @@ def _choices(alphabet: str, count: int) -> list[str]:
     out: list[str] = []
     while len(out) < count:
         need = count - len(out)
-        out += [alphabet[b % size] for b in secrets.token_bytes(need + need // 4 + 4) if b < limit]
+        out += [alphabet[b % size] for b in random_bytes(need + need // 4 + 4) if b < limit]
     del out[count:]
     return out
 
 
 def _draw(alphabet: str, length: int, required: str) -> str:
-    chars = _choices(alphabet, length)
+    chars = random_choices(alphabet, length)
     # Each required character once, at places drawn among all but the first (two bytes
     # a place: the bias of ``% len(places)`` is under 0.1%); the first character is
     # alphanumeric, so that the key never starts with a character a shell eats.
-    extra = secrets.token_bytes(2 * len(required) + 2)
+    extra = random_bytes(2 * len(required) + 2)
     places = list(range(1, length))
     for i, char in enumerate(required):
         chars[places.pop((extra[2 * i] << 8 | extra[2 * i + 1]) % len(places))] = char
@@ -89,7 +132,7 @@ def generate_password() -> str:
 
 
 def generate_username(serial: int) -> str:
-    return f"user{serial}.{secrets.token_hex(3)}@example.com"
+    return f"user{serial}.{random_hex(3)}@example.com"
 
 
 _UTK_ALPHABET = string.ascii_uppercase + string.digits
@@ -98,13 +141,13 @@ _UTK_LENGTH = 21
 
 def generate_session_id() -> str:
     """A JSESSIONID in the published shape: a decimal integer, possibly negative (a
-    signed 64-bit value drawn from ``secrets``: as unguessable as 64 random bits)."""
-    return str(int.from_bytes(secrets.token_bytes(8), "big", signed=True))
+    signed 64-bit value of :func:`random_bytes`: as unguessable as 64 random bits)."""
+    return str(int.from_bytes(random_bytes(8), "big", signed=True))
 
 
 def generate_utk() -> str:
     """A utk in the published shape: 21 upper-case letters and digits (~108 random bits)."""
-    return "".join(_choices(_UTK_ALPHABET, _UTK_LENGTH))
+    return "".join(random_choices(_UTK_ALPHABET, _UTK_LENGTH))
 
 
 #: A v3 scope an account may get tokens for: (account, profile); profile "*" is any.

@@ -16,13 +16,13 @@ import base64
 import contextlib
 import json
 import queue
-import secrets
 import threading
 import time
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .accounts import random_hex
 from .token_format import ALGORITHM, HEADERS, ISSUER, Claims, verify_token
 
 if TYPE_CHECKING:
@@ -252,7 +252,7 @@ class TokenSigner:
             iat=issued_at,
             nbf=issued_at,
             exp=issued_at + ttl,
-            jti=secrets.token_hex(8),
+            jti=random_hex(8),
         )
         payload = {
             "sub": claims.sub,

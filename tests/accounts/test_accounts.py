@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import re
 import secrets
+import subprocess
+import sys
+import textwrap
 from urllib.parse import quote, unquote_plus, unquote_to_bytes
 
 import pytest
@@ -174,49 +178,79 @@ def test_snapshots_of_accounts_tokens_and_sessions_are_copies(service: AuthServi
 
 def test_secrets_are_drawn_in_batches_not_per_character(monkeypatch: pytest.MonkeyPatch) -> None:
     # Issue 14: one system call per character (secrets.choice, SystemRandom.shuffle) was
-    # a measurable part of each test's setup.
+    # a measurable part of each test's setup; issue 42: so was one per draw.
     from pytest_mgmtauth._service import accounts as _accounts
 
     calls: list[int] = []
-    real = secrets.token_bytes
+    real = os.urandom
 
-    def counted(n: int | None = None) -> bytes:
-        calls.append(n or 0)
+    def counted(n: int) -> bytes:
+        calls.append(n)
         return real(n)
 
     def per_character(*args: object) -> object:
         raise AssertionError("a system call per character")
 
-    monkeypatch.setattr(secrets, "token_bytes", counted)
+    monkeypatch.setattr(os, "urandom", counted)
     monkeypatch.setattr(secrets, "choice", per_character)
     monkeypatch.setattr(secrets.SystemRandom, "shuffle", per_character)
-    # One draw: the characters and the shuffle's keys (a redraw of rejected values is
-    # about one in 1000 draws). generate_api_key may draw again (about one key in ten
-    # holds a %XX that does not decode), so it is counted per draw.
-    key = _accounts._draw(_accounts._KEY_ALPHABET, _accounts._KEY_LENGTH, "+&=%/aZ9")
-    assert len(key) == _accounts._KEY_LENGTH
-    assert len(calls) <= 3
-    assert len(_accounts.generate_api_key()) == _accounts._KEY_LENGTH
+    _accounts._random.forget()
+    for serial in range(10):  # ten tests' accounts: about 1,000 bytes
+        assert len(_accounts.generate_api_key()) == _accounts._KEY_LENGTH
+        assert len(_accounts.generate_password()) == 20
+        assert _accounts.generate_username(serial)
     assert len(_accounts.generate_utk()) == 21
+    assert calls == [_accounts._RandomBytes.BLOCK]
+
+
+def test_random_bytes_are_never_handed_out_twice() -> None:
+    from pytest_mgmtauth._service.accounts import random_bytes, random_hex
+
+    drawn = [random_bytes(16) for _ in range(600)]  # past a block
+    assert len(set(drawn)) == 600
+    assert all(len(d) == 16 for d in drawn)
+    assert len(random_bytes(10_000)) == 10_000  # more than a block at once
+    assert re.fullmatch(r"[0-9a-f]{16}", random_hex(8))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_a_forked_process_does_not_repeat_its_parents_random_bytes() -> None:
+    script = textwrap.dedent(
+        """
+        import os
+        from pytest_mgmtauth._service.accounts import random_bytes
+        random_bytes(1)  # a block read, most of it not handed out yet
+        read, write = os.pipe()
+        if os.fork() == 0:
+            os.write(write, random_bytes(32))
+            os._exit(0)
+        os.wait()
+        print(os.read(read, 32) != random_bytes(32))
+        """
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert result.stdout.strip() == "True"
 
 
 def test_batched_draws_cover_the_alphabet_and_nothing_else() -> None:
-    from pytest_mgmtauth._service.accounts import _choices
+    from pytest_mgmtauth._service.accounts import random_choices
 
-    drawn = _choices("abc", 3000)
+    drawn = random_choices("abc", 3000)
     assert set(drawn) == set("abc")
     assert all(800 < drawn.count(c) < 1200 for c in "abc")
 
 
 def test_batched_draws_take_alphabets_of_one_to_256_characters() -> None:
-    from pytest_mgmtauth._service.accounts import _choices
+    from pytest_mgmtauth._service.accounts import random_choices
 
-    assert _choices("x", 5) == list("xxxxx")
+    assert random_choices("x", 5) == list("xxxxx")
     full = "".join(chr(c) for c in range(256))
-    assert set(_choices(full, 4000)) <= set(full)
+    assert set(random_choices(full, 4000)) <= set(full)
     for size in (0, 257):
         with pytest.raises(ValueError, match="1 to 256 characters"):
-            _choices("y" * size, 1)
+            random_choices("y" * size, 1)
 
 
 def test_required_characters_are_placed_once_each_after_the_first() -> None:

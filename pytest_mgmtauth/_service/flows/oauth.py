@@ -18,13 +18,12 @@ import binascii
 import dataclasses
 import difflib
 import re
-import secrets
 import string
 from collections import deque
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 from urllib.parse import parse_qsl, quote_plus, unquote, unquote_plus
 
-from ..accounts import fingerprint
+from ..accounts import fingerprint, random_choices, random_hex
 from ..events import AuthRejected, ClientRevoked, SecretRotated
 from ..options import OAUTH_TOKEN_PATH
 from ..records import AUTH_FAILED, DIAGNOSIS_BUDGET, DIAGNOSIS_WINDOW, FORBIDDEN, Refusal
@@ -61,7 +60,7 @@ SECRET_ALPHABET, SECRET_LENGTH = string.ascii_letters + string.digits, 48
 
 
 def generate_client_secret() -> str:
-    return "".join(secrets.choice(SECRET_ALPHABET) for _ in range(SECRET_LENGTH))
+    return "".join(random_choices(SECRET_ALPHABET, SECRET_LENGTH))
 
 
 def basic_spellings(client_id: str, secret: str) -> tuple[str, ...]:
@@ -487,7 +486,7 @@ class OAuthFlow(BearerFlow, ClientFlow[OAuthClient]):
                 raise ValueError(f"add_client({what}=...) must not be empty")
         with self.service.mutex:
             if client_id is None:
-                client_id = f"client{len(self.clients) + 1}-{secrets.token_hex(4)}"
+                client_id = f"client{len(self.clients) + 1}-{random_hex(4)}"
             if client_id in self.clients:
                 raise ValueError(f"add_client: a client {client_id!r} exists already in this test")
             client = OAuthClient(client_id, client_secret or generate_client_secret(), scopes)
