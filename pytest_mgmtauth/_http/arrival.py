@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 from werkzeug import Request
 from werkzeug.exceptions import HTTPException
+from werkzeug.http import parse_cookie
+from werkzeug.utils import cached_property
 
 from .._service.secret_text import SecretMasker
 from .errors import MAX_BODY_BYTES
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
     from werkzeug import Response
+    from werkzeug.datastructures import ImmutableMultiDict
 
     from .binding import Binding
 
@@ -94,6 +97,15 @@ class FakeRequest(Request):
         arrival = environ.get(ARRIVAL)
         #: What the transport knew of it (made without the handler: nothing, no test).
         self.arrival: Arrival = arrival if isinstance(arrival, Arrival) else Arrival(None)
+
+    @cached_property
+    def cookies(self) -> ImmutableMultiDict[str, str]:
+        # Werkzeug joins headers.getlist("Cookie"), a walk of every header of the
+        # environ, each name re-spelled, on every request; the one HTTP_COOKIE holds
+        # them all already (the handler joins repeated Cookie lines with "; ").
+        return parse_cookie(  # type: ignore[return-value]  # as Werkzeug's own
+            self.environ.get("HTTP_COOKIE", ""), cls=self.dict_storage_class
+        )
 
     def __repr__(self) -> str:
         # Shown in tracebacks (pytest prints a frame's arguments): Werkzeug's repr holds
