@@ -76,6 +76,9 @@ def answer(
     else:
         body = read_body(request)  # the size limit holds here too
         form = {}
+    # Its one environ value, repeated lines joined (headers.getlist would find the same
+    # by walking every header).
+    authorization = request.environ.get("HTTP_AUTHORIZATION")
     incoming = Incoming(
         path=request.path,
         form=form,
@@ -86,7 +89,7 @@ def answer(
         host=host if host is not None else fake_host(request),
         body=body,
         content_type=request.headers.get("Content-Type"),
-        authorization=tuple(request.headers.getlist("Authorization")),
+        authorization=() if authorization is None else (str(authorization),),
         query=tuple(request.args.items(multi=True)),
     )
     result = service.flow(flow.name).answer(endpoint.operation, incoming)
