@@ -137,15 +137,24 @@ class ConnectionReader(socket.SocketIO):
 
 
 class ConnectionWriter(io.BufferedIOBase):
-    """A connection's writer, unbuffered as socketserver's but for an answer's head,
-    which it holds until the body's first bytes (:meth:`hold`): the client gets its
-    answer in one segment, and wakes once for it. A large answer is written after the
-    lead is handed on (:data:`LARGE_WRITE`)."""
+    """A connection's writer, unbuffered as socketserver's but for two holds:
+
+    - an answer's head until its body's first bytes (:meth:`hold`): the client gets its
+      answer in one segment, and wakes once for it;
+    - an answer that keeps the connection, until its thread is done with it and about
+      to wait for the next request (:meth:`defer`, :meth:`release`): what the thread
+      still does after the answer (Werkzeug's drain, closing the response) is done
+      while the client waits for it, not while the client's own thread runs on and
+      each of its system calls hands the GIL back and forth.
+
+    A large answer is written after the lead is handed on (:data:`LARGE_WRITE`), and is
+    never deferred."""
 
     def __init__(self, sock: socket.socket, server: ConnectionServer) -> None:
         self._sock = sock
         self._server = server
         self._held = b""
+        self._deferring = False
 
     def writable(self) -> bool:
         return True
@@ -154,9 +163,23 @@ class ConnectionWriter(io.BufferedIOBase):
         """Keep ``head`` to go out with the next write, or at :meth:`flush`."""
         self._held += head
 
+    def defer(self) -> None:
+        """Keep what is written from now on (up to :data:`LARGE_WRITE`), flushes too,
+        until :meth:`release` or :meth:`close`."""
+        self._deferring = True
+
+    def release(self) -> None:
+        """Write what was deferred; write as it comes from now on."""
+        self._deferring = False
+        self.flush()
+
     def write(self, data: Any) -> int:
         with memoryview(data) as view:
             size = view.nbytes
+            if self._deferring and len(self._held) + size <= LARGE_WRITE:
+                self._held += view
+                return size
+            self._deferring = False
             if self._held:
                 held, self._held = self._held, b""
                 self._send(held + view if size else held, len(held) + size)
@@ -165,9 +188,16 @@ class ConnectionWriter(io.BufferedIOBase):
             return size
 
     def flush(self) -> None:
-        if self._held:
+        if self._held and not self._deferring:
             held, self._held = self._held, b""
             self._send(held, len(held))
+
+    def close(self) -> None:
+        if not self.closed:
+            self._deferring = False
+            with contextlib.suppress(OSError):  # the client is gone: nothing to tell it
+                self.flush()
+        super().close()
 
     def _send(self, data: Any, size: int) -> None:
         if size > LARGE_WRITE:

@@ -82,6 +82,14 @@ class ConnectionHandler(WSGIRequestHandler):
     def handle_one_request(self) -> None:
         self._keep = False
         if self._served:
+            # The last answer goes out now that this thread is done with it (see
+            # _after_answer).
+            if isinstance(self.wfile, ConnectionWriter):
+                try:
+                    self.wfile.release()
+                except OSError:  # the client is gone
+                    self.close_connection = True
+                    return
             # A kept-alive connection, idle until the next request's first byte: that
             # request belongs to the test bound then (see ConnectionServer.drop_idle_connections).
             self.server.mark_idle(self)
@@ -357,6 +365,10 @@ class ConnectionHandler(WSGIRequestHandler):
             # always readable instead (until run_wsgi ends), and the wait for the next
             # request is in handle_one_request, through the reader that watches both.
             self._drained, self.connection = self.connection, self.server.always_readable
+            # The answer waits until this thread is done with the request and about to
+            # wait for the next one (handle_one_request): ConnectionWriter.defer.
+            if isinstance(self.wfile, ConnectionWriter):
+                self.wfile.defer()
             # Idle from now on for drop_idle_connections: the client may have its answer
             # (and its test may end) before this thread reads the next request.
             self.server.mark_idle(self)

@@ -299,7 +299,7 @@ def serve_connect(handler: _Handler) -> None:
     finally:
         handler.close_connection = True
         with contextlib.suppress(OSError, ValueError):
-            handler.wfile.flush()
+            handler.wfile.release()  # an answer still deferred (ConnectionWriter.defer)
         tunnel.close()
 
 

@@ -206,6 +206,41 @@ def test_a_held_head_without_a_body_goes_out_at_flush() -> None:
     assert len(sock.sent) == 1
 
 
+def test_a_deferred_answer_goes_out_whole_at_release() -> None:
+    sock = _Recording()
+    writer = ConnectionWriter(sock, _NoLead())  # type: ignore[arg-type]
+    writer.defer()
+    writer.hold(b"HEAD\r\n\r\n")
+    writer.write(b"body")
+    writer.flush()  # Werkzeug flushes after each write: still kept
+    writer.write(b"")
+    assert sock.sent == []
+    writer.release()
+    assert sock.sent == [b"HEAD\r\n\r\nbody"]
+    writer.write(b"next")  # released: written as it comes
+    assert sock.sent[1:] == [b"next"]
+
+
+def test_a_deferred_answer_goes_out_at_close() -> None:
+    sock = _Recording()
+    writer = ConnectionWriter(sock, _NoLead())  # type: ignore[arg-type]
+    writer.defer()
+    writer.write(b"answer")
+    writer.close()
+    assert sock.sent == [b"answer"]
+
+
+def test_a_large_answer_is_never_deferred() -> None:
+    sock = _Recording()
+    writer = ConnectionWriter(sock, _NoLead())  # type: ignore[arg-type]
+    writer.defer()
+    writer.write(b"a" * 100)
+    writer.write(b"b" * _connections.LARGE_WRITE)  # past the limit: all of it goes now
+    assert sock.sent == [b"a" * 100 + b"b" * _connections.LARGE_WRITE]
+    writer.write(b"c")
+    assert sock.sent[1:] == [b"c"]
+
+
 def test_a_large_answer_counts_its_held_head() -> None:
     handed_on: list[object] = []
 
