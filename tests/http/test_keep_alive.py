@@ -139,18 +139,23 @@ def test_a_request_whose_headers_did_not_parse_cleanly_closes(pool: SessionResou
     # "Bad Name: x" is no header line: the parser stops there, and the Content-Length
     # after it is lost. Kept alive, the body would be read as a second request (found by
     # the hostile suite: two answers on one connection).
+    raw = b"GET /nowhere HTTP/1.1\r\nHost: x\r\nBad Name: x\r\nContent-Length: 3\r\n\r\nabc"
+    answer = _answers_to(pool, raw, then_shut_down=True)
+    assert answer.count(b"HTTP/1.1 ") == 1, answer
+    assert b"\r\nConnection: close\r\n" in answer
+
+
+def _answers_to(pool: SessionResources, raw: bytes, *, then_shut_down: bool = False) -> bytes:
+    """What a fake answers ``raw``, sent in one write on a new connection, until it
+    closes the connection."""
     fake = MgmtServer(Options(), pool)
     parts = urlsplit(fake.url)
-    raw = b"GET /nowhere HTTP/1.1\r\nHost: x\r\nBad Name: x\r\nContent-Length: 3\r\n\r\nabc"
     try:
         with socket.create_connection((parts.hostname, parts.port), timeout=10) as sock:
             sock.sendall(raw)
-            sock.shutdown(socket.SHUT_WR)
-            answer = b""
-            while chunk := sock.recv(65536):
-                answer += chunk
-        assert answer.count(b"HTTP/1.1 ") == 1, answer
-        assert b"\r\nConnection: close\r\n" in answer
+            if then_shut_down:
+                sock.shutdown(socket.SHUT_WR)
+            return _answers(sock)
     finally:
         fake.close()
 
@@ -166,17 +171,10 @@ def test_a_request_read_with_the_next_one_behind_it_closes(pool: SessionResource
     # Pipelining: the second request arrived in the same read as the first (it waits in
     # the connection's buffer). The first is answered and the connection closed, so that
     # the client sends the second again on a new one (RFC 9112 9.3.2).
-    fake = MgmtServer(Options(), pool)
-    parts = urlsplit(fake.url)
     one = b"GET /nowhere HTTP/1.1\r\nHost: x\r\n\r\n"
-    try:
-        with socket.create_connection((parts.hostname, parts.port), timeout=10) as sock:
-            sock.sendall(one + one)
-            answer = _answers(sock)
-        assert answer.count(b"HTTP/1.1 ") == 1, answer
-        assert b"\r\nConnection: close\r\n" in answer
-    finally:
-        fake.close()
+    answer = _answers_to(pool, one + one)
+    assert answer.count(b"HTTP/1.1 ") == 1, answer
+    assert b"\r\nConnection: close\r\n" in answer
 
 
 def test_bytes_that_come_while_a_request_is_answered_close_it(pool: SessionResources) -> None:
