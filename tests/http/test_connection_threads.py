@@ -40,16 +40,6 @@ def _connection_threads() -> set[threading.Thread]:
     return {t for t in threading.enumerate() if t.name == "mgmtauth-connection"}
 
 
-@pytest.fixture
-def server() -> Iterator[FakeHTTPServer]:
-    # A server of its own: the session's has the other tests' threads.
-    server = FakeHTTPServer()
-    server.start()
-    server.app.open()  # no state bound: every request gets a 503
-    yield server
-    server.stop()
-
-
 def _inner(server: FakeHTTPServer) -> ConnectionServer:
     inner = server.server
     assert isinstance(inner, ConnectionServer)
@@ -87,16 +77,20 @@ def _own_server() -> Iterator[tuple[FakeHTTPServer, Callable[[], set[threading.T
         server.stop()
 
 
-def test_concurrent_connections_each_get_a_thread(server: FakeHTTPServer) -> None:
-    inner = _inner(server)
-    # Two connections open at once (neither sends): the second cannot wait for the first.
-    _serve_two_at_once(server)
-    # The thread of the first handed the lead on and waits to lead again.
-    _until(lambda: inner._waiting_workers == 1, "the first connection's thread waits")
-    threads = _connection_threads()
-    for _ in range(3):  # one thread leads, and the next connection needs no new one
-        assert _one_request(server).startswith(b"HTTP/1.1 ")
-    assert _connection_threads() == threads
+def test_concurrent_connections_each_get_a_thread() -> None:
+    # Its own server's threads only: another server's idle thread may end meanwhile.
+    with _own_server() as (server, threads):
+        inner = _inner(server)
+        # Two connections open at once (neither sends): the second cannot wait for the
+        # first.
+        _serve_two_at_once(server)
+        # The thread of the first handed the lead on and waits to lead again.
+        _until(lambda: inner._waiting_workers == 1, "the first connection's thread waits")
+        before = threads()
+        assert len(before) == 2
+        for _ in range(3):  # one thread leads, and the next connection needs no new one
+            assert _one_request(server).startswith(b"HTTP/1.1 ")
+        assert threads() == before
 
 
 def test_a_connection_waiting_for_its_client_lets_another_be_served(
