@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -76,9 +77,42 @@ def compare(recorded: Sequence[dict[str, Any]], observed: Sequence[dict[str, Any
                     del right[under]
             for field in sorted(left.keys() | right.keys(), key=_field_order):
                 a, b = left.get(field, ABSENT), right.get(field, ABSENT)
-                if a != b:
+                length = left.get(field.replace(".alphabet", ".length"))
+                if a != b and not _same_alphabet(field, a, b, length):
                     found.append(Drift(name, field, a, b, option_for(path, field, a, b)))
     return found
+
+
+#: A class of ``exchange_shape.alphabet``'s text, or one other character.
+_ALPHABET_PART = re.compile(r"A-Z|a-z|a-f|0-9|.", re.DOTALL)
+_CLASS_SIZES = {"A-Z": 26, "a-z": 26, "a-f": 6, "0-9": 10}
+#: Below this chance, two random tokens of one alphabet would not show what two did.
+_CHANCE = 1e-4
+
+
+def _same_alphabet(field: str, service: Any, fake: Any, length: Any) -> bool:
+    """Whether two opaque tokens' alphabets may be one format. Each is what one random
+    token happened to hold: a utk, 21 characters of A-Z0-9, holds no digit about once in
+    a thousand. They are one format when two tokens of ``length`` characters drawn from
+    both alphabets together would leave out what each left out with a chance over
+    :data:`_CHANCE`."""
+    if not field.endswith(".opaque.alphabet") or not isinstance(length, int):
+        return False
+    if not isinstance(service, str) or not isinstance(fake, str):
+        return False
+    seen = [set(_ALPHABET_PART.findall(service)), set(_ALPHABET_PART.findall(fake))]
+    union = seen[0] | seen[1]
+    if "a-z" in union:
+        union.discard("a-f")  # a lower-case token whose letters were all a to f
+
+    def size(parts: set[str]) -> int:
+        return sum(_CLASS_SIZES.get(part, 1) for part in parts)
+
+    chance = 1.0
+    for parts in seen:
+        covered = size(parts & union) + (_CLASS_SIZES["a-f"] if "a-f" in parts - union else 0)
+        chance *= (covered / size(union)) ** length
+    return chance > _CHANCE
 
 
 def _field_order(field: str) -> tuple[int, str]:

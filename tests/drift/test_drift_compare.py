@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from pytest_mgmtauth._verdicts.drift import ABSENT, compare, drift_message
 
 
@@ -92,3 +94,44 @@ def test_a_field_not_shown_matches_whatever_the_fake_answers() -> None:
     assert compare([shown], [{**_token(), "body": {"token": {"jwt": {}}, "host": "string"}}]) == []
     (missing,) = compare([shown], [{**_token(), "body": {"token": "x"}}])
     assert missing.field == "body.host"
+
+
+def _login(alphabet: str, length: int = 21) -> dict[str, Any]:
+    return {
+        "method": "POST",
+        "path": "/v1/login",
+        "status": 200,
+        "body": {"utk": {"opaque": {"length": length, "alphabet": alphabet}}},
+    }
+
+
+@pytest.mark.parametrize(
+    ("service", "fake"),
+    [
+        ("A-Z", "A-Z0-9"),  # a utk that happened to hold no digit (about 1 in 1000)
+        ("A-Z0-9", "A-Z"),
+    ],
+)
+def test_an_alphabet_within_the_other_is_one_format_seen_twice(service: str, fake: str) -> None:
+    assert compare([_login(service)], [_login(fake)]) == []
+
+
+@pytest.mark.parametrize(
+    ("service", "fake"),
+    [
+        ("a-f0-9", "A-Z0-9"),
+        ("A-Za-z0-9-_", "A-Z0-9"),  # 28 more characters: 21 draws would show one
+        ("A-Z0-9", "a-z0-9"),
+        ("a-f0-9", "a-z0-9"),  # hex against lower-case letters and digits
+        ("0-9", "A-Z0-9"),
+    ],
+)
+def test_an_alphabet_with_a_class_the_other_lacks_is_drift(service: str, fake: str) -> None:
+    (drift,) = compare([_login(service)], [_login(fake)])
+    assert drift.field == "body.utk.opaque.alphabet"
+    assert (drift.service, drift.fake) == (service, fake)
+
+
+def test_a_token_length_difference_is_drift_whatever_the_alphabets() -> None:
+    (drift,) = compare([_login("A-Z", 20)], [_login("A-Z0-9")])
+    assert (drift.field, drift.service, drift.fake) == ("body.utk.opaque.length", 20, 21)
