@@ -235,6 +235,17 @@ def _unb64(part: str) -> bytes:
     return base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
 
 
+#: The classes :func:`alphabet` names, and how many characters each holds.
+ALPHABET_CLASSES = {"A-Z": 26, "a-z": 26, "a-f": 6, "0-9": 10}
+_ALPHABET_PART = re.compile("|".join(ALPHABET_CLASSES) + "|.", re.DOTALL)
+
+
+def alphabet_classes(text: str) -> dict[str, int]:
+    """An :func:`alphabet` text read back: each class (or other character) it names, with
+    how many characters it holds."""
+    return {part: ALPHABET_CLASSES.get(part, 1) for part in _ALPHABET_PART.findall(text)}
+
+
 def alphabet(text: str) -> str:
     """The character classes of ``text``: ``A-Z``, ``a-z``, ``0-9`` and any other
     characters themselves, in that order (``"a-f0-9"`` for a lowercase hex token)."""

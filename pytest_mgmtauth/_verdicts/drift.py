@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 from typing import TYPE_CHECKING, Any
+
+from .._service.exchange_shape import alphabet_classes
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -77,41 +78,37 @@ def compare(recorded: Sequence[dict[str, Any]], observed: Sequence[dict[str, Any
                     del right[under]
             for field in sorted(left.keys() | right.keys(), key=_field_order):
                 a, b = left.get(field, ABSENT), right.get(field, ABSENT)
-                length = left.get(field.replace(".alphabet", ".length"))
-                if a != b and not _same_alphabet(field, a, b, length):
+                if a != b and not _same_alphabet(field, a, b, left):
                     found.append(Drift(name, field, a, b, option_for(path, field, a, b)))
     return found
 
 
-#: A class of ``exchange_shape.alphabet``'s text, or one other character.
-_ALPHABET_PART = re.compile(r"A-Z|a-z|a-f|0-9|.", re.DOTALL)
-_CLASS_SIZES = {"A-Z": 26, "a-z": 26, "a-f": 6, "0-9": 10}
 #: Below this chance, two random tokens of one alphabet would not show what two did.
 _CHANCE = 1e-4
 
 
-def _same_alphabet(field: str, service: Any, fake: Any, length: Any) -> bool:
+def _same_alphabet(field: str, service: Any, fake: Any, record: dict[str, Any]) -> bool:
     """Whether two opaque tokens' alphabets may be one format. Each is what one random
     token happened to hold: a utk, 21 characters of A-Z0-9, holds no digit about once in
-    a thousand. They are one format when two tokens of ``length`` characters drawn from
+    a thousand. They are one format when two tokens of the recorded length drawn from
     both alphabets together would leave out what each left out with a chance over
     :data:`_CHANCE`."""
-    if not field.endswith(".opaque.alphabet") or not isinstance(length, int):
+    if not field.endswith(".opaque.alphabet"):
         return False
-    if not isinstance(service, str) or not isinstance(fake, str):
+    length = record.get(field.removesuffix("alphabet") + "length")
+    if not isinstance(length, int) or not isinstance(service, str) or not isinstance(fake, str):
         return False
-    seen = [set(_ALPHABET_PART.findall(service)), set(_ALPHABET_PART.findall(fake))]
+    seen = [alphabet_classes(service), alphabet_classes(fake)]
     union = seen[0] | seen[1]
     if "a-z" in union:
-        union.discard("a-f")  # a lower-case token whose letters were all a to f
-
-    def size(parts: set[str]) -> int:
-        return sum(_CLASS_SIZES.get(part, 1) for part in parts)
-
+        union.pop("a-f", None)  # a lower-case token whose letters were all a to f
+    total = sum(union.values())
     chance = 1.0
-    for parts in seen:
-        covered = size(parts & union) + (_CLASS_SIZES["a-f"] if "a-f" in parts - union else 0)
-        chance *= (covered / size(union)) ** length
+    for classes in seen:
+        covered = sum(size for part, size in classes.items() if part in union)
+        if "a-f" in classes and "a-f" not in union:
+            covered += classes["a-f"]
+        chance *= (covered / total) ** length
     return chance > _CHANCE
 
 
