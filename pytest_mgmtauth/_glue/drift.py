@@ -73,7 +73,8 @@ class Watch:
         from .._verdicts.drift import compare, drift_message
         from .._verdicts.findings import DriftWarning
 
-        made = [normalise(e) for e in self.kept]
+        # The fake's own address in a host field stands for its region host: no drift.
+        made = [normalise(e, region_host=fake.options.v3_host) for e in self.kept]
         if made == list(self.record.exchanges):
             return  # the same records: nothing to pair field by field
         found = compare(self.record.exchanges, made)
@@ -101,9 +102,12 @@ def watch(item: pytest.Item, fake: MgmtServer) -> Watch | None:
     return Watch(record, fake.record_exchanges(), snapshot_path(item.path))
 
 
-def write_record(item: pytest.Item, kept: list[Exchange], *, today: str) -> str | None:
+def write_record(
+    item: pytest.Item, kept: list[Exchange], *, today: str, region_host: str | None = None
+) -> str | None:
     """Write the test's exchanges into its module's snapshot (a live run); what changed
-    since an earlier recording of it, or None (the first, or nothing changed)."""
+    since an earlier recording of it, or None (the first, or nothing changed).
+    ``region_host``: what the fake's own address stands for, in exchanges with a fake."""
     from importlib.metadata import version
 
     from .._service.exchange_shape import Snapshot, TestRecord, normalise
@@ -116,7 +120,11 @@ def write_record(item: pytest.Item, kept: list[Exchange], *, today: str) -> str 
         with contextlib.suppress(ValueError):
             snapshot = Snapshot.loads(path.read_text("utf-8"), where=str(path))
     key = snapshot_key(item)
-    record = TestRecord(today, version("pytest-mgmtauth"), tuple(normalise(e) for e in kept))
+    record = TestRecord(
+        today,
+        version("pytest-mgmtauth"),
+        tuple(normalise(e, region_host=region_host) for e in kept),
+    )
     earlier = snapshot.tests.get(key)
     snapshot.tests[key] = record
     path.parent.mkdir(exist_ok=True)

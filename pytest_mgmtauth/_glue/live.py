@@ -17,8 +17,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
 
-from .._service.accounts import Account, Profile
-from .._service.flows.oauth_scopes import DEFAULT_ACCOUNT, DEFAULT_PROFILE
+from .._service.accounts import TEST_PROFILE, Account, Profile
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -26,7 +25,6 @@ if TYPE_CHECKING:
     from .._fake.live import LiveRun
     from .._fake.server import MgmtServer
     from .._service.exchange_shape import Exchange
-    from .._service.flows.oauth import OAuthClient
 
 __all__ = [
     "CAFILE",
@@ -181,15 +179,16 @@ def account() -> Account:
 def profile(config: pytest.Config) -> Profile:
     """The ``mgmt_profile``: the fake's (``acme``/``main``), or the variables' live."""
     if run_of(config) is None:
-        return Profile(DEFAULT_ACCOUNT, DEFAULT_PROFILE)
+        return TEST_PROFILE
     _needed("MGMTAUTH_LIVE_ACCOUNT", "MGMTAUTH_LIVE_PROFILE")
     return Profile(os.environ["MGMTAUTH_LIVE_ACCOUNT"], os.environ["MGMTAUTH_LIVE_PROFILE"])
 
 
-def oauth_client() -> OAuthClient:
-    """The ``mgmt_oauth_client`` of a live run: its scope is the default one's, for the
-    variables' account and profile."""
-    from .._service.flows.oauth import OAuthClient
+def oauth_client() -> Any:
+    """The ``mgmt_oauth_client`` of a live run: a client of the flow whose clients are
+    its own (the registry's), with the default one's scopes, for the variables' account
+    and profile."""
+    from .._service.flows.registry import client_flow
 
     _needed(
         "MGMTAUTH_LIVE_CLIENT_ID",
@@ -197,14 +196,11 @@ def oauth_client() -> OAuthClient:
         "MGMTAUTH_LIVE_ACCOUNT",
         "MGMTAUTH_LIVE_PROFILE",
     )
-    scope = (
-        f"{os.environ['MGMTAUTH_LIVE_ACCOUNT']}:{os.environ['MGMTAUTH_LIVE_PROFILE']}"
-        ":tiq:2026-07:profiles:manage"
-    )
-    return OAuthClient(
-        client_id=os.environ["MGMTAUTH_LIVE_CLIENT_ID"],
-        client_secret=os.environ["MGMTAUTH_LIVE_CLIENT_SECRET"],
-        scopes=(scope,),
+    return client_flow().live_client(
+        os.environ["MGMTAUTH_LIVE_CLIENT_ID"],
+        os.environ["MGMTAUTH_LIVE_CLIENT_SECRET"],
+        os.environ["MGMTAUTH_LIVE_ACCOUNT"],
+        os.environ["MGMTAUTH_LIVE_PROFILE"],
     )
 
 
@@ -221,7 +217,7 @@ def finish(item: pytest.Item, fake: MgmtServer, kept: list[Exchange], *, passed:
         entry["not_recorded"] = f"a request was not forwarded to the service: {answered_here}"
     elif passed:
         today = datetime.now(timezone.utc).date().isoformat()
-        changed = write_record(item, kept, today=today)
+        changed = write_record(item, kept, today=today, region_host=fake.options.v3_host)
         entry["written"] = str(snapshot_path(item.path))
         entry["exchanges"] = len(kept)
         if changed is not None:

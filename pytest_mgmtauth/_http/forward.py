@@ -10,9 +10,11 @@ with invented credentials, faults, the simulated clock) is not done: the glue sk
 test at that call.
 
 The answer is the service's, with two changes for a client that reached the fake by its
-address rather than by a host name, so that the client comes back here: a v3 answer's
-``host`` becomes the fake's region address, and a ``Domain`` attribute of a cookie is
-dropped. The exchange is recorded as the service answered it.
+address rather than by a host name, so that the client comes back here: a host field of
+the answer (a flow's ``host_keys``: v3's ``host``) becomes the fake's region address, and
+a ``Domain`` attribute of a cookie is dropped. The exchange is recorded as the service
+answered it; the credentials in it (the flows' credential keys, cookie values) are held
+for masking. Which flow a request belongs to is asked of the registry.
 
 ``MGMTAUTH_LIVE_UPSTREAM`` and ``MGMTAUTH_LIVE_CAFILE`` are for the project's own tests
 (docs/architecture.md): every forwarded request goes to that https URL instead, its
@@ -24,7 +26,6 @@ from __future__ import annotations
 import contextlib
 import http.client
 import json
-import re
 import ssl
 import threading
 from dataclasses import dataclass, field
@@ -33,7 +34,13 @@ from urllib.parse import urlsplit
 
 from werkzeug import Response
 
-from .._service.flows.registry import endpoint_for, flow_class, route_flow, service_hosts
+from .._service.flows.registry import (
+    declared,
+    endpoint_for,
+    flow_class,
+    path_flow,
+    service_hosts,
+)
 from .errors import error_response
 from .exchanges import keep_exchange
 from .hosts import host_name, region_address
@@ -75,9 +82,6 @@ _HOP_BY_HOP = frozenset(
         "upgrade",
     )
 )
-#: Keys of an auth answer whose values are credentials: held for masking.
-_SECRET_KEYS = frozenset(("token", "access_token", "refresh_token", "id_token", "utk"))
-_VERSIONED = re.compile(r"/v\d{4}-\d{2}/")
 #: The refusals of a credential (the interface document's Errors; RFC 6749 5.2).
 _REFUSED_CODES = frozenset((1401, 1402))
 _REFUSED_ERRORS = frozenset(("invalid_client",))
@@ -287,11 +291,8 @@ def _target_host(binding: Binding, request: Request, here: Where, *, named: bool
     route = next((r for r in binding.routes if r.matcher.match(request)), None)
     if route is not None and route.host is not None:
         return route.host
-    if route is not None:
-        flow = flow_class(route.auth)
-    else:  # not declared: the flow its path would take (/v{YYYY-MM}/ or /oauth: OAuth's)
-        oauth = _VERSIONED.match(request.path) or request.path.startswith("/oauth")
-        flow = flow_class("oauth" if oauth else route_flow(request.path))
+    # Not declared: the flow its path would take (the flows' api_paths, route_prefix).
+    flow = flow_class(route.auth) if route is not None else path_flow(request.path)
     # The fake's own address stands for every host but the region host (hosts.py).
     others = [h for h in flow.api_host_names(options) if h != options.v3_host]
     return others[0] if others else flow.auth_hosts[0]
@@ -321,10 +322,9 @@ def _json_object(response: Response) -> dict[str, object] | None:
 def _hold_secrets(binding: Binding, answer: Response, document: dict[str, object] | None) -> None:
     """Mask the credentials the service handed out (tokens, ``utk``, cookie values)
     wherever this test's texts quote them."""
+    keys = declared().secret_keys
     values = [
-        value
-        for key, value in (document or {}).items()
-        if key in _SECRET_KEYS and isinstance(value, str)
+        value for key, value in (document or {}).items() if key in keys and isinstance(value, str)
     ]
     for header in answer.headers.getlist("Set-Cookie"):
         value = header.partition(";")[0].partition("=")[2].strip().strip('"')
@@ -344,7 +344,12 @@ def _for_client(
 ) -> Response:
     live = binding.live
     assert live is not None
-    region = document.get("host") if document is not None else None
+    hosts = [
+        key
+        for key, value in (document or {}).items()
+        if key in declared().host_keys and isinstance(value, str)
+    ]
+    region = document[hosts[0]] if document is not None and hosts else None
     if isinstance(region, str) and region:
         live.region_host = host_name(region)
     if named:
@@ -352,8 +357,9 @@ def _for_client(
     answer = ServiceAnswer(
         original.get_data(), status=original.status, headers=original.headers.copy()
     )
-    if isinstance(region, str) and document is not None:
-        document = {**document, "host": region_address(binding, request)}
+    if hosts and document is not None:
+        address = region_address(binding, request)
+        document = {**document, **dict.fromkeys(hosts, address)}
         answer.set_data(json.dumps(document).encode())
     cookies = answer.headers.getlist("Set-Cookie")
     if any("domain=" in c.lower() for c in cookies):

@@ -165,6 +165,9 @@ class Profile(NamedTuple):
     """The profile name."""
 
 
+#: The account and profile a test against the fake uses (our choice, as in v3's docs).
+TEST_PROFILE = Profile("acme", "main")
+
 ANY_PROFILE = "*"
 
 

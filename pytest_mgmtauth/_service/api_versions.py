@@ -30,6 +30,7 @@ from email.utils import format_datetime
 from typing import TYPE_CHECKING
 
 from .events import DeprecatedVersionCall
+from .flows.base import Sets
 from .timeline import to_datetime
 
 if TYPE_CHECKING:
@@ -41,6 +42,14 @@ if TYPE_CHECKING:
 #: Months a version is Active, and in End of Support after that (the lifecycle page).
 ACTIVE_MONTHS = 24
 SUPPORT_MONTHS = 12
+#: The headers the lifecycle sets on a versioned call's answer, as a snapshot records
+#: them: present in End of Support (option ``api_lifecycle``), absent without it.
+#: ``api_successor`` and ``api_link_v`` change only the ``Link`` target, never recorded.
+LIFECYCLE_SETS = (
+    Sets("api_lifecycle", "headers.sunset", ((True, "http-date"), (False, None))),
+    Sets("api_lifecycle", "headers.deprecation", ((True, "true"), (False, None))),
+    Sets("api_lifecycle", "headers.link", ((True, ["successor-version"]), (False, None))),
+)
 
 # ASCII digits only: \d would take full-width and other Unicode digits too.
 _VERSIONED = re.compile(

@@ -2,10 +2,12 @@
 its normalised record, and the snapshot file that holds a module's records.
 
 An exchange (a request and its answer) becomes a record of its shape only: method, path
-with the account, profile and API version as placeholders, status, content type, the
-body's keys and the types of their values, the values that are codes (``returnCode``,
-``error``, ``token_type``...), the headers that carry meaning, a JWT's header, claim
-names and lifetime, an opaque token's length and alphabet. Nothing that changes from
+with the names the flows declare (``Flow.path_names``: account, profile, API version) as
+placeholders, status, content type, the body's keys and the types of their values, the
+values that are codes (``returnCode``, and the flows' ``code_keys``), the hosts of the
+service (the flows' ``host_keys``), the headers that carry meaning, and of each
+credential (the flows' credential keys) a JWT's header, claim names and lifetime or an
+opaque token's length and alphabet. Nothing that changes from
 one answer to the next (a token, a date, an id) and no secret value is in it, so that
 the fake's record and the service's compare equal when the two behave alike. A
 protected call (a declared route) is recorded on the auth layer only: accepted, or
@@ -24,6 +26,9 @@ import re
 import string
 from typing import Any
 
+from .flows.registry import declared
+from .options import is_host_name
+
 __all__ = [
     "FORMAT",
     "Exchange",
@@ -36,16 +41,16 @@ __all__ = [
 #: The snapshot file's format number: a reader refuses a format it does not know.
 FORMAT = 1
 
-#: Body keys whose values are codes, compared as they are.
-CODE_KEYS = frozenset({"returnCode", "error", "token_type", "expires_in", "status"})
-#: Body keys whose string values are credentials: a JWT's shape, else an opaque token's.
-TOKEN_KEYS = frozenset({"token", "access_token", "utk", "refresh_token", "id_token"})
+#: Keys of the service's own error answers (every flow's refusals) whose values are
+#: codes; the flows declare the rest (``Flow.code_keys``).
+ERROR_CODE_KEYS = frozenset({"returnCode", "status"})
 #: Cookie attributes whose values are kept (dates and ages change per answer).
 _ATTRIBUTES_WITH_VALUES = frozenset({"path", "samesite", "domain"})
 #: The refusals of a protected call (every other status: the call was accepted).
 REFUSED_STATUSES = frozenset({401, 403})
 
-_VERSION_SEGMENT = re.compile(r"^v\d{4}-\d{2}$")
+#: A host as the fake answers its own address (``127.0.0.1:53011``, ``[::1]:53011``).
+_ADDRESS = re.compile(r"^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(?::[0-9]+)?$")
 _JWT = re.compile(r"^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$")
 
 
@@ -64,25 +69,29 @@ class Exchange:
 
 
 def normalised_path(path: str) -> str:
-    """``path`` with the account, profile and API version as placeholders: the segment
-    after ``accounts`` or ``profiles``, and a ``/v{YYYY-MM}/`` segment."""
-    parts = path.split("?", 1)[0].split("/")
-    out: list[str] = []
-    for index, part in enumerate(parts):
-        before = parts[index - 1] if index else ""
-        if before == "accounts" and part:
-            out.append("{account}")
-        elif before == "profiles" and part:
-            out.append("{profile}")
-        elif _VERSION_SEGMENT.match(part):
-            out.append("{version}")
-        else:
-            out.append(part)
-    return "/".join(out)
+    """``path`` with what the flows' ``path_names`` name as ``{name}`` placeholders
+    (the account and profile of ``/accounts/{account}/profiles/{profile}``, the API
+    version of ``/{version}/``); no query."""
+    path = path.split("?", 1)[0]
+    spans = sorted(
+        (match.span(name), name)
+        for pattern in declared().path_names
+        for match in pattern.finditer(path)
+        for name, value in match.groupdict().items()
+        if value
+    )
+    out, done = [], 0
+    for (start, end), name in spans:
+        if start >= done:  # overlapping names: the first holds
+            out += [path[done:start], f"{{{name}}}"]
+            done = end
+    return "".join(out) + path[done:]
 
 
-def normalise(exchange: Exchange) -> dict[str, Any]:
-    """The record of ``exchange``: JSON-ready, with nothing dynamic or secret in it."""
+def normalise(exchange: Exchange, *, region_host: str | None = None) -> dict[str, Any]:
+    """The record of ``exchange``: JSON-ready, with nothing dynamic or secret in it.
+    ``region_host``: the host the fake's own address stands for in a host field (the
+    fake's answers: its ``v3_host``)."""
     headers = _headers(exchange.headers)
     record: dict[str, Any] = {
         "method": exchange.method.upper(),
@@ -98,7 +107,7 @@ def normalise(exchange: Exchange) -> dict[str, Any]:
         record["auth"] = "refused"
     record["status"] = exchange.status
     record["content_type"] = _content_type(exchange.headers)
-    record["body"] = _body_shape(exchange.body, record["content_type"])
+    record["body"] = _body_shape(exchange.body, region_host)
     if headers:
         record["headers"] = headers
     return record
@@ -166,26 +175,40 @@ def _cookie(value: str) -> tuple[str, list[str]]:
     return first.split("=", 1)[0].strip(), sorted(attributes)
 
 
-def _body_shape(body: bytes, content_type: str | None) -> Any:
+def _body_shape(body: bytes, region_host: str | None) -> Any:
     if not body:
         return None
     try:
         parsed = json.loads(body)
     except (ValueError, UnicodeDecodeError):
         return "non-json"
-    return _shape(parsed, key=None)
+    return _shape(parsed, key=None, region_host=region_host)
 
 
-def _shape(value: Any, *, key: str | None) -> Any:
+def _shape(value: Any, *, key: str | None, region_host: str | None) -> Any:
     if isinstance(value, dict):
-        return {k: _shape(v, key=k) for k, v in value.items()}
+        return {k: _shape(v, key=k, region_host=region_host) for k, v in value.items()}
     if isinstance(value, list):
-        return [_shape(value[0], key=key)] if value else []
-    if key in CODE_KEYS and not isinstance(value, (dict, list)):
+        return [_shape(value[0], key=key, region_host=region_host)] if value else []
+    keys = declared()
+    if (key in ERROR_CODE_KEYS or key in keys.code_keys) and not isinstance(value, dict):
         return value
-    if isinstance(value, str) and key in TOKEN_KEYS:
+    if isinstance(value, str) and key in keys.secret_keys:
         return token_shape(value)
+    if isinstance(value, str) and key in keys.host_keys:
+        return host_shape(value, region_host)
     return _type_name(value)
+
+
+def host_shape(value: str, region_host: str | None) -> str:
+    """A host of the service as it is; the fake's own address (a host with a port, an
+    IP address) as the host it stands for (``region_host``), so it is never drift;
+    anything else as its type."""
+    if is_host_name(value):
+        return value
+    if region_host is not None and _ADDRESS.match(value):
+        return region_host
+    return "string"
 
 
 def _type_name(value: Any) -> str:

@@ -5,7 +5,9 @@ Both sides are normalised records (``_service/exchange_shape.py``), so nothing d
 and path: the first ``POST /v2/auth`` of the test with the first recorded, and so on;
 an exchange one side made and the other did not is a difference too. Each difference
 names the exchange, the field, the service's value and the fake's, and the option that
-would make the fake answer like the service where one exists.
+would make the fake answer like the service where one does: the flows declare which
+option sets which field and to what (``Flow.sets``), and an option is named only when
+one of its values makes the service's value; else the difference says no option does.
 """
 
 from __future__ import annotations
@@ -15,9 +17,13 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from .._service.exchange_shape import alphabet_classes
+from .._service.flows.registry import answering_flow, option_sets
+from .._service.options import Options, build_options
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
+
+    from .._service.flows.base import Flow, Sets
 
 __all__ = ["ABSENT", "NOT_SHOWN", "Drift", "compare", "drift_message", "moved_message"]
 
@@ -39,7 +45,11 @@ class Drift:
     option: str | None
 
     def line(self, *, then: str = "the service answered", now: str = "the fake") -> str:
-        fix = f" (the option that makes the fake answer so: {self.option})" if self.option else ""
+        fix = (
+            f" (the option that makes the fake answer so: {self.option})"
+            if self.option
+            else " (no option makes the fake answer so)"
+        )
         values = f"{then} {_text(self.service)}, {now} {_text(self.fake)}"
         return f"{self.exchange}: {self.field}: {values}{fix}"
 
@@ -57,19 +67,15 @@ def compare(recorded: Sequence[dict[str, Any]], observed: Sequence[dict[str, Any
             groups.setdefault(key, ([], []))[side].append(record)
     found: list[Drift] = []
     for (method, path), (service, fake) in groups.items():
+        keys = [k for r in (*service, *fake) if isinstance(r.get("body"), dict) for k in r["body"]]
+        flow = answering_flow(path, keys)
         for index in range(max(len(service), len(fake))):
             name = f"{method} {path} #{index + 1}"
             if index >= len(service) or index >= len(fake):
                 made = "answered"
-                found.append(
-                    Drift(
-                        name,
-                        "exchange",
-                        made if index < len(service) else ABSENT,
-                        made if index < len(fake) else ABSENT,
-                        _option_of_path(path),
-                    )
-                )
+                a, b = (made if index < len(side) else ABSENT for side in (service, fake))
+                option = option_for(flow, path, "exchange", a, b)
+                found.append(Drift(name, "exchange", a, b, option))
                 continue
             left, right = _flat(service[index]), _flat(fake[index])
             for field in [f for f, v in left.items() if v == NOT_SHOWN]:
@@ -79,7 +85,7 @@ def compare(recorded: Sequence[dict[str, Any]], observed: Sequence[dict[str, Any
             for field in sorted(left.keys() | right.keys(), key=_field_order):
                 a, b = left.get(field, ABSENT), right.get(field, ABSENT)
                 if a != b and not _same_alphabet(field, a, b, left):
-                    found.append(Drift(name, field, a, b, option_for(path, field, a, b)))
+                    found.append(Drift(name, field, a, b, option_for(flow, path, field, a, b)))
     return found
 
 
@@ -133,27 +139,37 @@ def _flat(record: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def _option_of_path(path: str) -> str | None:
-    # An exchange only one side made at a token endpoint: the token path differs.
-    return "oauth_token_path" if "token" in path.lower() else None
-
-
-def option_for(path: str, field: str, service: Any = None, fake: Any = None) -> str | None:
-    """The option that sets what ``field`` of an answer at ``path`` says, if any."""
-    if field == "status" and 404 in (service, fake):
-        return _option_of_path(path)  # one side serves no such endpoint there
-    oauth = "oauth" in path.lower() or "access_token" in field
-    if field.endswith(".jwt.lifetime") or field == "body.expires_in":
-        return "oauth_token_ttl" if oauth else "token_ttl"
-    if field.startswith("body.scope"):
-        return "oauth_scope_request"
-    if field.startswith("headers.link"):
-        return "api_successor, api_link_v"
-    if field.startswith(("headers.sunset", "headers.deprecation")):
-        return "api_lifecycle"
-    if field == "body.host" or field.startswith("body.host."):
-        return "v3_host"
+def option_for(
+    flow: type[Flow] | None, path: str, field: str, service: Any, fake: Any
+) -> str | None:
+    """The option one of whose values makes the fake answer ``field`` of an exchange at
+    ``path`` (of ``flow``'s answers, :func:`answering_flow`) as the service did, by the
+    flows' declarations; ``None`` if no option does."""
+    # One side serves the flow's endpoint at this path and the other nothing: the
+    # option that moves the endpoint makes the fake serve it there, or not.
+    moved = (field == "status" and 404 in (service, fake)) or field == "exchange"
+    for sets in option_sets(flow):
+        if sets.field == "path" and moved and _takes(sets.option, path):
+            return sets.option
+        if sets.field == field and _makes(sets, service):
+            return sets.option
     return None
+
+
+def _makes(sets: Sets, value: Any) -> bool:
+    """Whether a value of ``sets.option`` makes the field ``value``."""
+    if sets.values:
+        return any((None if value == ABSENT else value) == made for _, made in sets.values)
+    return value != ABSENT and not isinstance(value, bool) and _takes(sets.option, value)
+
+
+def _takes(option: str, value: Any) -> bool:
+    """Whether ``option`` may be set to ``value`` (the field holds it as it is)."""
+    try:
+        build_options(Options(), {option: value}, where="drift")
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def drift_message(found: Sequence[Drift], *, recorded: str, where: str) -> str:

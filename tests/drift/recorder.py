@@ -23,6 +23,7 @@ def _recorded(request: pytest.FixtureRequest) -> Iterator[None]:
     ):
         yield
         return
-    kept = request.getfixturevalue("mgmt_server").record_exchanges()
+    server = request.getfixturevalue("mgmt_server")
+    kept = server.record_exchanges()
     yield
-    write_record(request.node, kept, today="2026-11-28")
+    write_record(request.node, kept, today="2026-11-28", region_host=server.options.v3_host)

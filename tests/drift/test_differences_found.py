@@ -86,6 +86,22 @@ def test_a_longer_lifetime_and_another_token_path_name_their_options(pytester, s
     assert "oauth_token_path" in out
 
 
+def test_another_region_host_names_v3_host_and_the_fakes_address_is_no_drift(
+    pytester, snapshot
+) -> None:
+    recorded = json.loads(snapshot.read_text())["tests"]["test_v3"]["exchanges"][0]
+    # Recorded from the fake's address (no interception): as the host it stands for.
+    assert recorded["body"]["host"] == "us-west-2-platform.tealiumapis.com"
+    _edit(snapshot, "test_v3", 0, {"body.host": "eu-central-1-platform.tealiumapis.com"})
+    out = " ".join(_drift(pytester).split())
+    assert (
+        "POST /v3/auth/accounts/{account}/profiles/{profile} #1: body.host: the service "
+        'answered "eu-central-1-platform.tealiumapis.com", the fake '
+        '"us-west-2-platform.tealiumapis.com" (the option that makes the fake answer so: '
+        "v3_host)" in out
+    )
+
+
 @pytest.mark.parametrize(
     ("test", "index", "change", "expected"),
     [
@@ -99,8 +115,8 @@ def test_a_longer_lifetime_and_another_token_path_name_their_options(pytester, s
             "test_v3",
             0,
             {"body.host": None},
-            'body.host: the service answered (absent), the fake "string" (the option that '
-            "makes the fake answer so: v3_host)",
+            'body.host: the service answered (absent), the fake "us-west-2-platform.tealiumapis'
+            '.com" (no option makes the fake answer so)',
         ),
         (
             "test_v3",

@@ -48,13 +48,91 @@ def test_an_algorithm_difference_has_no_option() -> None:
 
 
 def test_a_missing_or_extra_key_reads_as_absent() -> None:
-    service = {**_token(), "body": {"token": "string", "host": "string"}}
+    service = {**_token(), "body": {"token": "string", "region": "string"}}
     fake = {**_token(), "body": {"token": "string"}}
     (missing,) = compare([service], [fake])
-    assert (missing.field, missing.service, missing.fake) == ("body.host", "string", ABSENT)
-    assert missing.option == "v3_host"
+    assert (missing.field, missing.service, missing.fake) == ("body.region", "string", ABSENT)
+    assert missing.option is None
+    assert missing.line().endswith("(no option makes the fake answer so)")
     (extra,) = compare([fake], [service])
     assert (extra.service, extra.fake) == (ABSENT, "string")
+
+
+V3_AUTH = "/v3/auth/accounts/{account}/profiles/{profile}"
+
+
+def _v3(host: str | None) -> dict[str, Any]:
+    body: dict[str, Any] = {"token": {"jwt": {"lifetime": 1800}}}
+    if host is not None:
+        body["host"] = host
+    return {"method": "POST", "path": V3_AUTH, "status": 200, "body": body}
+
+
+def test_another_region_host_names_v3_host() -> None:
+    (drift,) = compare(
+        [_v3("eu-central-1-platform.tealiumapis.com")], [_v3("us-west-2-platform.tealiumapis.com")]
+    )
+    assert (drift.field, drift.option) == ("body.host", "v3_host")
+
+
+@pytest.mark.parametrize("service", [None, "string", "https://eu.example.com/"])
+def test_a_host_no_value_of_v3_host_makes_names_no_option(service: str | None) -> None:
+    (drift,) = compare([_v3(service)], [_v3("us-west-2-platform.tealiumapis.com")])
+    assert (drift.field, drift.option) == ("body.host", None)
+    assert "no option makes the fake answer so" in drift.line()
+
+
+def _oauth(**body: Any) -> dict[str, Any]:
+    token = {"access_token": {"jwt": {"lifetime": 7200}}, "token_type": "Bearer"}
+    return {"method": "POST", "path": "/oauth/token", "status": 200, "body": {**token, **body}}
+
+
+def test_an_oauth_answer_without_scope_names_no_option() -> None:
+    # Neither value of oauth_scope_request makes the fake answer without a scope.
+    (drift,) = compare([_oauth()], [_oauth(scope="string")])
+    assert (drift.field, drift.service, drift.fake) == ("body.scope", ABSENT, "string")
+    assert drift.option is None
+    assert "oauth_scope_request" not in drift.line()
+
+
+def test_expires_in_names_the_option_of_the_flow_whose_answer_it_is() -> None:
+    (oauth,) = compare([_oauth(expires_in=3600)], [_oauth(expires_in=7200)])
+    assert (oauth.field, oauth.option) == ("body.expires_in", "oauth_token_ttl")
+    (lifetime,) = compare([_oauth(access_token={"jwt": {"lifetime": 3600}})], [_oauth()])
+    assert lifetime.option == "oauth_token_ttl"
+    # A v2 answer with an expires_in of its own: no option gives the fake's one.
+    v2_answer = _token()
+    (v2,) = compare([{**v2_answer, "body": {**v2_answer["body"], "expires_in": 1800}}], [v2_answer])
+    assert (v2.field, v2.option) == ("body.expires_in", None)
+
+
+def test_a_value_no_option_takes_names_none() -> None:
+    (drift,) = compare([_token(lifetime=0)], [_token()])
+    assert drift.option is None
+
+
+def _call(**headers: Any) -> dict[str, Any]:
+    path = "/{version}/tiq/accounts/{account}/profiles/{profile}/profiles"
+    record = {"method": "GET", "path": path, "auth": "accepted"}
+    return {**record, "headers": headers} if headers else record
+
+
+def test_lifecycle_headers_name_api_lifecycle_only_where_it_makes_them() -> None:
+    ended = {"sunset": "http-date", "deprecation": "true", "link": ["successor-version"]}
+    found = compare([_call()], [_call(**ended)])
+    assert {(d.field, d.option) for d in found} == {
+        ("headers.sunset", "api_lifecycle"),
+        ("headers.deprecation", "api_lifecycle"),
+        ("headers.link", "api_lifecycle"),
+    }
+    # Another rel, or a Deprecation date: no value of an option makes it.
+    other = compare(
+        [_call(**{**ended, "link": ["next"], "deprecation": "@epoch"})], [_call(**ended)]
+    )
+    assert {(d.field, d.option) for d in other} == {
+        ("headers.link", None),
+        ("headers.deprecation", None),
+    }
 
 
 def test_a_status_difference_comes_first() -> None:
@@ -65,14 +143,16 @@ def test_a_status_difference_comes_first() -> None:
 
 
 def test_an_exchange_only_one_side_made_names_the_token_path() -> None:
-    service = {**_token(), "path": "/oauth2/token"}
-    fake = {**_token(), "path": "/oauth/token"}
-    found = compare([service], [fake])
+    service = {**_oauth(), "path": "/oauth2/token"}
+    found = compare([service], [_oauth()])
     assert {(d.exchange, d.service, d.fake) for d in found} == {
         ("POST /oauth2/token #1", "answered", ABSENT),
         ("POST /oauth/token #1", ABSENT, "answered"),
     }
     assert {d.option for d in found} == {"oauth_token_path"}
+    # Another flow's grant at another path: the OAuth token path would not make it.
+    (v2,) = compare([{**_token(), "path": "/v2/login"}], [])
+    assert v2.option is None
 
 
 def test_a_renamed_cookie_is_found() -> None:

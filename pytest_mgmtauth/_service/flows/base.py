@@ -32,6 +32,9 @@ COOKIE_PATH = "/urest_service"
 REMEMBER_ME = (
     f"rememberMe=deleteMe; Path={COOKIE_PATH}; Max-Age=0; Expires=Sat, 01-Jan-2000 00:00:00 GMT"
 )
+#: The segments of paths that name an account and a profile (v3's, the portal's), for
+#: :attr:`Flow.path_names`.
+ACCOUNT_PROFILE_NAMES = ("/accounts/(?P<account>[^/]+)", "/profiles/(?P<profile>[^/]+)")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -208,6 +211,21 @@ class MalformedCall(Exception):
         self.reason = reason
 
 
+@dataclasses.dataclass(frozen=True)
+class Sets:
+    """An option that sets a field of a flow's answers, as a drift names the field
+    (``body.expires_in``, ``headers.sunset``; ``path``: the path of the endpoint that
+    answers with the flow's credential). A drift names the option only when one of its
+    values makes the fake answer as the service did."""
+
+    option: str
+    field: str
+    #: The field's value under each of the option's values (``None``: no such field);
+    #: empty: the field holds the option's value itself (seconds, a host, a path), any
+    #: value the option takes.
+    values: tuple[tuple[object, object], ...] = ()
+
+
 class Refuse(Protocol):
     """How a flow's authentication is refused where a shared rule (lockout) says no: a
     failed login, a refused call. ``then`` is recorded after the refusal's event."""
@@ -262,6 +280,23 @@ class Flow:
     takes_scope: ClassVar[bool] = False
     #: How texts name whom it grants credentials (the ``username`` of its events).
     principal: ClassVar[str] = "account"
+    # What it declares of its answers and paths: the forwarder of live runs, the
+    # snapshots and the drift messages read these (through the registry), never a list
+    # of their own. A flow that declares none gets its answer_field masked and shaped.
+    #: Keys of its answers whose values are credentials, besides :attr:`answer_field`.
+    secret_keys: ClassVar[tuple[str, ...]] = ()
+    #: Keys of its answers whose values are codes, recorded and compared as they are.
+    code_keys: ClassVar[tuple[str, ...]] = ()
+    #: Keys of its answers whose values are hosts of the service (v3's ``host``).
+    host_keys: ClassVar[tuple[str, ...]] = ()
+    #: Regular expressions of its paths whose named groups a snapshot records as
+    #: ``{name}`` (what differs between one user of the service and another).
+    path_names: ClassVar[tuple[str, ...]] = ()
+    #: Regular expressions (matched at a path's start) of the paths of its API calls
+    #: beyond :attr:`route_prefix`: a live run sends such a call, undeclared, to its hosts.
+    api_paths: ClassVar[tuple[str, ...]] = ()
+    #: Which option sets which field of its answers (:class:`Sets`).
+    sets: ClassVar[tuple[Sets, ...]] = ()
 
     def __init__(self, service: AuthService) -> None:
         self.service = service
@@ -491,6 +526,12 @@ class ClientFlow(Flow, Generic[C]):
         raise NotImplementedError
 
     def rotate_client_secret(self, client_id: str, new_secret: str | None = None) -> C:
+        raise NotImplementedError
+
+    @classmethod
+    def live_client(cls, client_id: str, client_secret: str, account: str, profile: str) -> C:
+        """A client of the service itself (a live run's), with the scopes the fake's
+        default client has, for ``account`` and ``profile``."""
         raise NotImplementedError
 
     def revoke_client(self, client_id: str) -> None:

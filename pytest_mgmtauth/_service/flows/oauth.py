@@ -29,11 +29,12 @@ from ..options import OAUTH_TOKEN_PATH
 from ..records import AUTH_FAILED, DIAGNOSIS_BUDGET, DIAGNOSIS_WINDOW, FORBIDDEN, Refusal
 from ..secret_text import ClientKind, diagnose_secret, paused_diagnosis
 from ..timeline import to_datetime
-from .base import Answer, ClientFlow, Endpoint, Incoming
+from .base import ACCOUNT_PROFILE_NAMES, Answer, ClientFlow, Endpoint, Incoming, Sets
 from .bearer import BearerFlow, BearerToken
 from .oauth_scopes import (
     DEFAULT_SCOPE,
     covers,
+    default_scope,
     granted_scopes,
     parse_scope,
     quoted,
@@ -406,6 +407,20 @@ class OAuthFlow(BearerFlow, ClientFlow[OAuthClient]):
     token_word = "access_token"
     algorithm = "RS256"  # dev-portal-authentication: "JWT signed with RS256"
     endpoints = (Endpoint("token", OAUTH_TOKEN_PATH, statuses=STATUSES),)
+    #: RFC 6749 5.1's refresh token and OpenID Connect's id token: none is granted here,
+    #: but a service that hands one out has it masked and shaped.
+    secret_keys = ("refresh_token", "id_token")
+    code_keys = ("error", "token_type", "expires_in")
+    #: The portal's calendar-versioned API paths: /v{YYYY-MM}/{apiFamily}/...
+    path_names = (*ACCOUNT_PROFILE_NAMES, r"/(?P<version>v\d{4}-\d{2})(?=/|$)")
+    #: Its versioned API calls, and anything under /oauth (a token path of another
+    #: ``oauth_token_path``).
+    api_paths = (r"/v\d{4}-\d{2}/", "/oauth")
+    sets = (
+        Sets("oauth_token_ttl", "body.expires_in"),
+        Sets("oauth_token_ttl", "body.access_token.jwt.lifetime"),
+        Sets("oauth_token_path", "path"),
+    )
 
     def __init__(self, service: AuthService) -> None:
         super().__init__(service)
@@ -462,6 +477,12 @@ class OAuthFlow(BearerFlow, ClientFlow[OAuthClient]):
         return check_scopes(scopes, what=what)
 
     # -- clients -------------------------------------------------------------------
+
+    @classmethod
+    def live_client(
+        cls, client_id: str, client_secret: str, account: str, profile: str
+    ) -> OAuthClient:
+        return OAuthClient(client_id, client_secret, (default_scope(account, profile),))
 
     def add_client(
         self,

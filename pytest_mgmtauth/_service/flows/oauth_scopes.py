@@ -25,13 +25,22 @@ import dataclasses
 import re
 from typing import TYPE_CHECKING
 
+from ..accounts import TEST_PROFILE
+
 if TYPE_CHECKING:
     from ..options import Options
     from .oauth import OAuthClient, Reject
 
-#: The account and profile of ``mgmt_oauth_client``'s scope (our choice, as in v3's docs).
-DEFAULT_ACCOUNT, DEFAULT_PROFILE = "acme", "main"
-DEFAULT_SCOPE = f"{DEFAULT_ACCOUNT}:{DEFAULT_PROFILE}:tiq:2026-07:profiles:manage"
+#: The account and profile of ``mgmt_oauth_client``'s scope: the test's.
+DEFAULT_ACCOUNT, DEFAULT_PROFILE = TEST_PROFILE
+
+
+def default_scope(account: str, profile: str) -> str:
+    """The scope of ``mgmt_oauth_client`` for ``account`` and ``profile``."""
+    return f"{account}:{profile}:tiq:2026-07:profiles:manage"
+
+
+DEFAULT_SCOPE = default_scope(DEFAULT_ACCOUNT, DEFAULT_PROFILE)
 
 SCOPE_SHAPE = "{account}:{profile}:{apiFamily}:{apiVersion}:{resource}:{action}"
 ENGINE_SHAPE = "{account}:{profile}:{apiFamily}:{apiVersion}:{engineId}"

@@ -16,9 +16,11 @@ import contextlib
 import dataclasses
 import functools
 import gc
+import re
 import weakref
 from typing import TYPE_CHECKING, Any
 
+from ..api_versions import LIFECYCLE_SETS
 from ..events import FLOW_WORDS, FlowWords
 from ..options import DEFAULT_V3_HOST
 from .base import ClientFlow
@@ -28,11 +30,11 @@ from .v2 import V2Flow
 from .v3 import V3Flow
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterable, Iterator
 
     from ..options import Options
     from ..service import AuthService
-    from .base import Endpoint, Flow
+    from .base import Endpoint, Flow, Sets
 
 #: Every flow by its name (what ``route(auth=...)``, ``auth_count(version=...)`` and the
 #: faults' ``version=`` take), in the order messages list them: the one list of flows.
@@ -121,6 +123,7 @@ def _forget_cached() -> None:
     fixed_hosts.cache_clear()
     _service_hosts.cache_clear()
     check_endpoints.cache_clear()
+    declared.cache_clear()
 
 
 def client_flow() -> type[ClientFlow[Any]]:
@@ -169,6 +172,64 @@ def route_flow(pattern: str, *, scope: str | None = None) -> str:
         if flow.route_prefix is not None and pattern.startswith(flow.route_prefix):
             return name
     return DEFAULT_FLOW
+
+
+def path_flow(path: str) -> type[Flow]:
+    """The flow a request on ``path`` belongs to where no endpoint or declared route
+    says: the first whose ``api_paths`` match it, else by ``route_prefix``."""
+    for flow in FLOWS.values():
+        if any(re.match(pattern, path) for pattern in flow.api_paths):
+            return flow
+    return FLOWS[route_flow(path)]
+
+
+@dataclasses.dataclass(frozen=True)
+class Declared:
+    """What the flows declare of their answers and paths, gathered (:func:`declared`)."""
+
+    #: Keys whose values are credentials: masked in a live run, shaped in a snapshot.
+    secret_keys: frozenset[str]
+    #: Keys whose values are codes, recorded as they are.
+    code_keys: frozenset[str]
+    #: Keys whose values are hosts of the service.
+    host_keys: frozenset[str]
+    #: The flows' ``path_names``, compiled.
+    path_names: tuple[re.Pattern[str], ...]
+
+
+def credential_keys(flow: type[Flow]) -> frozenset[str]:
+    """The keys of ``flow``'s answers that carry its credentials."""
+    granted = (flow.answer_field,) if flow.credential is not None else ()
+    return frozenset((*granted, *flow.secret_keys))
+
+
+@functools.cache  # asked for every exchange; cleared when FLOWS changes
+def declared() -> Declared:
+    flows = FLOWS.values()
+    patterns = dict.fromkeys(p for flow in flows for p in flow.path_names)
+    return Declared(
+        frozenset(k for flow in flows for k in credential_keys(flow)),
+        frozenset(k for flow in flows for k in flow.code_keys),
+        frozenset(k for flow in flows for k in flow.host_keys),
+        tuple(re.compile(p) for p in patterns),
+    )
+
+
+def answering_flow(path: str, keys: Iterable[str]) -> type[Flow] | None:
+    """The flow whose answer a snapshot's exchange at ``path`` (its names as
+    placeholders) is: the flow of that endpoint, else the one whose credential is among
+    the answer's ``keys`` (an endpoint an option moved); ``None`` if neither."""
+    found = endpoint_for(path)
+    if found is not None:
+        return found[0]
+    present = set(keys)
+    return next((f for f in FLOWS.values() if credential_keys(f) & present), None)
+
+
+def option_sets(flow: type[Flow] | None) -> tuple[Sets, ...]:
+    """The options that set fields of ``flow``'s answers, and of every versioned call's
+    (the lifecycle headers)."""
+    return (*(flow.sets if flow is not None else ()), *LIFECYCLE_SETS)
 
 
 @dataclasses.dataclass(frozen=True)

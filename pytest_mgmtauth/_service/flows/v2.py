@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from .base import REMEMBER_ME, Answer, Endpoint, Incoming
+from .base import REMEMBER_ME, Answer, Endpoint, Incoming, Sets
 from .bearer import BearerFlow
 
 
@@ -15,6 +15,7 @@ class V2Flow(BearerFlow):
     auth_hosts = ("api.tealiumiq.com",)
     api_hosts = ("api.tealiumiq.com",)
     endpoints = (Endpoint("grant", "/v2/auth", form=("username", "key")),)
+    sets = (Sets("token_ttl", "body.token.jwt.lifetime"),)
 
     def answer_grant(self, incoming: Incoming) -> Answer:
         token, _ = self.grant(

@@ -12,7 +12,15 @@ from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
 from ..accounts import format_scopes
-from .base import REMEMBER_ME, Answer, Endpoint, Incoming, normalized_path
+from .base import (
+    ACCOUNT_PROFILE_NAMES,
+    REMEMBER_ME,
+    Answer,
+    Endpoint,
+    Incoming,
+    Sets,
+    normalized_path,
+)
 from .bearer import BearerFlow
 
 if TYPE_CHECKING:
@@ -75,6 +83,9 @@ class V3Flow(BearerFlow):
     #: Where the iQ Profile API pages' examples send v3 calls (option ``v3_global_host``).
     global_host = "platform.tealiumapis.com"
     endpoints = (Endpoint("grant", AUTH_TEMPLATE, form=("username", "key"), statuses=STATUSES),)
+    host_keys = ("host",)
+    path_names = ACCOUNT_PROFILE_NAMES
+    sets = (Sets("token_ttl", "body.token.jwt.lifetime"), Sets("v3_host", "body.host"))
 
     @classmethod
     def origin(cls, record: TokenRecord) -> str:
