@@ -16,6 +16,8 @@ from pytest_mgmtauth._service.exchange_shape import (
     normalise,
     normalised_path,
 )
+from pytest_mgmtauth._service.flows.base import Flow
+from pytest_mgmtauth._service.flows.registry import registered
 
 SECRET_TOKEN_SIGNATURE = "c2lnbmF0dXJlLXRoYXQtbXVzdC1uZXZlci1iZS1yZWNvcmRlZA"
 
@@ -161,3 +163,64 @@ def test_the_snapshot_file_is_stable_sorted_json_and_reads_back() -> None:
 def test_a_broken_snapshot_says_so_and_how_to_fix_it(text: str) -> None:
     with pytest.raises(ValueError, match="fix it or remove it"):
         Snapshot.loads(text, where="mgmtauth_snapshots/test_x.json")
+
+
+class _BadgeFlow(Flow):
+    """A flow of this test: its answers carry credentials, a code and a host under keys
+    of its own, and its paths name a tenant."""
+
+    name = "badge"
+    title = "/v8/badge"
+    path_title = "/v8/badge"
+    secret = "API key"
+    credential = "token"
+    answer_field = "badge"
+    auth_hosts = ("api.tealiumiq.com",)
+    secret_keys = ("renewal",)
+    code_keys = ("grade",)
+    host_keys = ("gateway",)
+    path_names = ("/tenants/(?P<tenant>[^/]+)",)
+
+
+def test_a_flow_defined_here_declares_its_keys_and_names_and_the_shape_follows() -> None:
+    badge, renewal = "bdg_" + "Q7" * 20, "rnw_" + "z9" * 20
+    body = {
+        "badge": badge,
+        "renewal": renewal,
+        "grade": "gold",
+        "gateway": "eu.gateway.example.com",
+        "note": "hello",
+    }
+    exchange = Exchange("POST", "/v8/tenants/t-42/badge", 200, (), json.dumps(body).encode())
+    before = normalise(exchange)
+    with registered(_BadgeFlow):
+        record = normalise(exchange)
+    assert record["path"] == "/v8/tenants/{tenant}/badge"
+    assert record["body"] == {
+        "badge": {"opaque": {"length": 44, "alphabet": "A-Za-z0-9_"}},
+        "renewal": {"opaque": {"length": 44, "alphabet": "a-z0-9_"}},
+        "grade": "gold",
+        "gateway": "eu.gateway.example.com",
+        "note": "string",
+    }
+    assert badge not in json.dumps(record)
+    assert renewal not in json.dumps(record)
+    # Unregistered, nothing of it is known: its keys are values of a type again.
+    assert before["path"] == "/v8/tenants/t-42/badge"
+    assert before["body"]["badge"] == before["body"]["grade"] == "string"
+
+
+def _v3(host: str) -> Exchange:
+    body = json.dumps({"token": _jwt(), "host": host}).encode()
+    return Exchange("POST", "/v3/auth/accounts/acme/profiles/main", 200, (), body)
+
+
+@pytest.mark.parametrize("own", ["127.0.0.1:53011", "[::1]:53011", "localhost:53011"])
+def test_a_host_of_the_service_is_kept_and_the_fakes_address_is_its_region_host(
+    own: str,
+) -> None:
+    service = normalise(_v3("eu-central-1-platform.tealiumapis.com"))
+    assert service["body"]["host"] == "eu-central-1-platform.tealiumapis.com"
+    fake = normalise(_v3(own), region_host="us-west-2-platform.tealiumapis.com")
+    assert fake["body"]["host"] == "us-west-2-platform.tealiumapis.com"
+    assert normalise(_v3("https://x.example.com/"))["body"]["host"] == "string"

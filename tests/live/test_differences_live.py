@@ -1,6 +1,7 @@
 """Every difference injected into the stand-in is found by the run after the live one,
 and named, with the option that makes the fake answer so where one exists: the service
-is ``stand_in.py`` with an option (a 3600 s token lifetime, another token path) or a
+is ``stand_in.py`` with an option (a 3600 s token lifetime, another token path, another
+region host) or a
 difference made on the wire (an extra or a missing body key, RS256, 403 for 401, a
 renamed cookie)."""
 
@@ -83,8 +84,15 @@ def test_oauth(mgmt_server, mgmt_oauth_client):
         (
             "no_host",
             (),
-            'body.host: the service answered (absent), the fake "string" (the option that '
-            "makes the fake answer so: v3_host)",
+            'body.host: the service answered (absent), the fake "us-west-2-platform.tealiumapis'
+            '.com" (no option makes the fake answer so)',
+        ),
+        (
+            "none",
+            ("--v3-host", "eu-central-1-platform.tealiumapis.com"),
+            'body.host: the service answered "eu-central-1-platform.tealiumapis.com", the fake '
+            '"us-west-2-platform.tealiumapis.com" (the option that makes the fake answer so: '
+            "v3_host)",
         ),
         (
             "status_403",
