@@ -4,11 +4,14 @@ real service: ``MGMTAUTH_LIVE_UPSTREAM`` sends every forwarded request to the st
 
 from __future__ import annotations
 
+import base64
+import html
 import json
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, quote_plus
 
 import pytest
 import requests
@@ -154,3 +157,38 @@ def snapshot_of(folder: Path, module: str = "test_scenarios") -> dict[str, Any]:
         (folder / "mgmtauth_snapshots" / f"{module}.json").read_text("utf-8")
     )
     return data
+
+
+def _hex_lowered(text: str) -> str:
+    out, i = [], 0
+    while i < len(text):
+        if text[i] == "%" and i + 2 < len(text) + 1:
+            out.append(text[i : i + 3].lower())
+            i += 3
+        else:
+            out.append(text[i])
+            i += 1
+    return "".join(out)
+
+
+def spellings(secret: str) -> set[str]:
+    """``secret`` as clients and serializers spell it: as it is, percent-encoded (each of
+    Python's ways, either hex case, twice), form-encoded, JSON-escaped (also every
+    character as ``\\uXXXX``), in HTTP Basic credentials (each part form-encoded or
+    not), base64 alone, and each of these escaped for XML (JUnit)."""
+    encoded = {
+        secret,
+        quote(secret, safe=""),
+        quote(secret),
+        quote_plus(secret),
+        quote(quote(secret, safe=""), safe=""),
+        json.dumps(secret)[1:-1],
+        "".join(f"\\u{ord(c):04x}" for c in secret),
+        base64.b64encode(secret.encode()).decode(),
+        base64.b64encode(f"{CLIENT_ID}:{secret}".encode()).decode(),
+        base64.b64encode(f"{quote_plus(CLIENT_ID)}:{quote_plus(secret)}".encode()).decode(),
+    }
+    encoded |= {_hex_lowered(s) for s in encoded}
+    if secret.count(".") == 2:  # a JWT: its signature alone is a secret too
+        encoded.add(secret.rsplit(".", 1)[1])
+    return encoded | {html.escape(s) for s in encoded}

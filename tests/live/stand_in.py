@@ -7,7 +7,9 @@ which no option makes, are made here on the wire, after the fake has answered:
 - ``rs256``: tokens' JWT header says ``RS256`` (the signature is left as it was);
 - ``no_host``: v3 auth answers have no ``host``;
 - ``status_403``: every 401 is a 403;
-- ``cookie``: the v1 session cookie is ``SESSIONID``, not ``JSESSIONID``.
+- ``cookie``: the v1 session cookie is ``SESSIONID``, not ``JSESSIONID``;
+- ``badge_flow``: none, and the flow of ``badge_flow.py`` is registered (a flow of a
+  test suite, which the service has too).
 """
 
 from __future__ import annotations
@@ -62,6 +64,12 @@ def inject(difference: str, request: Request, response: Response) -> Response:
 
 if __name__ == "__main__":
     chosen = sys.argv[1]
+    if chosen == "badge_flow":
+        from badge_flow import BadgeFlow
+
+        from pytest_mgmtauth._service.flows.registry import register
+
+        register(BadgeFlow)
     answer = app_module.FakeApp.__call__
 
     def injected(self: app_module.FakeApp, request: Request) -> Response:

@@ -5,16 +5,13 @@ spelling the masking knows."""
 
 from __future__ import annotations
 
-import base64
-import html
 import json
 import re
 from collections.abc import Callable
 from pathlib import Path
-from urllib.parse import quote, quote_plus
 
 import pytest
-from live_support import API_KEY, CLIENT_ID, CLIENT_SECRET, PASSWORD, StandIn, point_at
+from live_support import API_KEY, CLIENT_SECRET, PASSWORD, StandIn, point_at, spellings
 
 TESTS = """
 import json
@@ -90,41 +87,6 @@ def test_oauth(mgmt_server, mgmt_oauth_client):
     _keep(basic.json()["access_token"], form.json()["access_token"])
     print(mgmt_server.requests)
 """
-
-
-def _hex_lowered(text: str) -> str:
-    out, i = [], 0
-    while i < len(text):
-        if text[i] == "%" and i + 2 < len(text) + 1:
-            out.append(text[i : i + 3].lower())
-            i += 3
-        else:
-            out.append(text[i])
-            i += 1
-    return "".join(out)
-
-
-def spellings(secret: str) -> set[str]:
-    """``secret`` as clients and serializers spell it: as it is, percent-encoded (each of
-    Python's ways, either hex case, twice), form-encoded, JSON-escaped (also every
-    character as ``\\uXXXX``), in HTTP Basic credentials (each part form-encoded or
-    not), base64 alone, and each of these escaped for XML (JUnit)."""
-    encoded = {
-        secret,
-        quote(secret, safe=""),
-        quote(secret),
-        quote_plus(secret),
-        quote(quote(secret, safe=""), safe=""),
-        json.dumps(secret)[1:-1],
-        "".join(f"\\u{ord(c):04x}" for c in secret),
-        base64.b64encode(secret.encode()).decode(),
-        base64.b64encode(f"{CLIENT_ID}:{secret}".encode()).decode(),
-        base64.b64encode(f"{quote_plus(CLIENT_ID)}:{quote_plus(secret)}".encode()).decode(),
-    }
-    encoded |= {_hex_lowered(s) for s in encoded}
-    if secret.count(".") == 2:  # a JWT: its signature alone is a secret too
-        encoded.add(secret.rsplit(".", 1)[1])
-    return encoded | {html.escape(s) for s in encoded}
 
 
 @pytest.fixture
