@@ -6,6 +6,7 @@ which no option makes, are made here on the wire, after the fake has answered:
 - ``extra_key``: the v2 auth answer has one more key, ``expires_in``;
 - ``rs256``: tokens' JWT header says ``RS256`` (the signature is left as it was);
 - ``no_host``: v3 auth answers have no ``host``;
+- ``no_scope``: OAuth token answers have no ``scope``;
 - ``status_403``: every 401 is a 403;
 - ``cookie``: the v1 session cookie is ``SESSIONID``, not ``JSESSIONID``;
 - ``badge_flow``: none, and the flow of ``badge_flow.py`` is registered (a flow of a
@@ -51,6 +52,8 @@ def inject(difference: str, request: Request, response: Response) -> Response:
         _json_answer(response, _rs256)
     elif difference == "no_host" and request.path.startswith("/v3/auth/"):
         _json_answer(response, lambda body: body.pop("host", None))
+    elif difference == "no_scope" and request.path == "/oauth/token":
+        _json_answer(response, lambda body: body.pop("scope", None))
     elif difference == "status_403" and response.status_code == 401:
         response.status_code = 403
     elif difference == "cookie":

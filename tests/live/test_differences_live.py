@@ -48,11 +48,18 @@ def test_v1(mgmt_server, mgmt_account):
                  data={"username": mgmt_account.username, "password": mgmt_account.password})
 
 
+def _token(mgmt_server, client, path):
+    _http().post(mgmt_server.url + path,
+                 data={"grant_type": "client_credentials", "scope": client.scopes[0]},
+                 auth=(quote_plus(client.client_id), quote_plus(client.client_secret)))
+
+
 def test_oauth(mgmt_server, mgmt_oauth_client):
-    _http().post(mgmt_server.url + "/oauth2/token",
-                 data={"grant_type": "client_credentials", "scope": mgmt_oauth_client.scopes[0]},
-                 auth=(quote_plus(mgmt_oauth_client.client_id),
-                       quote_plus(mgmt_oauth_client.client_secret)))
+    _token(mgmt_server, mgmt_oauth_client, "/oauth2/token")
+
+
+def test_oauth_default_path(mgmt_server, mgmt_oauth_client):
+    _token(mgmt_server, mgmt_oauth_client, "/oauth/token")
 """
 
 
@@ -95,6 +102,12 @@ def test_oauth(mgmt_server, mgmt_oauth_client):
             "v3_host)",
         ),
         (
+            "no_scope",
+            (),
+            'POST /oauth/token #1: body.scope: the service answered (absent), the fake "string" '
+            "(no option makes the fake answer so)",
+        ),
+        (
             "status_403",
             (),
             "GET /v2/things #1: status: the service answered 403, the fake 401",
@@ -121,10 +134,10 @@ def test_a_difference_in_the_service_is_found_and_named(
     with StandIn(key_file, difference, "--throttle", "none", *options) as service:
         point_at(monkeypatch, service)
         recorded = pytester.runpytest_inprocess("-p", "no:randomly", "--mgmtauth-live")
-        recorded.assert_outcomes(passed=4)
+        recorded.assert_outcomes(passed=5)
     point_at(monkeypatch, None)
     verified = pytester.runpytest_inprocess("-p", "no:randomly")
-    verified.assert_outcomes(passed=4)
+    verified.assert_outcomes(passed=5)
     out = " ".join(verified.stdout.str().split())
     assert "DriftWarning" in out
     assert expected in out
