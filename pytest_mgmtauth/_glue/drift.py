@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from .._fake.server import MgmtServer
     from .._service.exchange_shape import Exchange, Snapshot, TestRecord
 
-__all__ = ["SNAPSHOT_DIR", "Watch", "snapshot_key", "snapshot_path", "watch"]
+__all__ = ["SNAPSHOT_DIR", "Watch", "shown", "snapshot_key", "snapshot_path", "watch"]
 
 #: The folder, next to a test module, that holds its snapshot file.
 SNAPSHOT_DIR = "mgmtauth_snapshots"
@@ -32,6 +32,14 @@ _SNAPSHOTS = pytest.StashKey["dict[Path, Snapshot | None]"]()
 def snapshot_path(module: Path) -> Path:
     """Where the snapshot of the test module at ``module`` is."""
     return module.parent / SNAPSHOT_DIR / f"{module.stem}.json"
+
+
+def shown(config: pytest.Config, path: Path) -> str:
+    """``path`` as messages show it: relative to the rootdir, where it is under it."""
+    try:
+        return str(path.relative_to(config.rootpath))
+    except ValueError:
+        return str(path)
 
 
 def snapshot_key(item: pytest.Item) -> str:
@@ -49,7 +57,7 @@ def _snapshot(item: pytest.Item) -> Snapshot | None:
             from .._service.exchange_shape import Snapshot
 
             try:
-                cache[path] = Snapshot.loads(path.read_text("utf-8"), where=str(path))
+                cache[path] = Snapshot.loads(path.read_bytes(), where=shown(item.config, path))
             except ValueError as exc:
                 problem = str(exc)  # the user's file: the message says how to fix it
             else:
@@ -118,7 +126,7 @@ def write_record(
     if path.is_file():
         # Not readable: this run records the module anew, test by test.
         with contextlib.suppress(ValueError):
-            snapshot = Snapshot.loads(path.read_text("utf-8"), where=str(path))
+            snapshot = Snapshot.loads(path.read_bytes(), where=str(path))
     key = snapshot_key(item)
     record = TestRecord(
         today,

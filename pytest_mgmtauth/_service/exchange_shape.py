@@ -36,6 +36,7 @@ __all__ = [
     "TestRecord",
     "normalise",
     "normalised_path",
+    "parse_json",
 ]
 
 #: The snapshot file's format number: a reader refuses a format it does not know.
@@ -44,6 +45,9 @@ FORMAT = 1
 #: Keys of the service's own error answers (every flow's refusals) whose values are
 #: codes; the flows declare the rest (``Flow.code_keys``).
 ERROR_CODE_KEYS = frozenset({"returnCode", "status"})
+#: How deep a JSON text may nest and still be read as JSON: an answer of the service
+#: nests a few levels; one nested deeper is recorded as not JSON, never recursed into.
+MAX_DEPTH = 64
 #: Cookie attributes whose values are kept (dates and ages change per answer).
 _ATTRIBUTES_WITH_VALUES = frozenset({"path", "samesite", "domain"})
 #: The refusals of a protected call (every other status: the call was accepted).
@@ -86,6 +90,32 @@ def normalised_path(path: str) -> str:
             out += [path[done:start], f"{{{name}}}"]
             done = end
     return "".join(out) + path[done:]
+
+
+def parse_json(text: bytes | str, limit: int = MAX_DEPTH) -> Any:
+    """``json.loads``, and a ValueError (not a RecursionError) for a text nested deeper
+    than ``limit`` levels."""
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise ValueError(f"nested deeper than {limit} levels") from None
+    if _deeper(value, limit):
+        raise ValueError(f"nested deeper than {limit} levels")
+    return value
+
+
+def _deeper(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests deeper than ``limit`` (looked at without recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item
+        if not isinstance(item, (dict, list)):
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
 
 
 def normalise(exchange: Exchange, *, region_host: str | None = None) -> dict[str, Any]:
@@ -179,8 +209,8 @@ def _body_shape(body: bytes, region_host: str | None) -> Any:
     if not body:
         return None
     try:
-        parsed = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
+        parsed = parse_json(body)
+    except ValueError:  # a UnicodeDecodeError too
         return "non-json"
     return _shape(parsed, key=None, region_host=region_host)
 
@@ -237,8 +267,8 @@ def token_shape(token: str) -> dict[str, Any]:
 def _jwt_shape(token: str) -> dict[str, Any] | None:
     head, claims_part, _signature = token.split(".")
     try:
-        header = json.loads(_unb64(head))
-        claims = json.loads(_unb64(claims_part))
+        header = parse_json(_unb64(head))
+        claims = parse_json(_unb64(claims_part))
     except (ValueError, binascii.Error, UnicodeDecodeError):
         return None
     if not isinstance(header, dict) or not isinstance(claims, dict):
@@ -330,27 +360,54 @@ class Snapshot:
         return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
     @classmethod
-    def loads(cls, text: str, *, where: str = "the snapshot") -> Snapshot:
+    def loads(cls, text: str | bytes, *, where: str = "the snapshot") -> Snapshot:
         """Read a snapshot file; a clear ValueError naming ``where`` if it is not one."""
+        if isinstance(text, bytes):
+            try:
+                text = text.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise ValueError(f"{where} is not UTF-8 ({exc}); " + _FIX) from None
         try:
-            data = json.loads(text)
+            data = parse_json(text, _SNAPSHOT_DEPTH)
         except ValueError as exc:
+            if str(exc).startswith("nested deeper"):
+                raise ValueError(
+                    f"{where} is nested too deeply to be a snapshot ({exc}); " + _FIX
+                ) from None
             raise ValueError(f"{where} is not JSON ({exc}); " + _FIX) from None
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise ValueError(
                 f"{where} is not a pytest-mgmtauth snapshot of format {FORMAT}; " + _FIX
             )
-        tests = {}
-        for tid, entry in dict(data.get("tests") or {}).items():
-            try:
-                tests[tid] = TestRecord(
-                    recorded=str(entry["recorded"]),
-                    plugin_version=str(entry["plugin_version"]),
-                    exchanges=tuple(entry["exchanges"]),
-                )
-            except (KeyError, TypeError):
-                raise ValueError(
-                    f"{where}: the entry of {tid!r} lacks recorded, plugin_version or "
-                    "exchanges; " + _FIX
-                ) from None
-        return cls(tests)
+        entries = data.get("tests") or {}
+        if not isinstance(entries, dict):
+            raise ValueError(
+                f'{where} is a snapshot whose "tests" is not an object of test ids; ' + _FIX
+            )
+        return cls({tid: _record(tid, entry, where) for tid, entry in entries.items()})
+
+
+#: How deep a snapshot may nest: its records hold bodies of at most :data:`MAX_DEPTH`.
+_SNAPSHOT_DEPTH = MAX_DEPTH + 8
+
+
+_ENTRY_KEYS = ("recorded", "plugin_version", "exchanges")
+
+
+def _record(tid: str, entry: Any, where: str) -> TestRecord:
+    """The record of ``tid`` in the snapshot at ``where``; a ValueError naming it."""
+    if not isinstance(entry, dict) or any(key not in entry for key in _ENTRY_KEYS):
+        raise ValueError(
+            f"{where}: the entry of {tid!r} lacks recorded, plugin_version or exchanges; " + _FIX
+        )
+    exchanges = entry["exchanges"]
+    if not isinstance(exchanges, list) or not all(isinstance(e, dict) for e in exchanges):
+        raise ValueError(
+            f"{where}: the exchanges of {tid!r} are not a list of objects (one per "
+            f"request); " + _FIX
+        )
+    return TestRecord(
+        recorded=str(entry["recorded"]),
+        plugin_version=str(entry["plugin_version"]),
+        exchanges=tuple(exchanges),
+    )
