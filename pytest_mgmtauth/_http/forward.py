@@ -5,7 +5,10 @@ A request is forwarded to the host of the service it stands for: the host it nam
 (through the proxy of ``intercept``, or a ``Host`` header naming one); the region host a
 v3 answer of this test named, when it arrived at the region address; else the usual host
 of its endpoint, or of its route's flow. Only the service's published hosts are reached,
-over TLS verified against the system's trust store. What only a fake can do (accounts
+never outside its published domains whatever the options say (``v3_host`` may name any
+host), over TLS verified against the system's trust store as it was when the run started:
+never the fake's test CA, which interception adds to ``SSL_CERT_FILE`` and
+``REQUESTS_CA_BUNDLE`` during a test. What only a fake can do (accounts
 with invented credentials, faults, the simulated clock) is not done: the glue skips the
 test at that call.
 
@@ -24,8 +27,11 @@ for masking. Which flow a request belongs to is asked of the registry.
 from __future__ import annotations
 
 import contextlib
+import functools
 import http.client
 import json
+import os
+import re
 import ssl
 import threading
 from dataclasses import dataclass, field
@@ -34,6 +40,7 @@ from urllib.parse import urlsplit
 
 from werkzeug import Response
 
+from .._service.exchange_shape import parse_json
 from .._service.flows.registry import (
     declared,
     endpoint_for,
@@ -47,7 +54,7 @@ from .hosts import host_name, region_address
 from .parsing import read_body
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable
     from contextlib import AbstractContextManager
 
     from werkzeug import Request
@@ -85,6 +92,8 @@ _HOP_BY_HOP = frozenset(
 #: The refusals of a credential (the interface document's Errors; RFC 6749 5.2).
 _REFUSED_CODES = frozenset((1401, 1402))
 _REFUSED_ERRORS = frozenset(("invalid_client",))
+#: A refusal's code quoted in a body that is not JSON (an HTML page, a log line).
+_REFUSED_CODE_TEXT = re.compile(r"returnCode\W{0,4}(140[12])\b")
 
 
 @dataclass(frozen=True)
@@ -98,18 +107,37 @@ class Upstream:
     timeout: float = 30.0
 
     def check(self) -> None:
-        """ValueError unless ``url`` is an https URL with a host (and no path)."""
-        if self.url is None:
-            return
-        parts = urlsplit(self.url)
-        if parts.scheme != "https" or not parts.hostname or parts.path not in ("", "/"):
+        """ValueError unless ``url`` is an https URL with a host (and no path) and
+        ``cafile`` a file of CA certificates. Makes the TLS context of every forwarded
+        request: called at the run's start, before any test's interception."""
+        if self.url is not None:
+            parts = urlsplit(self.url)
+            if parts.scheme != "https" or not parts.hostname or parts.path not in ("", "/"):
+                raise ValueError(
+                    f"MGMTAUTH_LIVE_UPSTREAM must be an https URL of a host, like "
+                    f"https://127.0.0.1:8443, not {self.url!r}"
+                )
+        if self.cafile is not None and not os.path.isfile(self.cafile):
             raise ValueError(
-                f"MGMTAUTH_LIVE_UPSTREAM must be an https URL of a host, like "
-                f"https://127.0.0.1:8443, not {self.url!r}"
+                f"MGMTAUTH_LIVE_CAFILE names {self.cafile}, which does not exist or is not a "
+                "file; set it to a PEM file of the CA certificates the upstream's certificate "
+                "is signed by, or unset it"
             )
+        try:
+            self.context  # noqa: B018 -- made now, from the environment as the run found it
+        except OSError as exc:  # ssl.SSLError too
+            raise ValueError(
+                f"MGMTAUTH_LIVE_CAFILE names {self.cafile}, which holds no CA certificate in "
+                f"PEM form ({exc}); set it to a PEM file of the CA certificates the "
+                "upstream's certificate is signed by, or unset it"
+            ) from None
 
+    @functools.cached_property
     def context(self) -> ssl.SSLContext:
-        # The system's trust store (or the given bundle): never the fake's test CA.
+        """The system's trust store (or the given bundle): never the fake's test CA. Made
+        once, at the run's start (:meth:`check`): the system store is found through
+        ``SSL_CERT_FILE`` and ``SSL_CERT_DIR`` where they are set, and interception sets
+        ``SSL_CERT_FILE`` to a bundle with the test CA during each of its tests."""
         return ssl.create_default_context(cafile=self.cafile)
 
     def send(
@@ -123,7 +151,7 @@ class Upstream:
             parts = urlsplit(self.url)
             address, port = parts.hostname or "", parts.port or 443
         connection = http.client.HTTPSConnection(
-            address, port, timeout=self.timeout, context=self.context()
+            address, port, timeout=self.timeout, context=self.context
         )
         try:
             connection.putrequest(method, target, skip_host=True, skip_accept_encoding=True)
@@ -177,15 +205,29 @@ class LiveTest:
             self.answered_here = redact(f"{request.method} {request.path} -> {status}")
 
 
-def refused_credentials(path: str, status: int, body: Mapping[str, object]) -> str | None:
+def refused_credentials(path: str, status: int, body: bytes) -> str | None:
     """How the service refused the run's credentials in this answer of an auth endpoint
-    (``1401 at POST /v2/auth``), or None."""
-    code = body.get("returnCode")
-    if isinstance(code, int) and code in _REFUSED_CODES:
-        return f"{code} ({status}) at {path}"
-    error = body.get("error")
-    if isinstance(error, str) and error in _REFUSED_ERRORS:
-        return f"{error} ({status}) at {path}"
+    (``1401 (401) at POST /v2/auth``), or None. Any 401 is one, and a ``returnCode`` 1401
+    or 1402 or an ``invalid_client`` whatever the answer's ``Content-Type`` says (a
+    gateway's HTML page, JSON labelled ``text/plain``): one more wrong login may be the
+    one that locks the account."""
+    try:
+        document = parse_json(body)
+    except ValueError:
+        document = None
+    if isinstance(document, dict):
+        code = document.get("returnCode")
+        if isinstance(code, int) and code in _REFUSED_CODES:
+            return f"{code} ({status}) at {path}"
+        error = document.get("error")
+        if isinstance(error, str) and error in _REFUSED_ERRORS:
+            return f"{error} ({status}) at {path}"
+    elif document is None:
+        quoted = _REFUSED_CODE_TEXT.search(body.decode("utf-8", "replace"))
+        if quoted is not None:
+            return f"{quoted[1]} ({status}) at {path}"
+    if status == 401:
+        return f"401 at {path}"
     return None
 
 
@@ -204,7 +246,7 @@ def forward(binding: Binding, request: Request, here: Where) -> Response:
             403,
             403,
             f"not forwarded to {host}: a live run reaches only the service's published "
-            f"hosts ({', '.join(service_hosts(binding.service.options))}, or a region host "
+            f"hosts ({', '.join(_known_hosts(binding))}, or a region host "
             f"under {' or '.join(PUBLISHED_DOMAINS)} that a v3 answer named)",
         )
     body = read_body(request)
@@ -241,8 +283,8 @@ def forward(binding: Binding, request: Request, here: Where) -> Response:
     document = _json_object(original)
     _hold_secrets(binding, original, document)
     # An auth call (not a logout): its refusal is a refusal of the run's credentials.
-    if endpoint is not None and endpoint[1].fault_point and document is not None:
-        refused = refused_credentials(f"{request.method} {request.path}", status, document)
+    if endpoint is not None and endpoint[1].fault_point:
+        refused = refused_credentials(f"{request.method} {request.path}", status, data)
         if refused is not None:
             with run.lock:
                 run.refused = run.refused or refused
@@ -299,22 +341,30 @@ def _target_host(binding: Binding, request: Request, here: Where, *, named: bool
 
 
 def _published(host: str, binding: Binding) -> bool:
+    # Under the service's domains whatever the options say: v3_host names any host.
+    if not _in_published_domains(host):
+        return False
     if host in service_hosts(binding.service.options):
         return True
     live = binding.live
-    return (
-        live is not None
-        and host == live.region_host
-        and any(host.endswith("." + domain) for domain in PUBLISHED_DOMAINS)
-    )
+    return live is not None and host == live.region_host
+
+
+def _known_hosts(binding: Binding) -> list[str]:
+    hosts = service_hosts(binding.service.options)
+    return [host for host in hosts if _in_published_domains(host)]
+
+
+def _in_published_domains(host: str) -> bool:
+    return any(host == domain or host.endswith("." + domain) for domain in PUBLISHED_DOMAINS)
 
 
 def _json_object(response: Response) -> dict[str, object] | None:
     if response.mimetype != "application/json":
         return None
     try:
-        document = json.loads(response.get_data())
-    except ValueError:
+        document = parse_json(response.get_data())
+    except ValueError:  # not JSON, or nested too deeply to be read as JSON
         return None
     return document if isinstance(document, dict) else None
 
