@@ -361,17 +361,21 @@ def mgmt_server(
             drift.check(item, fake)
         checked = True
     finally:
-        if recorded is not None:
-            from ._glue import live as _live
+        try:
+            if recorded is not None:
+                from ._glue import live as _live
 
-            passed = checked and not item.stash.get(_CALL_FAILED, False)
-            _live.finish(item, fake, recorded, passed=passed)
-        # The figures travel with the teardown report: JUnit XML properties, and the
-        # terminal summary (also from xdist workers).
-        item.user_properties.extend(fake.summary().as_properties())
-        _sweep.disarm(item)
-        restore_environment()
-        fake.close()
+                passed = checked and not item.stash.get(_CALL_FAILED, False)
+                _live.finish(item, fake, recorded, passed=passed)
+        finally:
+            # Whatever the recording did: interception's variables left set would send
+            # every later test of the session to a closed fake.
+            # The figures travel with the teardown report: JUnit XML properties, and the
+            # terminal summary (also from xdist workers).
+            item.user_properties.extend(fake.summary().as_properties())
+            _sweep.disarm(item)
+            restore_environment()
+            fake.close()
 
 
 def _wants_passing_sections(config: pytest.Config) -> bool:

@@ -13,6 +13,7 @@ import dataclasses
 import json
 import os
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
@@ -89,6 +90,13 @@ def configure(config: pytest.Config) -> None:
     """Set up the run's link to the service (a live run only)."""
     from .._fake.live import live_run
 
+    if _distributed(config):
+        raise pytest.UsageError(
+            "--mgmtauth-live runs on one process: run it without -n (and without --dist "
+            "or --tx). A live run stops at the first refused credential, and on xdist "
+            "workers each would stop only itself: every worker would send the wrong "
+            "credentials again, toward the service's lockout of the account"
+        )
     secrets = tuple(value for name in _SECRET_VARIABLES if (value := _value(name)) is not None)
     try:
         run = live_run(
@@ -98,6 +106,14 @@ def configure(config: pytest.Config) -> None:
         raise pytest.UsageError(str(exc)) from None
     config.stash[_RUN] = run
     config.pluginmanager.register(LiveReport(), "mgmtauth-live-report")
+
+
+def _distributed(config: pytest.Config) -> bool:
+    """Whether the tests run on xdist workers (xdist's own test of it, or a worker)."""
+    if hasattr(config, "workerinput"):
+        return True
+    dist = getattr(config.option, "dist", "no")
+    return dist != "no" and bool(getattr(config.option, "tx", None))
 
 
 def run_of(config: pytest.Config) -> LiveRun | None:
@@ -206,26 +222,49 @@ def oauth_client() -> Any:
 
 def finish(item: pytest.Item, fake: MgmtServer, kept: list[Exchange], *, passed: bool) -> None:
     """After a live test: write its recording (if it passed), and stop the run if the
-    service refused the credentials."""
+    service refused the credentials. A snapshot that cannot be written fails the test
+    (after the rest is done), naming it."""
     from .drift import snapshot_path, write_record
 
     run = run_of(item.config)
     assert run is not None
     entry: dict[str, Any] = {"test": item.nodeid}
+    problem = None
     answered_here = fake.not_forwarded()
     if answered_here is not None:
         entry["not_recorded"] = f"a request was not forwarded to the service: {answered_here}"
     elif passed:
         today = datetime.now(timezone.utc).date().isoformat()
-        changed = write_record(item, kept, today=today, region_host=fake.options.v3_host)
-        entry["written"] = str(snapshot_path(item.path))
-        entry["exchanges"] = len(kept)
-        if changed is not None:
-            entry["changed"] = changed
+        path = snapshot_path(item.path)
+        try:
+            changed = write_record(item, kept, today=today, region_host=fake.options.v3_host)
+        except OSError as exc:
+            problem = _not_written(item.config, path, exc)
+            entry["not_recorded"] = problem
+        else:
+            entry["written"] = str(path)
+            entry["exchanges"] = len(kept)
+            if changed is not None:
+                entry["changed"] = changed
     if run.refused is not None:
         entry["refused"] = run.refused
         item.session.shouldstop = stop_message(run.refused)
     item.user_properties.append((_PROPERTY, json.dumps(entry)))
+    if problem is not None:
+        pytest.fail(f"pytest-mgmtauth: {problem}", pytrace=False)
+
+
+def _not_written(config: pytest.Config, path: Path, exc: OSError) -> str:
+    from .drift import shown
+
+    cause = exc.strerror or type(exc).__name__
+    if exc.filename:
+        cause += f": {shown(config, Path(exc.filename))}"
+    return (
+        f"could not write the snapshot {shown(config, path)} ({cause}); the service's "
+        f"answers to this test are not recorded: make {shown(config, path.parent)} a folder "
+        "this run can write to, and run the test again with --mgmtauth-live"
+    )
 
 
 def stop_message(refused: str) -> str:
