@@ -9,6 +9,9 @@ which no option makes, are made here on the wire, after the fake has answered:
 - ``no_scope``: OAuth token answers have no ``scope``;
 - ``status_403``: every 401 is a 403;
 - ``cookie``: the v1 session cookie is ``SESSIONID``, not ``JSESSIONID``;
+- ``text_403``: every 401 is a 403 whose JSON body is labelled ``text/plain``;
+- ``html_401``: every 401 is a gateway's HTML page;
+- ``deep``: the v2 auth answer is a JSON array nested 100,000 deep;
 - ``badge_flow``: none, and the flow of ``badge_flow.py`` is registered (a flow of a
   test suite, which the service has too).
 """
@@ -62,7 +65,19 @@ def inject(difference: str, request: Request, response: Response) -> Response:
             del response.headers["Set-Cookie"]
             for cookie in cookies:
                 response.headers.add("Set-Cookie", cookie.replace("JSESSIONID=", "SESSIONID=", 1))
+    elif difference == "text_403" and response.status_code == 401:
+        response.status_code = 403
+        response.headers["Content-Type"] = "text/plain; charset=utf-8"
+    elif difference == "html_401" and response.status_code == 401:
+        response.set_data(b"<html><body><h1>401 Authorization Required</h1></body></html>")
+        response.headers["Content-Type"] = "text/html"
+    elif difference == "deep" and request.path == "/v2/auth":
+        response.set_data(b"[" * DEEP + b"]" * DEEP)
     return response
+
+
+#: How deep the ``deep`` answer is nested: far past Python's recursion limit.
+DEEP = 100_000
 
 
 if __name__ == "__main__":
