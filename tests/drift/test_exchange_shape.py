@@ -9,6 +9,7 @@ import json
 import pytest
 
 from pytest_mgmtauth._service.exchange_shape import (
+    MAX_DEPTH,
     Exchange,
     Snapshot,
     TestRecord,
@@ -224,3 +225,46 @@ def test_a_host_of_the_service_is_kept_and_the_fakes_address_is_its_region_host(
     fake = normalise(_v3(own), region_host="us-west-2-platform.tealiumapis.com")
     assert fake["body"]["host"] == "us-west-2-platform.tealiumapis.com"
     assert normalise(_v3("https://x.example.com/"))["body"]["host"] == "string"
+
+
+_ENTRY = '{"recorded": "2026-01-01", "plugin_version": "0.1.0", "exchanges": %s}'
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b'{"format": 1, "tests": ["t"]}',
+        b'{"format": 1, "tests": 5}',
+        b'{"format": 1, "tests": "t"}',
+        ('{"format": 1, "tests": {"t": %s}}' % (_ENTRY % '"abc"')).encode(),
+        ('{"format": 1, "tests": {"t": %s}}' % (_ENTRY % "[1, 2]")).encode(),
+        ('{"format": 1, "tests": {"t": %s}}' % (_ENTRY % '{"a": 1}')).encode(),
+        b'{"format": 1, "tests": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+        b'{"format": 1, "tests": {}, "x": "\xff"}',
+    ],
+    ids=[
+        "tests-list",
+        "tests-number",
+        "tests-string",
+        "exchanges-string",
+        "exchanges-numbers",
+        "exchanges-object",
+        "deep",
+        "not-utf8",
+    ],
+)
+def test_a_snapshot_of_the_wrong_shape_is_a_value_error_naming_the_file(content: bytes) -> None:
+    with pytest.raises(ValueError, match=r"^mgmtauth_snapshots/test_x\.json.*fix it or remove"):
+        Snapshot.loads(content, where="mgmtauth_snapshots/test_x.json")
+
+
+def _answer(body: bytes) -> Exchange:
+    return Exchange("POST", "/v2/auth", 200, (("Content-Type", "application/json"),), body)
+
+
+def test_a_body_nested_deeper_than_the_limit_is_recorded_as_not_json() -> None:
+    for depth in (MAX_DEPTH + 1, 100_000):
+        assert normalise(_answer(b"[" * depth + b"]" * depth))["body"] == "non-json"
+    within = normalise(_answer(b"[" * MAX_DEPTH + b"]" * MAX_DEPTH))
+    assert within["body"] != "non-json"
+    assert Snapshot.loads(Snapshot({"t": TestRecord("d", "v", (within,))}).dumps())
