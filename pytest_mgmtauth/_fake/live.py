@@ -22,7 +22,9 @@ def live_run(
     secrets: tuple[str, ...],
     fake_only: Callable[[str], NoReturn],
 ) -> LiveRun:
-    """The run's link to the service; ValueError if ``upstream`` is not an https URL."""
+    """The run's link to the service, its TLS context made now (before any test's
+    interception); ValueError if ``upstream`` is not an https URL or ``cafile`` not a
+    file of CA certificates."""
     target = Upstream(url=upstream, cafile=cafile)
     target.check()
     # The service's hosts are the fake's in this process (resolution.py): not for the

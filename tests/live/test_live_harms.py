@@ -120,6 +120,10 @@ def impostor(mgmt_server):
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
     yield reached
+    try:
+        listener.shutdown(socket.SHUT_RDWR)  # wakes a thread still in accept()
+    except OSError:
+        pass
     listener.close()
     thread.join(30)
 
