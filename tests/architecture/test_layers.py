@@ -45,6 +45,11 @@ def _imports(path: Path) -> list[tuple[int, str]]:
     return found
 
 
+#: The public authoring module: names of ``_service`` only, so the flows in
+#: ``_service/flows/`` may be written against it as a user's flow is.
+AUTHORING = f"{PACKAGE.name}.flows"
+
+
 def _wrong_imports(folder: str, path: Path, depth: int) -> list[str]:
     """The imports of a module ``depth`` folders below the package (1: in ``folder``
     itself, 2: in a subfolder of it) that its layer does not allow."""
@@ -52,7 +57,9 @@ def _wrong_imports(folder: str, path: Path, depth: int) -> list[str]:
     wrong = []
     for level, name in _imports(path):
         top = name.split(".")[0]
-        if level == 0:
+        if level == 0 and name == AUTHORING:
+            allowed = folder == "_service"
+        elif level == 0:
             allowed = top in sys.stdlib_module_names or top in libraries
         elif level <= depth:
             allowed = True  # within the folder
@@ -82,8 +89,20 @@ def test_each_folder_imports_only_the_folders_below_it(folder: str, module: str)
 def test_every_module_of_the_package_is_in_a_layer() -> None:
     top_level = {p.name for p in PACKAGE.glob("*.py")}
     folders = {p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__"}
-    assert top_level == {"__init__.py", "__main__.py", "plugin.py"}
+    assert top_level == {"__init__.py", "__main__.py", "flows.py", "plugin.py"}
     assert folders == set(LAYERS)
+
+
+def test_the_authoring_module_imports_only_the_service() -> None:
+    """``pytest_mgmtauth.flows`` re-exports the service's names: a flow written against
+    it stays in the pure domain (no HTTP, no pytest)."""
+    wrong = [
+        name
+        for level, name in _imports(PACKAGE / "flows.py")
+        if not (level == 1 and name.split(".")[0] == "_service")
+        and not (level == 0 and name.split(".")[0] in sys.stdlib_module_names)
+    ]
+    assert wrong == []
 
 
 def test_a_wrong_import_is_caught(tmp_path: Path) -> None:

@@ -12,12 +12,20 @@ import pytest
 import requests
 
 from pytest_mgmtauth import MgmtServer
-from pytest_mgmtauth._service.accounts import Account, fingerprint
-from pytest_mgmtauth._service.credentials import Call
-from pytest_mgmtauth._service.flows.base import Credential, Flow, Received
-from pytest_mgmtauth._service.flows.registry import FLOWS, registered
-from pytest_mgmtauth._service.records import AUTH_FAILED, Authorization
-from pytest_mgmtauth._service.secret_text import ClientKind
+from pytest_mgmtauth.flows import (
+    AUTH_FAILED,
+    Account,
+    Authorization,
+    Call,
+    ClientKind,
+    Credential,
+    Flow,
+    Received,
+    fingerprint,
+    register,
+    registered,
+    unregister,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,10 +80,12 @@ def call(server: MgmtServer, account: Account, key: str) -> requests.Response:
 
 
 def test_the_flow_is_registered_only_while_the_fixture_runs() -> None:
-    assert "xkey" not in FLOWS
-    with registered(HeaderKeyFlow):
-        assert FLOWS["xkey"] is HeaderKeyFlow
-    assert "xkey" not in FLOWS
+    with registered(HeaderKeyFlow) as flow:
+        assert flow is HeaderKeyFlow
+        with pytest.raises(ValueError, match="a flow named 'xkey' is registered already"):
+            register(HeaderKeyFlow)
+    with pytest.raises(ValueError, match="no flow named 'xkey' is registered"):
+        unregister("xkey")
 
 
 def test_a_route_of_the_flow_answers_its_headers_and_the_timeline_shows_the_calls(
@@ -144,7 +154,7 @@ import pytest
 import requests
 
 from test_flow_defined_here import HeaderKeyFlow
-from pytest_mgmtauth._service.flows.registry import registered
+from pytest_mgmtauth.flows import registered
 
 @pytest.fixture(autouse=True)
 def xkey():
@@ -175,4 +185,5 @@ def test_a_swallowed_refusal_is_a_finding_under_strict(mgmt_pytester: pytest.Pyt
             "of the account, as the X-Api-Key headers carry it. If the test*",
         ]
     )
-    assert "xkey" not in FLOWS
+    with pytest.raises(ValueError, match="no flow named 'xkey' is registered"):
+        unregister("xkey")

@@ -15,9 +15,15 @@ import pytest
 import requests
 
 from pytest_mgmtauth import Account, AccountLocked, ApiCall, MgmtServer
-from pytest_mgmtauth._service.flows.base import Credential, Flow, MalformedCall, Received
-from pytest_mgmtauth._service.flows.registry import registered
-from pytest_mgmtauth._service.records import AUTH_FAILED, Authorization
+from pytest_mgmtauth.flows import (
+    AUTH_FAILED,
+    Authorization,
+    Credential,
+    Flow,
+    MalformedCall,
+    Received,
+    registered,
+)
 
 # -- the flow ---------------------------------------------------------------------------
 

@@ -15,9 +15,15 @@ import pytest
 import requests
 
 from pytest_mgmtauth import Account, FaultInjected, MgmtServer, TokenIssued
-from pytest_mgmtauth._service.flows.base import Answer, Endpoint, Incoming, MalformedCall
-from pytest_mgmtauth._service.flows.bearer import BearerFlow, BearerToken
-from pytest_mgmtauth._service.flows.registry import registered
+from pytest_mgmtauth.flows import (
+    Answer,
+    BearerFlow,
+    BearerToken,
+    Endpoint,
+    Incoming,
+    MalformedCall,
+    registered,
+)
 
 # -- the flow (everything a grant means is the grant rule's: service.grants) ------------
 

@@ -5,6 +5,7 @@ module, listed in ``registry.py``; the bearer-token logic v2, v3 and OAuth share
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import functools
 import re
@@ -241,9 +242,14 @@ class Refuse(Protocol):
     ) -> NoReturn: ...
 
 
-class Flow:
+class Flow(abc.ABC):
     """One auth flow. The class attributes declare it; an instance serves one test's
-    :class:`AuthService` (whose lock and state it uses)."""
+    :class:`AuthService` (whose lock and state it uses).
+
+    Required: the class attributes :attr:`name`, :attr:`title`, :attr:`path_title`,
+    :attr:`secret`, :attr:`credential` and :attr:`auth_hosts`, and the methods
+    :meth:`read` and :meth:`authorize` (:class:`BearerFlow` has both). ``register()``
+    names what a class lacks. Every other member has a default."""
 
     #: What routes, faults and counts call it (``auth="v2"``).
     name: ClassVar[str]
@@ -330,12 +336,22 @@ class Flow:
     @classmethod
     def fix_churn(cls, options: Options) -> str:
         """How a client of this flow avoids churn (a check's fix)."""
-        raise NotImplementedError
+        what = cls.credential or "credential"
+        return (
+            f"keep the {what} from {cls.title} and send it with every call; get a new one "
+            f"only near its end (within {cls.churn_margin(options):g} s of it) or after a "
+            "call was answered 401"
+        )
 
     @classmethod
     def fix_expired(cls, options: Options) -> str:
         """How a client of this flow avoids using an expired credential."""
-        raise NotImplementedError
+        what = cls.credential or "credential"
+        return (
+            f"renew proactively: get a new {what} from {cls.title} within "
+            f"{cls.churn_margin(options):g} s of the end of the one held, instead of sending "
+            "it until a call is answered 401"
+        )
 
     @classmethod
     def api_host_names(cls, options: Options) -> tuple[str, ...]:
@@ -379,10 +395,11 @@ class Flow:
         answer: Answer = method(incoming)
         return answer
 
+    @abc.abstractmethod
     def read(self, received: Received) -> Credential:
-        """The credential a protected call of this flow presents, with why it is missing
-        or malformed (:class:`MalformedCall` for a call too malformed to authorize)."""
-        raise NotImplementedError
+        """Required. The credential a protected call of this flow presents, with why it
+        is missing or malformed (:class:`MalformedCall` for a call too malformed to
+        authorize)."""
 
     def carried(self, received: Received) -> str | None:
         """What of this flow's credential ``received`` carries, for a route of another
@@ -403,11 +420,13 @@ class Flow:
         (a refusal before authentication names them); else ``None`` s."""
         return None, None
 
+    @abc.abstractmethod
     def authorize(
         self, credential: Credential, call: Call, permission: str | None
     ) -> Authorization:
-        """Authenticate a protected call; :class:`Refusal` if not."""
-        raise NotImplementedError
+        """Required. Authenticate a protected call (what :meth:`read` found): its
+        :class:`Authorization`, or a refusal (``refuse_in_call(call)(...)``, or
+        ``service.credentials.refuse_call``)."""
 
     # -- the rules every flow shares -------------------------------------------------
 
@@ -516,28 +535,28 @@ class ClientFlow(Flow, Generic[C]):
     #: Its clients by id.
     clients: dict[str, C]
 
+    @abc.abstractmethod
     def add_client(
         self,
         scopes: Iterable[str] | None = None,
         *,
         client_id: str | None = None,
         client_secret: str | None = None,
-    ) -> C:
-        raise NotImplementedError
+    ) -> C: ...
 
-    def rotate_client_secret(self, client_id: str, new_secret: str | None = None) -> C:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def rotate_client_secret(self, client_id: str, new_secret: str | None = None) -> C: ...
 
     @classmethod
+    @abc.abstractmethod
     def live_client(cls, client_id: str, client_secret: str, account: str, profile: str) -> C:
         """A client of the service itself (a live run's), with the scopes the fake's
         default client has, for ``account`` and ``profile``."""
-        raise NotImplementedError
 
-    def revoke_client(self, client_id: str) -> None:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def revoke_client(self, client_id: str) -> None: ...
 
     @classmethod
+    @abc.abstractmethod
     def check_client_scopes(cls, scopes: object, *, what: str) -> tuple[str, ...]:
         """The scopes a client may be given; TypeError or ValueError saying why not."""
-        raise NotImplementedError

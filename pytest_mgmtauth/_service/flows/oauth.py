@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import dataclasses
 import difflib
 import re
 import string
+import threading
 from collections import deque
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 from urllib.parse import parse_qsl, quote_plus, unquote, unquote_plus
 
@@ -42,7 +45,7 @@ from .oauth_scopes import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Iterator, Mapping
 
     from ..credentials import Call
     from ..options import Options
@@ -188,7 +191,8 @@ def unencoded_basic(kind: ClientKind) -> str:
 
 def token_form(incoming: Incoming, reject: Reject) -> dict[str, str]:
     """The request's parameters (RFC 6749 4.4.2: a form body, each parameter once;
-    unknown ones ignored, RFC 6749 3.1)."""
+    unknown ones ignored, RFC 6749 3.1, but kept for a grant type's handler), with a
+    ``grant_type`` that has a handler (:data:`GRANTS`)."""
     in_query = [name for name, _ in incoming.query if name in _PARAMS]
     if "client_secret" in in_query:
         reject(
@@ -234,12 +238,16 @@ def token_form(incoming: Incoming, reject: Reject) -> dict[str, str]:
                 f"{name} appears {names.count(name)} times: send each parameter once "
                 "(RFC 6749 3.2)",
             )
-    form = {name: value for name, value in pairs if name in _PARAMS}
+    form: dict[str, str] = {}
+    for name, value in pairs:
+        form.setdefault(name, value)
     grant = form.get("grant_type")
     if grant is None or grant == "":
         reject("invalid_request", f"grant_type is missing or empty: {wanted}")
-    if grant != GRANT_TYPE:
+    if grant not in GRANTS:
         why = _OTHER_GRANTS.get(grant, "this endpoint grants only client credentials")
+        if len(GRANTS) > 1:
+            why = f"this endpoint grants {', '.join(GRANTS)}"
         reject(
             "unsupported_grant_type",
             f"grant_type {quoted(grant)} is not supported ({why}): send "
@@ -359,6 +367,117 @@ def bearer_error(
     return body, challenge
 
 
+# -- grant types ----------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class TokenRequest:
+    """A token request whose client authenticated (the secret, not revoked, not
+    throttled), handed to the handler of its ``grant_type``. The handler refuses it with
+    :meth:`reject` or answers it, usually with :meth:`access_token`; it runs without the
+    service's lock (take :attr:`lock` around a state it reads and changes)."""
+
+    flow: OAuthFlow
+    client: OAuthClient
+    #: The form's parameters (each first value), ``grant_type`` among them.
+    form: Mapping[str, str]
+    incoming: Incoming
+    #: When it arrived, on the service's clock.
+    now: float
+    #: What the handlers of its grant type keep in this test (empty at its start).
+    state: dict[str, Any]
+
+    @property
+    def grant_type(self) -> str:
+        return self.form["grant_type"]
+
+    @property
+    def lock(self) -> threading.RLock:
+        """The service's lock: hold it while reading and changing :attr:`state`."""
+        return self.flow.service.mutex
+
+    def reject(self, error: str, reason: str) -> NoReturn:
+        """Refuse with an RFC 6749 5.2 error (``invalid_grant``...; ``invalid_client``
+        is a 401), recorded like every refused token request."""
+        self.flow.reject(error, reason, self.client.client_id)
+
+    def scopes(self, asked: str | None = None) -> tuple[str, ...]:
+        """The scopes the client gets for ``asked`` (the form's ``scope`` by default; none
+        named: all the client's), as for client credentials."""
+        wanted = self.form.get("scope") if asked is None else asked
+        with self.lock:
+            return granted_scopes(self.client, wanted, self.flow.reject, self.flow.service.options)
+
+    def hold_secret(self, value: str) -> None:
+        """Mask ``value`` (a refresh token) in the timeline, events and request log."""
+        self.flow.service.timeline.hold_secrets(value)
+
+    def access_token(
+        self, scopes: tuple[str, ...] | None = None, *, extra: Mapping[str, object] | None = None
+    ) -> Answer:
+        """Issue an access token for ``scopes`` (:meth:`scopes` by default) through the
+        grant rule (counted, judged for churn, throttled, masked), and the token
+        endpoint's answer: ``access_token``, ``token_type``, ``expires_in``, ``scope``,
+        then ``extra``'s fields."""
+        granted = self.scopes() if scopes is None else scopes
+        return self.flow.token_answer(self.client, granted, self.now, self.incoming, extra)
+
+
+#: What answers a token request of one grant type.
+GrantHandler = Callable[[TokenRequest], Answer]
+
+
+def _client_credentials(request: TokenRequest) -> Answer:
+    return request.access_token()
+
+
+#: The token endpoint's grant types and their handlers (mock-oauth2-server's
+#: ``grantHandlers``): client credentials, and what :func:`register_grant` adds.
+GRANTS: dict[str, GrantHandler] = {GRANT_TYPE: _client_credentials}
+
+
+def register_grant(grant_type: str, handler: GrantHandler) -> None:
+    """The OAuth token endpoint answers ``grant_type`` with ``handler`` from now on;
+    ValueError if it has a handler already (replace one for a while with
+    :func:`registered_grant`)."""
+    if not isinstance(grant_type, str) or not grant_type or not grant_type.isprintable():
+        raise ValueError(f"register_grant: a grant_type is a non-empty str, got {grant_type!r}")
+    if not callable(handler):
+        raise TypeError(f"register_grant({grant_type!r}, ...): the handler must be callable")
+    if grant_type in GRANTS:
+        raise ValueError(
+            f"register_grant: grant_type {grant_type!r} has a handler already; replace it "
+            "for a while with registered_grant(...)"
+        )
+    GRANTS[grant_type] = handler
+
+
+def unregister_grant(grant_type: str) -> None:
+    """Remove a grant type :func:`register_grant` added; ValueError for an unknown one or
+    client credentials."""
+    if grant_type == GRANT_TYPE or grant_type not in GRANTS:
+        raise ValueError(f"unregister_grant: no added grant_type {grant_type!r}")
+    del GRANTS[grant_type]
+
+
+@contextlib.contextmanager
+def registered_grant(grant_type: str, handler: GrantHandler) -> Iterator[GrantHandler]:
+    """``handler`` answers ``grant_type`` inside the ``with`` block (in place of the one
+    it had, which it answers again after). Yields the handler it replaced, if any (the
+    built-in client credentials: call it and add to its answer)."""
+    before = GRANTS.get(grant_type)
+    if before is None:
+        register_grant(grant_type, handler)
+    GRANTS[grant_type] = handler
+    try:
+        yield before or handler
+    finally:
+        if before is None:
+            del GRANTS[grant_type]
+        else:
+            GRANTS[grant_type] = before
+
+
 # -- the flow -------------------------------------------------------------------------
 
 #: The statuses of the token endpoint (RFC 6749 5.1, 5.2; 429 when throttled).
@@ -428,6 +547,8 @@ class OAuthFlow(BearerFlow, ClientFlow[OAuthClient]):
         self._rotated: dict[str, list[tuple[str, float]]] = {}
         self._revoked: dict[str, float] = {}
         self._diagnosed: dict[str, deque[float]] = {}
+        #: What each grant type's handler keeps in this test (:attr:`TokenRequest.state`).
+        self._grant_state: dict[str, dict[str, Any]] = {}
 
     @classmethod
     def endpoints_for(cls, options: Options) -> tuple[Endpoint, ...]:
@@ -572,7 +693,7 @@ class OAuthFlow(BearerFlow, ClientFlow[OAuthClient]):
 
     # -- the token endpoint ----------------------------------------------------------
 
-    def _reject(self, error: str, reason: str, client_id: str | None = None) -> NoReturn:
+    def reject(self, error: str, reason: str, client_id: str | None = None) -> NoReturn:
         """Refuse a token request with an RFC 6749 5.2 error (invalid_client: 401)."""
         status = 401 if error == "invalid_client" else 400
         timeline = self.service.timeline
@@ -593,14 +714,27 @@ class OAuthFlow(BearerFlow, ClientFlow[OAuthClient]):
         )
 
     def answer_token(self, incoming: Incoming) -> Answer:
-        options = self.service.options
         with self.service.mutex:
-            form = token_form(incoming, self._reject)
-            client_id, secret, raw = client_credentials(incoming, form, self._reject)
+            form = token_form(incoming, self.reject)
+            client_id, secret, raw = client_credentials(incoming, form, self.reject)
             client = self._authenticate(client_id, secret, raw, incoming.client)
             now = self.service.timeline.now()
             self.service.credentials.check_throttle(self, client.client_id, now)
-            granted = granted_scopes(client, form.get("scope"), self._reject, options)
+            grant_type = form["grant_type"]
+            state = self._grant_state.setdefault(grant_type, {})
+        request = TokenRequest(self, client, form, incoming, now, state)
+        return GRANTS[grant_type](request)
+
+    def token_answer(
+        self,
+        client: OAuthClient,
+        granted: tuple[str, ...],
+        now: float,
+        incoming: Incoming,
+        extra: Mapping[str, object] | None = None,
+    ) -> Answer:
+        """Issue an access token for ``granted`` to ``client`` and answer it."""
+        options = self.service.options
         token, _ = self.issue_token(  # signs outside the lock
             client.client_id,
             now,
@@ -615,6 +749,7 @@ class OAuthFlow(BearerFlow, ClientFlow[OAuthClient]):
             "token_type": "Bearer",
             "expires_in": int(options.oauth_token_ttl),
             "scope": " ".join(granted),
+            **(extra or {}),
         }
         return Answer(body, headers=NO_STORE)
 
@@ -623,20 +758,20 @@ class OAuthFlow(BearerFlow, ClientFlow[OAuthClient]):
     ) -> OAuthClient:
         client = self.clients.get(client_id)
         if client is None:
-            self._reject("invalid_client", self._unknown_client(client_id))
+            self.reject("invalid_client", self._unknown_client(client_id))
         problem = self._secret_problem(client, secret, raw, kind)
         if problem:
-            self._reject("invalid_client", f"client {client_id!r}: {problem}", client_id)
+            self.reject("invalid_client", f"client {client_id!r}: {problem}", client_id)
         revoked = self._revoked.get(client_id)
         if revoked is not None:
-            self._reject(
+            self.reject(
                 "invalid_grant",
                 f"client {client_id!r} was revoked at {self.service.timeline.offset(revoked)} "
                 "(mgmt_server.revoke_client): its credentials grant no more tokens",
                 client_id,
             )
         if not client.scopes:
-            self._reject(
+            self.reject(
                 "unauthorized_client",
                 f"client {client_id!r} has no scopes: it may not use the client credentials "
                 "grant (add_client(scopes=[...]))",

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from ..api_versions import LIFECYCLE_SETS
 from ..events import FLOW_WORDS, FlowWords
 from ..options import DEFAULT_V3_HOST
-from .base import ClientFlow
+from .base import ClientFlow, Flow
 from .oauth import OAuthFlow
 from .v1 import V1Flow
 from .v2 import V2Flow
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
     from ..options import Options
     from ..service import AuthService
-    from .base import Endpoint, Flow, Sets
+    from .base import Endpoint, Sets
 
 #: Every flow by its name (what ``route(auth=...)``, ``auth_count(version=...)`` and the
 #: faults' ``version=`` take), in the order messages list them: the one list of flows.
@@ -55,12 +55,21 @@ def register(flow: type[Flow]) -> None:
     """Add ``flow`` to :data:`FLOWS` (after the others), or change nothing and raise
     ValueError: its name is taken, it lacks a required class attribute, or a fake is
     running (register it before ``mgmt_server`` exists)."""
+    if not (isinstance(flow, type) and issubclass(flow, Flow)):
+        raise TypeError(f"register() takes a Flow subclass, got {flow!r}")
     missing = [name for name in REQUIRED if not hasattr(flow, name)]
     if missing:
         listed = ", ".join(repr(name) for name in missing)
         raise ValueError(
             f"flow class {flow.__qualname__} lacks the class attribute(s) {listed}: every "
             f"flow sets {', '.join(REQUIRED)}"
+        )
+    methods = sorted(getattr(flow, "__abstractmethods__", ()))
+    if methods:
+        listed = ", ".join(f"{name}()" for name in methods)
+        raise ValueError(
+            f"flow class {flow.__qualname__} lacks the method(s) {listed}: every flow "
+            "defines read() and authorize() (a BearerFlow has both)"
         )
     if flow.name in FLOWS:
         raise ValueError(f"a flow named {flow.name!r} is registered already")
