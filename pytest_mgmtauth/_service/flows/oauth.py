@@ -20,7 +20,6 @@ import dataclasses
 import difflib
 import re
 import string
-import threading
 from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol
@@ -45,6 +44,7 @@ from .oauth_scopes import (
 )
 
 if TYPE_CHECKING:
+    import threading
     from collections.abc import Iterable, Iterator, Mapping
 
     from ..credentials import Call
