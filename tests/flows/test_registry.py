@@ -1,9 +1,11 @@
-"""Registering a flow: all or nothing, a missing class attribute named with its class,
+"""Registering a flow: all or nothing, a missing class attribute or method named with its class,
 and no change to the list of flows while a fake runs (issue 43, defects 16 and 17)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 import requests
@@ -11,8 +13,8 @@ from werkzeug import Request, Response
 
 from pytest_mgmtauth import Account, MgmtServer
 from pytest_mgmtauth._service.events import FLOW_WORDS
-from pytest_mgmtauth._service.flows.bearer import BearerFlow
-from pytest_mgmtauth._service.flows.registry import FLOWS, register, registered, unregister
+from pytest_mgmtauth._service.flows.registry import FLOWS
+from pytest_mgmtauth.flows import BearerFlow, Flow, register, registered, unregister
 
 
 class Untitled(BearerFlow):
@@ -76,3 +78,46 @@ def test_registered_before_the_fake_works_and_is_gone_after() -> None:
     with registered(Complete):
         assert FLOWS["complete"] is Complete
     assert "complete" not in FLOWS
+
+
+class Unreadable(Flow):
+    name = "unreadable"
+    title = "/unreadable"
+    path_title = "/unreadable"
+    secret = "API key"
+    credential = None
+    auth_hosts = ("api.tealiumiq.com",)
+
+
+def test_a_flow_missing_a_required_method_is_named_with_its_class() -> None:
+    with pytest.raises(
+        ValueError,
+        match=r"flow class Unreadable lacks the method\(s\) authorize\(\), read\(\): every flow "
+        r"defines read\(\) and authorize\(\)",
+    ):
+        register(Unreadable)
+    with pytest.raises(TypeError, match="register\\(\\) takes a Flow subclass, got 'v2'"):
+        register("v2")  # type: ignore[arg-type]
+    assert "unreadable" not in FLOWS
+
+
+def test_the_defaults_of_a_flow_answer_instead_of_raising(mgmt_server: MgmtServer) -> None:
+    """Everything but the required members has a default: the fixes of the checks too."""
+    options = mgmt_server.options
+    assert Complete.fix_churn(options).startswith("keep the token from /complete")
+    assert "within" in Flow.fix_expired.__func__(Complete, options)  # type: ignore[attr-defined]
+    assert Complete.fix_refused() == "the bearer token of /complete"
+
+
+EXAMPLES = ("test_flow_defined_here.py", "test_hmac_flow.py", "test_session_flow.py")
+EXAMPLES += ("test_refresh_token_grant.py",)
+
+
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_the_example_flows_import_only_public_modules(example: str) -> None:
+    """A flow written from the docs imports pytest_mgmtauth.flows (and the package's
+    public names for its tests), nothing private."""
+    source = (Path(__file__).parent / example).read_text()
+    imported = re.findall(r"^\s*from (pytest_mgmtauth\S*) import", source, re.MULTILINE)
+    assert "pytest_mgmtauth.flows" in imported
+    assert set(imported) <= {"pytest_mgmtauth", "pytest_mgmtauth.flows"}

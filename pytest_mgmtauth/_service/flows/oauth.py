@@ -384,7 +384,8 @@ class TokenRequest:
     incoming: Incoming
     #: When it arrived, on the service's clock.
     now: float
-    #: What the handlers of its grant type keep in this test (empty at its start).
+    #: What the grant handlers keep in this test: one dict for every grant type (a
+    #: refresh token one handler issues, another redeems), empty at the test's start.
     state: dict[str, Any]
 
     @property
@@ -427,13 +428,15 @@ class TokenRequest:
 GrantHandler = Callable[[TokenRequest], Answer]
 
 
-def _client_credentials(request: TokenRequest) -> Answer:
+def client_credentials_grant(request: TokenRequest) -> Answer:
+    """The built-in handler of ``grant_type=client_credentials``: an access token for the
+    scopes asked (a handler that replaces it may call it and add to its answer)."""
     return request.access_token()
 
 
 #: The token endpoint's grant types and their handlers (mock-oauth2-server's
 #: ``grantHandlers``): client credentials, and what :func:`register_grant` adds.
-GRANTS: dict[str, GrantHandler] = {GRANT_TYPE: _client_credentials}
+GRANTS: dict[str, GrantHandler] = {GRANT_TYPE: client_credentials_grant}
 
 
 def register_grant(grant_type: str, handler: GrantHandler) -> None:
@@ -461,16 +464,18 @@ def unregister_grant(grant_type: str) -> None:
 
 
 @contextlib.contextmanager
-def registered_grant(grant_type: str, handler: GrantHandler) -> Iterator[GrantHandler]:
-    """``handler`` answers ``grant_type`` inside the ``with`` block (in place of the one
-    it had, which it answers again after). Yields the handler it replaced, if any (the
-    built-in client credentials: call it and add to its answer)."""
+def registered_grant(grant_type: str, handler: GrantHandler) -> Iterator[None]:
+    """``handler`` answers ``grant_type`` inside the ``with`` block, in place of the one
+    it had if any (``client_credentials``: :func:`client_credentials_grant`), which
+    answers it again after."""
     before = GRANTS.get(grant_type)
     if before is None:
         register_grant(grant_type, handler)
+    elif not callable(handler):
+        raise TypeError(f"registered_grant({grant_type!r}, ...): the handler must be callable")
     GRANTS[grant_type] = handler
     try:
-        yield before or handler
+        yield
     finally:
         if before is None:
             del GRANTS[grant_type]
@@ -547,8 +552,8 @@ class OAuthFlow(BearerFlow, ClientFlow[OAuthClient]):
         self._rotated: dict[str, list[tuple[str, float]]] = {}
         self._revoked: dict[str, float] = {}
         self._diagnosed: dict[str, deque[float]] = {}
-        #: What each grant type's handler keeps in this test (:attr:`TokenRequest.state`).
-        self._grant_state: dict[str, dict[str, Any]] = {}
+        #: What the grant handlers keep in this test (:attr:`TokenRequest.state`).
+        self._grant_state: dict[str, Any] = {}
 
     @classmethod
     def endpoints_for(cls, options: Options) -> tuple[Endpoint, ...]:
@@ -720,10 +725,8 @@ class OAuthFlow(BearerFlow, ClientFlow[OAuthClient]):
             client = self._authenticate(client_id, secret, raw, incoming.client)
             now = self.service.timeline.now()
             self.service.credentials.check_throttle(self, client.client_id, now)
-            grant_type = form["grant_type"]
-            state = self._grant_state.setdefault(grant_type, {})
-        request = TokenRequest(self, client, form, incoming, now, state)
-        return GRANTS[grant_type](request)
+        request = TokenRequest(self, client, form, incoming, now, self._grant_state)
+        return GRANTS[form["grant_type"]](request)
 
     def token_answer(
         self,
