@@ -95,7 +95,7 @@ def test_a_flow_missing_a_required_method_is_named_with_its_class() -> None:
         match=r"flow class Unreadable lacks the method\(s\) authorize\(\), read\(\): every flow "
         r"defines read\(\) and authorize\(\)",
     ):
-        register(Unreadable)
+        register(Unreadable)  # type: ignore[type-abstract]
     with pytest.raises(TypeError, match="register\\(\\) takes a Flow subclass, got 'v2'"):
         register("v2")  # type: ignore[arg-type]
     assert "unreadable" not in FLOWS
@@ -109,8 +109,12 @@ def test_the_defaults_of_a_flow_answer_instead_of_raising(mgmt_server: MgmtServe
     assert Complete.fix_refused() == "the bearer token of /complete"
 
 
-EXAMPLES = ("test_flow_defined_here.py", "test_hmac_flow.py", "test_session_flow.py")
-EXAMPLES += ("test_refresh_token_grant.py",)
+EXAMPLES = (
+    "test_flow_defined_here.py",
+    "test_hmac_flow.py",
+    "test_session_flow.py",
+    "test_refresh_token_grant.py",
+)
 
 
 @pytest.mark.parametrize("example", EXAMPLES)
