@@ -1,6 +1,7 @@
 """pytest-mgmtauth: a faithful fake of a management API's auth service for pytest.
 
-Public names are listed in ``__all__``; every other module is private and may change.
+Public names are listed in ``__all__``; the public module ``pytest_mgmtauth.flows`` holds
+what writing an auth flow needs. Every other module is private and may change.
 """
 
 from __future__ import annotations

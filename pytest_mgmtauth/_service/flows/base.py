@@ -244,11 +244,11 @@ class Refuse(Protocol):
 
 class Flow(abc.ABC):
     """One auth flow. The class attributes declare it; an instance serves one test's
-    :class:`AuthService` (whose lock and state it uses).
+    ``AuthService`` (whose lock and state it uses).
 
-    Required: the class attributes :attr:`name`, :attr:`title`, :attr:`path_title`,
-    :attr:`secret`, :attr:`credential` and :attr:`auth_hosts`, and the methods
-    :meth:`read` and :meth:`authorize` (:class:`BearerFlow` has both). ``register()``
+    Required: the class attributes ``name``, ``title``, ``path_title``, ``secret``,
+    ``credential`` and ``auth_hosts``, and the methods :meth:`read` and :meth:`authorize`
+    (``BearerFlow`` has both). ``register()``
     names what a class lacks. Every other member has a default."""
 
     #: What routes, faults and counts call it (``auth="v2"``).
@@ -310,7 +310,7 @@ class Flow(abc.ABC):
     @classmethod
     def endpoints_for(cls, options: Options) -> tuple[Endpoint, ...]:
         """Its endpoints under ``options`` (a path may be an option); by default
-        :attr:`endpoints`."""
+        ``endpoints``."""
         return cls.endpoints
 
     @classmethod
@@ -425,7 +425,7 @@ class Flow(abc.ABC):
         self, credential: Credential, call: Call, permission: str | None
     ) -> Authorization:
         """Required. Authenticate a protected call (what :meth:`read` found): its
-        :class:`Authorization`, or a refusal (``refuse_in_call(call)(...)``, or
+        ``Authorization``, or a refusal (``refuse_in_call(call)(...)``, or
         ``service.credentials.refuse_call``)."""
 
     # -- the rules every flow shares -------------------------------------------------
@@ -446,8 +446,8 @@ class Flow(abc.ABC):
         refuse: Refuse,
         json_body: bool = False,
     ) -> Account:
-        """The account whose :attr:`secret` was presented, under the lockout rule (if
-        :attr:`locks_out`): an unknown account, a locked one (1402) or a wrong secret
+        """The account whose ``secret`` was presented, under the lockout rule (if
+        ``locks_out``): an unknown account, a locked one (1402) or a wrong secret
         (counted towards a lockout) is refused with ``refuse``. ``json_body``: the secret
         came in a JSON body (its diagnosis then gives JSON advice, not form advice)."""
         service = self.service
@@ -481,7 +481,7 @@ class Flow(abc.ABC):
 
     def refuse_auth(self, now: float) -> Refuse:
         """How a refused authentication at this flow's endpoint is recorded: its
-        :meth:`rejected` event, then the refusal."""
+        ``rejected`` event, then the refusal."""
         timeline = self.service.timeline
 
         def refuse(

@@ -98,7 +98,7 @@ class BearerFlow(Flow):
     ) -> NoReturn:
         """Refuse a protected call: the service's 401 with 1401 by default (a flow with
         its own error shape answers in it). ``expired``, ``wrong``: as
-        :meth:`Credentials.refuse_call`."""
+        ``Credentials.refuse_call``."""
         self.service.credentials.refuse_call(
             call, username, credential, reason, expired=expired, wrong=wrong
         )

@@ -394,7 +394,7 @@ class TokenRequest:
 
     @property
     def lock(self) -> threading.RLock:
-        """The service's lock: hold it while reading and changing :attr:`state`."""
+        """The service's lock: hold it while reading and changing ``state``."""
         return self.flow.service.mutex
 
     def reject(self, error: str, reason: str) -> NoReturn:

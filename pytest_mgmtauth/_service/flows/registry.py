@@ -52,7 +52,7 @@ _open: weakref.WeakSet[AuthService] = weakref.WeakSet()
 
 
 def register(flow: type[Flow]) -> None:
-    """Add ``flow`` to :data:`FLOWS` (after the others), or change nothing and raise
+    """Add ``flow`` to the list of flows (after the others), or change nothing and raise
     ValueError: its name is taken, it lacks a required class attribute, or a fake is
     running (register it before ``mgmt_server`` exists)."""
     if not (isinstance(flow, type) and issubclass(flow, Flow)):
