@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._service.accounts import Account, fingerprint
 from ._service.credentials import Call
-from ._service.events import AuthRejected, Event
+from ._service.events import AuthRejected, CredentialRevoked, Event
 from ._service.flows.base import (
     Answer,
     Credential,
@@ -67,6 +67,7 @@ __all__ = [
     "Claims",
     "ClientKind",
     "Credential",
+    "CredentialRevoked",
     "Endpoint",
     "Event",
     "Flow",

@@ -95,6 +95,12 @@ def answer(
     result = service.flow(flow.name).answer(endpoint.operation, incoming)
     cookies = tuple(("Set-Cookie", cookie) for cookie in result.cookies)
     headers = SUCCESS_HEADERS if result.headers is None else result.headers
+    if result.empty:  # no body (SCIM's revoke)
+        empty = Response(b"", status=200)
+        del empty.headers["Content-Type"]  # no body, no type
+        for name, value in (*cookies, *headers):
+            empty.headers.add(name, value)
+        return empty
     return json_response(200, result.body, (*cookies, *headers))
 
 

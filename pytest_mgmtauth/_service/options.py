@@ -300,6 +300,16 @@ PORTAL_SPECS: tuple[OptionSpec, ...] = (
         expected="expected 'warn', 'fail' or 'off'",
         test_only=True,
     ),
+    OptionSpec(
+        "scim_token_version",
+        "choice",
+        "the SCIM API's long-lived token endpoint: 'v2' (default, the current page: "
+        "/v2/auth-long-lived/token, 90 days) or 'v1' (an earlier version of the page: "
+        "/v1/auth-long-lived/token, expires_in 35999, refresh_expires_in, not-before-policy)",
+        metavar="v2|v1",
+        choices=("v2", "v1"),
+        expected="expected 'v2' or 'v1'",
+    ),
 )
 
 _VERSION = re.compile(r"[0-9]{4}-(0[1-9]|1[0-2])")  # ASCII digits: \d takes any digit
@@ -428,6 +438,8 @@ class Options:
     api_successor: str = ""
     api_link_v: bool = True
     sunset_check: str = "warn"
+    #: The SCIM API's long-lived token: the current page's v2 endpoint, or the earlier v1.
+    scim_token_version: str = "v2"
     #: Whether ``refresh_margin`` was derived from ``token_ttl`` (not set explicitly):
     #: :func:`build_options` derives it again when only ``token_ttl`` changes.
     refresh_margin_derived: bool = dataclasses.field(

@@ -114,6 +114,8 @@ class Answer:
     cookies: tuple[str, ...] = ()
     #: The success headers; ``None``: the service's (``Cache-Control``, ``X-NodeId``...).
     headers: tuple[tuple[str, str], ...] | None = None
+    #: Answer no body at all, not even ``{}`` (SCIM's revoke).
+    empty: bool = False
 
 
 @dataclasses.dataclass(frozen=True)

@@ -25,6 +25,7 @@ from ..events import FLOW_WORDS, FlowWords
 from ..options import DEFAULT_V3_HOST
 from .base import ClientFlow, Flow
 from .oauth import OAuthFlow
+from .scim import ScimFlow
 from .v1 import V1Flow
 from .v2 import V2Flow
 from .v3 import V3Flow
@@ -415,5 +416,5 @@ class HostPlan:
     intercept: bool = False
 
 
-for _flow in (V2Flow, V3Flow, V1Flow, OAuthFlow):
+for _flow in (V2Flow, V3Flow, V1Flow, OAuthFlow, ScimFlow):
     register(_flow)
