@@ -100,3 +100,53 @@ def test_lifecycle_headers(mgmt_server: MgmtServer, mgmt_clock: MgmtClock) -> No
         headers={"Authorization": "Bearer " + token.json()["access_token"]},
     )
     assert reply.status_code == 200
+
+
+_SCIM = "/v2/auth-long-lived"
+
+
+def _scim_token(server: MgmtServer, account: Account, path: str = f"{_SCIM}/token") -> str:
+    form = {"account": "acme", "profile": "main", "username": account.username}
+    reply = _http().post(server.url + path, data={**form, "key": account.api_key})
+    assert reply.status_code == 200, reply.text
+    token: str = reply.json()["access_token"]
+    return token
+
+
+def test_scim_token_answer(mgmt_server: MgmtServer, mgmt_account: Account) -> None:
+    _scim_token(mgmt_server, mgmt_account)
+
+
+@pytest.mark.mgmtauth(scim_token_version="v1")
+def test_scim_token_answer_earlier_page(mgmt_server: MgmtServer, mgmt_account: Account) -> None:
+    _scim_token(mgmt_server, mgmt_account, "/v1/auth-long-lived/token")
+
+
+def test_scim_revoke_answer(mgmt_server: MgmtServer, mgmt_account: Account) -> None:
+    token = _scim_token(mgmt_server, mgmt_account)
+    form = {"account": "acme", "profile": "main", "username": mgmt_account.username}
+    reply = _http().post(
+        mgmt_server.url + f"{_SCIM}/revoke",
+        data={"token": token, **form, "key": mgmt_account.api_key},
+    )
+    assert reply.status_code == 200
+
+
+def test_scim_401_body(mgmt_server: MgmtServer) -> None:
+    mgmt_server.route("GET", "/scim/v2/Users").respond_with_json({})
+    mgmt_server.expect_refusals()
+    reply = _http().get(
+        mgmt_server.url + "/scim/v2/Users",
+        headers={"Authorization": "Bearer not-a-token", "X-Tealium-Account": "acme"},
+    )
+    assert reply.status_code == 401
+
+
+def test_scim_403_missing_account_header(mgmt_server: MgmtServer, mgmt_account: Account) -> None:
+    mgmt_server.route("GET", "/scim/v2/Groups").respond_with_json({})
+    mgmt_server.expect_refusals()
+    token = _scim_token(mgmt_server, mgmt_account)
+    reply = _http().get(
+        mgmt_server.url + "/scim/v2/Groups", headers={"Authorization": f"Bearer {token}"}
+    )
+    assert reply.status_code == 403
