@@ -86,6 +86,21 @@ def test_oauth(mgmt_server, mgmt_oauth_client):
                            "scope": mgmt_oauth_client.scopes[0]})
     _keep(basic.json()["access_token"], form.json()["access_token"])
     print(mgmt_server.requests)
+
+
+def test_scim(mgmt_server, mgmt_account, mgmt_profile):
+    mgmt_server.route("GET", "/scim/v2/Users").respond_with_json({})
+    http = _http()
+    form = {"account": mgmt_profile[0], "profile": mgmt_profile[1],
+            "username": mgmt_account.username, "key": mgmt_account.api_key}
+    token = http.post(mgmt_server.url + "/v2/auth-long-lived/token", data=form
+                      ).json()["access_token"]
+    _keep(token)
+    headers = {"Authorization": f"Bearer {token}", "X-Tealium-Account": mgmt_profile[0]}
+    assert http.get(mgmt_server.url + "/scim/v2/Users", headers=headers).status_code == 200
+    revoked = http.post(mgmt_server.url + "/v2/auth-long-lived/revoke", data={"token": token, **form})
+    assert (revoked.status_code, revoked.content) == (200, b"")
+    print(mgmt_server.requests)
 """
 
 
@@ -106,18 +121,18 @@ def artifacts(
     with StandIn(key_file, "none", "--throttle", "none") as service:
         point_at(monkeypatch, service)
         first = pytester.runpytest_inprocess(*shown, "--mgmtauth-live", "--junitxml=live1.xml")
-    first.assert_outcomes(passed=4)
+    first.assert_outcomes(passed=5)
     texts["first live run"] = first.stdout.str() + first.stderr.str()
     # The service moves: the second run says what changed.
     with StandIn(key_file, "extra_key", "--throttle", "none", "--token-ttl", "3600") as moved:
         point_at(monkeypatch, moved)
         second = pytester.runpytest_inprocess(*shown, "--mgmtauth-live", "--junitxml=live2.xml")
-    second.assert_outcomes(passed=4)
+    second.assert_outcomes(passed=5)
     texts["second live run"] = second.stdout.str() + second.stderr.str()
     assert "the service answers unlike its recording of" in texts["second live run"]
     point_at(monkeypatch, None)
     verified = pytester.runpytest_inprocess(*shown, "--junitxml=verify.xml")
-    verified.assert_outcomes(passed=4)
+    verified.assert_outcomes(passed=5)
     texts["ordinary run"] = verified.stdout.str() + verified.stderr.str()
     assert "DriftWarning" in texts["ordinary run"]
     for name in ("live1.xml", "live2.xml", "verify.xml", "mgmtauth_snapshots/test_mod.json"):
@@ -134,9 +149,9 @@ def test_no_secret_of_a_live_run_is_written_anywhere_in_any_encoding(
     artifacts: tuple[dict[str, str], list[str]],
 ) -> None:
     texts, handed_out = artifacts
-    # Three runs (two live), four tests: utk, session, v2 token, v3 token, two OAuth
-    # tokens, each.
-    assert len(handed_out) == 18
+    # Three runs (two live), five tests: utk, session, v2 token, v3 token, two OAuth
+    # tokens, a SCIM long-lived token, each.
+    assert len(handed_out) == 21
     assert all(len(value) >= 16 for value in handed_out)
     secrets = [API_KEY, PASSWORD, CLIENT_SECRET, *handed_out]
     found = [
@@ -150,6 +165,8 @@ def test_no_secret_of_a_live_run_is_written_anywhere_in_any_encoding(
     # The artifacts do hold what they are for (so the search above searched something).
     assert '"lifetime": 3600' in texts["mgmtauth_snapshots/test_mod.json"]
     assert "POST /v2/auth" in texts["ordinary run"]
+    # The SCIM flow's host is among the published ones: its exchanges were forwarded.
+    assert '"path": "/v2/auth-long-lived/revoke"' in texts["mgmtauth_snapshots/test_mod.json"]
     # The request logs printed quote the requests, the secrets masked to fingerprints.
     assert re.search(r"key=#[0-9a-f]{6}", texts["first live run"])
     assert re.search(r"password=#[0-9a-f]{6}", texts["second live run"])
