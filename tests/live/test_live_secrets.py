@@ -98,7 +98,8 @@ def test_scim(mgmt_server, mgmt_account, mgmt_profile):
     _keep(token)
     headers = {"Authorization": f"Bearer {token}", "X-Tealium-Account": mgmt_profile[0]}
     assert http.get(mgmt_server.url + "/scim/v2/Users", headers=headers).status_code == 200
-    revoked = http.post(mgmt_server.url + "/v2/auth-long-lived/revoke", data={"token": token, **form})
+    revoked = http.post(mgmt_server.url + "/v2/auth-long-lived/revoke",
+                        data={"token": token, **form})
     assert (revoked.status_code, revoked.content) == (200, b"")
     print(mgmt_server.requests)
 """

@@ -111,6 +111,9 @@ class ScimFlow(BearerFlow):
         #: The requests of each endpoint in the last minute: the fake's clients share one
         #: address (loopback), so per IP address is per test.
         self._recent: dict[str, deque[float]] = {name: deque() for name in LIMITS}
+        #: The X-Tealium-Account of the call being authorized (under the service's lock),
+        #: for check_scope, which the bearer checks call with the token's record only.
+        self._account_header: str | None = None
 
     @classmethod
     def endpoints_for(cls, options: Options) -> tuple[Endpoint, ...]:
@@ -313,12 +316,9 @@ class ScimFlow(BearerFlow):
         self, credential: Credential, call: Call, permission: str | None
     ) -> Authorization:
         assert isinstance(credential, ScimCredential)
-        # check_scope reads it: one call at a time holds the service's lock.
-        with self.service.mutex:
+        with self.service.mutex:  # one call at a time: check_scope reads it
             self._account_header = credential.account
             return super().authorize(credential, call, permission)
-
-    _account_header: str | None = None
 
     def _forbidden(self, call: Call, record: TokenRecord, detail: str, reason: str) -> NoReturn:
         self.service.credentials.refuse_call(
