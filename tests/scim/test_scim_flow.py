@@ -21,12 +21,13 @@ SOURCE = Path(pytest_mgmtauth.__file__).parent / "_service" / "flows" / "scim.py
 
 def test_the_flow_imports_only_the_authoring_module_and_the_standard_library() -> None:
     imported = {
-        node.module if isinstance(node, ast.ImportFrom) else alias.name
+        (node.module or "") if isinstance(node, ast.ImportFrom) else alias.name
         for node in ast.walk(ast.parse(SOURCE.read_text()))
         if isinstance(node, (ast.Import, ast.ImportFrom))
         for alias in node.names
     }
-    package = {name for name in imported if name and name.startswith("pytest_mgmtauth")}
+    assert "" not in imported  # no relative import
+    package = {name for name in imported if name.startswith("pytest_mgmtauth")}
     assert package == {"pytest_mgmtauth.flows"}
     others = {name.split(".")[0] for name in imported - package}
     assert others <= sys.stdlib_module_names
