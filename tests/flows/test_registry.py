@@ -125,3 +125,20 @@ def test_the_example_flows_import_only_public_modules(example: str) -> None:
     imported = re.findall(r"^\s*from (pytest_mgmtauth\S*) import", source, re.MULTILINE)
     assert "pytest_mgmtauth.flows" in imported
     assert set(imported) <= {"pytest_mgmtauth", "pytest_mgmtauth.flows"}
+
+
+def test_every_name_of_the_authoring_module_resolves() -> None:
+    """Its ``__all__`` holds (the registry's functions load on first use), and what the
+    two flows a new maintainer wrote against private names reached for is all there."""
+    import pytest_mgmtauth.flows as authoring
+
+    for name in authoring.__all__:
+        assert getattr(authoring, name) is not None, name
+    assert set(authoring.__all__) <= set(dir(authoring))
+    assert authoring.register is register
+    trials = {"Credential", "Flow", "MalformedCall", "Received", "registered", "AUTH_FAILED"}
+    trials |= {"Authorization", "Answer", "Endpoint", "Incoming", "BearerFlow", "BearerToken"}
+    trials |= {"TokenRecord", "to_datetime", "Claims", "Call", "ClientKind", "fingerprint"}
+    assert trials <= set(authoring.__all__)
+    with pytest.raises(AttributeError, match="has no attribute 'FLOWS'"):
+        authoring.FLOWS  # noqa: B018
