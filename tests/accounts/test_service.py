@@ -467,7 +467,8 @@ def test_auth_count_counts_grants_by_version_and_account(service: AuthService) -
     with pytest.raises(
         ValueError,
         match=r"version must be 'v2' \(/v2/auth\), 'v3' \(v3 auth\), 'v1' \(/v1/login\), "
-        r"'oauth' \(the OAuth 2.0 token endpoint\) or None \(every flow\), got 'v4'",
+        r"'oauth' \(the OAuth 2.0 token endpoint\), 'scim' \(/v2/auth-long-lived/token\) or "
+        r"None \(every flow\), got 'v4'",
     ):
         service.auth_count(version="v4")
 

@@ -201,7 +201,7 @@ def test_route_permission_is_checked_after_authentication(
             {"auth": "v4"},
             ValueError,
             "auth must be 'v2' (/v2/auth), 'v3' (v3 auth), 'v1' (/v1/login), 'oauth' (the OAuth "
-            "2.0 token endpoint) or None (by the path)",
+            "2.0 token endpoint), 'scim' (/v2/auth-long-lived/token) or None (by the path)",
         ),
     ],
 )
