@@ -45,6 +45,7 @@ ROUTES = (
     ("GET", f"/v2026-07/tiq/accounts/{ACCOUNT}/profiles/{PROFILE}/profiles", "oauth", None),
     ("GET", f"/v2026-07/tiq/accounts/{ACCOUNT}/profiles/other-profile/profiles", "oauth", None),
     ("GET", f"/v2024-06/tiq/accounts/{ACCOUNT}/profiles/{PROFILE}/profiles", "oauth", None),
+    ("GET", "/scim/v2/Users", "scim", None),
 )
 
 
