@@ -122,7 +122,7 @@ def test_refusals_are_the_pages_bodies_exactly(
 
 @pytest.mark.usefixtures("scim_users")
 def test_revoke_answers_200_empty_and_takes_effect_at_once(
-    mgmt_server: MgmtServer, mgmt_account: Account
+    mgmt_clock: MgmtClock, mgmt_server: MgmtServer, mgmt_account: Account
 ) -> None:
     mgmt_server.expect_refusals()
     token = get_token(mgmt_server, mgmt_account).json()["access_token"]
