@@ -142,3 +142,18 @@ def test_every_name_of_the_authoring_module_resolves() -> None:
     assert trials <= set(authoring.__all__)
     with pytest.raises(AttributeError, match="has no attribute 'FLOWS'"):
         authoring.FLOWS  # noqa: B018
+
+
+def test_the_reference_lists_every_class_attribute_of_a_flow() -> None:
+    """The hand-kept table in "Writing a flow" names each attribute Flow and BearerFlow
+    declare (a new one is documented where authors read)."""
+    reference = (Path(__file__).parents[2] / "docs" / "reference.md").read_text()
+    section = reference.split("## Writing a flow", 1)[1].split("\n## ", 1)[0]
+    declared = {
+        name
+        for flow in (Flow, BearerFlow)
+        for name in vars(flow).get("__annotations__", {})
+        if not name.startswith("_")
+    }
+    assert {"name", "auth_hosts", "algorithm"} <= declared
+    assert sorted(n for n in declared if f"`{n}`" not in section) == []
