@@ -207,11 +207,14 @@ def test_the_key_and_the_token_are_masked_everywhere(
     users(mgmt_server, token)
     get_token(mgmt_server, mgmt_account, key=mgmt_account.api_key + "x")
 
-    texts = [mgmt_server.timeline(), repr(mgmt_server.events)]
+    key_as_token = users(mgmt_server, mgmt_account.api_key)  # the key where the token goes
+
+    texts = [mgmt_server.timeline(), repr(mgmt_server.events), str(key_as_token.headers)]
     texts += [repr(r) + str(r.body) + str(dict(r.headers)) for r in mgmt_server.requests]
     for text in texts:
         assert mgmt_account.api_key not in text
         assert token not in text
+    assert key_as_token.json() == REFUSED
     assert "key=#" in str(mgmt_server.requests[0].body)
 
 

@@ -320,6 +320,12 @@ class ScimFlow(BearerFlow):
             self._account_header = credential.account
             return super().authorize(credential, call, permission)
 
+    def _diagnosis(self, reason: str) -> tuple[tuple[str, str], ...]:
+        """The diagnosis header: masked (it goes to the client, and to its logs), visible
+        ASCII only."""
+        text = self.service.timeline.redact(reason)
+        return ((DIAGNOSIS, "".join(c if " " <= c <= "~" else "?" for c in text)),)
+
     def _forbidden(self, call: Call, record: TokenRecord, detail: str, reason: str) -> NoReturn:
         self.service.credentials.refuse_call(
             call,
@@ -330,7 +336,7 @@ class ScimFlow(BearerFlow):
             code=FORBIDDEN,
             status=403,
             body=scim_error(403, detail),
-            headers=((DIAGNOSIS, _header_text(reason)),),
+            headers=self._diagnosis(reason),
         )
 
     def refuse_call(
@@ -352,10 +358,5 @@ class ScimFlow(BearerFlow):
             expired=expired,
             wrong=wrong,
             body=REFUSED,
-            headers=((DIAGNOSIS, _header_text(reason)),),
+            headers=self._diagnosis(reason),
         )
-
-
-def _header_text(text: str) -> str:
-    """``text`` as a header value: visible ASCII and spaces only."""
-    return "".join(c if c.isascii() and c.isprintable() else "?" for c in text)
