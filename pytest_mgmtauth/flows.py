@@ -20,6 +20,7 @@ from ._service.accounts import Account, fingerprint
 from ._service.credentials import Call
 from ._service.events import AuthRejected, CredentialRevoked, Event
 from ._service.flows.base import (
+    ACCOUNT_PROFILE_NAMES,
     Answer,
     Credential,
     Endpoint,
@@ -28,6 +29,7 @@ from ._service.flows.base import (
     MalformedCall,
     Received,
     Refuse,
+    Sets,
     Where,
 )
 from ._service.flows.bearer import BearerFlow, BearerToken
@@ -55,6 +57,7 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "ACCOUNT_PROFILE_NAMES",
     "AUTH_FAILED",
     "FORBIDDEN",
     "Account",
@@ -80,6 +83,7 @@ __all__ = [
     "Received",
     "Refusal",
     "Refuse",
+    "Sets",
     "TokenRecord",
     "TokenRequest",
     "Where",

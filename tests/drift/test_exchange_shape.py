@@ -17,8 +17,7 @@ from pytest_mgmtauth._service.exchange_shape import (
     normalise,
     normalised_path,
 )
-from pytest_mgmtauth._service.flows.base import Flow
-from pytest_mgmtauth._service.flows.registry import registered
+from pytest_mgmtauth.flows import BearerFlow, registered
 
 SECRET_TOKEN_SIGNATURE = "c2lnbmF0dXJlLXRoYXQtbXVzdC1uZXZlci1iZS1yZWNvcmRlZA"
 
@@ -166,7 +165,7 @@ def test_a_broken_snapshot_says_so_and_how_to_fix_it(text: str) -> None:
         Snapshot.loads(text, where="mgmtauth_snapshots/test_x.json")
 
 
-class _BadgeFlow(Flow):
+class _BadgeFlow(BearerFlow):
     """A flow of this test: its answers carry credentials, a code and a host under keys
     of its own, and its paths name a tenant."""
 

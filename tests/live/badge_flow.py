@@ -10,8 +10,7 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
-from pytest_mgmtauth._service.flows.base import Answer, Endpoint, Incoming, Received
-from pytest_mgmtauth._service.flows.bearer import BearerFlow, BearerToken
+from pytest_mgmtauth.flows import Answer, BearerFlow, BearerToken, Endpoint, Incoming, Received
 
 LIFETIME = 600
 

@@ -90,3 +90,16 @@ def test_a_missing_account_header_is_a_refused_call_under_strict(
             "*T1 issued by /v2/auth-long-lived/token for acme/main*",
         ]
     )
+
+
+def test_a_drift_of_the_lifetime_or_the_earlier_fields_names_the_option() -> None:
+    from pytest_mgmtauth._verdicts.drift import ABSENT, option_for
+
+    token = "/v2/auth-long-lived/token"
+    assert option_for(ScimFlow, token, "body.expires_in", 35999, LIFETIME) == "scim_token_version"
+    assert (
+        option_for(ScimFlow, token, "body.refresh_expires_in", "integer", ABSENT)
+        == "scim_token_version"
+    )
+    # A lifetime neither page shows: no option makes it.
+    assert option_for(ScimFlow, token, "body.expires_in", 3600, LIFETIME) is None

@@ -35,6 +35,7 @@ from pytest_mgmtauth.flows import (
     Incoming,
     Options,
     Received,
+    Sets,
     to_datetime,
 )
 
@@ -101,6 +102,18 @@ class ScimFlow(BearerFlow):
     api_hosts = (HOST,)
     #: The token of the earlier page's example is a JWT; its algorithm is not shown.
     algorithm = "RS256"
+    code_keys = ("token_type", "expires_in")
+    #: The earlier page's answer (S1): its lifetime and the fields only it has.
+    sets = (
+        Sets("scim_token_version", "body.expires_in", (("v2", LIFETIME), ("v1", V1_LIFETIME))),
+        Sets(
+            "scim_token_version",
+            "body.access_token.jwt.lifetime",
+            (("v2", LIFETIME), ("v1", V1_LIFETIME)),
+        ),
+        Sets("scim_token_version", "body.refresh_expires_in", (("v2", None), ("v1", "integer"))),
+        Sets("scim_token_version", "body.not-before-policy", (("v2", None), ("v1", "integer"))),
+    )
     endpoints = (
         Endpoint("token", TOKEN_PATH, form=_TOKEN_FORM),
         Endpoint("revoke", REVOKE_PATH, form=("token", *_TOKEN_FORM), fault_point=False),
