@@ -77,7 +77,7 @@ def test_a_missing_account_header_is_a_refused_call_under_strict(
     mgmt_pytester: pytest.Pytester,
 ) -> None:
     mgmt_pytester.makeini("[pytest]\nmgmtauth_strict = true\n")
-    mgmt_pytester.makepyfile(test_scim_client=USER_SUITE)
+    mgmt_pytester.makepyfile(test_forgetful_scim_suite=USER_SUITE)
 
     result = mgmt_pytester.runpytest_inprocess("-p", "no:randomly")
 
