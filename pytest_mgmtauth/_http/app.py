@@ -20,13 +20,19 @@ from werkzeug.exceptions import ClientDisconnected, HTTPException
 
 from .._service.api_versions import version_call
 from .._service.flows.base import MalformedCall
-from .._service.flows.registry import endpoint_family, endpoint_for
+from .._service.flows.registry import FLOWS, endpoint_family, endpoint_for, route_flow
 from .._service.service import Refusal
 from .._service.timeline import to_datetime
 from .._service.tokens import before_signing
 from .arrival import Arrival, FakeRequest
 from .binding import Binding, RecordedRequest, RouteHandler, logged_body
-from .errors import error_response, masked_error, refusal_response, with_headers
+from .errors import (
+    DIAGNOSIS_HEADER,
+    error_response,
+    masked_error,
+    refusal_response,
+    with_headers,
+)
 from .exchanges import keep_exchange
 from .flows import (
     ConnectionResetOnCue,
@@ -53,6 +59,7 @@ if TYPE_CHECKING:
     from werkzeug import Request
 
     from .._service.flows.base import Where
+    from .._service.options import Options
     from .._service.records import Authorization
 
 __all__ = ["CONTROL_PREFIX", "FakeApp"]
@@ -290,14 +297,16 @@ class FakeApp:
             service.timeline.record_unknown_route(request.method, request.path, status)
             declared = ", ".join(f"{r.method} {r.path}" for r in binding.routes) or "none"
             allowed = ", ".join(sorted({r.method for r in same_path})) if same_path else None
-            return error_response(
-                status,
-                status,
+            reason = (
                 f"no route declares {request.method} {request.path}; declared routes: "
                 f"{declared}. Declare it with mgmt_server.route({request.method!r}, "
-                f"{request.path!r}).respond_with_json(...)",
-                allow=allowed,
+                f"{request.path!r}).respond_with_json(...)"
             )
+            slashed = _trailing_slash(path, service.options)
+            response = _route_error(binding, route_flow(path), status, slashed or reason)
+            if allowed is not None:
+                response.headers["Allow"] = allowed
+            return response
         read_body(request)  # enforce the size limit before any handler reads it
         # A /v{YYYY-MM}/ version past Active: End of Support headers on any answer, or 410.
         paths = [r.path for r in binding.routes if isinstance(r.path, str)]
@@ -307,7 +316,10 @@ class FakeApp:
         try:
             response = self._call_route(binding, route, request, arrival, here, answers=answers)
         except Refusal as refusal:
-            response = refusal_response(refusal)
+            # In the envelope of the route's flow (v3: {"message": "Unauthorized"}).
+            response = refusal_response(
+                service.flows[route.auth].api_error(refusal, service.options)
+            )
         finally:
             # Answered (or refused, or reset): a scheduled expire/revoke due before the
             # next protected call fires now.
@@ -345,8 +357,9 @@ class FakeApp:
         except Exception as exc:
             binding.add_error(exc, where)
             _answered(binding, route, auth, request, 500, host)
-            return error_response(
-                500,
+            return _route_error(
+                binding,
+                route.auth,
                 500,
                 f"the handler of {route!r} raised {type(exc).__name__}: {exc} "
                 "(re-raised in the test)",
@@ -362,10 +375,34 @@ class FakeApp:
             )
             binding.add_error(error, where)
             _answered(binding, route, auth, request, 500, host)
-            return error_response(500, 500, f"{error} (re-raised in the test)")
+            return _route_error(binding, route.auth, 500, f"{error} (re-raised in the test)")
         _answered(binding, route, auth, request, response.status_code, host)
         self._this_thread.handler_answer = response
         return response
+
+
+def _route_error(binding: Binding, flow: str, status: int, reason: str) -> Response:
+    """The fake's own error answer to an API call of the flow named ``flow``, in that
+    flow's envelope (v3's ``{"message": ...}``)."""
+    service = binding.service
+    refusal = service.flows[flow].api_error(Refusal(status, status, reason), service.options)
+    return refusal_response(refusal)
+
+
+def _trailing_slash(path: str, options: Options) -> str | None:
+    """Why ``path``, an endpoint's path with a slash at its end, is no endpoint: the
+    login page warns that a slash at the end "may cause authentication to fail"; the
+    fake answers it as a path it does not serve."""
+    if not path.endswith("/") or len(path) < 2:
+        return None
+    found = endpoint_for(path.rstrip("/"), options)
+    if found is None or not found[1].exact:
+        return None
+    return (
+        f"{path} ends with a slash: send {found[1].method} {found[1].path} (the service's "
+        'login page warns that a slash at the end of the URL "may cause authentication to '
+        'fail"; the fake serves no path with it)'
+    )
 
 
 def _answered(
@@ -412,7 +449,10 @@ def _exchanged(
     exchanges hooks here: the request log, and the drift check's record (kept only for a
     test that has a snapshot)."""
     status = None if response is None else response.status_code
-    binding.requests.add(_recorded(binding, request, arrival, arrived, status))
+    diagnosis = None
+    if response is not None and status is not None and status >= 400:
+        diagnosis = response.headers.get(DIAGNOSIS_HEADER)
+    binding.requests.add(_recorded(binding, request, arrival, arrived, status, diagnosis))
     if binding.live is not None:  # the service's answer was kept as it came
         binding.live.answered(request, response, binding.service.timeline.redact)
     elif response is not None:
@@ -420,7 +460,12 @@ def _exchanged(
 
 
 def _recorded(
-    binding: Binding, request: Request, arrival: Arrival, arrived: float, status: int | None
+    binding: Binding,
+    request: Request,
+    arrival: Arrival,
+    arrived: float,
+    status: int | None,
+    diagnosis: str | None = None,
 ) -> RecordedRequest:
     """The request log's entry of ``request``, as it arrived (masked when read)."""
     headers = arrival.headers
@@ -441,6 +486,7 @@ def _recorded(
         status=status,
         at=to_datetime(arrived),
         test=binding.test_id,
+        diagnosis=diagnosis,
     )
 
 
@@ -450,9 +496,13 @@ def _transport_error(
     """The answer to what the transport refuses (bad input, framing, Werkzeug's own
     4xx): in the error shape of the flow whose endpoint the path is (OAuth's RFC 6749
     errors), else the service's."""
-    found = endpoint_for(request.path, binding.service.options)
-    styled = found[0].style(Refusal(status, status, reason)) if found is not None else None
-    if styled is None or styled.body is None:
+    found = endpoint_for(request.path, binding.service.options) or endpoint_family(request.path)
+    refusal = Refusal(status, status, reason)
+    if found is not None:
+        styled = found[0].style(refusal)
+    else:  # an API call: in the envelope of the flow its path belongs to (v3's)
+        styled = FLOWS[route_flow(request.path)].api_error(refusal, binding.service.options)
+    if styled.body is None:
         return error_response(status, status, reason, allow=allow)
     response = refusal_response(styled)
     if allow is not None:

@@ -307,6 +307,11 @@ class RecordedRequest:
     """When it arrived, on the fake's clock (a UTC ``datetime``, as in events)."""
     test: str | None = None
     """The node id of the test it belongs to; ``None`` in mgmtauth-server."""
+    diagnosis: str | None = None
+    """Why the fake refused it, for an error the fake answered itself (its
+    ``X-Mgmtauth-Diagnosis`` header, masked): the diagnosis a published error body has no
+    room for (v3's ``{"message": "Unauthorized"}``); ``None`` for an answer of a route's
+    handler and for successes."""
 
     def header(self, name: str) -> str | None:
         """The first value of the header ``name`` (any case), or None."""
@@ -323,6 +328,7 @@ class RecordedRequest:
             query=mask(self.query),
             headers=tuple((mask(k), mask(v)) for k, v in self.headers),
             body=None if self.body is None else mask(self.body),
+            diagnosis=None if self.diagnosis is None else mask(self.diagnosis),
         )
 
     def cut(self, mask: Callable[[str], str], header: int, text: int) -> RecordedRequest:

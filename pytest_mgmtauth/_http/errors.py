@@ -10,7 +10,9 @@ server before the app sees it). The largest body is checked here only too
 ``{"returnCode": ..., "message": ...}`` is built here only: by the fake's routes, the
 control API (``_standalone/control.py``) and the raw-socket answers of the server
 (``handler.py``: a plain-HTTP request at the HTTPS fake, a framing error; the proxy's
-refusals in ``hosts.py``).
+refusals in ``hosts.py``). So is the fake's own header that carries an error's diagnosis
+(:data:`DIAGNOSIS_HEADER`), which stays where a flow's published error body has no room
+for it (v3's ``{"message": "Unauthorized"}``).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from werkzeug import Response
 
 from .._service.flows.base import HTTP_WHITESPACE
+from .._service.records import status_code
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -224,9 +227,43 @@ def read_limited_body(request: Request, limit: int = MAX_BODY_BYTES) -> bytes:
     return body
 
 
+#: The fake's own header on every error answer it makes itself: the diagnosis (why, and
+#: the fix), masked like the body. Named for the project, as no header of the service is.
+DIAGNOSIS_HEADER = "X-Mgmtauth-Diagnosis"
+#: The longest diagnosis the header carries (clients refuse header lines of 8 KiB); a
+#: longer one is cut, and is whole in the timeline and the body where the body has it.
+MAX_DIAGNOSIS = 2000
+_CUT = " [...cut: the whole diagnosis is in the timeline]"
+#: What a header value may hold as it is: visible ASCII and spaces (RFC 9110 5.5).
+_NOT_VISIBLE = re.compile(r"[^\x20-\x7e]")
+
+
+def diagnosis_value(text: str) -> str:
+    """``text`` as a header value: each character a header may not hold escaped
+    (``\\n``, ``\\xNN``, ``\\uNNNN``), cut at :data:`MAX_DIAGNOSIS`. Mask it first: an
+    escaped or cut secret is no longer found."""
+    value = _NOT_VISIBLE.sub(lambda m: m[0].encode("unicode_escape").decode("ascii"), text)
+    if len(value) > MAX_DIAGNOSIS:
+        value = value[: MAX_DIAGNOSIS - len(_CUT)] + _CUT
+    return value
+
+
+def with_diagnosis(response: Response, diagnosis: str) -> Response:
+    """``response`` with the :data:`DIAGNOSIS_HEADER` of ``diagnosis``, kept whole on the
+    response too, so that :func:`masked_error` masks it before it is cut."""
+    response.headers[DIAGNOSIS_HEADER] = diagnosis_value(diagnosis)
+    setattr(response, _RAW_DIAGNOSIS, diagnosis)
+    return response
+
+
+_RAW_DIAGNOSIS = "_mgmtauth_diagnosis"
+
+
 def error_body(return_code: int, message: str, **extra: Any) -> dict[str, Any]:
-    """The body of every error answer: ``returnCode``, ``message`` and any extras."""
-    return {"returnCode": return_code, "message": message, **extra}
+    """The body of every error answer: ``returnCode``, ``message`` and any extras. A
+    ``returnCode`` that is an HTTP status whose code the service's pages show is that
+    code (``records.STATUS_CODES``: 400 is 1400)."""
+    return {"returnCode": status_code(return_code), "message": message, **extra}
 
 
 def error_bytes(return_code: int, message: str) -> bytes:
@@ -250,7 +287,8 @@ def error_response(
     headers: list[tuple[str, str]] = []
     if allow is not None:
         headers.append(("Allow", allow))
-    return json_response(status, error_body(return_code, message, **extra), headers)
+    response = json_response(status, error_body(return_code, message, **extra), headers)
+    return with_diagnosis(response, message)
 
 
 def refusal_response(refusal: Refusal) -> Response:
@@ -261,14 +299,16 @@ def refusal_response(refusal: Refusal) -> Response:
         response = json_response(refusal.status, dict(refusal.body), refusal.headers)
         if refusal.retry_after is not None:
             response.headers["Retry-After"] = str(refusal.retry_after)
-        return response
+        return with_diagnosis(response, refusal.reason)
     extra: dict[str, Any] = {}
     if refusal.retry_after is not None:
         extra["retryAfter"] = refusal.retry_after
     response = error_response(refusal.status, refusal.return_code, refusal.message, **extra)
+    for name, value in refusal.headers:
+        response.headers.add(name, value)
     if refusal.retry_after is not None:
         response.headers["Retry-After"] = str(refusal.retry_after)
-    return response
+    return with_diagnosis(response, refusal.reason)
 
 
 def masked_error(response: Response, redact: Callable[[str], str]) -> Response:
@@ -276,6 +316,9 @@ def masked_error(response: Response, redact: Callable[[str], str]) -> Response:
     service knows masked in its strings: messages quote what the client sent (a
     username, a path, a header), and a client that put a secret there must not get it
     echoed. Other answers (a route handler's, a grant's token) pass unchanged."""
+    raw = getattr(response, _RAW_DIAGNOSIS, None)
+    if isinstance(raw, str):
+        response.headers[DIAGNOSIS_HEADER] = diagnosis_value(redact(raw))
     if response.status_code < 400 or response.mimetype != "application/json":
         return response
     try:
@@ -311,4 +354,7 @@ def with_headers(response: Response, headers: tuple[tuple[str, str], ...]) -> Re
     )
     for name, value in headers:
         copy.headers[name] = value
+    raw = getattr(response, _RAW_DIAGNOSIS, None)
+    if isinstance(raw, str):
+        setattr(copy, _RAW_DIAGNOSIS, raw)
     return copy

@@ -286,9 +286,20 @@ class Credentials:
         )
 
     def check_permission(
-        self, call: Call, username: str, credential: str, permission: str | None
+        self,
+        call: Call,
+        username: str,
+        credential: str,
+        permission: str | None,
+        *,
+        status: int = 401,
+        error: str | None = None,
     ) -> None:
+        """Refuse a call whose account lacks ``permission`` with 1469: as 401 (v1, v2:
+        the interface document) or ``status`` with ``error`` (v3's 403 Forbidden)."""
         if self._accounts[username].has_permission(permission):
             return
         reason = f"account {username!r} lacks the permission {permission!r} this route needs"
-        self.refuse_call(call, username, credential, reason, code=FORBIDDEN)
+        self.refuse_call(
+            call, username, credential, reason, code=FORBIDDEN, status=status, error=error
+        )

@@ -527,7 +527,8 @@ class ApiCall(Event):
     brought about, for expired credentials and for 1469), ``host`` (the host it reached
     where that is not its flow's usual one, else ``None``), ``error`` (an OAuth route's
     RFC 6750 error code: ``invalid_token``, ``insufficient_scope``, ``invalid_request``,
-    or ``no token``; else ``None``), property ``authenticated``.
+    or ``no token``; a v3 route's envelope message: ``Unauthorized``, ``Forbidden``;
+    else ``None``), property ``authenticated``.
     """
 
     method: str
@@ -548,7 +549,8 @@ class ApiCall(Event):
     #: my.tealiumiq.com, a route declared with ``host=``); else ``None``.
     host: str | None = None
     #: The error code of a refusal in a flow's own shape (OAuth's ``invalid_token``,
-    #: ``insufficient_scope``), shown instead of ``return_code``.
+    #: ``insufficient_scope``; v3's ``Unauthorized``, ``Forbidden``), shown instead of
+    #: ``return_code``.
     error: str | None = None
 
     @property

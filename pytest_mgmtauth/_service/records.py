@@ -28,6 +28,18 @@ SERVICE_MESSAGES = {
     FORBIDDEN: "User is authenticated but the request is denied for lack of proper permissions",
 }
 
+#: The ``returnCode`` the service's pages show for an HTTP status (the v1 and v2 Hosted
+#: Data Layer pages: 1400 for 400, 1404 for 404, 1464 for the 405 of a PUT where POST is
+#: due): the fake's own errors of those statuses carry them; other statuses, whose codes
+#: no page shows, carry the status itself.
+STATUS_CODES = {400: 1400, 404: 1404, 405: 1464}
+
+
+def status_code(status: int) -> int:
+    """The ``returnCode`` of an error the fake answers with HTTP ``status``."""
+    return STATUS_CODES.get(status, status)
+
+
 #: Throttling counts premature grants within this window of simulated time.
 THROTTLE_WINDOW = 60.0
 

@@ -33,7 +33,7 @@ from .accounts import fingerprint
 from .secret_spans import Span, jwt_spans, replaced, secret_spans
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Collection, Iterable
 
 #: Secrets shorter than this are not masked: a 3-letter password would be masked in
 #: every word that contains it. Generated secrets are 20 characters or more.
@@ -286,24 +286,33 @@ def diagnose_secret(
 _FORBIDDEN = 1469
 
 
-def diagnose_reauth_after(return_code: int | None) -> str | None:
-    """Why authenticating again after a call answered ``return_code`` cannot help, or
-    ``None`` when it can (a 1401 says the credential is no good: renewing is right)."""
+def diagnose_reauth_after(return_code: int | None, status: int = 401) -> str | None:
+    """Why authenticating again after a call answered ``return_code`` (with HTTP
+    ``status``: v3 answers a missing permission 403) cannot help, or ``None`` when it can
+    (a 1401 says the credential is no good: renewing is right)."""
     if return_code != _FORBIDDEN:
         return None
+    what = "a 403" if status == 403 else "1469"
     return (
-        "1469 is a missing permission; logging in again cannot help: the service accepted "
-        "the credential and refused the operation, and a new credential of the same account "
-        "has the same permissions"
+        f"{what} is a missing permission; logging in again cannot help: the service "
+        "accepted the credential and refused the operation, and a new credential of the "
+        "same account has the same permissions"
     )
 
 
-def fix_after_forbidden() -> str:
-    """The fix for a client that re-authenticates after a 1469."""
+def fix_after_forbidden(statuses: Collection[int] = (401,)) -> str:
+    """The fix for a client that re-authenticates after a 1469 (answered with the HTTP
+    ``statuses``: 401 on v1 and v2, 403 on v3)."""
+    said = [
+        text
+        for status, text in ((401, "401 with returnCode 1469"), (403, "403"))
+        if status in statuses
+    ]
     return (
-        "treat 401 with returnCode 1469 as final for that operation (report it, or give the "
-        "account the permission: add_account(permissions=[...])) instead of authenticating "
-        "again; keep the credential for the account's other calls"
+        f"treat {' and '.join(said) or '401 with returnCode 1469'} as final for that "
+        "operation (report it, or give the account the permission: "
+        "add_account(permissions=[...])) instead of authenticating again; keep the "
+        "credential for the account's other calls"
     )
 
 

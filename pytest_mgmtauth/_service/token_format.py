@@ -50,12 +50,22 @@ class Claims:
     jti: str
 
 
+#: Where a token comes from, in a refusal's fix, unless the flow says (its own words).
+DEFAULT_SOURCE = "the 'token' field of /v2/auth's answer"
+
+
 def verify_token(
-    token: str, public_key: rsa.RSAPublicKey, expected: str, algorithm: str = ALGORITHM
+    token: str,
+    public_key: rsa.RSAPublicKey,
+    expected: str,
+    algorithm: str = ALGORITHM,
+    *,
+    source: str = DEFAULT_SOURCE,
 ) -> Claims:
     """The claims of ``token`` if ``public_key`` verifies it with ``algorithm`` (the one
     the flow's tokens are signed with) and it names the issuer ``expected``; raises
-    :class:`TokenProblem`.
+    :class:`TokenProblem`. ``source``: where the flow's tokens come from, as the fixes
+    name it (a v3 refusal never names /v2/auth).
 
     Every way a token can fail is a :class:`TokenProblem` whose text says what is
     wrong with the token, never another exception: PyJWT raises
@@ -71,9 +81,9 @@ def verify_token(
     if token.count(".") != 2:
         raise TokenProblem(
             f"the bearer value is not a JWT (a JWT has 3 dot-separated parts, this has "
-            f"{token.count('.') + 1}); send the 'token' field of /v2/auth's answer as it is"
+            f"{token.count('.') + 1}); send {source} as it is"
         )
-    header = unverified_header(token)
+    header = unverified_header(token, source=source)
     check_header(header, algorithm)
     try:
         payload = jwt.decode(
@@ -104,7 +114,7 @@ def verify_token(
     except Exception as exc:  # hostile input: every failure is a refusal
         raise TokenProblem(
             f"the token does not decode ({library_says(exc)}); it is damaged or forged: "
-            "send the 'token' field of /v2/auth's answer unchanged"
+            f"send {source} unchanged"
         ) from None
     if not isinstance(payload, dict):  # PyJWT checks this; a refusal if it ever does not
         raise TokenProblem("the token's payload is not a JSON object: this fake never issued it")
@@ -128,7 +138,7 @@ def verify_token(
 MAX_TIME_CLAIM = 253_402_300_799
 
 
-def unverified_header(token: str) -> dict[str, Any]:
+def unverified_header(token: str, *, source: str = DEFAULT_SOURCE) -> dict[str, Any]:
     """The token's header, read here (not by PyJWT, which refuses a bad 'kid' or 'crit'
     with an exception that does not say which), so that check_header can name it."""
     segment = token.split(".", 1)[0]
@@ -139,7 +149,7 @@ def unverified_header(token: str) -> dict[str, Any]:
     except (ValueError, RecursionError):  # binascii.Error and JSON errors are ValueErrors
         raise TokenProblem(
             "the bearer value is not a well-formed JWT (it is truncated or altered); "
-            "send the 'token' field of /v2/auth's answer unchanged"
+            f"send {source} unchanged"
         ) from None
     if not isinstance(header, dict):
         raise TokenProblem(

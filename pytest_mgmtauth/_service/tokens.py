@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .accounts import random_hex
-from .token_format import ALGORITHM, HEADERS, ISSUER, Claims, verify_token
+from .token_format import ALGORITHM, DEFAULT_SOURCE, HEADERS, ISSUER, Claims, verify_token
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Mapping
@@ -275,10 +275,16 @@ class TokenSigner:
         return (unsigned + b"." + base64.urlsafe_b64encode(signature).rstrip(b"=")).decode()
 
     def verify(
-        self, token: str, *, issuer: str | None = None, algorithm: str = ALGORITHM
+        self,
+        token: str,
+        *,
+        issuer: str | None = None,
+        algorithm: str = ALGORITHM,
+        source: str = DEFAULT_SOURCE,
     ) -> Claims:
         """The claims of a token this fake signed with ``algorithm`` (``issuer``: the one
         it must name, by default this signer's); raises
-        :class:`~.token_format.TokenProblem` saying why it is not one."""
+        :class:`~.token_format.TokenProblem` saying why it is not one, and that the
+        client should send ``source`` (where the flow's tokens come from)."""
         iss = self.issuer if issuer is None else issuer
-        return verify_token(token, self._public_key, iss, algorithm)
+        return verify_token(token, self._public_key, iss, algorithm, source=source)

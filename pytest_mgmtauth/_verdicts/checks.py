@@ -96,6 +96,7 @@ def churn_message(evidence: Evidence, *, username: str | None = None) -> str | N
     parts = []
     herd = False
     forbidden: list[bool] = []
+    forbidden_statuses: set[int] = set()
     for account, found in by_account.items():
         first = found[0]
         label = grant_label(first)
@@ -112,8 +113,10 @@ def churn_message(evidence: Evidence, *, username: str | None = None) -> str | N
             if call is not None
             else "no API call was made by this account before it"
         )
-        why = diagnose_reauth_after(call.return_code if call is not None else None)
+        why = diagnose_reauth_after(call.return_code, call.status) if call is not None else None
         forbidden.append(why is not None)
+        if why is not None and call is not None:
+            forbidden_statuses.add(call.status)
         if why is not None:
             before += f": {why}"
         total = len(grants(evidence.events, username=account))
@@ -136,11 +139,14 @@ def churn_message(evidence: Evidence, *, username: str | None = None) -> str | N
     versions = {grant_version(g) for g in premature}
     if all(forbidden):
         # Not the generic churn advice: keeping the credential would not have helped.
-        fix = f"Fix: {fix_after_forbidden()}."
+        fix = f"Fix: {fix_after_forbidden(forbidden_statuses)}."
     else:
         fix = _fix_churn(evidence.options, versions, herd, with_margin=False)
         if any(forbidden):
-            fix += f" Where a 1469 came before the new credential: {fix_after_forbidden()}."
+            fix += (
+                " Where a missing permission came before the new credential: "
+                f"{fix_after_forbidden(forbidden_statuses)}."
+            )
     fix += " " + margin_note(evidence.options, versions)
     return "pytest-mgmtauth: token churn: " + "\n\n".join(parts) + "\n\n" + fix
 

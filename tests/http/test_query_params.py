@@ -23,7 +23,7 @@ def test_a_repeated_utk_is_400_naming_it(
         params=[("utk", utk), ("utk", "OTHER")],
         headers={"Cookie": f"JSESSIONID={session_id}"},
     )
-    assert (answer.status_code, answer.json()["returnCode"]) == (400, 400), answer.text
+    assert (answer.status_code, answer.json()["returnCode"]) == (400, 1400), answer.text
     assert "the query parameter 'utk' appears 2 times; send it once" in answer.json()["message"]
     assert items.call_count == 0
     event = mgmt_server.events[-1]

@@ -232,7 +232,7 @@ def test_http11_request_without_host_is_400(mgmt_server: MgmtServer, mgmt_accoun
         _form(mgmt_account),
     )
     status, headers, body = _exchange(mgmt_server, raw)
-    assert (status, body["returnCode"]) == (400, 400)
+    assert (status, body["returnCode"]) == (400, 1400)
     assert "has no Host header" in str(body["message"])
     assert headers["connection"] == "close"
     assert mgmt_server.auth_count() == 0
@@ -283,7 +283,7 @@ def test_two_content_length_headers_are_400_even_when_equal(
         form,
     )
     status, _, body = _exchange(mgmt_server, raw)
-    assert (status, body["returnCode"]) == (400, 400), body
+    assert (status, body["returnCode"]) == (400, 1400), body
     kind = "equal values" if second == "7" else "different values"
     assert f"2 Content-Length headers ({kind})" in str(body["message"])
     assert mgmt_server.auth_count() == 0

@@ -130,7 +130,7 @@ def test_unknown_path_is_404_json_and_recorded(
     assert response.status_code == 404
     assert response.headers["Content-Type"] == "application/json"
     body = response.json()
-    assert body["returnCode"] == 404
+    assert body["returnCode"] == 1404
     assert "no route declares GET /api/nowhere" in body["message"]
     assert "declared routes: GET /api/tags" in body["message"]
     assert "mgmt_server.route('GET', '/api/nowhere')" in body["message"]
@@ -146,7 +146,7 @@ def test_declared_path_with_another_method_is_405(
     mgmt_server.route("DELETE", "/api/tags").respond_with_json({})
     response = http.put(f"{mgmt_server.url}/api/tags")
     assert response.status_code == 405
-    assert response.json()["returnCode"] == 405
+    assert response.json()["returnCode"] == 1464
     # Allow names the methods declared for this path, not the fake's own endpoints'.
     assert response.headers["Allow"] == "DELETE, GET"
     [event] = mgmt_server.events

@@ -172,7 +172,7 @@ def test_bad_control_input_gets_a_json_4xx_and_the_server_carries_on(
 ) -> None:
     bad = curl("-H", "Content-Type: application/json", "-d", "not json", f"{base}/_mgmtauth/reset")
     assert bad.status == 400
-    assert bad.json()["returnCode"] == 400
+    assert bad.json()["returnCode"] == 1400
     # curl -d without -H sends a form: refused like a web page's form would be.
     form = curl("-d", '{"seconds": 60}', f"{base}/_mgmtauth/clock/advance")
     assert form.status == 415

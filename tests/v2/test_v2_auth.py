@@ -38,7 +38,7 @@ def _claims(token: str) -> dict[str, object]:
 
 
 def test_success_answer_has_the_interface_documents_headers(
-    mgmt_server: MgmtServer, mgmt_account: Account
+    mgmt_server: MgmtServer, mgmt_account: Account, mgmt_clock: MgmtClock
 ) -> None:
     body = urlencode({"username": mgmt_account.username, "key": mgmt_account.api_key})
     response = _raw_post(mgmt_server, "/v2/auth", body)
@@ -55,7 +55,8 @@ def test_success_answer_has_the_interface_documents_headers(
     assert "Max-Age=0" in attributes
     [expires] = [a for a in attributes if a.startswith("Expires=")]
     expiry = parsedate_to_datetime(expires.removeprefix("Expires=").replace("-", " "))
-    assert expiry.year < 2020
+    # The published answers' expiry: their Date minus 24 hours.
+    assert expiry == parsedate_to_datetime(headers["Date"]) - timedelta(hours=24)
 
 
 def test_token_is_a_long_rs512_jwt_for_the_account(

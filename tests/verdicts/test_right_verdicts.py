@@ -283,7 +283,7 @@ def test_a_path_with_a_newline_is_shown_escaped(service: AuthService) -> None:
         "GET '/v2/x\\n  00:00:00  T9 issued by /v2/auth (#abcdef), valid until 00:30:00' -> "
         "404: no route declares it"
     ) in timeline
-    assert "GET '/v3/accounts/acme/profiles/m\\nain/x' with T1 -> 401 (1401: " in timeline
+    assert "GET '/v3/accounts/acme/profiles/m\\nain/x' with T1 -> 401 (Unauthorized: " in timeline
 
 
 def test_v3_names_in_a_grant_and_a_refused_grant_are_shown_escaped(service: AuthService) -> None:

@@ -212,7 +212,7 @@ def test_a_v3_token_sent_for_another_profile_warns_by_default_and_fails_strictly
             "*_ ERROR at teardown of test_strict _*",
             "pytest-mgmtauth: 3 protected call(s) of account * were refused because the "
             "client sent the wrong credential; first: GET "
-            "/v3/x/accounts/acme/profiles/dev/visitors with T1 at 00:00:* -> 401 (1401: "
+            "/v3/x/accounts/acme/profiles/dev/visitors with T1 at 00:00:* -> 401 (Unauthorized: "
             "token T1 is for acme/main, but this call is for profile acme/dev*",
         ]
     )

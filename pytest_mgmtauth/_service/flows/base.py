@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+import datetime
 import functools
 import re
 from typing import TYPE_CHECKING, ClassVar, Generic, NoReturn, Protocol, TypeVar
@@ -29,13 +30,30 @@ if TYPE_CHECKING:
 
 #: The path of the cookies the real service sets (the interface document).
 COOKIE_PATH = "/urest_service"
-#: The cookie the real service clears on every successful authentication.
+#: The cookie the real service clears on every successful authentication, with a fixed
+#: expiry (kept for flows that import it; :func:`remember_me` dates it as the service does).
 REMEMBER_ME = (
     f"rememberMe=deleteMe; Path={COOKIE_PATH}; Max-Age=0; Expires=Sat, 01-Jan-2000 00:00:00 GMT"
 )
 #: The segments of paths that name an account and a profile (v3's, the portal's), for
 #: :attr:`Flow.path_names`.
 ACCOUNT_PROFILE_NAMES = ("/accounts/(?P<account>[^/]+)", "/profiles/(?P<profile>[^/]+)")
+
+_DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+
+def remember_me(now: float) -> str:
+    """The ``rememberMe`` deletion of an answer made at ``now``: its ``Expires`` is the
+    answer's date minus 24 hours, as in the published v1 and v2 answers (``Date: Mon, 31
+    Oct 2016 20:39:29 GMT``, ``Expires=Sun, 30-Oct-2016 20:39:29 GMT``). Spelled out
+    here: ``strftime`` names days and months in the process's locale."""
+    when = datetime.datetime.fromtimestamp(max(0.0, now - 86400.0), datetime.timezone.utc)
+    expires = (
+        f"{_DAYS[when.weekday()]}, {when.day:02d}-{_MONTHS[when.month - 1]}-{when.year} "
+        f"{when.hour:02d}:{when.minute:02d}:{when.second:02d} GMT"
+    )
+    return f"rememberMe=deleteMe; Path={COOKIE_PATH}; Max-Age=0; Expires={expires}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -328,6 +346,14 @@ class Flow(abc.ABC):
     def style(cls, refusal: Refusal) -> Refusal:
         """The refusal in this flow's error shape (the transport's and the scripted
         faults' refusals come in the service's); by default as it is."""
+        return refusal
+
+    @classmethod
+    def api_error(cls, refusal: Refusal, options: Options) -> Refusal:
+        """A refused API call of this flow (a declared route's: its credential refused,
+        a wrong host, a rate limit, a failed handler) in the envelope of this flow's API
+        errors; by default as it is: the service's ``{"returnCode", "message"}`` (v1 and
+        v2), or the body a flow's refusal already carries (OAuth's)."""
         return refusal
 
     def principals(self) -> list[str]:

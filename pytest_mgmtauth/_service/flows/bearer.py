@@ -43,6 +43,11 @@ class BearerFlow(Flow):
     def fix_refused(cls) -> str:
         return f"the bearer token of {cls.title}"
 
+    @classmethod
+    def token_source(cls) -> str:
+        """Where its tokens come from, as a refusal's fix names it."""
+        return f"the {cls.answer_field!r} field of {cls.title}'s answer"
+
     def read(self, received: Received) -> BearerToken:
         return read_bearer(received, self, self.token_word)
 
@@ -225,7 +230,10 @@ class BearerFlow(Flow):
             else:
                 try:
                     claims = service.signer.verify(
-                        token, issuer=service.options.issuer, algorithm=self.algorithm
+                        token,
+                        issuer=service.options.issuer,
+                        algorithm=self.algorithm,
+                        source=self.token_source(),
                     )
                 except TokenProblem as exc:
                     sub = unverified_subject(token)

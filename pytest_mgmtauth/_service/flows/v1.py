@@ -14,7 +14,6 @@ from ..secret_text import ClientKind
 from ..timeline import to_datetime
 from .base import (
     COOKIE_PATH,
-    REMEMBER_ME,
     Answer,
     Credential,
     Endpoint,
@@ -22,6 +21,7 @@ from .base import (
     Incoming,
     MalformedCall,
     Received,
+    remember_me,
 )
 
 if TYPE_CHECKING:
@@ -111,7 +111,9 @@ class V1Flow(Flow):
         # JSESSIONID first and on its own header line: working clients of the real service
         # match '^JSESSIONID=([^;]*);' over the Set-Cookie lines.
         cookie = f"JSESSIONID={session.session_id}; Path={COOKIE_PATH}; Secure; HttpOnly"
-        return Answer({"utk": session.utk}, cookies=(cookie, REMEMBER_ME))
+        return Answer(
+            {"utk": session.utk}, cookies=(cookie, remember_me(self.service.timeline.now()))
+        )
 
     def logout(self, session_id: str | None, *, problem: str | None = None) -> SessionRecord:
         """End the session of the JSESSIONID cookie."""

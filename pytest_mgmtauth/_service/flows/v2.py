@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from .base import REMEMBER_ME, Answer, Endpoint, Incoming, Sets
+from .base import Answer, Endpoint, Incoming, Sets, remember_me
 from .bearer import BearerFlow
 
 
@@ -24,4 +24,4 @@ class V2Flow(BearerFlow):
             arrived=incoming.arrived,
             client=incoming.client,
         )
-        return Answer({"token": token}, cookies=(REMEMBER_ME,))
+        return Answer({"token": token}, cookies=(remember_me(self.service.timeline.now()),))

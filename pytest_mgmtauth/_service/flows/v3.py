@@ -7,19 +7,22 @@ segments in their paths (``/v3/customers/accounts/acme/profiles/main/...``).
 
 from __future__ import annotations
 
+import http
 import re
-from typing import TYPE_CHECKING
+import uuid
+from typing import TYPE_CHECKING, NoReturn
 from urllib.parse import unquote
 
 from ..accounts import format_scopes
+from ..records import Refusal
 from .base import (
     ACCOUNT_PROFILE_NAMES,
-    REMEMBER_ME,
     Answer,
     Endpoint,
     Incoming,
     Sets,
     normalized_path,
+    remember_me,
 )
 from .bearer import BearerFlow
 
@@ -31,6 +34,47 @@ if TYPE_CHECKING:
     from .base import Where
 
 AUTH_TEMPLATE = "/v3/auth/accounts/{account}/profiles/{profile}"
+
+#: The ``message`` of v3's error envelope ``{"message": ...}`` by status: 401, 429 and
+#: 500 as the Visitor Profile and Visitor Privacy endpoint pages show them; 403 is API
+#: Gateway's own (the iQ Publish API page lists a 403 and shows no body); the others
+#: the status's reason phrase. No ``returnCode``: the pages show none on v3 calls.
+ENVELOPE_MESSAGES = {
+    400: "Bad Request",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "Not Found",
+    429: "Too many requests",
+    500: "Internal Server Error",
+}
+#: The published v3 answers' gateway headers that the fake's own v3 errors carry.
+GATEWAY_HEADERS = ("x-amzn-requestid", "x-region")
+_GATEWAY_LOWER = frozenset(name.lower() for name in GATEWAY_HEADERS)
+_REGION = re.compile(r"^([a-z]{2}-[a-z]+-?\d)-platform\.")
+
+
+def envelope(status: int) -> dict[str, object]:
+    """v3's error body for ``status`` (:data:`ENVELOPE_MESSAGES`)."""
+    message = ENVELOPE_MESSAGES.get(status)
+    if message is None:
+        try:
+            message = http.HTTPStatus(status).phrase
+        except ValueError:
+            message = "Error"
+    return {"message": message}
+
+
+def gateway_headers(region_host: str) -> tuple[tuple[str, str], ...]:
+    """The headers of the gateway in front of the v3 API, as its published answers carry
+    them: a request id, and the region of ``region_host`` where its name says one
+    (``us-east-1-platform.tealiumapis.com``: ``us-east-1``)."""
+    headers = [("x-amzn-requestid", str(uuid.uuid4()))]
+    region = _REGION.match(region_host)
+    if region:
+        headers.append(("x-region", region[1]))
+    return tuple(headers)
+
+
 #: The status codes v3 auth's public documentation lists (and 5xx).
 STATUSES = (200, 400, 401, 404, 429)
 _SCOPE = re.compile(r"/accounts/(?P<account>[^/]+)(?:/profiles/(?P<profile>[^/]+))?")
@@ -97,12 +141,61 @@ class V3Flow(BearerFlow):
             "keep one v3 token per account and profile (from POST /v3/auth/accounts/"
             "{account}/profiles/{profile}) and send it with every call for that profile; "
             f"authenticate again only within refresh_margin ({options.refresh_margin:g} s) "
-            "of its expiry or after a 401 with returnCode 1401"
+            'of its expiry or after a 401 {"message": "Unauthorized"}'
         )
 
     @classmethod
     def fix_refused(cls) -> str:
         return "the v3 token of the account and profile the path names"
+
+    @classmethod
+    def token_source(cls) -> str:
+        return f"the 'token' field of the answer of POST {AUTH_TEMPLATE}"
+
+    @classmethod
+    def api_error(cls, refusal: Refusal, options: Options) -> Refusal:
+        """v3's envelope ``{"message": ...}`` (no ``returnCode``) with the gateway's
+        headers; the diagnosis stays in the timeline and the fake's diagnosis header."""
+        body = refusal.body if refusal.body is not None else envelope(refusal.status)
+        kept = tuple(h for h in refusal.headers if h[0].lower() not in _GATEWAY_LOWER)
+        return Refusal(
+            refusal.status,
+            refusal.return_code,
+            refusal.reason,
+            retry_after=refusal.retry_after,
+            body=body,
+            headers=kept + gateway_headers(options.v3_host),
+        )
+
+    def refuse_call(
+        self,
+        call: Call,
+        username: str | None,
+        credential: str | None,
+        reason: str,
+        *,
+        expired: bool = False,
+        wrong: bool = False,
+    ) -> NoReturn:
+        """The published 401 ``{"message": "Unauthorized"}``; the reason is the
+        diagnosis (timeline, report, request log, the fake's diagnosis header)."""
+        self.service.credentials.refuse_call(
+            call,
+            username,
+            credential,
+            reason,
+            expired=expired,
+            wrong=wrong,
+            error="Unauthorized",
+            body=envelope(401),
+        )
+
+    def check_permission(self, call: Call, record: TokenRecord, permission: str | None) -> None:
+        """A missing permission is final on v3: 403 ``{"message": "Forbidden"}`` (the iQ
+        Publish API page: 403 "Insufficient publish permission"), not v1 and v2's 401."""
+        self.service.credentials.check_permission(
+            call, record.username, record.label, permission, status=403, error="Forbidden"
+        )
 
     @classmethod
     def wrong_path(cls, path: str) -> str:
@@ -133,7 +226,8 @@ class V3Flow(BearerFlow):
             client=incoming.client,
         )
         # The published v3 answer carries v2's rememberMe deletion too.
-        return Answer({"token": token, "host": incoming.host}, cookies=(REMEMBER_ME,))
+        cookie = remember_me(self.service.timeline.now())
+        return Answer({"token": token, "host": incoming.host}, cookies=(cookie,))
 
     @classmethod
     def api_host_names(cls, options: Options) -> tuple[str, ...]:
@@ -191,7 +285,7 @@ class V3Flow(BearerFlow):
             if account == record.account
             else ""
         )
-        self.service.credentials.refuse_call(
+        self.refuse_call(
             call,
             record.username,
             record.label,
