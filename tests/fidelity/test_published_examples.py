@@ -5,8 +5,10 @@ fake's record must differ from the example only by the documented choices below.
 
 from __future__ import annotations
 
+import http.client
 import json
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
+from email.utils import parsedate_to_datetime
 from pathlib import Path
 
 import pytest
@@ -150,3 +152,107 @@ def test_scim_403_missing_account_header(mgmt_server: MgmtServer, mgmt_account: 
         mgmt_server.url + "/scim/v2/Groups", headers={"Authorization": f"Bearer {token}"}
     )
     assert reply.status_code == 403
+
+
+# -- v3 API calls, the service's codes and the small points (the newest pages) -----------
+
+V3_VISITOR = "/v3/customer/visitor/accounts/acme/profiles/main"
+
+
+def _v3_token(server: MgmtServer, account: Account) -> str:
+    reply = _http().post(
+        server.url + "/v3/auth/accounts/acme/profiles/main",
+        data={"username": account.username, "key": account.api_key},
+    )
+    token: str = reply.json()["token"]
+    return token
+
+
+def test_v3_call_401_body(mgmt_server: MgmtServer) -> None:
+    mgmt_server.route("GET", V3_VISITOR).respond_with_json({})
+    mgmt_server.expect_refusals()
+    reply = _http().get(mgmt_server.region_url + V3_VISITOR, headers={"Authorization": "Bearer x"})
+    assert reply.status_code == 401
+    # The shape is checked by the fixture; the message is the page's exactly.
+    assert reply.json() == {"message": "Unauthorized"}
+    # The gateway's headers, as the published v3 answers carry them (http-api/endpoints).
+    assert {"x-amzn-requestid", "x-region"} <= {name.lower() for name in reply.headers}
+
+
+def test_v3_call_500_body(mgmt_server: MgmtServer, mgmt_account: Account) -> None:
+    path = "/v3/privacy/visitor/accounts/acme/profiles/main"
+
+    def fails(request: object) -> object:
+        raise RuntimeError("the route's own failure")
+
+    mgmt_server.route("GET", path).respond_with_handler(fails)
+    token = _v3_token(mgmt_server, mgmt_account)
+    reply = _http().get(mgmt_server.region_url + path, headers={"Authorization": "Bearer " + token})
+    assert (reply.status_code, reply.json()) == (500, {"message": "Internal Server Error"})
+    with pytest.raises(RuntimeError, match="the route's own failure"):
+        mgmt_server.check()
+
+
+def test_v3_publish_401_and_403(mgmt_server: MgmtServer) -> None:
+    path = "/v3/tiq/accounts/acme/profiles/main/publish"
+    mgmt_server.route("POST", path, permission="publish").respond_with_json({})
+    mgmt_server.expect_refusals()
+    no_token = _http().post(mgmt_server.region_url + path)
+    assert no_token.status_code == 401
+    publisher_not = mgmt_server.add_account(permissions=[])
+    token = _v3_token(mgmt_server, publisher_not)
+    reply = _http().post(
+        mgmt_server.region_url + path, headers={"Authorization": "Bearer " + token}
+    )
+    assert (reply.status_code, reply.json()) == (403, {"message": "Forbidden"})
+
+
+def test_v2_hdl_404_code(mgmt_server: MgmtServer) -> None:
+    path = "/v2/dle/accounts/acme/profiles/main/datalayers/datalayer1"
+    assert _http().get(mgmt_server.url + path).status_code == 404
+
+
+def test_v2_hdl_400_code(mgmt_server: MgmtServer) -> None:
+    # A request the fake itself refuses with 400: two Host headers.
+    path = "/v2/dle/accounts/acme/profiles/main/datalayers/datalayer1"
+    address = mgmt_server.url.split("//", 1)[1]
+    connection = http.client.HTTPConnection(address)
+    connection.putrequest("POST", path, skip_host=True)
+    connection.putheader("Host", address)
+    connection.putheader("Host", address)
+    connection.putheader("Content-Length", "0")
+    connection.endheaders()
+    reply = connection.getresponse()
+    assert reply.status == 400
+    assert json.loads(reply.read())["returnCode"] == 1400
+    connection.close()
+
+
+def test_v1_hdl_405_code(mgmt_server: MgmtServer) -> None:
+    path = "/v1/dle/accounts/acme/profiles/main/datalayers/dl1"
+    mgmt_server.route("POST", path, auth="v1").respond_with_json({"status": "pending"})
+    assert _http().put(mgmt_server.url + path).status_code == 405
+
+
+def test_v1_login_answer(
+    mgmt_server: MgmtServer, mgmt_account: Account, mgmt_clock: MgmtClock
+) -> None:
+    reply = _http().post(
+        mgmt_server.url + "/v1/login",
+        data={"username": mgmt_account.username, "password": mgmt_account.password},
+    )
+    assert reply.status_code == 200
+    [remember] = [c for c in reply.raw.headers.getlist("Set-Cookie") if "rememberMe" in c]
+    expires = parsedate_to_datetime(remember.split("Expires=")[1].replace("-", " "))
+    assert expires == parsedate_to_datetime(reply.headers["Date"]) - timedelta(hours=24)
+
+
+def test_v1_login_trailing_slash(mgmt_server: MgmtServer, mgmt_account: Account) -> None:
+    reply = _http().post(
+        mgmt_server.url + "/v1/login/",
+        data={"username": mgmt_account.username, "password": mgmt_account.password},
+    )
+    # Authentication fails: no session, no utk (the fake answers 404 naming the slash).
+    assert reply.status_code == 404
+    assert "utk" not in reply.json()
+    assert "JSESSIONID" not in reply.headers.get("Set-Cookie", "")
