@@ -318,6 +318,7 @@ def request_json(entry: RecordedRequest) -> dict[str, Any]:
         "status": entry.status,
         "at": _iso(entry.at),
         "test": entry.test,
+        "diagnosis": entry.diagnosis,
     }
 
 

@@ -16,7 +16,7 @@ import httpx
 import pytest
 import requests
 
-from pytest_mgmtauth import Account, ApiCall, MgmtServer
+from pytest_mgmtauth import Account, ApiCall, MgmtClock, MgmtServer
 from pytest_mgmtauth._service.flows.v2 import V2Flow
 from pytest_mgmtauth._service.flows.v3 import V3Flow, envelope, gateway_headers
 from pytest_mgmtauth._service.options import Options
@@ -187,3 +187,20 @@ def test_the_diagnosis_header_masks_secrets_and_escapes_what_a_header_cannot_hol
     assert all(" " <= c <= "~" for c in diagnosis)
     [logged] = [r for r in mgmt_server.requests if r.path.startswith("/v3/x/")]
     assert logged.diagnosis == diagnosis
+
+
+def test_re_authenticating_after_a_v3_403_is_told_that_403_is_final(
+    mgmt_server: MgmtServer, http: requests.Session, mgmt_clock: MgmtClock
+) -> None:
+    nobody = mgmt_server.add_account(permissions=[])
+    mgmt_server.route("GET", PATH, permission="visitors:read").respond_with_json({})
+    first = _token(mgmt_server, http, nobody)
+    refused = http.get(mgmt_server.region_url + PATH, headers={"Authorization": f"Bearer {first}"})
+    assert refused.status_code == 403
+    _token(mgmt_server, http, nobody)  # the loop a 401-as-403 fake would cause
+    with pytest.raises(AssertionError) as churn:
+        mgmt_server.assert_token_reused()
+    message = str(churn.value)
+    assert "-> 403 (Forbidden) at 00:00:00: a 403 is a missing permission" in message
+    assert "Fix: treat 403 as final for that operation" in message
+    assert "returnCode" not in message
