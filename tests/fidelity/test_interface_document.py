@@ -195,7 +195,7 @@ def assert_error(reply: httpx.Response, status: int, return_code: int) -> dict[s
 
 
 def assert_missing_field(reply: httpx.Response, field: str) -> None:
-    body = assert_error(reply, 400, 400)
+    body = assert_error(reply, 400, 1400)
     assert f"missing form field {field!r}" in body["message"]
 
 

@@ -93,7 +93,8 @@ def _scope(s: Service) -> None:
         headers={"Authorization": f"Bearer {token}"},
     )
     assert reply.status_code == 401
-    message = reply.json()["message"]
+    assert reply.json() == {"message": "Unauthorized"}
+    message = reply.headers["X-Mgmtauth-Diagnosis"]
     assert "acme/main" in message
     assert "acme/dev" in message
 

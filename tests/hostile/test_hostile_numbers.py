@@ -35,6 +35,7 @@ from pytest_mgmtauth import MgmtClock, MgmtServer, Options
 from pytest_mgmtauth._glue.settings import _parse_ini
 from pytest_mgmtauth._service.limits import LATEST_TIME, MAX_ADVANCE, MAX_COUNT, MAX_DURATION
 from pytest_mgmtauth._service.options import OPTION_NAMES, build_options
+from pytest_mgmtauth._service.records import status_code
 from pytest_mgmtauth._service.timeline import ManualClock, to_datetime
 from pytest_mgmtauth._standalone.cli import build_parser, server_from_args
 from pytest_mgmtauth._standalone.control import ControlAPI
@@ -499,7 +500,7 @@ class TestControlApiValidation:
         assert answer.headers["Content-Type"] == JSON
         payload = answer.json()
         if answer.status_code >= 400:
-            assert payload["returnCode"] == answer.status_code
+            assert payload["returnCode"] == status_code(answer.status_code)
             assert isinstance(payload["message"], str)
             assert len(payload["message"]) < 2000
             assert _snapshot(standalone, session) == before

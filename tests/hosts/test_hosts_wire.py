@@ -43,7 +43,8 @@ def test_a_v3_client_that_follows_host_works_and_one_that_ignores_it_is_refused(
     assert followed.status_code == 200
     ignored = requests.get(f"{mgmt_server.url}{SCOPED}", headers=bearer, timeout=10)
     assert ignored.status_code == 404
-    assert DIAGNOSIS.format(host=body["host"]) in ignored.json()["message"]
+    assert ignored.json() == {"message": "Not Found"}  # v3's envelope
+    assert DIAGNOSIS.format(host=body["host"]) in ignored.headers["X-Mgmtauth-Diagnosis"]
     [wrong] = [e for e in mgmt_server.events if isinstance(e, WrongHost)]
     assert (wrong.credential, wrong.expected, wrong.status) == ("T1", body["host"], 404)
     found = mgmt_server.teardown_findings()
@@ -155,7 +156,8 @@ def test_v3_host_is_the_host_of_v3_answers_under_interception(
     assert requests.get(f"https://{body['host']}{SCOPED}", headers=bearer, timeout=10).ok
     ignored = requests.get(f"https://platform.tealiumapis.com{SCOPED}", headers=bearer, timeout=10)
     assert ignored.status_code == 404
-    assert DIAGNOSIS.format(host=body["host"]) in ignored.json()["message"]
+    assert ignored.json() == {"message": "Not Found"}  # v3's envelope
+    assert DIAGNOSIS.format(host=body["host"]) in ignored.headers["X-Mgmtauth-Diagnosis"]
     mgmt_server._checked.add("wrong_host")
 
 
@@ -194,7 +196,8 @@ def test_v3_calls_at_the_global_host_are_refused_naming_both_pages(
     bearer = {"Authorization": f"Bearer {body['token']}"}
     globally = requests.get(f"https://platform.tealiumapis.com{SCOPED}", headers=bearer, timeout=10)
     assert globally.status_code == 404
-    message = globally.json()["message"]
+    assert globally.json() == {"message": "Not Found"}
+    message = globally.headers["X-Mgmtauth-Diagnosis"]
     assert '"must be used"' in message
     assert "the iQ Profile API pages' examples call https://platform.tealiumapis.com" in message
     assert "v3_global_host=True" in message
