@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import requests
+from werkzeug import Request, Response
 
 from pytest_mgmtauth import Account, MgmtClock, MgmtServer, OAuthClient
 from pytest_mgmtauth._service.exchange_shape import Snapshot, normalise
@@ -182,7 +183,7 @@ def test_v3_call_401_body(mgmt_server: MgmtServer) -> None:
 def test_v3_call_500_body(mgmt_server: MgmtServer, mgmt_account: Account) -> None:
     path = "/v3/privacy/visitor/accounts/acme/profiles/main"
 
-    def fails(request: object) -> object:
+    def fails(request: Request) -> Response:
         raise RuntimeError("the route's own failure")
 
     mgmt_server.route("GET", path).respond_with_handler(fails)

@@ -15,6 +15,7 @@ import aiohttp
 import httpx
 import pytest
 import requests
+from werkzeug import Request, Response
 
 from pytest_mgmtauth import Account, ApiCall, MgmtClock, MgmtServer
 from pytest_mgmtauth._service.flows.v2 import V2Flow
@@ -127,7 +128,7 @@ def test_a_missing_permission_on_v3_is_a_final_403_and_on_v2_still_401_1469(
 def test_a_failing_handler_on_a_v3_route_is_the_published_500(
     mgmt_server: MgmtServer, http: requests.Session, mgmt_account: Account
 ) -> None:
-    def broken(request: object) -> object:
+    def broken(request: Request) -> Response:
         raise RuntimeError("the handler's own bug")
 
     mgmt_server.route("GET", PATH).respond_with_handler(broken)
