@@ -38,6 +38,7 @@ PATH = "/v3/customer/visitor/accounts/acme/profiles/main"
         (403, "Forbidden"),  # a documented choice: the page shows no body
         (404, "Not Found"),
         (410, "Gone"),
+        (413, "Request Entity Too Large"),  # the same text on every Python
     ],
 )
 def test_the_envelope_of_each_status(status: int, message: str) -> None:

@@ -46,6 +46,11 @@ ENVELOPE_MESSAGES = {
     404: "Not Found",
     429: "Too many requests",
     500: "Internal Server Error",
+    # Phrases newer Pythons renamed (RFC 9110's), pinned so that the body is the same on
+    # every Python the plugin supports.
+    413: "Request Entity Too Large",
+    414: "Request-URI Too Long",
+    422: "Unprocessable Entity",
 }
 #: The published v3 answers' gateway headers that the fake's own v3 errors carry.
 GATEWAY_HEADERS = ("x-amzn-requestid", "x-region")
