@@ -349,6 +349,8 @@ def mgmt_server(
     try:
         # None: no snapshot records this test (or a live run, which writes them).
         drift = None if live is not None else _drift.watch(item, fake)
+        if drift is not None:
+            fake.drift_verdict = drift.verdict
         yield fake
         fake.check()
         check_findings(

@@ -138,6 +138,9 @@ class MgmtServer:
         #: The variables of interception as set for the test (made from the user's
         #: before they were replaced); None until then.
         self._env: dict[str, str] | None = None
+        #: The report section's drift verdict (internal: the glue sets it for a test a
+        #: snapshot records): the lines of the comparison so far, or why none is made.
+        self.drift_verdict: Callable[[], list[str]] | str = findings.NO_RECORDING
         if live is not None:  # every request goes to the service (_http/forward.py)
             from .._http.forward import LiveTest
 
@@ -550,7 +553,12 @@ class MgmtServer:
 
     def report_section(self) -> str:
         """The text of the test's ``mgmtauth timeline`` report section."""
-        return findings.report_section(self.evidence())
+        drift = self.drift_verdict
+        if self.live:
+            drift = "not checked: a live run records the service's answers"
+        return findings.report_section(
+            self.evidence(), drift=drift if isinstance(drift, str) else drift()
+        )
 
     def summary(self) -> AuthSummary:
         """The figures of this fake for the terminal summary and JUnit (internal)."""

@@ -12,15 +12,27 @@ import contextlib
 import functools
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from .._fake.server import MgmtServer
     from .._service.exchange_shape import Exchange, Snapshot, TestRecord
+    from .._verdicts.drift import Drift
 
-__all__ = ["SNAPSHOT_DIR", "Watch", "shown", "snapshot_key", "snapshot_path", "watch"]
+__all__ = [
+    "SNAPSHOT_DIR",
+    "Watch",
+    "moved",
+    "shown",
+    "snapshot_key",
+    "snapshot_path",
+    "watch",
+    "write_record",
+]
 
 #: The folder, next to a test module, that holds its snapshot file.
 SNAPSHOT_DIR = "mgmtauth_snapshots"
@@ -69,27 +81,47 @@ def _snapshot(item: pytest.Item) -> Snapshot | None:
 class Watch:
     """One test's recording and the fake's exchanges kept to compare with it."""
 
-    def __init__(self, record: TestRecord, kept: list[Exchange], where: Path) -> None:
+    def __init__(
+        self, record: TestRecord, kept: list[Exchange], where: str, region_host: str
+    ) -> None:
         self.record = record
         self.kept = kept
+        #: The snapshot's path, as messages show it.
         self.where = where
+        #: The host the fake's own address stands for in a host field (its v3_host).
+        self.region_host = region_host
+
+    def found(self) -> list[Drift]:
+        """The differences between the fake's exchanges so far and the recording."""
+        from .._service.exchange_shape import normalise
+        from .._verdicts.drift import compare
+
+        # The fake's own address in a host field stands for its region host: no drift.
+        made = [normalise(e, region_host=self.region_host) for e in self.kept]
+        if made == list(self.record.exchanges):
+            return []  # the same records: nothing to pair field by field
+        return compare(self.record.exchanges, made)
+
+    def verdict(self) -> list[str]:
+        """The report section's drift verdict: none, or the differences (``findings``)."""
+        from .._verdicts.drift import drift_message
+
+        found = self.found()
+        if not found:
+            return []
+        return drift_message(found, recorded=self.record.recorded, where=self.where).splitlines()
 
     def check(self, item: pytest.Item, fake: MgmtServer) -> None:
         """Warn of (or, strict, fail on) every difference from the recording."""
         __tracebackhide__ = True
-        from .._service.exchange_shape import normalise
-        from .._verdicts.drift import compare, drift_message
+        from .._verdicts.drift import drift_message
         from .._verdicts.findings import DriftWarning
 
-        # The fake's own address in a host field stands for its region host: no drift.
-        made = [normalise(e, region_host=fake.options.v3_host) for e in self.kept]
-        if made == list(self.record.exchanges):
-            return  # the same records: nothing to pair field by field
-        found = compare(self.record.exchanges, made)
+        found = self.found()
         if not found:
             return
         message = "pytest-mgmtauth: " + drift_message(
-            found, recorded=self.record.recorded, where=str(self.where)
+            found, recorded=self.record.recorded, where=self.where
         )
         if fake.options.strict:
             pytest.fail(message, pytrace=False)
@@ -107,41 +139,68 @@ def watch(item: pytest.Item, fake: MgmtServer) -> Watch | None:
     record = snapshot.tests.get(snapshot_key(item))
     if record is None:
         return None
-    return Watch(record, fake.record_exchanges(), snapshot_path(item.path))
+    where = shown(item.config, snapshot_path(item.path))
+    return Watch(record, fake.record_exchanges(), where, fake.options.v3_host)
 
 
-def write_record(
-    item: pytest.Item, kept: list[Exchange], *, today: str, region_host: str | None = None
-) -> str | None:
-    """Write the test's exchanges into its module's snapshot (a live run); what changed
-    since an earlier recording of it, or None (the first, or nothing changed).
-    ``region_host``: what the fake's own address stands for, in exchanges with a fake."""
-    from importlib.metadata import version
-
-    from .._service.exchange_shape import Snapshot, TestRecord, normalise
-    from .._verdicts.drift import compare, moved_message
+def _on_disk(item: pytest.Item) -> Snapshot:
+    """The module's snapshot as the file holds it now (a live run); empty when there is
+    none or it is not readable (this run records the module anew, test by test)."""
+    from .._service.exchange_shape import Snapshot
 
     path = snapshot_path(Path(item.path))
-    snapshot = Snapshot()
     if path.is_file():
-        # Not readable: this run records the module anew, test by test.
-        with contextlib.suppress(ValueError):
-            snapshot = Snapshot.loads(path.read_bytes(), where=str(path))
-    key = snapshot_key(item)
-    record = TestRecord(
-        today,
-        version("pytest-mgmtauth"),
-        tuple(normalise(e, region_host=region_host) for e in kept),
-    )
-    earlier = snapshot.tests.get(key)
-    snapshot.tests[key] = record
-    path.parent.mkdir(exist_ok=True)
-    path.write_text(snapshot.dumps(), "utf-8")
-    item.config.stash.setdefault(_SNAPSHOTS, {})[path] = snapshot
+        with contextlib.suppress(ValueError):  # not UTF-8 either
+            return Snapshot.loads(path.read_bytes(), where=str(path))
+    return Snapshot()
+
+
+def moved(item: pytest.Item, made: Sequence[dict[str, Any]], *, whole: bool) -> str | None:
+    """What changed in the service since the earlier recording of the test, from its
+    normalised exchanges in this live run (passed or not: ``whole`` says whether the test
+    ran to its end); None: no earlier recording, or nothing changed."""
+    from .._verdicts.drift import ABSENT, compare, moved_message
+
+    earlier = _on_disk(item).tests.get(snapshot_key(item))
     if earlier is None:
         return None
     # The earlier recording is the service's before; this one the service's now.
-    moved = compare(earlier.exchanges, record.exchanges)
-    if not moved:
+    found = compare(earlier.exchanges, made)
+    if not found:
         return None
-    return moved_message(moved, recorded=earlier.recorded, where=str(path))
+    if all(d.field == "exchange" and d.fake == ABSENT for d in found) and not whole:
+        return None  # only the exchanges after the test stopped: nothing to say
+    where = shown(item.config, snapshot_path(Path(item.path)))
+    return moved_message(found, recorded=earlier.recorded, where=where, whole=whole)
+
+
+def write_record(
+    item: pytest.Item,
+    kept: Sequence[Exchange],
+    *,
+    today: str,
+    region_host: str | None = None,
+) -> bool:
+    """Write the test's exchanges (normalised) into its module's snapshot (a live run). An
+    entry whose exchanges are the same is left as it is, its date with it, and a file
+    whose text would not change is not written: an unchanged service changes no file.
+    Whether the file was written. ``region_host``: what the fake's own address stands
+    for, in exchanges with a fake."""
+    from importlib.metadata import version
+
+    from .._service.exchange_shape import TestRecord, normalise
+
+    made = [normalise(e, region_host=region_host) for e in kept]
+    path = snapshot_path(Path(item.path))
+    snapshot = _on_disk(item)
+    key = snapshot_key(item)
+    earlier = snapshot.tests.get(key)
+    if earlier is None or list(earlier.exchanges) != list(made):
+        snapshot.tests[key] = TestRecord(today, version("pytest-mgmtauth"), tuple(made))
+    data = snapshot.dumps().encode("utf-8")
+    item.config.stash.setdefault(_SNAPSHOTS, {})[path] = snapshot
+    if path.is_file() and path.read_bytes() == data:
+        return False
+    path.parent.mkdir(exist_ok=True)
+    path.write_bytes(data)
+    return True

@@ -221,15 +221,23 @@ def oauth_client() -> Any:
 
 
 def finish(item: pytest.Item, fake: MgmtServer, kept: list[Exchange], *, passed: bool) -> None:
-    """After a live test: write its recording (if it passed), and stop the run if the
-    service refused the credentials. A snapshot that cannot be written fails the test
-    (after the rest is done), naming it."""
-    from .drift import snapshot_path, write_record
+    """After a live test, passed or not: what changed in the service since its earlier
+    recording; its recording written (if it passed and every request was forwarded); the
+    run stopped if the service refused the credentials. Why a test was not recorded is
+    said by :class:`LiveReport`, from the test's reports. A snapshot that cannot be
+    written fails the test (after the rest is done), naming it."""
+    from .._service.exchange_shape import normalise
+    from .drift import moved, shown, snapshot_path, write_record
 
     run = run_of(item.config)
     assert run is not None
     entry: dict[str, Any] = {"test": item.nodeid}
     problem = None
+    region_host = fake.options.v3_host
+    made = [normalise(e, region_host=region_host) for e in kept]
+    changed = moved(item, made, whole=passed)
+    if changed is not None:
+        entry["changed"] = changed
     answered_here = fake.not_forwarded()
     if answered_here is not None:
         entry["not_recorded"] = f"a request was not forwarded to the service: {answered_here}"
@@ -237,15 +245,14 @@ def finish(item: pytest.Item, fake: MgmtServer, kept: list[Exchange], *, passed:
         today = datetime.now(timezone.utc).date().isoformat()
         path = snapshot_path(item.path)
         try:
-            changed = write_record(item, kept, today=today, region_host=fake.options.v3_host)
+            written = write_record(item, kept, today=today, region_host=region_host)
         except OSError as exc:
             problem = _not_written(item.config, path, exc)
             entry["not_recorded"] = problem
         else:
-            entry["written"] = str(path)
+            entry["written"] = shown(item.config, path)
             entry["exchanges"] = len(kept)
-            if changed is not None:
-                entry["changed"] = changed
+            entry["file_changed"] = written
     if run.refused is not None:
         entry["refused"] = run.refused
         item.session.shouldstop = stop_message(run.refused)
@@ -278,34 +285,73 @@ def stop_message(refused: str) -> str:
 
 class LiveReport:
     """The ``mgmtauth live`` terminal section: the snapshots written, what changed since
-    their earlier recordings (the service moved), and a refusal that stopped the run."""
+    their earlier recordings (the service moved), every live test not recorded and why
+    (with what changed: the client's failure beside the service's change), and a refusal
+    that stopped the run. Runs where the reports arrive (the xdist controller too)."""
 
     def __init__(self) -> None:
         self.entries: list[dict[str, Any]] = []
+        #: Why each test did not pass: its first report that did not.
+        self._why: dict[str, str] = {}
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if not report.passed and report.nodeid not in self._why:
+            self._why[report.nodeid] = _why(report)
         if report.when != "teardown":
             return
+        entry = None
         for name, value in report.user_properties:
             if name == _PROPERTY and isinstance(value, str):
-                self.entries.append(json.loads(value))
+                entry = json.loads(value)
+        if entry is None:
+            if MARKER not in report.keywords:
+                return  # not a live test: skipped, and said so
+            entry = {"test": report.nodeid}
+        if "written" not in entry and "not_recorded" not in entry:
+            entry["not_recorded"] = self._why.get(report.nodeid, _NO_FAKE)
+        self.entries.append(entry)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         written = [e for e in self.entries if "written" in e]
         terminalreporter.section("mgmtauth live")
         snapshots = sorted({e["written"] for e in written})
+        changed = {e["written"] for e in written if e.get("file_changed", True)}
         terminalreporter.line(
             f"{len(written)} test(s) recorded against the service into "
             f"{len(snapshots)} snapshot(s)" + (":" if snapshots else "")
         )
         for path in snapshots:
-            terminalreporter.line(f"  {path}")
+            terminalreporter.line(f"  {path}" + ("" if path in changed else " (unchanged)"))
         for entry in written:
             if "changed" in entry:
                 terminalreporter.line(f"{entry['test']}: {entry['changed']}")
-        for entry in self.entries:
-            if "not_recorded" in entry:
-                terminalreporter.line(f"{entry['test']}: not recorded: {entry['not_recorded']}")
+        missed = [e for e in self.entries if "not_recorded" in e]
+        if missed:
+            terminalreporter.line(f"{len(missed)} live test(s) not recorded:")
+        for entry in missed:
+            terminalreporter.line(f"{entry['test']}: not recorded: {entry['not_recorded']}")
+            if "changed" in entry:
+                for line in entry["changed"].splitlines():
+                    terminalreporter.line(f"  {line}")
         refused = next((e["refused"] for e in self.entries if "refused" in e), None)
         if refused is not None:
             terminalreporter.line(stop_message(refused), red=True)
+
+
+#: Why a live test that passed has no recording when it left none: it used no fake.
+_NO_FAKE = "it does not use mgmt_server, so it made no exchange to record"
+
+
+def _why(report: pytest.TestReport) -> str:
+    """Why the test was not recorded, from its report that did not pass."""
+    if report.skipped:
+        if hasattr(report, "wasxfail"):
+            return "it failed, as marked xfail"
+        longrepr = report.longrepr
+        reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+        return "it was skipped: " + reason.removeprefix("Skipped: ")
+    crash = getattr(report.longrepr, "reprcrash", None)
+    message = getattr(crash, "message", None) or report.longreprtext
+    first = next((line for line in str(message).splitlines() if line.strip()), "")
+    what = "it failed" if report.when == "call" else f"its {report.when} failed"
+    return f"{what}: {first.strip()}" if first else what

@@ -241,6 +241,10 @@ def host_shape(value: str, region_host: str | None) -> str:
     return "string"
 
 
+#: The names a record gives the types of an answer's values (:func:`_type_name`).
+TYPE_NAMES = frozenset(("null", "boolean", "integer", "number", "string"))
+
+
 def _type_name(value: Any) -> str:
     if value is None:
         return "null"

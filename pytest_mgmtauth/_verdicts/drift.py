@@ -16,8 +16,8 @@ import dataclasses
 import json
 from typing import TYPE_CHECKING, Any
 
-from .._service.exchange_shape import alphabet_classes
-from .._service.flows.registry import answering_flow, option_sets
+from .._service.exchange_shape import ERROR_CODE_KEYS, TYPE_NAMES, alphabet_classes
+from .._service.flows.registry import answering_flow, declared, option_sets
 from .._service.options import Options, build_options
 
 if TYPE_CHECKING:
@@ -50,12 +50,50 @@ class Drift:
             if self.option
             else " (no option makes the fake answer so)"
         )
-        values = f"{then} {_text(self.service)}, {now} {_text(self.fake)}"
+        if self.field == "exchange":  # one side made no such exchange
+            values = _MADE[then == _THEN_MOVED][self.service == ABSENT]
+            return f"{self.exchange}: {values}{fix}"
+        values = f"{then} {_text(self.field, self.service)}, {now} {_text(self.field, self.fake)}"
         return f"{self.exchange}: {self.field}: {values}{fix}"
 
 
-def _text(value: Any) -> str:
-    return value if value == ABSENT else json.dumps(value, sort_keys=True)
+#: How an exchange only one side made reads: [moved?][the service's side absent?].
+_THEN_MOVED = "it answered"
+_MADE = (
+    ("made with the service, not with the fake", "made with the fake, not with the service"),
+    ("made in the earlier recording, not now", "made now, not in the earlier recording"),
+)
+#: The leaves under a token's shape that hold values, not types (``exchange_shape``).
+_TOKEN_VALUES = frozenset(("alg", "typ", "lifetime", "length", "alphabet"))
+
+
+def _text(field: str, value: Any) -> str:
+    """A recorded value as a message shows it: a type as ``<string>``, any other value
+    as JSON (a code, a status, a header's shape), ``(absent)`` as it is."""
+    if value == ABSENT:
+        return ABSENT
+    return _render(value, typed=_holds_types(field))
+
+
+def _holds_types(field: str) -> bool:
+    """Whether ``field`` of a record holds the types of the answer's values: the body's
+    keys, but for codes and a token's format."""
+    if not field.startswith("body."):
+        return False
+    if ".jwt.claims." in field:
+        return True
+    leaf = field.rsplit(".", 1)[-1]
+    if ".jwt." in field or ".opaque." in field:
+        return leaf not in _TOKEN_VALUES
+    return leaf not in ERROR_CODE_KEYS and leaf not in declared().code_keys
+
+
+def _render(value: Any, *, typed: bool) -> str:
+    if typed and isinstance(value, str) and value in TYPE_NAMES:
+        return f"<{value}>"
+    if typed and isinstance(value, list):
+        return "[" + ", ".join(_render(v, typed=True) for v in value) + "]"
+    return json.dumps(value, sort_keys=True)
 
 
 def compare(recorded: Sequence[dict[str, Any]], observed: Sequence[dict[str, Any]]) -> list[Drift]:
@@ -172,19 +210,73 @@ def _takes(option: str, value: Any) -> bool:
     return True
 
 
+#: The field under which each cookie's attributes are recorded, by the cookie's name.
+_COOKIES = "headers.set-cookie."
+
+
+def _lines(found: Sequence[Drift], *, moved: bool) -> list[str]:
+    """One line per difference; the cookies one side set and the other did not, one line
+    per exchange (``headers.set-cookie: JSESSIONID gone, SESSIONID new``)."""
+    lines: list[str] = []
+    named: dict[str, tuple[list[str], list[str]]] = {}
+    for drift in found:
+        name = drift.field.removeprefix(_COOKIES)
+        if drift.field.startswith(_COOKIES) and ABSENT in (drift.service, drift.fake):
+            if drift.exchange not in named:
+                named[drift.exchange] = ([], [])
+                lines.append(drift.exchange)  # replaced below, in its place
+            named[drift.exchange][drift.fake == ABSENT].append(name)
+            continue
+        lines.append(drift.line(then=_THEN_MOVED, now="now") if moved else drift.line())
+    for exchange, (fake_only, service_only) in named.items():
+        if moved:  # the service's side is then, the fake's now
+            parts = [f"{n} gone" for n in service_only] + [f"{n} new" for n in fake_only]
+        else:
+            parts = [f"{n} from the service only" for n in service_only]
+            parts += [f"{n} from the fake only" for n in fake_only]
+        lines[lines.index(exchange)] = f"{exchange}: headers.set-cookie: {', '.join(parts)}"
+    return lines
+
+
 def drift_message(found: Sequence[Drift], *, recorded: str, where: str) -> str:
-    """The finding's text: each difference, and when and where the service's record is."""
-    lines = [
-        f"the fake answered unlike the service's recording of {recorded} ({where}):",
-        *(f"  {d.line()}" for d in found),
-    ]
-    return "\n".join(lines)
+    """The finding's text: it is drift, each difference, when and where the service's
+    record is, and what to do."""
+    options = sorted({d.option for d in found if d.option})
+    fixes = []
+    if options:
+        fixes.append(
+            f"set the option named ({', '.join(options)}: a marker, an ini setting or a "
+            "flag, see the Reference) and the fake answers like the service"
+        )
+    if any(d.option is None for d in found):
+        fixes.append(
+            "report a difference no option makes: the fake cannot be told to make it "
+            "(pytest-mgmtauth's issue tracker)"
+        )
+    fixes.append(
+        "if the service moved since the recording, record the test anew with pytest --mgmtauth-live"
+    )
+    return "\n".join(
+        [
+            f"drift: the fake answered unlike the service's recording of {recorded} ({where}):",
+            *(f"  {line}" for line in _lines(found, moved=False)),
+            "Fix: " + "; or ".join(fixes) + ".",
+        ]
+    )
 
 
-def moved_message(found: Sequence[Drift], *, recorded: str, where: str) -> str:
-    """What a live run found changed in the service since its earlier recording."""
+def moved_message(found: Sequence[Drift], *, recorded: str, where: str, whole: bool = True) -> str:
+    """What a live run found changed in the service since its earlier recording. A test
+    that did not run to its end (``whole`` False) made fewer exchanges than recorded:
+    those are counted, not listed."""
+    cut = [] if whole else [d for d in found if d.field == "exchange" and d.fake == ABSENT]
+    shown = [d for d in found if d not in cut]
     lines = [
         f"the service answers unlike its recording of {recorded} ({where}):",
-        *(f"  {d.line(then='it answered', now='now')}" for d in found),
+        *(f"  {line}" for line in _lines(shown, moved=True)),
     ]
+    if cut:
+        lines.append(
+            f"  {len(cut)} recorded exchange(s) not made now: the test stopped before them"
+        )
     return "\n".join(lines)

@@ -33,7 +33,7 @@ from .evidence import (
 from .versions import deprecated_calls, deprecated_version_message
 
 if TYPE_CHECKING:
-    from collections.abc import Collection
+    from collections.abc import Collection, Sequence
 
     from .._service.options import Options
 
@@ -240,11 +240,21 @@ _SECTION_LINES = 80
 _SECTION_REJECTIONS = 10
 
 
-def report_section(evidence: Evidence, *, counted: Collection[str] | None = None) -> str:
+#: The drift verdict of a test that no snapshot records.
+NO_RECORDING = "not checked: no snapshot records this test (page Checked against the service)"
+
+
+def report_section(
+    evidence: Evidence,
+    *,
+    counted: Collection[str] | None = None,
+    drift: Sequence[str] | str = NO_RECORDING,
+) -> str:
     """The text of a test's ``mgmtauth timeline`` report section: the timeline of every
     account (grants, calls with their credential, rejections with their diagnosis), the
     credentials, and the verdicts of every kind, saying which the teardown check counts
-    (``counted``, default :func:`default_kinds`)."""
+    (``counted``, default :func:`default_kinds`). ``drift``: the lines of the comparison
+    with the test's recording (none: no drift), or why there was none to make."""
     counts = default_kinds(evidence.options) if counted is None else tuple(counted)
     everything = findings(evidence, kinds=KINDS)
     lines = timeline_lines(evidence, None)
@@ -270,9 +280,14 @@ def report_section(evidence: Evidence, *, counted: Collection[str] | None = None
                 parts.append(f"  ... {len(rejected) - _SECTION_REJECTIONS} more")
     parts.append("Verdicts:")
     for kind in KINDS:
-        if kind == "drift":
-            continue  # the teardown check's comparison with a snapshot, not the events
         title = _KIND_TITLES[kind]
+        if kind == "drift":  # the comparison with a snapshot, not the events
+            if isinstance(drift, str) or not drift:
+                parts.append(f"  {title}: {drift or 'none'}")
+            else:
+                parts.append(f"  {title}: {drift[0].removeprefix('drift: ')}")
+                parts += [f"    {line.strip()}" for line in drift[1:]]
+            continue
         mine = [f for f in everything if f.kind == kind]
         if not mine:
             parts.append(f"  {title}: none")

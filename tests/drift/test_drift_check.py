@@ -111,12 +111,47 @@ def test_a_difference_is_a_drift_warning_naming_field_values_date_and_option(
     assert "DriftWarning" not in again.stdout.str()
 
 
-def test_strict_fails_on_drift(pytester, recorded_module) -> None:
+def test_strict_fails_on_drift_naming_the_kind_and_what_to_do(pytester, recorded_module) -> None:
     _recorded_lifetime(recorded_module, 3600)
     pytester.makeini(INI + "mgmtauth_strict = true\n")
     result = pytester.runpytest_inprocess("-p", "no:randomly")
     result.assert_outcomes(passed=2, errors=1)
-    assert "body.token.jwt.lifetime" in result.stdout.str()
+    result.stdout.fnmatch_lines(
+        [
+            "*_ ERROR at teardown of test_v2 _*",
+            "pytest-mgmtauth: drift: the fake answered unlike the service's recording of "
+            "2026-11-28 (mgmtauth_snapshots/test_mod.json):",
+            "  POST /v2/auth #1: body.token.jwt.lifetime: the service answered 3600, the "
+            "fake 1800 (the option that makes the fake answer so: token_ttl)",
+            "Fix: set the option named (token_ttl: a marker, an ini setting or a flag, see "
+            "the Reference) and the fake answers like the service; or if the service moved "
+            "since the recording, record the test anew with pytest --mgmtauth-live.",
+        ]
+    )
+    # The path is the rootdir's, as the pages show it, never the machine's.
+    assert str(pytester.path) + "/mgmtauth_snapshots" not in result.stdout.str()
+
+
+def test_the_report_sections_verdicts_name_drift(pytester, recorded_module) -> None:
+    _recorded_lifetime(recorded_module, 3600)
+    result = pytester.runpytest_inprocess("-p", "no:randomly", "--mgmtauth-report", "-rP")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*_ test_v2 _*",
+            "Verdicts:",
+            "  churn: none",
+            "*",
+            "  drift from the service's recording: the fake answered unlike the service's "
+            "recording of 2026-11-28 (mgmtauth_snapshots/test_mod.json):",
+            "    POST /v2/auth #1: body.token.jwt.lifetime: the service answered 3600, the "
+            "fake 1800 (the option that makes the fake answer so: token_ttl)",
+            "    Fix: set the option named*",
+            "*_ test_without_snapshot _*",
+            "*",
+            "  drift from the service's recording: not checked: no snapshot records this test*",
+        ]
+    )
 
 
 def test_a_broken_snapshot_says_how_to_fix_it(pytester, recorded_module) -> None:

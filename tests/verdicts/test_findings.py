@@ -174,7 +174,11 @@ def test_report_section_has_the_timeline_rejections_and_every_verdict(
     )
     assert verdicts[6] == "  wrong host: none"
     assert verdicts[7] == "  API versions past Active: none"
-    assert len(verdicts) == 8
+    assert verdicts[8] == (
+        "  drift from the service's recording: not checked: no snapshot records this test "
+        "(page Checked against the service)"
+    )
+    assert len(verdicts) == 9
 
 
 def test_report_section_of_a_long_timeline_is_cut_and_lists_the_rejections(
