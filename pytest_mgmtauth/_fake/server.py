@@ -592,6 +592,12 @@ class MgmtServer:
 
         return record_exchanges(self._binding)
 
+    def stop_forwarding(self) -> None:
+        """A live test has ended: forward none of its requests from now on (internal:
+        the live glue, before it reads the test's exchanges)."""
+        if self._binding.live is not None:
+            self._binding.live.ended = True
+
     def not_forwarded(self) -> str | None:
         """In a live run, the first request the fake answered itself instead of the
         service (``POST /v2/auth -> 502``), or None (internal: the live glue)."""
@@ -615,12 +621,19 @@ class MgmtServer:
     def close(self) -> None:
         """Stop answering for this test (internal: the fixture and mgmtauth-server)."""
         registry.closed(self._service)
+        live = self._binding.live
         for server in filter(None, (self._http, self._proxy)):
-            server.app.unbind(self._binding)
+            if live is None:  # a live test's servers stay bound to it: retired below
+                server.app.unbind(self._binding)
         self._binding.close()  # requests held by a scripted hang give up now
         # Kept-alive connections idle now are closed, as a server's idle timeout would:
         # the next test's requests come on new connections (clients reconnect).
         self._pool.drop_idle_connections()
+        if live is not None:
+            live.ended = True
+            # Its late requests are refused at its own addresses (ended_message), never
+            # seen by the next test, which gets new ones.
+            self._pool.retire_servers()
         if (
             self._on_process_time
             and self._binding.live is None

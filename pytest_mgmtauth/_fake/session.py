@@ -33,6 +33,11 @@ if TYPE_CHECKING:
     from .._service.token_format import Claims
 
 
+#: Servers of ended live tests kept listening (a test has up to four: its own address,
+#: the region address, and under interception the proxy and the direct listener).
+RETIRED_SERVERS = 32
+
+
 class SessionResources:
     def __init__(
         self,
@@ -55,6 +60,8 @@ class SessionResources:
         #: that stands for the v3 region host ("region", sharing the main one's app),
         #: the proxy of the intercept option ("proxy", plain HTTP).
         self._servers: dict[tuple[str, bool], FakeHTTPServer] = {}
+        #: Servers of live tests that have ended (:meth:`retire_servers`), oldest first.
+        self._retired: list[FakeHTTPServer] = []
         #: Errors raised in the server for a test that had already ended.
         self.late_errors = LateErrors()
         #: The username of the next test's first generated account, reserved by
@@ -167,9 +174,24 @@ class SessionResources:
         for server in servers:
             server.drop_idle_connections()
 
+    def retire_servers(self) -> None:
+        """Set aside the servers of the test that just ended (a live run), still bound to
+        it: its late requests (a thread it started, still calling) are refused there, and
+        the next test listens on new addresses, so none of them reaches its recording.
+        The oldest retired servers stop past :data:`RETIRED_SERVERS`."""
+        with self._lock:
+            self._retired += self._servers.values()
+            self._servers.clear()
+            stopped = self._retired[:-RETIRED_SERVERS]
+            del self._retired[:-RETIRED_SERVERS]
+        for server in stopped:
+            if server.is_running():
+                server.stop()
+
     def close(self) -> None:
         with self._lock:
-            servers = list(self._servers.values())
+            servers = [*self._retired, *self._servers.values()]
+            self._retired.clear()
             self._servers.clear()
             ca, self._ca = self._ca, None
         for server in servers:

@@ -231,6 +231,7 @@ def finish(item: pytest.Item, fake: MgmtServer, kept: list[Exchange], *, passed:
 
     run = run_of(item.config)
     assert run is not None
+    fake.stop_forwarding()  # a thread of the test still calling: refused from now on
     entry: dict[str, Any] = {"test": item.nodeid}
     problem = None
     region_host = fake.options.v3_host

@@ -42,7 +42,7 @@ from .flows import (
     reset_connection,
     scripted_fault,
 )
-from .forward import forward
+from .forward import ended_message, forward
 from .hosts import (
     check_endpoint_host,
     foreign_target,
@@ -139,6 +139,8 @@ class FakeApp:
         framing = arrival.framing_problem
         if framing is not None and (binding is None or binding.closed.is_set()):
             return error_response(framing[0], framing[0], framing[1])  # in no test's log
+        if binding is not None and binding.closed.is_set() and binding.live is not None:
+            return error_response(503, 503, ended_message(binding.owner))
         if binding is not None and binding.closed.is_set():
             return error_response(
                 503,

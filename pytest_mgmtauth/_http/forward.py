@@ -68,6 +68,7 @@ __all__ = [
     "LiveTest",
     "ServiceAnswer",
     "Upstream",
+    "ended_message",
     "forward",
     "refused_credentials",
 ]
@@ -193,6 +194,8 @@ class LiveTest:
     run: LiveRun
     region_host: str | None = None
     answered_here: str | None = None
+    #: The test has ended (or was skipped): nothing more of it is forwarded.
+    ended: bool = False
 
     def answered(
         self, request: Request, response: Response | None, redact: Callable[[str], str]
@@ -200,6 +203,8 @@ class LiveTest:
         """Note a request of the test and its answer (None: none, the connection reset).
         The note is printed and goes to JUnit: its path is masked (``redact``), as a client
         may have put a secret in it."""
+        if self.ended:  # refused (ended_message): the test's recording is made already
+            return
         if self.answered_here is None and not isinstance(response, ServiceAnswer):
             status = "no answer" if response is None else str(response.status_code)
             self.answered_here = redact(f"{request.method} {request.path} -> {status}")
@@ -237,6 +242,8 @@ def forward(binding: Binding, request: Request, here: Where) -> Response:
     live = binding.live
     assert live is not None
     run = live.run
+    if live.ended:
+        return error_response(503, 503, ended_message(binding.owner))
     if run.refused is not None:
         return error_response(503, 503, _stopped(run.refused))
     named = here.host is not None and here.shown == here.host  # not the fake's address
@@ -298,6 +305,16 @@ class ServiceAnswer(Response):
 
     # No Content-Type of our own: the service's answer has the headers it had.
     default_mimetype = None
+
+
+def ended_message(test: str) -> str:
+    """The refusal of a request that came after its live test ended."""
+    return (
+        f"not forwarded: this request came after its test ({test}) had ended or been "
+        "skipped. In a live run each test has addresses of its own, so that a client still "
+        "calling after its test (a thread it started) reaches neither the service nor "
+        "another test's recording: stop the test's clients before it ends"
+    )
 
 
 def _stopped(refused: str) -> str:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from pytest_mgmtauth._verdicts.drift import ABSENT, compare, drift_message
+from pytest_mgmtauth._verdicts.drift import ABSENT, compare, drift_message, moved_message
 
 
 def _token(lifetime: int = 1800, alg: str = "RS512") -> dict[str, Any]:
@@ -215,3 +215,65 @@ def test_an_alphabet_with_a_class_the_other_lacks_is_drift(service: str, fake: s
 def test_a_token_length_difference_is_drift_whatever_the_alphabets() -> None:
     (drift,) = compare([_login("A-Z", 20)], [_login("A-Z0-9")])
     assert (drift.field, drift.service, drift.fake) == ("body.utk.opaque.length", 20, 21)
+
+
+def test_a_type_reads_as_a_type_and_a_code_as_a_value() -> None:
+    service = {**_token(), "body": {"region": "string", "error": "string", "ids": ["integer"]}}
+    fake = {**_token(), "body": {"error": "invalid_client", "ids": []}}
+    lines = [d.line() for d in compare([service], [fake])]
+    assert "POST /v2/auth #1: body.region: the service answered <string>, the fake (absent)" in (
+        lines
+    )
+    # error is a code: its value is the service's word, quoted.
+    assert 'POST /v2/auth #1: body.error: the service answered "string", the fake ' in lines[0]
+    assert "body.ids: the service answered [<integer>], the fake []" in " ".join(lines)
+
+
+def test_an_exchange_only_one_side_made_says_which() -> None:
+    found = compare([_token(), _token()], [_token()])
+    assert [d.line() for d in found] == [
+        "POST /v2/auth #2: made with the service, not with the fake"
+    ]
+    (moved,) = compare([_token()], [_token(), _token()])
+    assert moved.line(then="it answered", now="now") == (
+        "POST /v2/auth #2: made now, not in the earlier recording"
+    )
+
+
+def test_what_moved_reads_as_then_and_now() -> None:
+    before = {**_token(), "status": 401, "headers": {"set-cookie": {"JSESSIONID": ["path=/"]}}}
+    after = {**_token(), "status": 403, "headers": {"set-cookie": {"SESSIONID": ["path=/"]}}}
+    text = moved_message(compare([before], [after]), recorded="2026-11-28", where="s.json")
+    assert text.splitlines() == [
+        "the service answers unlike its recording of 2026-11-28 (s.json):",
+        "  POST /v2/auth #1: status: it answered 401, now 403",
+        "  POST /v2/auth #1: headers.set-cookie: JSESSIONID gone, SESSIONID new",
+    ]
+
+
+def test_a_test_that_stopped_early_counts_the_exchanges_it_did_not_make() -> None:
+    found = compare([_token(), _token(), _token()], [_token(3600)])
+    text = moved_message(found, recorded="2026-11-28", where="s.json", whole=False)
+    assert text.splitlines()[1:] == [
+        "  POST /v2/auth #1: body.token.jwt.lifetime: it answered 1800, now 3600 (the option "
+        "that makes the fake answer so: token_ttl)",
+        "  2 recorded exchange(s) not made now: the test stopped before them",
+    ]
+
+
+def test_the_drift_message_says_drift_and_what_to_do() -> None:
+    text = drift_message(
+        compare([_token(3600, alg="RS256")], [_token()]), recorded="2026-11-28", where="s.json"
+    )
+    lines = text.splitlines()
+    assert (
+        lines[0]
+        == "drift: the fake answered unlike the service's recording of 2026-11-28 (s.json):"
+    )
+    assert lines[-1] == (
+        "Fix: set the option named (token_ttl: a marker, an ini setting or a flag, see the "
+        "Reference) and the fake answers like the service; or report a difference no option "
+        "makes: the fake cannot be told to make it (pytest-mgmtauth's issue tracker); or if "
+        "the service moved since the recording, record the test anew with pytest "
+        "--mgmtauth-live."
+    )
