@@ -104,7 +104,7 @@ def test_oauth_default_path(mgmt_server, mgmt_oauth_client):
         (
             "no_scope",
             (),
-            'POST /oauth/token #1: body.scope: the service answered (absent), the fake "string" '
+            "POST /oauth/token #1: body.scope: the service answered (absent), the fake <string> "
             "(no option makes the fake answer so)",
         ),
         (
@@ -115,7 +115,8 @@ def test_oauth_default_path(mgmt_server, mgmt_oauth_client):
         (
             "cookie",
             (),
-            "POST /v1/login #1: headers.set-cookie.SESSIONID: the service answered",
+            "POST /v1/login #1: headers.set-cookie: SESSIONID from the service only, JSESSIONID "
+            "from the fake only",
         ),
     ],
 )
