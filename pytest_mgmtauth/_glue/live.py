@@ -22,6 +22,7 @@ from .._service.accounts import TEST_PROFILE, Account, Profile
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
+    from pathlib import Path
 
     from .._fake.live import LiveRun
     from .._fake.server import MgmtServer
@@ -105,7 +106,7 @@ def configure(config: pytest.Config) -> None:
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
     config.stash[_RUN] = run
-    config.pluginmanager.register(LiveReport(), "mgmtauth-live-report")
+    config.pluginmanager.register(LiveReport(config), "mgmtauth-live-report")
 
 
 def _distributed(config: pytest.Config) -> bool:
@@ -290,10 +291,22 @@ class LiveReport:
     (with what changed: the client's failure beside the service's change), and a refusal
     that stopped the run. Runs where the reports arrive (the xdist controller too)."""
 
-    def __init__(self) -> None:
+    def __init__(self, config: pytest.Config) -> None:
+        self._config = config
         self.entries: list[dict[str, Any]] = []
         #: Why each test did not pass: its first report that did not.
         self._why: dict[str, str] = {}
+        #: Per module collected whole, the snapshot keys of its tests (stale entries).
+        self._modules: dict[Path, set[str]] = {}
+
+    @pytest.hookimpl(tryfirst=True)  # every test collected, before -k or -m deselect some
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        from .drift import snapshot_key
+
+        picked = _picked_tests(self._config)
+        for item in items:
+            if item.path not in picked:
+                self._modules.setdefault(item.path, set()).add(snapshot_key(item))
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if not report.passed and report.nodeid not in self._why:
@@ -334,9 +347,41 @@ class LiveReport:
             if "changed" in entry:
                 for line in entry["changed"].splitlines():
                     terminalreporter.line(f"  {line}")
+        for line in self._stale():
+            terminalreporter.line(line)
         refused = next((e["refused"] for e in self.entries if "refused" in e), None)
         if refused is not None:
             terminalreporter.line(stop_message(refused), red=True)
+
+    def _stale(self) -> list[str]:
+        """The entries of tests a module collected whole no longer has: named, never
+        dropped (a test that only some environments collect keeps its recording)."""
+        from .._service.exchange_shape import Snapshot
+        from .drift import shown, snapshot_path
+
+        lines = []
+        for module, keys in sorted(self._modules.items()):
+            path = snapshot_path(module)
+            try:
+                recorded = Snapshot.loads(path.read_text("utf-8")).tests
+            except (OSError, ValueError):
+                continue  # none, or broken: its tests' messages say so
+            stale = sorted(set(recorded) - keys)
+            if stale:
+                lines.append(
+                    f"{shown(path, self._config)}: stale entries, of tests "
+                    f"{shown(module, self._config)} no longer has: {', '.join(stale)}. "
+                    "Delete them from the file: no test checks them, and no live run "
+                    "replaces them"
+                )
+        return lines
+
+
+def _picked_tests(config: pytest.Config) -> set[Path]:
+    """The modules some of whose tests the command line names (``mod.py::test_x``): not
+    collected whole."""
+    base = config.invocation_params.dir
+    return {(base / arg.split("::", 1)[0]).resolve() for arg in config.args if "::" in arg}
 
 
 #: Why a live test that passed has no recording when it left none: it used no fake.
