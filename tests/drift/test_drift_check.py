@@ -158,5 +158,7 @@ def test_a_broken_snapshot_says_how_to_fix_it(pytester, recorded_module) -> None
     recorded_module.write_text("{not json")
     result = pytester.runpytest_inprocess("-p", "no:randomly")
     assert "not JSON" in result.stdout.str()
+    # Named from the rootdir, as the pages show it.
+    result.stdout.fnmatch_lines(["*pytest-mgmtauth: mgmtauth_snapshots/test_mod.json is not JSON*"])
     assert "fix it or remove it" in result.stdout.str()
     assert "ValueError" not in result.stdout.str()
