@@ -380,8 +380,11 @@ class LiveReport:
 def _picked_tests(config: pytest.Config) -> set[Path]:
     """The modules some of whose tests the command line names (``mod.py::test_x``): not
     collected whole."""
+    from pathlib import Path
+
     base = config.invocation_params.dir
-    return {(base / arg.split("::", 1)[0]).resolve() for arg in config.args if "::" in arg}
+    # As pytest makes an item's path: absolute, symbolic links not followed.
+    return {Path(os.path.abspath(base / a.split("::", 1)[0])) for a in config.args if "::" in a}
 
 
 #: Why a live test that passed has no recording when it left none: it used no fake.
