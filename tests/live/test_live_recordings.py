@@ -246,11 +246,18 @@ def test_a_renamed_test_leaves_its_old_entry_named_as_stale(
     folder: pytest.Pytester, stand_in: StandIn, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     point_at(monkeypatch, stand_in)
-    body = "\n@pytest.mark.mgmtauth_live\ndef {}(mgmt_server, mgmt_account):\n    _v2(mgmt_server, mgmt_account)\n"
+    body = (
+        "\n@pytest.mark.mgmtauth_live\ndef {}(mgmt_server, mgmt_account):\n"
+        "    _v2(mgmt_server, mgmt_account)\n"
+    )
     folder.makepyfile(test_stale=HEAD + body.format("test_old") + body.format("test_kept"))
     _live(folder).assert_outcomes(passed=2)
     folder.makepyfile(test_stale=HEAD + body.format("test_new") + body.format("test_kept"))
-    named = "mgmtauth_snapshots/test_stale.json: stale entries, of tests test_stale.py no longer has: test_old. Delete them from the file: no test checks them, and no live run replaces them"
+    named = (
+        "mgmtauth_snapshots/test_stale.json: stale entries, of tests test_stale.py no longer "
+        "has: test_old. Delete them from the file: no test checks them, and no live run "
+        "replaces them"
+    )
     # Part of the module (-k deselects, a node id picks): what it did not run is not stale.
     partial = _live(folder, "-k", "test_new")
     partial.assert_outcomes(passed=1, deselected=1)
