@@ -231,6 +231,11 @@ def test_recorded(mgmt_server, mgmt_account):
     result.assert_outcomes(passed=2, failed=1, skipped=1)
     result.stdout.fnmatch_lines(
         [
+            "*_ test_fails _*",
+            "Verdicts:",
+            "*",
+            "  drift from the service's recording: not checked: a live run records the "
+            "service's answers",
             "1 test(s) recorded against the service into 1 snapshot(s):",
             "3 live test(s) not recorded:",
             "test_why.py::test_fails: not recorded: it failed: RuntimeError: the client broke",
