@@ -321,8 +321,11 @@ class LiveReport:
             if MARKER not in report.keywords:
                 return  # not a live test: skipped, and said so
             entry = {"test": report.nodeid}
-        if "written" not in entry and "not_recorded" not in entry:
-            entry["not_recorded"] = self._why.get(report.nodeid, _NO_FAKE)
+        why = self._why.get(report.nodeid)
+        if "not_recorded" in entry and why is not None:  # a request not forwarded, and more
+            entry["not_recorded"] += f"; and {why}"
+        elif "written" not in entry and "not_recorded" not in entry:
+            entry["not_recorded"] = why or _NO_FAKE
         self.entries.append(entry)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:

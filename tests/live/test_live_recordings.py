@@ -279,3 +279,27 @@ def test_a_renamed_test_leaves_its_old_entry_named_as_stale(
         "test_new",
         "test_old",
     ]
+
+
+def test_a_test_not_forwarded_that_failed_too_says_both(
+    folder: pytest.Pytester, stand_in: StandIn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    point_at(monkeypatch, stand_in)
+    monkeypatch.delenv("MGMTAUTH_LIVE_CAFILE")  # the stand-in is not trusted: the fake's 502
+    folder.makepyfile(
+        test_both=HEAD
+        + """
+@pytest.mark.mgmtauth_live
+def test_it(mgmt_server, mgmt_account):
+    _v2(mgmt_server, mgmt_account)
+    raise RuntimeError("the client gave up")
+"""
+    )
+    result = _live(folder)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "test_both.py::test_it: not recorded: a request was not forwarded to the service: "
+            "POST /v2/auth -> 502; and it failed: RuntimeError: the client gave up"
+        ]
+    )
