@@ -218,23 +218,30 @@ def _lines(found: Sequence[Drift], *, moved: bool) -> list[str]:
     """One line per difference; the cookies one side set and the other did not, one line
     per exchange (``headers.set-cookie: JSESSIONID gone, SESSIONID new``)."""
     lines: list[str] = []
-    named: dict[str, tuple[list[str], list[str]]] = {}
+    cookies: dict[str, list[Drift]] = {}
     for drift in found:
-        name = drift.field.removeprefix(_COOKIES)
         if drift.field.startswith(_COOKIES) and ABSENT in (drift.service, drift.fake):
-            if drift.exchange not in named:
-                named[drift.exchange] = ([], [])
+            if drift.exchange not in cookies:
+                cookies[drift.exchange] = []
                 lines.append(drift.exchange)  # replaced below, in its place
-            named[drift.exchange][drift.fake == ABSENT].append(name)
+            cookies[drift.exchange].append(drift)
             continue
         lines.append(drift.line(then=_THEN_MOVED, now="now") if moved else drift.line())
-    for exchange, (fake_only, service_only) in named.items():
+    for exchange, named in cookies.items():
+        service_only = [d.field.removeprefix(_COOKIES) for d in named if d.fake == ABSENT]
+        fake_only = [d.field.removeprefix(_COOKIES) for d in named if d.fake != ABSENT]
         if moved:  # the service's side is then, the fake's now
             parts = [f"{n} gone" for n in service_only] + [f"{n} new" for n in fake_only]
         else:
             parts = [f"{n} from the service only" for n in service_only]
             parts += [f"{n} from the fake only" for n in fake_only]
-        lines[lines.index(exchange)] = f"{exchange}: headers.set-cookie: {', '.join(parts)}"
+        options = sorted({d.option for d in named if d.option})
+        fix = (
+            f" (the option that makes the fake answer so: {', '.join(options)})"
+            if options
+            else " (no option makes the fake answer so)"
+        )
+        lines[lines.index(exchange)] = f"{exchange}: headers.set-cookie: {', '.join(parts)}{fix}"
     return lines
 
 

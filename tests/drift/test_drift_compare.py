@@ -221,8 +221,9 @@ def test_a_type_reads_as_a_type_and_a_code_as_a_value() -> None:
     service = {**_token(), "body": {"region": "string", "error": "string", "ids": ["integer"]}}
     fake = {**_token(), "body": {"error": "invalid_client", "ids": []}}
     lines = [d.line() for d in compare([service], [fake])]
-    assert "POST /v2/auth #1: body.region: the service answered <string>, the fake (absent)" in (
-        lines
+    assert (
+        "POST /v2/auth #1: body.region: the service answered <string>, the fake (absent)"
+        " (no option makes the fake answer so)" in lines
     )
     # error is a code: its value is the service's word, quoted.
     assert 'POST /v2/auth #1: body.error: the service answered "string", the fake ' in lines[0]
@@ -233,10 +234,12 @@ def test_an_exchange_only_one_side_made_says_which() -> None:
     found = compare([_token(), _token()], [_token()])
     assert [d.line() for d in found] == [
         "POST /v2/auth #2: made with the service, not with the fake"
+        " (no option makes the fake answer so)"
     ]
     (moved,) = compare([_token()], [_token(), _token()])
     assert moved.line(then="it answered", now="now") == (
         "POST /v2/auth #2: made now, not in the earlier recording"
+        " (no option makes the fake answer so)"
     )
 
 
@@ -246,8 +249,9 @@ def test_what_moved_reads_as_then_and_now() -> None:
     text = moved_message(compare([before], [after]), recorded="2026-11-28", where="s.json")
     assert text.splitlines() == [
         "the service answers unlike its recording of 2026-11-28 (s.json):",
-        "  POST /v2/auth #1: status: it answered 401, now 403",
-        "  POST /v2/auth #1: headers.set-cookie: JSESSIONID gone, SESSIONID new",
+        "  POST /v2/auth #1: status: it answered 401, now 403 (no option makes the fake answer so)",
+        "  POST /v2/auth #1: headers.set-cookie: JSESSIONID gone, SESSIONID new"
+        " (no option makes the fake answer so)",
     ]
 
 

@@ -165,7 +165,8 @@ def test_a_failed_test_is_listed_with_why_and_what_the_service_changed(
             "JSESSIONID cookie",
             "  the service answers unlike its recording of *-*-* "
             "(mgmtauth_snapshots/test_client.json):",
-            "    POST /v1/login #1: headers.set-cookie: JSESSIONID gone, SESSIONID new",
+            "    POST /v1/login #1: headers.set-cookie: JSESSIONID gone, SESSIONID new (no option "
+            "makes the fake answer so)",
         ]
     )
     # The failed test's earlier recording is kept, and the others' did not change.
@@ -179,7 +180,8 @@ def test_a_failed_test_is_listed_with_why_and_what_the_service_changed(
             "test_client.py::test_refused: not recorded: it failed: AssertionError: refused "
             "with 403",
             "  the service answers unlike its recording of *",
-            "    GET /v2/things #1: status: it answered 401, now 403",
+            "    GET /v2/things #1: status: it answered 401, now 403 (no option makes the fake "
+            "answer so)",
         ]
     )
 
