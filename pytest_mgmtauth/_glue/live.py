@@ -22,7 +22,6 @@ from .._service.accounts import TEST_PROFILE, Account, Profile
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
-    from pathlib import Path
 
     from .._fake.live import LiveRun
     from .._fake.server import MgmtServer
@@ -322,8 +321,8 @@ class LiveReport:
                 return  # not a live test: skipped, and said so
             entry = {"test": report.nodeid}
         why = self._why.get(report.nodeid)
-        if "not_recorded" in entry and why is not None:  # a request not forwarded, and more
-            entry["not_recorded"] += f"; and {why}"
+        if "not_recorded" in entry and why is not None and entry["not_recorded"] not in why:
+            entry["not_recorded"] += f"; and {why}"  # a request not forwarded, and more
         elif "written" not in entry and "not_recorded" not in entry:
             entry["not_recorded"] = why or _NO_FAKE
         self.entries.append(entry)
@@ -366,14 +365,14 @@ class LiveReport:
         for module, keys in sorted(self._modules.items()):
             path = snapshot_path(module)
             try:
-                recorded = Snapshot.loads(path.read_text("utf-8")).tests
+                recorded = Snapshot.loads(path.read_bytes()).tests
             except (OSError, ValueError):
                 continue  # none, or broken: its tests' messages say so
             stale = sorted(set(recorded) - keys)
             if stale:
                 lines.append(
-                    f"{shown(path, self._config)}: stale entries, of tests "
-                    f"{shown(module, self._config)} no longer has: {', '.join(stale)}. "
+                    f"{shown(self._config, path)}: stale entries, of tests "
+                    f"{shown(self._config, module)} no longer has: {', '.join(stale)}. "
                     "Delete them from the file: no test checks them, and no live run "
                     "replaces them"
                 )
@@ -383,8 +382,6 @@ class LiveReport:
 def _picked_tests(config: pytest.Config) -> set[Path]:
     """The modules some of whose tests the command line names (``mod.py::test_x``): not
     collected whole."""
-    from pathlib import Path
-
     base = config.invocation_params.dir
     # As pytest makes an item's path: absolute, symbolic links not followed.
     return {Path(os.path.abspath(base / a.split("::", 1)[0])) for a in config.args if "::" in a}
