@@ -29,6 +29,7 @@ from .._service.flows.registry import (
     service_hosts,
 )
 from .._service.limits import check_count, check_seconds
+from .._service.rate_limits import parse_rate
 from .._service.service import AuthService
 from .._service.timeline import real_seconds, system_clock
 from .._verdicts import checks, findings
@@ -331,6 +332,7 @@ class MgmtServer:
         auth: str | None = None,
         host: str | None = None,
         scope: str | None = None,
+        rate_limit: str | None = None,
     ) -> RouteHandler:
         """Declare one operation of the API besides the authentication endpoints, which
         the fake owns. Every call to it is authenticated first (see Routes below).
@@ -369,6 +371,12 @@ class MgmtServer:
             needs the scope its path and method say (GET read; POST, PUT, DELETE write), an
             engine path ``.../engines/{engineId}/...`` the engine's; any other OAuth route
             any live access token.
+        :param rate_limit: at most this many calls to the route within a second or a
+            minute (``"50/s"``, ``"5/min"``); a call past it answers 429 with
+            ``Retry-After`` in its flow's error shape (see the page Faults and throttling,
+            "Rate limits of API calls"). It wins over the family figures of the option
+            ``rate_limits``. ``None`` (default): no limit of its own. A malformed rate
+            raises ``ValueError`` naming the accepted form.
         :returns: the route's :class:`~pytest_mgmtauth.RouteHandler`; declare its answer
             with its ``respond_with_*`` methods, which return it.
         """
@@ -415,8 +423,15 @@ class MgmtServer:
                     f"route(scope={scope!r}): {', '.join(sorted(names - groups))} must be "
                     "named groups of a regex path, e.g. re.compile(r'/(?P<profile>[^/]+)/')"
                 )
+        rate = None if rate_limit is None else parse_rate(rate_limit, what="route(): rate_limit")
         handler = RouteHandler(
-            method.upper(), path, permission=permission, auth=auth, host=host, scope=scope
+            method.upper(),
+            path,
+            permission=permission,
+            auth=auth,
+            host=host,
+            scope=scope,
+            rate_limit=rate,
         )
         with self._binding.lock:
             self._binding.routes.append(handler)

@@ -309,14 +309,16 @@ class FakeApp:
             if allowed is not None:
                 response.headers["Allow"] = allowed
             return response
-        read_body(request)  # enforce the size limit before any handler reads it
+        body = read_body(request)  # enforce the size limit before any handler reads it
         # A /v{YYYY-MM}/ version past Active: End of Support headers on any answer, or 410.
         paths = [r.path for r in binding.routes if isinstance(r.path, str)]
         extra = version_call(
             service.timeline, service.options, request.method, path, paths, _raw_path(request)
         )
         try:
-            response = self._call_route(binding, route, request, arrival, here, answers=answers)
+            response = self._call_route(
+                binding, route, request, arrival, here, answers=answers, body=body
+            )
         except Refusal as refusal:
             # In the envelope of the route's flow (v3: {"message": "Unauthorized"}).
             response = refusal_response(
@@ -337,6 +339,7 @@ class FakeApp:
         here: Where,
         *,
         answers: bool,
+        body: bytes = b"",
     ) -> Response:
         service = binding.service
         if service.fault_runner.protected_call_arrived() is not None:
@@ -348,6 +351,17 @@ class FakeApp:
             permission=route.permission,
             scope=route.required_scope(request),
             wrong_host=None if answers else route_wrong_host(binding, request, arrival, route),
+        )
+        # Within the call's rate (the route's own, or its family's with rate_limits).
+        declared = route.path if isinstance(route.path, str) else route.path.pattern
+        service.rate_limits.admit(
+            username=auth.username,
+            version=route.auth,
+            method=request.method,
+            path=request.path,
+            body=body,
+            own=route.rate_limit,
+            route=f"{route.method} {declared}",
         )
         where = f"the handler of {route!r}"
         if not route.answers_at_once:

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from pytest_httpserver.httpserver import HEADERS_T
     from werkzeug import Request, Response
 
+    from .._service.rate_limits import Rate
     from .._service.service import AuthService
     from .forward import LiveTest
 
@@ -58,6 +59,7 @@ class RouteHandler(RequestHandler):
         auth: str,
         host: str | None = None,
         scope: str | None = None,
+        rate_limit: Rate | None = None,
     ) -> None:
         super().__init__(RequestMatcher(path, method=method))
         self.method = method
@@ -75,6 +77,9 @@ class RouteHandler(RequestHandler):
         self.scope = scope
         """The scope a call needs (a flow whose tokens carry scopes); ``{name}`` parts
         are filled from the named groups of a regex path."""
+        self.rate_limit = rate_limit
+        """Its own rate limit (``route(rate_limit="50/s")``, read as a ``Rate``): calls
+        past it answer 429; ``None``: the option ``rate_limits`` decides."""
         self.call_count = 0
         """How many calls passed authentication and were answered by this handler (its
         answer, or a 500 when it raised): one per ``ApiCall`` event of the route in the
@@ -146,6 +151,8 @@ class RouteHandler(RequestHandler):
         if self.scope:
             perm += f", scope={self.scope!r}"
         host = f", host={self.host}" if self.host else ""
+        if self.rate_limit is not None:
+            host += f", rate_limit={str(self.rate_limit)!r}"
         return f"<route {self.method} {self.path} auth={self.auth}{perm}{host}>"
 
 

@@ -306,6 +306,19 @@ SLEPT_IN_REAL_TIME = (
 )
 
 
+def retried_too_soon(waited: float, asked: int | None, waited_real: float | None) -> str:
+    """Why a retry inside a 429's ``Retry-After`` was refused again: the one text of
+    :class:`Throttled` (authentication) and :class:`RateLimited` (API calls). A client that
+    slept in real time while the test's clock stood still is told so."""
+    text = f"retried {waited:g} s after a 429 with Retry-After {asked}s"
+    if waited_real is not None:
+        return (
+            f"{text} on the test's clock, after {waited_real:.1f} s of real time: "
+            f"{SLEPT_IN_REAL_TIME}"
+        )
+    return f"{text}; honour Retry-After"
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Throttled(Event):
     """When: ``/v2/auth``, v3 auth or the OAuth token endpoint answered 429: after
@@ -332,17 +345,10 @@ class Throttled(Event):
 
     def describe(self, when: TimeFormat = iso_time) -> str:
         path = flow_title(self.version, path=True)
-        if self.waited is not None and self.waited_real is not None:
-            return (
-                f"{path} throttled again (429, Retry-After {self.retry_after}s): retried "
-                f"{self.waited:g} s after a 429 with Retry-After {self.asked}s on the test's "
-                f"clock, after {self.waited_real:.1f} s of real time: {SLEPT_IN_REAL_TIME}"
-            )
         if self.waited is not None:
             return (
-                f"{path} throttled again (429, Retry-After {self.retry_after}s): retried "
-                f"{self.waited:g} s after a 429 with Retry-After {self.asked}s; honour "
-                "Retry-After"
+                f"{path} throttled again (429, Retry-After {self.retry_after}s): "
+                + retried_too_soon(self.waited, self.asked, self.waited_real)
             )
         return (
             f"{path} throttled (429, Retry-After {self.retry_after}s) after "
@@ -564,6 +570,44 @@ class ApiCall(Event):
         if self.return_code is not None:
             text += f" ({self.error or self.return_code}: {shown(self.reason or '')})"
         return text
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class RateLimited(Event):
+    """When: a call to a declared route was refused for its rate (the option
+    ``rate_limits``, or the route's ``rate_limit=``): 429 past the limit, or 400 for a
+    bulk call over the family's events per call.
+
+    Fields besides ``at`` and ``username``: ``method``, ``path``, ``version`` (the
+    route's flow), ``limit`` (what was exceeded: ``"Visitor Profile API, 50/s"`` or
+    ``"route GET /things, 5/min"``), ``counted`` (requests or events already in the
+    window), ``status`` (429, or 400), ``retry_after`` (seconds, ``None`` with a 400),
+    ``waited`` and ``asked`` (a retry refused again inside the ``Retry-After`` of an
+    earlier 429: seconds since it, and its ``Retry-After``; else ``None``),
+    ``waited_real`` (real seconds since that 429 when they were at least its
+    ``Retry-After`` while the simulated clock stood still; else ``None``), ``reason``.
+    """
+
+    method: str
+    path: str
+    version: str
+    limit: str
+    counted: int
+    status: int = 429
+    retry_after: int | None = None
+    waited: float | None = None
+    asked: int | None = None
+    waited_real: float | None = None
+    reason: str = ""
+
+    def describe(self, when: TimeFormat = iso_time) -> str:
+        call = f"{shown(self.method)} {shown(self.path)}"
+        if self.status != 429:
+            return f"{call} -> {self.status}: {shown(self.reason)}"
+        head = f"{call} rate-limited (429, Retry-After {self.retry_after}s, {self.limit})"
+        if self.waited is not None:
+            return f"{head}: " + retried_too_soon(self.waited, self.asked, self.waited_real)
+        return f"{head}: {shown(self.reason)}"
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

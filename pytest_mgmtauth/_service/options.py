@@ -440,6 +440,8 @@ class Options:
     sunset_check: str = "warn"
     #: The SCIM API's long-lived token: the current page's v2 endpoint, or the earlier v1.
     scim_token_version: str = "v2"
+    #: The published rate limits of API calls by family (rate_limits.py): 429 past them.
+    rate_limits: bool = False
     #: Whether ``refresh_margin`` was derived from ``token_ttl`` (not set explicitly):
     #: :func:`build_options` derives it again when only ``token_ttl`` changes.
     refresh_margin_derived: bool = dataclasses.field(
@@ -509,6 +511,7 @@ class Options:
             "keep_alive",
             "v3_global_host",
             "intercept",
+            "rate_limits",
         ):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(
@@ -551,6 +554,8 @@ class Options:
             parts.append(f"oauth_token_path={self.oauth_token_path}")
         if self.oauth_token_ttl != OAUTH_TOKEN_TTL:
             parts.append(f"oauth_token_ttl={self.oauth_token_ttl:g}s")
+        if self.rate_limits:
+            parts.append("rate_limits=True")
         return " ".join(parts + changed_portal_options(self))
 
     def oauth_margin(self) -> float:
@@ -691,6 +696,13 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
         "OAuth access token validity in seconds (default 7200, the developer portal's)",
     ),
     *PORTAL_SPECS,
+    OptionSpec(
+        "rate_limits",
+        "bool",
+        "apply the rate limits the service publishes for API calls by family (Hosted Data "
+        "Layer 100/s, Collect 100 events/s, Visitor Profile and Visitor Privacy 50/s, "
+        "publish status 1/s per publish id): 429 past them (default false)",
+    ),
 )
 OPTION_SPEC: dict[str, OptionSpec] = {spec.name: spec for spec in OPTION_SPECS}
 assert tuple(OPTION_SPEC) == OPTION_NAMES, "declare every option of Options, in order"

@@ -19,6 +19,7 @@ from .flows.base import normalized_path
 from .flows.registry import FLOWS, WRONG_HOST_STATUS, check_endpoints, check_grants
 from .grants import Grants
 from .lockout import Lockout
+from .rate_limits import RateLimits
 from .records import (
     AUTH_FAILED,
     DIAGNOSIS_BUDGET,
@@ -85,6 +86,8 @@ class AuthService:
         )
         self.credentials = Credentials(self.timeline, self.accounts, options, self.mutex)
         self.lockout = Lockout(self.timeline, self.accounts, options, self.mutex)
+        #: The rate-limit rule of API calls the transport asks before a route answers.
+        self.rate_limits = RateLimits(self.timeline, options, self.mutex)
         self.fault_runner = FaultRunner(
             self.timeline, self.accounts, self.credentials, options, self.mutex
         )

@@ -354,11 +354,14 @@ class ControlAPI:
             permission=body.text("permission"),
             auth=body.text("auth"),
             scope=body.text("scope"),
+            rate_limit=body.text("rate_limit"),
         )
         route.respond_with_json(answer, status=status)
         created: dict[str, Any] = {"method": route.method, "path": path, "auth": route.auth}
         if route.scope is not None:
             created["scope"] = route.scope
+        if route.rate_limit is not None:
+            created["rate_limit"] = str(route.rate_limit)
         return 201, created
 
     def _clients(self, body: Body) -> tuple[int, Any]:
