@@ -63,7 +63,7 @@ def test_a_rate_is_a_count_per_second_or_minute(text: str, rate: Rate) -> None:
     "bad", ["50", "50/sec", "50/h", "0/s", "-1/s", "1.5/s", "fifty/s", "/s", "1000001/s", "9" * 40]
 )
 def test_a_malformed_rate_names_the_value_and_the_accepted_form(bad: str) -> None:
-    with pytest.raises(ValueError) as excinfo:
+    with pytest.raises(ValueError, match=r"^route\(\): rate_limit must be a rate") as excinfo:
         parse_rate(bad, what="route(): rate_limit")
     text = str(excinfo.value)
     assert text.startswith("route(): rate_limit must be a rate '<N>/s' or '<N>/min'")
@@ -117,7 +117,8 @@ def test_every_documented_path_of_a_family_is_matched_by_it() -> None:
         for template in family.paths:
             path = template.replace("{", "").replace("}", "")
             found = family_of(path)
-            assert found is not None and found[0] is family, template
+            assert found is not None, template
+            assert found[0] is family, template
 
 
 # -- the option's windows --------------------------------------------------------------
@@ -234,7 +235,8 @@ def test_a_bulk_call_over_ten_events_is_a_400_that_says_split_it(
         _call(service, BULK, body=_bulk(11))
     refusal = excinfo.value
     assert (refusal.status, refusal.retry_after) == (400, None)
-    assert "at most 10 events" in refusal.reason and "carried 11: split it" in refusal.reason
+    assert "at most 10 events" in refusal.reason
+    assert "carried 11: split it" in refusal.reason
     assert _admitted(service, BULK, 200, body=_bulk(1)) == 100  # it counted nothing
 
 
