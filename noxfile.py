@@ -62,6 +62,7 @@ PLUGIN_TESTS = (
     "tests/fixtures/test_lazy_start.py",
     "tests/flows/test_flow_defined_here.py",
     "tests/options/test_marker_options.py",
+    "tests/rate_limits/test_rate_limits_plugin.py",
     "tests/scim/test_scim_flow.py",
     "tests/tokens/test_signing_key_cache.py",
     "tests/verdicts/test_right_verdicts_plugin.py",

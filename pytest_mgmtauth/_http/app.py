@@ -362,6 +362,7 @@ class FakeApp:
             body=body,
             own=route.rate_limit,
             route=f"{route.method} {declared}",
+            credential=auth.credential,
         )
         where = f"the handler of {route!r}"
         if not route.answers_at_once:

@@ -585,7 +585,8 @@ class RateLimited(Event):
     ``waited`` and ``asked`` (a retry refused again inside the ``Retry-After`` of an
     earlier 429: seconds since it, and its ``Retry-After``; else ``None``),
     ``waited_real`` (real seconds since that 429 when they were at least its
-    ``Retry-After`` while the simulated clock stood still; else ``None``), ``reason``.
+    ``Retry-After`` while the simulated clock stood still; else ``None``), ``reason``,
+    ``credential`` (the label of the credential the call presented).
     """
 
     method: str
@@ -593,6 +594,7 @@ class RateLimited(Event):
     version: str
     limit: str
     counted: int
+    credential: str | None = None
     status: int = 429
     retry_after: int | None = None
     waited: float | None = None
@@ -602,6 +604,8 @@ class RateLimited(Event):
 
     def describe(self, when: TimeFormat = iso_time) -> str:
         call = f"{shown(self.method)} {shown(self.path)}"
+        if self.credential:
+            call += f" with {self.credential}"
         if self.status != 429:
             return f"{call} -> {self.status}: {shown(self.reason)}"
         head = f"{call} rate-limited (429, Retry-After {self.retry_after}s, {self.limit})"

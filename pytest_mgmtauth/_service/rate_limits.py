@@ -44,8 +44,8 @@ if TYPE_CHECKING:
 #: How a rate is written, for messages.
 RATE_FORM = "'<N>/s' or '<N>/min' (like '50/s'), N a whole number from 1 to 1000000"
 
-#: Who called what: username, the route's flow, method, path.
-_Call: TypeAlias = "tuple[str | None, str, str, str]"
+#: Who called what: username, the route's flow, method, path, the credential's label.
+_Call: TypeAlias = "tuple[str | None, str, str, str, str | None]"
 
 _UNITS = {"s": 1.0, "min": 60.0}
 _RATE = re.compile(r"([0-9]+)/(s|min)")
@@ -212,12 +212,14 @@ class RateLimits:
         body: bytes = b"",
         own: Rate | None = None,
         route: str = "",
+        credential: str | None = None,
     ) -> None:
         """Count one authenticated call, or refuse it (429, or 400 for a bulk call over
         its family's events per call). ``own``: the route's own ``rate_limit`` (it wins
-        over its family's figure), ``route``: how messages name that route."""
+        over its family's figure), ``route``: how messages name that route, ``credential``:
+        the label of the credential the call presented (for the timeline)."""
         if own is not None:
-            call = (username, version, method, path)
+            call = (username, version, method, path, credential)
             limit = f"route {route}, {own}"
             self._take(("route", route), own, 1, limit, f"calls to route {route}", call)
             return
@@ -227,7 +229,7 @@ class RateLimits:
         if found is None:
             return
         family, key = found
-        call = (username, version, method, path)
+        call = (username, version, method, path, credential)
         limit = f"{family.title}, {family.rate}"
         cost = bulk_events(body) if family.per_call is not None else 1
         if family.per_call is not None and cost > family.per_call:
@@ -306,7 +308,7 @@ class RateLimits:
         retry_after: int | None = None,
         retried: tuple[float | None, int | None, float | None] = (None, None, None),
     ) -> NoReturn:
-        username, version, method, path = call
+        username, version, method, path, credential = call
         waited, asked, real = retried
         event = RateLimited(
             at=to_datetime(self._timeline.now()),
@@ -322,6 +324,7 @@ class RateLimits:
             asked=asked,
             waited_real=real,
             reason=reason,
+            credential=credential,
         )
         message = "Too many requests" if status == 429 else "Bad Request"
         self._timeline.refuse(
