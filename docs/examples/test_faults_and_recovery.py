@@ -1,4 +1,4 @@
-"""How a client copes when the service says no: scripted faults and throttling.
+"""How a client copes when the service says no: scripted faults, throttling, rate limits.
 
 ``fetch_token`` is what a careful client does at ``/v2/auth``: it retries 5xx answers,
 dropped connections, timeouts and malformed JSON a few times, and waits ``Retry-After``
@@ -17,7 +17,7 @@ from requests.adapters import HTTPAdapter
 from urllib3 import BaseHTTPResponse
 from urllib3.util.retry import Retry
 
-from pytest_mgmtauth import FaultInjected, MgmtClock, MgmtServer, Throttled
+from pytest_mgmtauth import FaultInjected, MgmtClock, MgmtServer, RateLimited, Throttled
 
 # --8<-- [start:client]
 RETRYABLE_STATUS = {429, 500, 502, 503, 504}
@@ -185,3 +185,27 @@ def test_urllib3_honours_retry_after_on_mgmt_clock(
 
 
 # --8<-- [end:urllib3-on-clock]
+
+
+# --8<-- [start:rate-limits]
+@pytest.mark.mgmtauth(rate_limits=True)  # the published figures: Visitor Profile 50/s
+def test_a_client_that_honours_retry_after_gets_every_lookup_through(
+    mgmt_server: MgmtServer, mgmt_clock: MgmtClock, http: requests.Session
+) -> None:
+    account = mgmt_server.add_account()
+    path = "/v3/customer/visitor/accounts/acme/profiles/main"
+    mgmt_server.route("GET", path).respond_with_json({"visitor": {}})
+    form = {"username": account.username, "key": account.api_key}
+    auth = http.post(mgmt_server.url_for("/v3/auth/accounts/acme/profiles/main"), data=form)
+    retry = retry_on_clock(mgmt_clock, total=3, status_forcelist=[429])
+    http.mount("http://", HTTPAdapter(max_retries=retry))
+    bearer = {"Authorization": f"Bearer {auth.json()['token']}"}
+    url = f"http://{auth.json()['host']}{path}"
+    lookups = [http.get(url, headers=bearer, timeout=5) for _ in range(120)]
+    assert all(answer.ok for answer in lookups)
+    limited = [e for e in mgmt_server.events if isinstance(e, RateLimited)]
+    assert len(limited) == 2  # the 51st and the 101st lookup: 429, Retry-After 1
+    assert all(e.waited is None for e in limited)  # each waited out, none retried at once
+
+
+# --8<-- [end:rate-limits]
