@@ -167,7 +167,7 @@ class ControlAPI:
             ),
             ("POST", "/routes"): (
                 self._add_route,
-                ("method", "path", "status", "json", "permission", "auth", "scope"),
+                ("method", "path", "status", "json", "permission", "auth", "scope", "rate_limit"),
                 "declare a protected API route and its JSON answer",
             ),
             ("GET", "/faults"): (self._faults, (), "scripted faults not fired yet"),

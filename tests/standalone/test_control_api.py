@@ -113,6 +113,23 @@ def test_routes_declared_through_the_control_api_are_authenticated(
     assert (answer.status_code, answer.json()) == (201, {"id": 7})
 
 
+def test_a_route_declared_with_a_rate_limit_answers_429_past_it(
+    server: StandaloneServer, control: Any, http: requests.Session
+) -> None:
+    declared = control("POST", "/routes", {"path": "/v2/polls", "rate_limit": "1/min"})
+    assert declared.status_code == 201
+    assert declared.json()["rate_limit"] == "1/min"
+    bearer = {"Authorization": f"Bearer {_token(http, server.url).json()['token']}"}
+    assert http.get(f"{server.url}/v2/polls", headers=bearer).status_code == 200
+    refused = http.get(f"{server.url}/v2/polls", headers=bearer)
+    assert refused.status_code == 429
+    assert refused.json()["returnCode"] == 429
+    assert "1 calls to route GET /v2/polls within the last 60 s" in refused.json()["message"]
+    bad = control("POST", "/routes", {"path": "/v2/polls", "rate_limit": "often"})
+    assert bad.status_code == 400
+    assert "rate_limit must be a rate '<N>/s' or '<N>/min'" in bad.json()["message"]
+
+
 @pytest.mark.parametrize("value", [b"NaN", b"Infinity", b"-Infinity", b"1e999", b"[1, -1E400]"])
 def test_a_route_answer_that_other_languages_cannot_parse_is_refused(
     server: StandaloneServer, http: requests.Session, value: bytes
