@@ -291,12 +291,13 @@ def test_a_client_that_slept_in_real_time_under_a_still_clock_is_told_so(
 
 def test_v3_calls_answer_429_in_v3_s_envelope_and_v2_in_the_service_s() -> None:
     refusal = Refusal(429, 429, "why", message="Too many requests", retry_after=1)
-    styled = V3Flow.call_style(refusal)
+    styled = V3Flow.api_error(refusal, Options())
     assert styled.body == {"message": "Too many requests"}
     assert (styled.status, styled.retry_after, styled.reason) == (429, 1, "why")
-    assert V2Flow.call_style(refusal) is refusal
-    other = Refusal(401, 1401, "no token")
-    assert V3Flow.call_style(other) is other
+    assert V3Flow.api_error(Refusal(400, 400, "11 events"), Options()).body == {
+        "message": "Bad Request"
+    }
+    assert V2Flow.api_error(refusal, Options()) is refusal
 
 
 def test_the_option_is_declared_once_and_described_when_on() -> None:

@@ -135,10 +135,12 @@ def test_a_bulk_collect_call_counts_its_events_and_over_ten_is_a_400(
 
     too_many = send(11)
     assert too_many.status_code == 400
-    assert too_many.json() == {
-        "message": "a bulk call carries at most 10 events (the Collect HTTP API (v3), page "
+    assert too_many.json() == {"message": "Bad Request"}  # v3's envelope
+    [event] = [e for e in mgmt_server.events if isinstance(e, RateLimited)]
+    assert event.reason == (
+        "a bulk call carries at most 10 events (the Collect HTTP API (v3), page "
         "api/v3/http-api/about), this one carried 11: split it"
-    }
+    )
     assert [send(10).status_code for _ in range(10)] == [200] * 10  # 100 events
     assert send(1).status_code == 429
     assert bulk.call_count == 10
