@@ -579,8 +579,8 @@ class RateLimited(Event):
     bulk call over the family's events per call.
 
     Fields besides ``at`` and ``username``: ``method``, ``path``, ``version`` (the
-    route's flow), ``limit`` (what was exceeded: ``"Visitor Profile API, 50/s"`` or
-    ``"route GET /things, 5/min"``), ``counted`` (requests or events already in the
+    route's flow), ``limit`` (what was exceeded: ``"Visitor Profile API (v3), 50/s"``
+    or ``"route GET /things, 5/min"``), ``counted`` (requests or events already in the
     window), ``status`` (429, or 400), ``retry_after`` (seconds, ``None`` with a 400),
     ``waited`` and ``asked`` (a retry refused again inside the ``Retry-After`` of an
     earlier 429: seconds since it, and its ``Retry-After``; else ``None``),

@@ -100,10 +100,6 @@ class Family:
     #: The most events one bulk call may carry (Collect: 10); ``None``: no such limit.
     per_call: int | None = None
 
-    @property
-    def limit(self) -> str:
-        return f"the {self.title}'s {self.rate.count} {self.counts}s/{self.rate.unit}"
-
 
 _ACCOUNT = r"/accounts/(?P<account>[^/]+)/profiles/"
 
