@@ -185,6 +185,8 @@ def bulk_events(body: bytes) -> int:
 class _Window:
     #: (when, how much) of each admitted call still inside the window, oldest first.
     calls: deque[tuple[float, int]] = dataclasses.field(default_factory=deque)
+    #: Their sum: what the window holds now (kept, not summed per call).
+    used: int = 0
     #: The last 429 of this window: simulated time, real time, its Retry-After.
     refused: tuple[float, float, int] | None = None
 
@@ -255,10 +257,11 @@ class RateLimits:
             window = self._windows.setdefault(key, _Window())
             calls = window.calls
             while calls and calls[0][0] <= now - rate.per:
-                calls.popleft()
-            used = sum(c for _, c in calls)
+                window.used -= calls.popleft()[1]
+            used = window.used
             if used + cost <= rate.count:
                 calls.append((now, cost))
+                window.used += cost
                 return
             # When enough of the window has passed for this call to fit.
             freed, retry_at = 0, now + rate.per

@@ -5,9 +5,11 @@ Collect's events per call, and a retry refused again inside a 429's Retry-After.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from pytest_mgmtauth import Options, RateLimited
 from pytest_mgmtauth._service.flows.v2 import V2Flow
@@ -306,3 +308,44 @@ def test_the_option_is_declared_once_and_described_when_on() -> None:
     assert "rate_limits" not in Options().describe()
     with pytest.raises(TypeError, match="'rate_limits' must be True or False, got 'yes'"):
         Options(rate_limits="yes")  # type: ignore[arg-type]
+
+
+# -- the window's promise, for any arrivals ----------------------------------------------
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    count=st.integers(1, 5),
+    unit=st.sampled_from(["s", "min"]),
+    gaps=st.lists(st.sampled_from([0.0, 0.1, 0.5, 1.0, 7.0, 30.0, 61.0]), max_size=40),
+)
+def test_no_window_admits_more_than_its_rate_and_retry_after_is_enough(
+    count: int, unit: str, gaps: list[float]
+) -> None:
+    from pytest_mgmtauth._service.rate_limits import RateLimits
+    from pytest_mgmtauth._service.timeline import Timeline
+
+    clock = ManualClock()
+    lock = threading.RLock()
+    limits = RateLimits(Timeline(clock, lock), Options(), lock)
+    rate = Rate(count, unit)
+    admitted: list[float] = []
+
+    def call() -> int | None:
+        try:
+            limits.admit(username=None, version="v2", method="GET", path="/x", own=rate, route="x")
+        except Refusal as refusal:
+            return refusal.retry_after
+        admitted.append(clock())
+        return None
+
+    for gap in gaps:
+        clock.advance(gap)
+        retry_after = call()
+        if retry_after is not None:
+            assert retry_after >= 1
+            clock.advance(retry_after)
+            assert call() is None  # nothing else came: waiting Retry-After is enough
+    for i, at in enumerate(admitted):
+        inside = [t for t in admitted[i:] if t < at + rate.per]
+        assert len(inside) <= count
