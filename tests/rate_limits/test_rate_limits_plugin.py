@@ -14,6 +14,7 @@ def pytester(mgmt_pytester: pytest.Pytester) -> pytest.Pytester:
 
 #: A user's Visitor Profile client that sends 60 lookups in the same second.
 SUITE = """
+import pytest
 import requests
 
 PATH = "/v3/customer/visitor/accounts/acme/profiles/main"
@@ -37,16 +38,14 @@ def test_sixty_lookups_in_one_second(mgmt_server, mgmt_account, mgmt_clock):
     assert statuses == [200] * 60
 """
 
+#: The same test with the option on its marker.
+MARKED = SUITE.replace("def test_sixty", "@pytest.mark.mgmtauth(rate_limits=True)\ndef test_sixty")
+
 
 def test_the_marker_applies_the_published_figures_and_the_report_shows_the_429(
     pytester: pytest.Pytester,
 ) -> None:
-    pytester.makepyfile(
-        SUITE.replace(
-            "def test_sixty",
-            "@__import__('pytest').mark.mgmtauth(rate_limits=True)\ndef test_sixty",
-        )
-    )
+    pytester.makepyfile(MARKED)
     result = pytester.runpytest_inprocess()
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
