@@ -360,7 +360,7 @@ class FakeApp:
             method=request.method,
             path=request.path,
             body=body,
-            own=route.rate_limit,
+            own=route.rate,
             route=f"{route.method} {declared}",
             credential=auth.credential,
         )

@@ -77,9 +77,11 @@ class RouteHandler(RequestHandler):
         self.scope = scope
         """The scope a call needs (a flow whose tokens carry scopes); ``{name}`` parts
         are filled from the named groups of a regex path."""
-        self.rate_limit = rate_limit
-        """Its own rate limit (``route(rate_limit="50/s")``, read as a ``Rate``): calls
-        past it answer 429; ``None``: the option ``rate_limits`` decides."""
+        self.rate_limit = None if rate_limit is None else str(rate_limit)
+        """Its own rate limit, as ``route(rate_limit=...)`` declared it (``"50/s"``):
+        calls past it answer 429; ``None``: the option ``rate_limits`` decides."""
+        #: The same, read (what the rate rule takes).
+        self.rate = rate_limit
         self.call_count = 0
         """How many calls passed authentication and were answered by this handler (its
         answer, or a 500 when it raised): one per ``ApiCall`` event of the route in the
@@ -152,7 +154,7 @@ class RouteHandler(RequestHandler):
             perm += f", scope={self.scope!r}"
         host = f", host={self.host}" if self.host else ""
         if self.rate_limit is not None:
-            host += f", rate_limit={str(self.rate_limit)!r}"
+            host += f", rate_limit={self.rate_limit!r}"
         return f"<route {self.method} {self.path} auth={self.auth}{perm}{host}>"
 
 

@@ -361,7 +361,7 @@ class ControlAPI:
         if route.scope is not None:
             created["scope"] = route.scope
         if route.rate_limit is not None:
-            created["rate_limit"] = str(route.rate_limit)
+            created["rate_limit"] = route.rate_limit
         return 201, created
 
     def _clients(self, body: Body) -> tuple[int, Any]:

@@ -153,6 +153,7 @@ def test_a_route_s_own_rate_limit_answers_429_on_the_real_clock_with_urllib(
     # twice within this test, however slow the machine.
     route = mgmt_server.route("GET", "/v2/things", rate_limit="1/min").respond_with_json([])
     assert repr(route).endswith("rate_limit='1/min'>")
+    assert route.rate_limit == "1/min"
     request = urllib.request.Request(
         f"{mgmt_server.url}/v2/things",
         headers={"Authorization": f"Bearer {get_token(mgmt_account)}"},
