@@ -45,6 +45,14 @@ def test_visitor_privacy_answers_the_published_429_past_50_a_second_with_request
     assert refused.status_code == 429
     assert refused.json() == {"message": "Too many requests"}  # the endpoint page's body
     assert refused.headers["Retry-After"] == "1"
+    # The diagnosis, which the published body has no room for, in the fake's own header
+    # and the request log.
+    diagnosis = (
+        "50 requests to the Visitor Privacy API (v3) for account 'acme' within the last "
+        "1 s, the limit is 50/s: wait Retry-After (1 s) before calling again"
+    )
+    assert refused.headers["X-Mgmtauth-Diagnosis"] == diagnosis
+    assert mgmt_server.requests[-1].diagnosis == diagnosis
     assert refused.headers["Content-Type"] == "application/json"
     assert route.call_count == 50  # the handler never saw the refused call
     mgmt_clock.advance(seconds=1)
@@ -136,6 +144,7 @@ def test_a_bulk_collect_call_counts_its_events_and_over_ten_is_a_400(
     too_many = send(11)
     assert too_many.status_code == 400
     assert too_many.json() == {"message": "Bad Request"}  # v3's envelope
+    assert "carried 11: split it" in too_many.headers["X-Mgmtauth-Diagnosis"]
     [event] = [e for e in mgmt_server.events if isinstance(e, RateLimited)]
     assert event.reason == (
         "a bulk call carries at most 10 events (the Collect HTTP API (v3), page "
