@@ -23,6 +23,7 @@ import pytest
 from ._glue import settings as _settings
 from ._glue.settings import options_for
 from ._service.options import OPTION_NAMES, Options
+from ._verdicts.explore_plan import MARKER as _EXPLORE_MARKER, PROP as _EXPLORE_PROP
 from ._verdicts.sweep_plan import (
     FAULT_KINDS,
     FIXTURE as _SWEEP_FIXTURE,
@@ -104,6 +105,13 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     config.addinivalue_line(
         "markers",
+        f"{_EXPLORE_MARKER}(runs=100, max_faults=2, faults=(...), seed=None, replay=None): "
+        "run the test's body `runs` times in one item, each run under its own schedule of "
+        "faults and clock moves, and shrink a failure to its shortest story (the "
+        "documentation's page Explore)",
+    )
+    config.addinivalue_line(
+        "markers",
         "mgmtauth_live: run this test against the service itself under --mgmtauth-live, "
         "recording its exchanges (the documentation's page Checked against the service)",
     )
@@ -130,6 +138,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
         config.pluginmanager.register(JunitTimelines(config), "mgmtauth-junit-timelines")
     config.pluginmanager.register(_SweepReports(), "mgmtauth-sweep")
+    config.pluginmanager.register(_ExploreReports(), "mgmtauth-explore")
 
 
 def __getattr__(name: str) -> Any:
@@ -264,6 +273,27 @@ class _SweepReports:
             self._report.pytest_terminal_summary(terminalreporter)
 
 
+class _ExploreReports:
+    """The ``mgmtauth explore`` terminal section, as :class:`_SweepReports` does it for
+    sweeps: ``_explore`` is imported at the first report of an explored item."""
+
+    def __init__(self) -> None:
+        self._report: Any = None
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if self._report is None:
+            if not any(name == _EXPLORE_PROP for name, _ in report.user_properties):
+                return
+            from ._glue.explore import ExploreReport
+
+            self._report = ExploreReport()
+        self._report.pytest_runtest_logreport(report)
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self._report is not None:
+            self._report.pytest_terminal_summary(terminalreporter)
+
+
 def _may_sweep(item: pytest.Item) -> bool:
     """Whether the item can be a sweep item: only those depend on the sweep's fixture
     (through mgmt_server). The others never import ``_sweep``."""
@@ -271,6 +301,11 @@ def _may_sweep(item: pytest.Item) -> bool:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if metafunc.definition.get_closest_marker(_EXPLORE_MARKER) is not None:
+        from ._glue import explore as _explore
+
+        _explore.check(metafunc.definition, metafunc.fixturenames)
+        return  # explored, never swept (a sweep marker beside it is refused above)
     if (
         _SWEEP_FIXTURE not in metafunc.fixturenames
         and metafunc.definition.get_closest_marker(_SWEEP_MARKER) is None
@@ -289,6 +324,15 @@ def _mgmtauth_sweep() -> SweepPoint | None:
     Session-scoped so that an item the sweep does not parametrize (nearly all) finds the
     None cached instead of running a fixture."""
     return None
+
+
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
+    # An explored item runs its body many times (_glue/explore.py); any other item: pytest's.
+    if item.get_closest_marker(_EXPLORE_MARKER) is None:
+        return None
+    from ._glue import explore as _explore
+
+    return _explore.run(item, nextitem)
 
 
 @pytest.hookimpl(trylast=True)
@@ -343,6 +387,9 @@ def mgmt_server(
     item.stash[_FAKE] = fake
     fake.use_clock_mover(_clock_mover(item))
     _sweep.arm(item, _mgmtauth_sweep, fake)
+    explore = sys.modules.get("pytest_mgmtauth._glue.explore")
+    if explore is not None:  # imported when a test explores: this may be one of its runs
+        explore.arm(item, fake)
     restore_environment = fake.apply_environment()  # the intercept option's variables
     recorded = None if live is None else fake.record_exchanges()  # the service's answers
     checked = False
@@ -392,6 +439,10 @@ def pytest_runtest_makereport(
     report = outcome.get_result()
     if report.when == "teardown" and "pytest_mgmtauth._fake.session" in sys.modules:
         sys.modules["pytest_mgmtauth._fake.session"].settle_environment()  # see its text
+    if report.when == "setup":
+        # A rerun of the item (an exploration's, pytest-rerunfailures') starts afresh.
+        item.stash[_CALL_FAILED] = False
+        item.stash[_SECTION_SHOWN] = False
     if report.when in ("setup", "call") and not report.passed:
         # Failed, errored, skipped or xfailed (reported as skipped): findings only warn.
         item.stash[_CALL_FAILED] = True

@@ -768,6 +768,24 @@ class MgmtServer:
         self._service.fault_runner.schedule(fault)
         return fault
 
+    def schedule_clock_move(self, seconds: float, *, at: str | int) -> None:
+        """Move ``mgmt_clock`` on by ``seconds`` just before protected call ``at``
+        (``"call2"`` or ``2``: when call 1 has been answered, while the client reads the
+        answer; before call 1, at the first grant): time passing between two calls, as
+        an exploration's ``clock`` event does (docs/explore.md). Recorded as a
+        ``ScheduledFaultFired`` event with ``fault="clock"``; a test not on
+        ``mgmt_clock`` gets the event, and no move."""
+        __tracebackhide__ = True
+        try:
+            index = _faults.scheduled("reset", at).index  # the points of a call's fault
+        except ValueError:
+            raise ValueError(
+                "schedule_clock_move(): at must be a protected call like 'call2' (calls "
+                f"counted from 1) or an int >= 1, got {at!r}"
+            ) from None
+        seconds = check_seconds("seconds", seconds, what="schedule_clock_move()")
+        self._service.fault_runner.schedule_move(seconds, index)
+
     @property
     @_timeline_read
     def scheduled_faults(self) -> list[ScheduledFault]:

@@ -98,9 +98,35 @@ class FaultRunner:
         with self._lock:
             self._fire_before_call(self.plan.protected_calls + 1)
 
+    def schedule_move(self, seconds: float, index: int) -> None:
+        """Move the clock on by ``seconds`` just before protected call ``index`` (when
+        the clock can move; calls already made count)."""
+        with self._lock:
+            self.plan.schedule_move(index, seconds)
+
     def _fire_before_call(self, index: int, *, in_flight: bool = False) -> None:
+        # The clock moves first: an expiry at the same point then ends what is in use
+        # at the new time.
+        for seconds in self.plan.moves_before(index):
+            self._move_clock(seconds, index)
         for fault in self.plan.before_call(index):
             self._end_in_use(fault, in_flight=in_flight)
+
+    def _move_clock(self, seconds: float, index: int) -> None:
+        if self.advance is not None and self.advance(seconds):
+            self._credentials.expire_sessions(self._timeline.now())
+            detail = f"the clock moved on {seconds:g} s"
+        else:
+            detail = f"the clock could not move {seconds:g} s: the test does not run on mgmt_clock"
+        self._timeline.record(
+            ScheduledFaultFired(
+                at=to_datetime(self._timeline.now()),
+                username=None,
+                fault="clock",
+                point=f"call{index}",
+                detail=detail,
+            )
+        )
 
     def _record_scheduled(self, fault: ScheduledFault, detail: str) -> None:
         self._timeline.record(

@@ -271,6 +271,8 @@ class FaultPlan:
         self._pending: list[_Entry] = []
         self._scheduled: list[ScheduledFault] = []
         self._fired: list[ScheduledFault] = []
+        #: Clock moves due just before a protected call: (call index, seconds).
+        self._moves: list[tuple[int, float]] = []
         #: Calls counted so far, for the trigger points of scheduled faults.
         self.auth_calls = 0
         self.protected_calls = 0
@@ -293,6 +295,20 @@ class FaultPlan:
         with self._lock:
             self.protected_calls += 1
             return self._fire("call", self.protected_calls, kinds=("reset",))
+
+    def schedule_move(self, index: int, seconds: float) -> None:
+        """Move the clock on by ``seconds`` just before protected call ``index``."""
+        with self._lock:
+            self._moves.append((index, seconds))
+
+    def moves_before(self, index: int) -> list[float]:
+        """The clock moves due before protected call ``index`` (taken: each fires once)."""
+        with self._lock:
+            if not self._moves:
+                return []
+            due = [seconds for at, seconds in self._moves if at == index]
+            self._moves = [(at, seconds) for at, seconds in self._moves if at != index]
+            return due
 
     def before_call(self, index: int) -> list[ScheduledFault]:
         """The ``expire``/``revoke`` faults due before protected call ``index``."""
@@ -361,3 +377,4 @@ class FaultPlan:
         with self._lock:
             self._pending.clear()
             self._scheduled.clear()
+            self._moves.clear()

@@ -28,7 +28,8 @@ LAYERS: dict[str, tuple[set[str], set[str]]] = {
     ),
     "_glue": (
         {"_service", "_verdicts", "_fake"},
-        {"pytest", "_pytest", "freezegun"},
+        # hypothesis: the explorations' schedules (_glue/explore.py, the explore extra).
+        {"pytest", "_pytest", "freezegun", "hypothesis"},
     ),
 }
 

@@ -1,0 +1,383 @@
+"""Exploration: one pytest item runs the test's body many times, each run under its own
+schedule of faults and clock moves, drawn and shrunk by Hypothesis (docs/explore.md).
+
+Each run is pytest's own protocol for the item (``runtestprotocol``, as
+pytest-rerunfailures reruns a test): the item's function-scoped fixtures are set up and
+torn down again, its module, class and session fixtures stay (the teardown of a run
+that is not the last is given the item's parent as the next item, so only the item is
+torn down). Those runs log nothing; the last run (the shortest failing schedule, or the
+baseline when none failed) is logged as the item's reports, with the story of the
+failure, the exploration's figures as a ``user_properties`` entry, and the warnings of
+all runs counted once.
+
+The schedules, the replay text and the story are ``_verdicts/explore_plan.py``'s
+(pure). Hypothesis (the ``explore`` extra) is imported only when a test explores.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import warnings
+from random import Random
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+# pytest has no public API to run an item's protocol again (pytest-rerunfailures uses
+# the same function); everything else here is public.
+from _pytest.runner import runtestprotocol
+
+from .._verdicts.explore_plan import (
+    CLOCK,
+    MARKER,
+    PROP,
+    ExploreConfig,
+    ExploreEvent,
+    Outcome,
+    Schedule,
+    check_config,
+    fired_schedule,
+    moments,
+    replay_text,
+    schedule,
+    section_text,
+    story,
+)
+from .._verdicts.sweep_plan import MARKER as SWEEP_MARKER
+
+if TYPE_CHECKING:
+    from .._fake.server import MgmtServer
+
+__all__ = ["ExploreReport", "arm", "check", "run"]
+
+SECTION = "mgmtauth explore"
+#: The schedule of the run about to start, and its fake once mgmt_server is set up.
+_RUN = pytest.StashKey["_Run"]()
+#: How to install Hypothesis when it is missing.
+_INSTALL = 'pip install "pytest-mgmtauth[explore]" (or hypothesis>=6.100)'
+
+
+@dataclasses.dataclass
+class _Run:
+    events: Schedule
+    fake: MgmtServer | None = None
+
+
+def check(definition: pytest.Function, fixturenames: list[str]) -> None:
+    """At collection: the marker's arguments, no sweep marker beside it, the fake in
+    use, and Hypothesis installed; CollectError saying what to change."""
+    where = f"@pytest.mark.{MARKER} on {definition.nodeid}"
+    marker = definition.get_closest_marker(MARKER)
+    assert marker is not None
+    try:
+        config = check_config(marker.args, dict(marker.kwargs), where)
+    except ValueError as exc:
+        raise pytest.Collector.CollectError(str(exc)) from None
+    if definition.get_closest_marker(SWEEP_MARKER) is not None:
+        raise pytest.Collector.CollectError(
+            f"{where}: the test is marked {SWEEP_MARKER} too; an exploration already "
+            "tries every sweep fault, combined, at every point: keep one of the two markers"
+        )
+    if "mgmt_server" not in fixturenames:
+        raise pytest.Collector.CollectError(
+            f"{where}: the test does not use the mgmt_server fixture, so there is nothing "
+            "to explore; request mgmt_server (or mgmt_account) in the test"
+        )
+    if config.replay is None:
+        try:
+            import hypothesis  # noqa: F401
+        except ImportError:
+            raise pytest.Collector.CollectError(
+                f"{where}: exploring needs Hypothesis, which is not installed: {_INSTALL}"
+            ) from None
+
+
+def _config(item: pytest.Item) -> ExploreConfig:
+    marker = item.get_closest_marker(MARKER)
+    assert marker is not None
+    return check_config(marker.args, dict(marker.kwargs), f"@pytest.mark.{MARKER}")
+
+
+def arm(item: pytest.Item, fake: MgmtServer) -> None:
+    """mgmt_server's setup: schedule the events of the run about to start."""
+    run = item.stash.get(_RUN, None)
+    if run is None:
+        return
+    run.fake = fake
+    for event in run.events:
+        if event.kind == CLOCK:
+            fake.schedule_clock_move(event.seconds, at=event.index)
+        else:
+            fake.schedule_fault(event.kind, at=event.point)
+
+
+@dataclasses.dataclass
+class _Space:
+    """Where events may go: the points a baseline run reached, the kinds, the moves."""
+
+    calls: int
+    auths: int
+    call_kinds: tuple[str, ...]
+    auth_kinds: tuple[str, ...]
+    max_faults: int
+    moves: tuple[int, ...]
+
+    @property
+    def empty(self) -> bool:
+        return not (self.call_kinds or self.auth_kinds or self.moves)
+
+
+class _Explorer:
+    """The runs of one explored item."""
+
+    def __init__(self, item: pytest.Item, nextitem: pytest.Item | None) -> None:
+        self.item = item
+        self.nextitem = nextitem
+        self.outcome = Outcome()
+        self.properties = list(item.user_properties)
+        #: (category, file, line) -> (first message, runs that warned it)
+        self.warned: dict[tuple[type[Warning], str, int], list[Any]] = {}
+        #: The latest failing schedule (as drawn), in case Hypothesis finds it flaky.
+        self.last_failing: Schedule | None = None
+
+    def once(self, events: Schedule, *, last: bool = False) -> tuple[list[pytest.TestReport], Any]:
+        """Run the item once under ``events``: its reports and fake (None: no fake)."""
+        item = self.item
+        item.user_properties[:] = self.properties  # each run adds the fake's figures
+        run = item.stash[_RUN] = _Run(events)
+        # Not the last run: only the item is torn down (its parent stays set up).
+        nextitem: Any = self.nextitem if last else item.parent
+        with warnings.catch_warnings(record=True) as caught:
+            reports = runtestprotocol(item, log=False, nextitem=nextitem)
+        del item.stash[_RUN]
+        self._count_warnings(caught)
+        fake, run.fake = run.fake, None
+        fired = fired_schedule(fake.events) if fake is not None else ()
+        failed = any(report.failed for report in reports)
+        self.outcome.add(fired, failed=failed)
+        if failed:
+            self.last_failing = events
+        return reports, fake
+
+    def _count_warnings(self, caught: list[warnings.WarningMessage]) -> None:
+        seen = set()
+        for message in caught:
+            key = (message.category, message.filename, message.lineno)
+            entry = self.warned.setdefault(key, [str(message.message), 0])
+            if key not in seen:
+                seen.add(key)
+                entry[1] += 1
+
+    def warn_once(self) -> None:
+        """The warnings of all runs, each once, with how many runs gave it."""
+        runs = self.outcome.runs
+        for (category, filename, lineno), (text, count) in self.warned.items():
+            where = "the run" if runs == 1 else f"{count} of {runs} runs"
+            # An error only by a filter of the repeated text: shown already.
+            with contextlib.suppress(Warning):
+                warnings.warn_explicit(
+                    f"{text}\n(pytest-mgmtauth explore: in {where})", category, filename, lineno
+                )
+
+    def space(self, fake: MgmtServer | None, config: ExploreConfig) -> _Space:
+        from .._service.faults import SCHEDULED_KINDS
+        from .._service.flows.registry import FLOWS
+
+        calls = fake.protected_calls if fake is not None else 0
+        auths = fake.auth_calls if fake is not None else 0
+        call_kinds = tuple(k for k in config.faults if SCHEDULED_KINDS[k] == "call")
+        auth_kinds = tuple(k for k in config.faults if SCHEDULED_KINDS[k] == "auth")
+        moves: tuple[int, ...] = ()
+        if calls and fake is not None and "mgmt_clock" in getattr(self.item, "fixturenames", ()):
+            margins = [flow.churn_margin(fake.options) for flow in FLOWS.values()]
+            moves = moments(fake.options, margins)
+        return _Space(
+            calls=calls,
+            # Faults bring authentications of their own (a revoke, a 503): room for them.
+            auths=auths + config.max_faults if auths else 0,
+            call_kinds=call_kinds if calls else (),
+            auth_kinds=auth_kinds if auths else (),
+            max_faults=config.max_faults,
+            moves=moves,
+        )
+
+    def search(self, space: _Space, config: ExploreConfig, examples: int) -> Schedule | None:
+        """Hypothesis draws ``examples`` schedules and shrinks the first that fails;
+        the shortest failing schedule, or None."""
+        from hypothesis import Verbosity, find, settings
+        from hypothesis.errors import Flaky, NoSuchExample
+
+        database: Any = None
+        cache = getattr(self.item.config, "cache", None)
+        if cache is not None:
+            from hypothesis.database import DirectoryBasedExampleDatabase
+
+            # The failing schedules of each explored test, tried first on the next run.
+            database = DirectoryBasedExampleDatabase(str(cache.mkdir("mgmtauth-explore")))
+        chosen = settings(
+            max_examples=examples,
+            deadline=None,
+            database=database,
+            verbosity=Verbosity.quiet,
+            print_blob=False,
+        )
+        seed = None if config.seed is None else Random(config.seed)
+
+        def fails(events: Schedule) -> bool:
+            if self.item.session.shouldstop or self.item.session.shouldfail:
+                return False
+            return any(report.failed for report in self.once(events)[0])
+
+        try:
+            found: Schedule = find(
+                _strategy(space),
+                fails,
+                settings=chosen,
+                random=seed,
+                database_key=f"mgmtauth-explore:{self.item.nodeid}".encode(),
+            )
+            return found
+        except NoSuchExample:
+            return None
+        except Flaky as exc:
+            self.outcome.flaky = f"Hypothesis found the failure flaky: {exc}".splitlines()[0]
+            return self.last_failing
+
+
+def _strategy(space: _Space) -> Any:
+    """Schedules: at most ``max_faults`` faults and as many clock moves, which shrink
+    to fewer events, earlier points, smaller moves (and the first fault kinds)."""
+    from hypothesis import strategies as st
+
+    kinds: list[Any] = []
+    if space.call_kinds:
+        kinds.append(
+            st.builds(
+                lambda kind, index: ExploreEvent(index, "call", kind),
+                st.sampled_from(space.call_kinds),
+                st.integers(1, space.calls),
+            )
+        )
+    if space.auth_kinds:
+        kinds.append(
+            st.builds(
+                lambda kind, index: ExploreEvent(index, "auth", kind),
+                st.sampled_from(space.auth_kinds),
+                st.integers(1, space.auths),
+            )
+        )
+    # How many first, evenly: combined faults are what a sweep cannot try. Fewer
+    # shrinks first.
+    faults = (
+        st.integers(0, space.max_faults).flatmap(
+            lambda count: st.lists(st.one_of(kinds), min_size=count, max_size=count)
+        )
+        if kinds
+        else st.just([])
+    )
+    moves: Any = st.just([])
+    if space.moves:
+        moves = st.lists(
+            st.builds(
+                lambda index, seconds: ExploreEvent(index, "call", CLOCK, seconds),
+                st.integers(1, space.calls),
+                st.sampled_from(space.moves),
+            ),
+            max_size=space.max_faults,
+        )
+    return st.tuples(faults, moves).map(lambda drawn: schedule([*drawn[0], *drawn[1]]))
+
+
+def run(item: pytest.Item, nextitem: pytest.Item | None) -> bool:
+    """pytest_runtest_protocol of an explored item: explore, then log the last run."""
+    config = _config(item)
+    explorer = _Explorer(item, nextitem)
+    outcome = explorer.outcome
+    final: Schedule = ()
+    if config.replay is not None:
+        final = config.replay
+    elif config.runs > 1:
+        final = _explore(explorer, config)
+    item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+    reports, fake = explorer.once(final, last=True)
+    failed = next((report for report in reports if report.failed), None)
+    fired = fired_schedule(fake.events) if fake is not None else final
+    if failed is not None or outcome.shortest is not None:
+        outcome.shortest = fired
+        outcome.story = story(fake.events if fake is not None else [], failure=_failure(failed))
+    del fake
+    text = outcome.as_json()
+    if outcome.shortest is not None and failed is None:
+        # Found failing, but its replay passed: the item fails all the same, and says so.
+        failed = next(r for r in reports if r.when in ("call", "setup"))
+        failed.outcome = "failed"
+        failed.longrepr = (
+            f"pytest-mgmtauth explore: the schedule {replay_text(outcome.shortest) or '(none)'}"
+            f" failed during the exploration, but not when run again: the test is flaky "
+            f"under it. {outcome.flaky}"
+        )
+    if failed is not None:
+        failed.sections.append((SECTION, "\n".join(section_text(json.loads(text)))))
+    item.user_properties.append((PROP, text))
+    reports[-1].user_properties.append((PROP, text))
+    explorer.warn_once()
+    for report in reports:
+        item.ihook.pytest_runtest_logreport(report=report)
+    item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+    return True
+
+
+def _explore(explorer: _Explorer, config: ExploreConfig) -> Schedule:
+    """A baseline run, then Hypothesis's: the schedule the logged run is to replay (the
+    shortest failing one, or none)."""
+    reports, fake = explorer.once(())
+    if any(report.failed for report in reports):
+        explorer.outcome.shortest = ()  # it fails without any event: nothing to explore
+        return ()
+    if any(report.skipped for report in reports):
+        return ()
+    space = explorer.space(fake, config)
+    del fake
+    if space.empty or config.runs <= 2:
+        return ()
+    found = explorer.search(space, config, config.runs - 2)
+    if found is None:
+        return ()
+    explorer.outcome.shortest = found
+    return found
+
+
+def _failure(report: pytest.TestReport | None) -> str:
+    """The first line worth showing of a failed report."""
+    if report is None:
+        return ""
+    crash = getattr(report.longrepr, "reprcrash", None)
+    text = getattr(crash, "message", None) or str(report.longrepr)
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    where = "" if report.when == "call" else f" (at {report.when})"
+    return first[:300] + where
+
+
+class ExploreReport:
+    """Collects explored items' figures from their reports (also on the xdist
+    controller); prints the ``mgmtauth explore`` terminal section."""
+
+    def __init__(self) -> None:
+        self._tests: dict[str, dict[str, object]] = {}
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        for name, value in report.user_properties:
+            if name == PROP and isinstance(value, str):
+                self._tests[report.nodeid] = json.loads(value)
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if not self._tests:
+            return
+        terminalreporter.write_sep("=", SECTION)
+        for test in sorted(self._tests):
+            terminalreporter.write_line(test)
+            for line in section_text(self._tests[test]):
+                terminalreporter.write_line(f"  {line}")
+            terminalreporter.write_line("")

@@ -1,0 +1,309 @@
+"""What an exploration runs and what it tells: its settings (the ``mgmtauth_explore``
+marker's arguments, checked), the events of a schedule (the sweeps' faults at their
+points, and clock moves before a protected call), the clock moves worth trying, the
+replay text, and the story of a failing run in the timeline's words.
+
+Pure: no pytest, no Hypothesis. Every run of pytest imports it (the marker's name and
+description): the events and the fault table are imported where they are used. The
+glue (``_glue/explore.py``) draws schedules with Hypothesis from the space described
+here, runs the test's body once per schedule, and reports with these texts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from typing import TYPE_CHECKING
+
+from .sweep_plan import FAULT_KINDS
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+
+    from .._service.events import Event
+    from .._service.options import Options
+
+MARKER = "mgmtauth_explore"
+#: user_properties (JUnit XML <property>) of an explored item: a JSON object.
+PROP = "mgmtauth_explore"
+#: The event that moves ``mgmt_clock`` on (not a fault: it counts apart from max_faults).
+CLOCK = "clock"
+DEFAULT_RUNS = 100
+MAX_RUNS = 100_000
+DEFAULT_MAX_FAULTS = 2
+MAX_FAULTS = 10
+#: The arguments the marker takes.
+ARGUMENTS = ("runs", "max_faults", "faults", "seed", "replay")
+
+
+@dataclasses.dataclass(frozen=True, order=True)
+class ExploreEvent:
+    """One event of a schedule: a fault ``kind`` (a sweep's) or ``clock`` at a point
+    (``on`` ``"call"`` or ``"auth"``, ``index`` from 1); ``seconds``: a clock move's."""
+
+    index: int
+    on: str
+    kind: str
+    seconds: int = 0
+
+    @property
+    def point(self) -> str:
+        return f"{self.on}{self.index}"
+
+    @property
+    def label(self) -> str:
+        """``expire@call2``, ``clock+1790@call1``: the replay's words."""
+        if self.kind == CLOCK:
+            return f"{CLOCK}+{self.seconds}@{self.point}"
+        return f"{self.kind}@{self.point}"
+
+    def as_json(self) -> dict[str, object]:
+        data: dict[str, object] = {"point": self.point, "event": self.kind}
+        if self.kind == CLOCK:
+            data["seconds"] = self.seconds
+        return data
+
+    def describe(self) -> str:
+        """What it does, in a few words (before it fired)."""
+        if self.kind == CLOCK:
+            return f"the clock moves on {self.seconds} s just before protected call {self.index}"
+        from .._service.faults import scheduled
+
+        return scheduled(self.kind, self.point).describe()
+
+
+Schedule = tuple[ExploreEvent, ...]
+
+
+def schedule(events: Iterable[ExploreEvent], *, keep_order: bool = False) -> Schedule:
+    """A schedule in its one order (by point, then kind; or as given, ``keep_order``),
+    each event once; at most one answer per authentication (a 429 and a 503 at the
+    same call: the first kind's)."""
+    seen: dict[tuple[int, str, str], ExploreEvent] = {}
+    for event in events if keep_order else sorted(events):
+        key = (event.index, event.on, event.kind if event.on == "call" else "answer")
+        seen.setdefault(key, event)
+    return tuple(seen.values())
+
+
+def replay_text(events: Schedule) -> str:
+    return ", ".join(event.label for event in events)
+
+
+_LABEL = re.compile(r"\s*([a-z]+)(?:\+([0-9]+))?@(call|auth)([1-9][0-9]*)\s*")
+
+
+def parse_replay(text: object, where: str) -> Schedule:
+    """The schedule a ``replay="..."`` names; ValueError saying what is accepted."""
+    if not isinstance(text, str):
+        raise ValueError(
+            f"{where}: replay must be a str like 'expire@call2, clock+1790@call1' (as an "
+            f"exploration prints it), got {text!r}"
+        )
+    from .._service.faults import SCHEDULED_KINDS
+
+    events: list[ExploreEvent] = []
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        match = _LABEL.fullmatch(part)
+        if match is None:
+            raise ValueError(
+                f"{where}: replay event {part!r} is not one of 'KIND@callK', 'KIND@authK' "
+                f"or 'clock+SECONDS@callK' (kinds: {', '.join(FAULT_KINDS)})"
+            )
+        kind, seconds, on, index = match.groups()
+        if kind == CLOCK:
+            if seconds is None or on != "call":
+                raise ValueError(
+                    f"{where}: replay event {part!r}: a clock move is written "
+                    "'clock+SECONDS@callK' (before protected call K)"
+                )
+            events.append(ExploreEvent(int(index), on, CLOCK, int(seconds)))
+            continue
+        if kind not in FAULT_KINDS:
+            raise ValueError(
+                f"{where}: replay event {part!r}: unknown fault kind {kind!r}; known: "
+                f"{', '.join(FAULT_KINDS)}, clock"
+            )
+        if seconds is not None or SCHEDULED_KINDS[kind] != on:
+            raise ValueError(
+                f"{where}: replay event {part!r}: {kind} is written "
+                f"'{kind}@{SCHEDULED_KINDS[kind]}K'"
+            )
+        events.append(ExploreEvent(int(index), on, kind))
+    return schedule(events)
+
+
+@dataclasses.dataclass(frozen=True)
+class ExploreConfig:
+    """The checked arguments of one ``mgmtauth_explore`` marker."""
+
+    runs: int = DEFAULT_RUNS
+    max_faults: int = DEFAULT_MAX_FAULTS
+    faults: tuple[str, ...] = FAULT_KINDS
+    seed: int | None = None
+    replay: Schedule | None = None
+
+
+def check_config(args: Sequence[object], kwargs: dict[str, object], where: str) -> ExploreConfig:
+    """The marker's arguments, checked; ValueError naming what is wrong and the fix."""
+    if args:
+        raise ValueError(
+            f"{where}: takes keyword arguments only ({', '.join(ARGUMENTS)}), got "
+            f"positional {args!r}"
+        )
+    unknown = sorted(set(kwargs) - set(ARGUMENTS))
+    if unknown:
+        raise ValueError(
+            f"{where}: unknown argument(s) {', '.join(unknown)}; it takes {', '.join(ARGUMENTS)}"
+        )
+    runs = kwargs.get("runs", DEFAULT_RUNS)
+    if isinstance(runs, bool) or not isinstance(runs, int) or not 1 <= runs <= MAX_RUNS:
+        raise ValueError(
+            f"{where}: runs must be an int from 1 to {MAX_RUNS} (how many times the "
+            f"test's body runs), got {runs!r}"
+        )
+    max_faults = kwargs.get("max_faults", DEFAULT_MAX_FAULTS)
+    if (
+        isinstance(max_faults, bool)
+        or not isinstance(max_faults, int)
+        or not 1 <= max_faults <= MAX_FAULTS
+    ):
+        raise ValueError(
+            f"{where}: max_faults must be an int from 1 to {MAX_FAULTS} (faults per run), "
+            f"got {max_faults!r}"
+        )
+    from .sweep_plan import check_faults
+
+    faults = check_faults(kwargs.get("faults", FAULT_KINDS), where)
+    if not faults:
+        raise ValueError(f"{where}: faults is empty; name at least one of {', '.join(FAULT_KINDS)}")
+    seed = kwargs.get("seed")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+        raise ValueError(f"{where}: seed must be an int, got {seed!r}")
+    replay = kwargs.get("replay")
+    return ExploreConfig(
+        runs=runs,
+        max_faults=max_faults,
+        faults=faults,
+        seed=seed,
+        replay=None if replay is None else parse_replay(replay, where),
+    )
+
+
+def moments(options: Options, margins: Iterable[float]) -> tuple[int, ...]:
+    """Clock moves worth trying, smallest first: just before, at and just after a
+    credential's end (the tokens' lifetimes, the v1 idle timeout), the same around the
+    start of each flow's churn margin (``margins``), and a throttle's Retry-After."""
+    from .._service.faults import DEFAULT_RETRY_AFTER
+
+    found = {DEFAULT_RETRY_AFTER, DEFAULT_RETRY_AFTER + 1}
+    for end in (options.token_ttl, options.oauth_token_ttl, options.session_timeout):
+        whole = int(end)
+        found.update((whole - 1, whole, whole + 1))
+        for margin in margins:
+            start = whole - int(margin)
+            if start > 0:
+                found.update((start - 1, start, start + 1))
+    return tuple(sorted(s for s in found if s > 0))
+
+
+def fired_schedule(events: Sequence[Event]) -> Schedule:
+    """The events of a schedule that fired in a run, in the order they fired, read
+    from its timeline."""
+    from .._service.events import ScheduledFaultFired
+
+    fired: list[ExploreEvent] = []
+    for event in events:
+        if not isinstance(event, ScheduledFaultFired):
+            continue
+        on = "auth" if event.point.startswith("auth") else "call"
+        index = int(event.point[len(on) :])
+        seconds = 0
+        if event.fault == CLOCK:
+            match = re.search(r"([0-9]+) s", event.detail)
+            seconds = int(match.group(1)) if match else 0
+        fired.append(ExploreEvent(index, on, event.fault, seconds))
+    return schedule(fired, keep_order=True)
+
+
+def story(events: Sequence[Event], *, failure: str) -> list[str]:
+    """A failing run told in the timeline's words: each event of its schedule as it
+    fired, then what the client did after the last fault, then the failure."""
+    from .._service.events import ScheduledFaultFired
+    from .sweep_verdict import analyse
+
+    fired = [e for e in events if isinstance(e, ScheduledFaultFired)]
+    lines = []
+    for number, event in enumerate(fired, 1):
+        lines.append(f"{number}. {event.fault}@{event.point}: {event.detail}")
+    faults = [e for e in fired if e.fault != CLOCK]
+    if faults:
+        last = faults[-1]
+        # Read as a sweep reads one fault: the timeline with only the last one in it.
+        after = analyse(
+            last.fault,
+            [e for e in events if not isinstance(e, ScheduledFaultFired) or e is last],
+            failed=True,
+        )
+        if after.summary:
+            lines.append(f"then: {after.summary}")
+    if not fired:
+        lines.append("no event: the test fails without any fault or clock move")
+    if failure:
+        lines.append(f"the test failed: {failure}")
+    return lines
+
+
+@dataclasses.dataclass
+class Outcome:
+    """An exploration's result: ``runs`` of the body, the distinct schedules that ran
+    (as fired), the distinct ones that failed, the shortest failing one (``None``: none
+    failed), and the warnings counted over all runs."""
+
+    runs: int = 0
+    distinct: set[Schedule] = dataclasses.field(default_factory=set)
+    failing: set[Schedule] = dataclasses.field(default_factory=set)
+    shortest: Schedule | None = None
+    story: list[str] = dataclasses.field(default_factory=list)
+    flaky: str = ""
+
+    def add(self, fired: Schedule, *, failed: bool) -> None:
+        self.runs += 1
+        self.distinct.add(fired)
+        if failed:
+            self.failing.add(fired)
+
+    def as_json(self) -> str:
+        chosen = self.shortest or ()
+        return json.dumps(
+            {
+                "runs": self.runs,
+                "distinct": len(self.distinct),
+                "failures": len(self.failing),
+                "schedule": [event.as_json() for event in chosen],
+                "replay": replay_text(chosen) if self.shortest is not None else None,
+                "story": self.story,
+            }
+        )
+
+
+def replay_marker(replay: str) -> str:
+    return f'@pytest.mark.{MARKER}(replay="{replay}")'
+
+
+def section_text(data: dict[str, object]) -> list[str]:
+    """The lines of one explored test in the ``mgmtauth explore`` terminal section and
+    its failure's report section, from its property's JSON."""
+    runs, distinct, failures = data.get("runs"), data.get("distinct"), data.get("failures")
+    lines = [f"{runs} runs, {distinct} distinct schedules, {failures} failing"]
+    replay = data.get("replay")
+    if isinstance(replay, str):
+        lines.append(f"shortest failing schedule: {replay or '(no event)'}")
+        story_lines = data.get("story")
+        if isinstance(story_lines, list):
+            lines.extend(f"  {line}" for line in story_lines)
+        lines.append(f"replay it: {replay_marker(replay)}")
+    else:
+        lines.append("no schedule failed")
+    return lines
