@@ -387,9 +387,10 @@ def mgmt_server(
     item.stash[_FAKE] = fake
     fake.use_clock_mover(_clock_mover(item))
     _sweep.arm(item, _mgmtauth_sweep, fake)
-    explore = sys.modules.get("pytest_mgmtauth._glue.explore")
-    if explore is not None:  # imported when a test explores: this may be one of its runs
-        explore.arm(item, fake)
+    if item.get_closest_marker(_EXPLORE_MARKER) is not None:
+        from ._glue import explore as _explore
+
+        _explore.arm(item, fake)  # this run's schedule
     restore_environment = fake.apply_environment()  # the intercept option's variables
     recorded = None if live is None else fake.record_exchanges()  # the service's answers
     checked = False

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import json
 import warnings
 from random import Random
@@ -40,6 +41,7 @@ from .._verdicts.explore_plan import (
     check_config,
     fired_schedule,
     moments,
+    parse_replay,
     replay_text,
     schedule,
     section_text,
@@ -203,6 +205,27 @@ class _Explorer:
             moves=moves,
         )
 
+    def _cache_key(self) -> str:
+        digest = hashlib.sha256(self.item.nodeid.encode()).hexdigest()[:16]
+        return f"mgmtauth/explore/{digest}"
+
+    def remembered(self) -> Schedule | None:
+        """The shortest failing schedule of this test's last exploration, if any: it is
+        tried first (also with a ``seed``, where Hypothesis's database is not used)."""
+        cache = getattr(self.item.config, "cache", None)
+        text = None if cache is None else cache.get(self._cache_key(), None)
+        if not isinstance(text, str):
+            return None
+        try:
+            return parse_replay(text, "the remembered schedule")
+        except ValueError:
+            return None  # written by another version: explore afresh
+
+    def remember(self, found: Schedule | None) -> None:
+        cache = getattr(self.item.config, "cache", None)
+        if cache is not None:
+            cache.set(self._cache_key(), None if found is None else replay_text(found))
+
     def search(self, space: _Space, config: ExploreConfig, examples: int) -> Schedule | None:
         """Hypothesis draws ``examples`` schedules and shrinks the first that fails;
         the shortest failing schedule, or None."""
@@ -342,7 +365,12 @@ def _explore(explorer: _Explorer, config: ExploreConfig) -> Schedule:
     del fake
     if space.empty or config.runs <= 2:
         return ()
-    found = explorer.search(space, config, config.runs - 2)
+    remembered = explorer.remembered()
+    if remembered is not None and any(r.failed for r in explorer.once(remembered)[0]):
+        found: Schedule | None = remembered  # as Hypothesis replays its database first
+    else:
+        found = explorer.search(space, config, config.runs - 3 if remembered else config.runs - 2)
+    explorer.remember(found)
     if found is None:
         return ()
     explorer.outcome.shortest = found
