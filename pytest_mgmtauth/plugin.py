@@ -23,8 +23,9 @@ import pytest
 from ._glue import settings as _settings
 from ._glue.settings import options_for
 from ._service.options import OPTION_NAMES, Options
-from ._verdicts.explore_plan import MARKER as _EXPLORE_MARKER, PROP as _EXPLORE_PROP
 from ._verdicts.sweep_plan import (
+    EXPLORE_MARKER as _EXPLORE_MARKER,
+    EXPLORE_PROP as _EXPLORE_PROP,
     FAULT_KINDS,
     FIXTURE as _SWEEP_FIXTURE,
     MARKER as _SWEEP_MARKER,

@@ -32,8 +32,6 @@ from _pytest.runner import runtestprotocol
 
 from .._verdicts.explore_plan import (
     CLOCK,
-    MARKER,
-    PROP,
     ExploreConfig,
     ExploreEvent,
     Outcome,
@@ -47,7 +45,11 @@ from .._verdicts.explore_plan import (
     section_text,
     story,
 )
-from .._verdicts.sweep_plan import MARKER as SWEEP_MARKER
+from .._verdicts.sweep_plan import (
+    EXPLORE_MARKER as MARKER,
+    EXPLORE_PROP as PROP,
+    MARKER as SWEEP_MARKER,
+)
 
 if TYPE_CHECKING:
     from .._fake.server import MgmtServer

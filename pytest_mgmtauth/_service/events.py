@@ -774,9 +774,10 @@ class ScheduledFaultFired(Event):
     """When: a scheduled fault (``schedule_fault``, a sweep item's) reached its point.
 
     Fields besides ``at`` and ``username``: ``fault`` (``"expire"``, ``"revoke"``,
-    ``"throttle"``, ``"unavailable"``, ``"reset"``), ``point`` (``"call3"``,
-    ``"auth2"``), ``detail`` (what it did: "the clock moved on 1800 s to the end of
-    token T1", "token T1 revoked on cue", ...).
+    ``"throttle"``, ``"unavailable"``, ``"reset"``; ``"clock"`` for a move of
+    ``schedule_clock_move``, an exploration's), ``point`` (``"call3"``, ``"auth2"``),
+    ``detail`` (what it did: "the clock moved on 1800 s to the end of token T1", "token
+    T1 revoked on cue", "the clock moved on 1790 s", ...).
     """
 
     fault: str

@@ -3,8 +3,9 @@ marker's arguments, checked), the events of a schedule (the sweeps' faults at th
 points, and clock moves before a protected call), the clock moves worth trying, the
 replay text, and the story of a failing run in the timeline's words.
 
-Pure: no pytest, no Hypothesis. Every run of pytest imports it (the marker's name and
-description): the events and the fault table are imported where they are used. The
+Pure: no pytest, no Hypothesis. The marker's and property's names are
+``sweep_plan.py``'s (imported by every run of pytest); this module is imported when a
+test explores, and imports the events and the fault table where they are used. The
 glue (``_glue/explore.py``) draws schedules with Hypothesis from the space described
 here, runs the test's body once per schedule, and reports with these texts.
 """
@@ -16,7 +17,7 @@ import json
 import re
 from typing import TYPE_CHECKING
 
-from .sweep_plan import FAULT_KINDS
+from .sweep_plan import EXPLORE_MARKER as MARKER, FAULT_KINDS
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -24,9 +25,6 @@ if TYPE_CHECKING:
     from .._service.events import Event
     from .._service.options import Options
 
-MARKER = "mgmtauth_explore"
-#: user_properties (JUnit XML <property>) of an explored item: a JSON object.
-PROP = "mgmtauth_explore"
 #: The event that moves ``mgmt_clock`` on (not a fault: it counts apart from max_faults).
 CLOCK = "clock"
 DEFAULT_RUNS = 100

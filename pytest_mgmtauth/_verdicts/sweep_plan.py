@@ -29,6 +29,10 @@ BASELINE = "baseline"
 MARKER = "mgmtauth_sweep"
 #: The fixture the sweep parametrizes (``mgmt_server`` depends on it).
 FIXTURE = "_mgmtauth_sweep"
+#: An exploration's marker and its user_properties entry (``explore_plan.py`` is the
+#: rest of it): named here, so that a run of pytest does not import that module.
+EXPLORE_MARKER = "mgmtauth_explore"
+EXPLORE_PROP = "mgmtauth_explore"
 
 #: user_properties (JUnit XML <property>) of a sweep item.
 PROP_TEST = "mgmtauth_sweep_test"
