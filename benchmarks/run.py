@@ -22,6 +22,7 @@ sys.path.insert(0, str(HERE))
 
 import bench_calls  # noqa: E402
 import bench_clock  # noqa: E402
+import bench_explore  # noqa: E402
 import bench_keepalive  # noqa: E402
 import bench_slope  # noqa: E402
 import bench_suites  # noqa: E402
@@ -53,6 +54,10 @@ def main() -> int:
         ("== 4a: mgmt_clock vs freezegun, in one process", bench_clock.main),
         ("== 3, 4b, 4c, 6: whole suites in fresh processes", bench_suites.main),
         ("== 7: a sweep item vs the same fault scripted by hand", bench_sweep.main),
+        (
+            "== 11: an explored test (runs=200) vs 200 parametrized tests, same events",
+            bench_explore.main,
+        ),
         ("== 9, 10: each further test (slope), cold fixed cost", bench_slope.main),
         (
             "== 8: keep-alive: connections per 100 calls, round trip with reuse",
