@@ -159,7 +159,7 @@ class _Explorer:
         self._count_warnings(caught)
         fake, run.fake = run.fake, None
         fired = fired_schedule(fake.events) if fake is not None else ()
-        failed = any(report.failed for report in reports)
+        failed = any(map(_failed, reports))
         self.outcome.add(fired, failed=failed)
         if failed:
             self.last_failing = events
@@ -253,7 +253,7 @@ class _Explorer:
         def fails(events: Schedule) -> bool:
             if self.item.session.shouldstop or self.item.session.shouldfail:
                 return False
-            return any(report.failed for report in self.once(events)[0])
+            return any(map(_failed, self.once(events)[0]))
 
         try:
             found: Schedule = find(
@@ -327,7 +327,7 @@ def run(item: pytest.Item, nextitem: pytest.Item | None) -> bool:
         final = _explore(explorer, config)
     item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
     reports, fake = explorer.once(final, last=True)
-    failed = next((report for report in reports if report.failed), None)
+    failed = next(filter(_failed, reports), None)
     fired = fired_schedule(fake.events) if fake is not None else final
     if failed is not None or outcome.shortest is not None:
         outcome.shortest = fired
@@ -358,7 +358,7 @@ def _explore(explorer: _Explorer, config: ExploreConfig) -> Schedule:
     """A baseline run, then Hypothesis's: the schedule the logged run is to replay (the
     shortest failing one, or none)."""
     reports, fake = explorer.once(())
-    if any(report.failed for report in reports):
+    if any(map(_failed, reports)):
         explorer.outcome.shortest = ()  # it fails without any event: nothing to explore
         return ()
     if any(report.skipped for report in reports):
@@ -368,7 +368,7 @@ def _explore(explorer: _Explorer, config: ExploreConfig) -> Schedule:
     if space.empty or config.runs <= 2:
         return ()
     remembered = explorer.remembered()
-    if remembered is not None and any(r.failed for r in explorer.once(remembered)[0]):
+    if remembered is not None and any(map(_failed, explorer.once(remembered)[0])):
         found: Schedule | None = remembered  # as Hypothesis replays its database first
     else:
         found = explorer.search(space, config, config.runs - 3 if remembered else config.runs - 2)
@@ -377,6 +377,17 @@ def _explore(explorer: _Explorer, config: ExploreConfig) -> Schedule:
         return ()
     explorer.outcome.shortest = found
     return found
+
+
+def _failed(report: pytest.TestReport) -> bool:
+    """Whether a run's report says the test failed, also where xfail turned that round:
+    a failure xfail expects is reported as skipped, a pass of a strict xfail as failed
+    (``[XPASS(strict)]``, pytest's text since 3.x)."""
+    if hasattr(report, "wasxfail"):
+        return report.skipped
+    if isinstance(report.longrepr, str) and report.longrepr.startswith("[XPASS(strict)]"):
+        return False
+    return report.failed
 
 
 def _failure(report: pytest.TestReport | None) -> str:

@@ -22,7 +22,7 @@ from .sweep_plan import EXPLORE_MARKER as MARKER, FAULT_KINDS
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
-    from .._service.events import Event
+    from .._service.events import Event, ScheduledFaultFired
     from .._service.options import Options
 
 #: The event that moves ``mgmt_clock`` on (not a fault: it counts apart from max_faults).
@@ -211,18 +211,17 @@ def fired_schedule(events: Sequence[Event]) -> Schedule:
     from its timeline."""
     from .._service.events import ScheduledFaultFired
 
-    fired: list[ExploreEvent] = []
-    for event in events:
-        if not isinstance(event, ScheduledFaultFired):
-            continue
-        on = "auth" if event.point.startswith("auth") else "call"
-        index = int(event.point[len(on) :])
-        seconds = 0
-        if event.fault == CLOCK:
-            match = re.search(r"([0-9]+) s", event.detail)
-            seconds = int(match.group(1)) if match else 0
-        fired.append(ExploreEvent(index, on, event.fault, seconds))
+    fired = [_event_of(e) for e in events if isinstance(e, ScheduledFaultFired)]
     return schedule(fired, keep_order=True)
+
+
+def _event_of(fired: ScheduledFaultFired) -> ExploreEvent:
+    on = "auth" if fired.point.startswith("auth") else "call"
+    seconds = 0
+    if fired.fault == CLOCK:
+        match = re.search(r"([0-9]+) s", fired.detail)
+        seconds = int(match.group(1)) if match else 0
+    return ExploreEvent(int(fired.point[len(on) :]), on, fired.fault, seconds)
 
 
 def story(events: Sequence[Event], *, failure: str) -> list[str]:
@@ -234,7 +233,7 @@ def story(events: Sequence[Event], *, failure: str) -> list[str]:
     fired = [e for e in events if isinstance(e, ScheduledFaultFired)]
     lines = []
     for number, event in enumerate(fired, 1):
-        lines.append(f"{number}. {event.fault}@{event.point}: {event.detail}")
+        lines.append(f"{number}. {_event_of(event).label}: {event.detail}")
     faults = [e for e in fired if e.fault != CLOCK]
     if faults:
         last = faults[-1]

@@ -449,3 +449,95 @@ def test_a_command_line_sweep_leaves_an_explored_test_alone(pytester: pytest.Pyt
     result = pytester.runpytest_inprocess("-p", "no:randomly", "--mgmtauth-sweep=revoke")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["  5 runs, * distinct schedules, 0 failing"])
+
+
+OAUTH = """
+from urllib.parse import quote_plus
+
+import pytest
+import requests
+
+READ = "acme:main:tiq:2026-07:profiles:read"
+
+
+@pytest.mark.mgmtauth_explore(runs=25, seed=1, faults=["revoke", "unavailable"])
+def test_oauth(mgmt_server, mgmt_oauth_client):
+    mgmt_server.route("GET", "/api/profiles", scope=READ).respond_with_json([1])
+    auth = (quote_plus(mgmt_oauth_client.client_id), quote_plus(mgmt_oauth_client.client_secret))
+
+    def token(retry):
+        answer = requests.post(
+            mgmt_server.url + "/oauth/token", data={"grant_type": "client_credentials"}, auth=auth
+        )
+        if answer.status_code == 503 and retry:
+            return token(retry=False)
+        answer.raise_for_status()
+        return answer.json()["access_token"]
+
+    bearer = token(retry=True)
+    for _ in range(2):
+        answer = requests.get(
+            mgmt_server.url + "/api/profiles", headers={"Authorization": "Bearer " + bearer}
+        )
+        if answer.status_code == 401:
+            bearer = token(retry=False)  # once, without a retry of a 503
+            continue
+        assert answer.json() == [1]
+"""
+
+
+def test_an_oauth_client_is_explored(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_oauth=OAUTH)
+    result = pytester.runpytest_inprocess("-p", "no:randomly")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "shortest failing schedule: revoke@call1, unavailable@auth2",
+            "  1. revoke@call1: *revoked on cue",
+            "  2. unavailable@auth2: POST /oauth/token answered *503*",
+        ]
+    )
+
+
+V3_INTERCEPTED = """
+import pytest
+import requests
+
+
+@pytest.mark.mgmtauth(intercept=True)
+@pytest.mark.mgmtauth_explore(runs=20, seed=1, faults=["revoke"])
+def test_v3(mgmt_server, mgmt_account):
+    mgmt_server.route("GET", "/v3/things/accounts/acme/profiles/main").respond_with_json({})
+    body = requests.post(  # the service's own host, hard-coded: the fake intercepts it
+        "https://platform.tealiumapis.com/v3/auth/accounts/acme/profiles/main",
+        data={"username": mgmt_account.username, "key": mgmt_account.api_key},
+    ).json()
+    for _ in range(2):  # never re-authenticates
+        answer = requests.get(
+            f"https://{body['host']}/v3/things/accounts/acme/profiles/main",
+            headers={"Authorization": f"Bearer {body['token']}"},
+        )
+        assert answer.status_code == 200
+"""
+
+
+def test_an_intercepted_v3_client_is_explored(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_v3=V3_INTERCEPTED)
+    result = pytester.runpytest_inprocess("-p", "no:randomly")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["shortest failing schedule: revoke@call1", "  1. revoke@call1: *revoked on cue"]
+    )
+
+
+def test_an_xfail_test_explores_and_fails_as_expected(pytester: pytest.Pytester) -> None:
+    _suite(pytester, "runs=40, seed=3, faults=['revoke', 'unavailable']", careful=False)
+    test = pytester.path / "test_sync.py"
+    marked = test.read_text().replace(
+        "@pytest.mark.mgmtauth_explore",
+        "@pytest.mark.xfail(strict=True)\n@pytest.mark.mgmtauth_explore",
+    )
+    test.write_text(marked)
+    result = pytester.runpytest_inprocess("-p", "no:randomly")
+    result.assert_outcomes(xfailed=1)
+    result.stdout.fnmatch_lines(["  shortest failing schedule: revoke@call1, unavailable@auth2"])
