@@ -342,8 +342,11 @@ class FakeApp:
         body: bytes = b"",
     ) -> Response:
         service = binding.service
-        if service.fault_runner.protected_call_arrived() is not None:
-            reset_connection(request)  # a scheduled reset of this call
+        fault = service.fault_runner.protected_call_arrived()
+        if fault is not None:  # a scheduled reset or 503 of this call
+            if fault.kind == "reset":
+                reset_connection(request)
+            return error_response(503, 503, f"service unavailable (scheduled fault {fault})")
         # The one door: the credential read and authorized, the host refused there.
         auth, host = service.admit(
             route.auth,

@@ -19,6 +19,7 @@ from .events import (
     flow_credential,
 )
 from .faults import (
+    CALL_ANSWERS,
     DEFAULT_RETRY_AFTER,
     FaultPlan,
     FiredFault,
@@ -82,13 +83,13 @@ class FaultRunner:
 
     def protected_call_arrived(self) -> ScheduledFault | None:
         """Count a protected call that matched a route; the scheduled fault the transport
-        must carry out on it (``reset``), already recorded, else ``None``."""
+        must carry out on it (``reset``, ``busy``), already recorded, else ``None``."""
         with self._lock:
             fault = self.plan.protected_call()
             # An expire/revoke not fired yet (before call 1 without any grant) fires now.
             self._fire_before_call(self.plan.protected_calls)
             if fault is not None:
-                self._record_scheduled(fault, "the connection was reset, no answer")
+                self._record_scheduled(fault, CALL_ANSWERS[fault.kind])
             return fault
 
     def protected_call_answered(self) -> None:

@@ -171,14 +171,17 @@ def malformed(*, count: int = 1, version: str | None = None) -> ScriptedFault:
 #: Kinds of scheduled fault, and the kind of point each is triggered at: ``expire`` and
 #: ``revoke`` end the credential in use just before protected call k, ``reset`` drops the
 #: connection of protected call k, ``throttle`` (429) and ``unavailable`` (503) answer
-#: authentication call k.
+#: authentication call k, ``busy`` answers protected call k 503 (an exploration's only).
 SCHEDULED_KINDS: dict[str, str] = {
     "expire": "call",
     "revoke": "call",
     "throttle": "auth",
     "unavailable": "auth",
     "reset": "call",
+    "busy": "call",
 }
+#: What the transport does instead of answering a protected call, per kind.
+CALL_ANSWERS = {"reset": "the connection was reset, no answer", "busy": "answered 503"}
 _POINT = re.compile(r"(call|auth)([1-9][0-9]*)")
 
 
@@ -208,6 +211,7 @@ class ScheduledFault:
             "reset": f"the connection of protected call {self.index} is reset",
             "throttle": f"authentication call {self.index} answers 429 with Retry-After",
             "unavailable": f"authentication call {self.index} answers 503",
+            "busy": f"protected call {self.index} answers 503",
         }[self.kind]
 
 
@@ -291,10 +295,10 @@ class FaultPlan:
 
     def protected_call(self) -> ScheduledFault | None:
         """Count a protected call; the scheduled fault carried out on it, if any
-        (``reset``; ``expire`` and ``revoke`` fire from :meth:`before_call`)."""
+        (``reset``, ``busy``; ``expire`` and ``revoke`` fire from :meth:`before_call`)."""
         with self._lock:
             self.protected_calls += 1
-            return self._fire("call", self.protected_calls, kinds=("reset",))
+            return self._fire("call", self.protected_calls, kinds=tuple(CALL_ANSWERS))
 
     def schedule_move(self, index: int, seconds: float) -> None:
         """Move the clock on by ``seconds`` just before protected call ``index``."""

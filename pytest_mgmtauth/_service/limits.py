@@ -17,8 +17,11 @@ EndReason: TypeAlias = Literal["logout", "timeout", "revoked", "expired"]
 EndOnCue: TypeAlias = Literal["expired", "revoked"]
 #: A scripted fault of the next auth calls (``fail_next`` and friends).
 ScriptedKind: TypeAlias = Literal["fail", "hang", "reset", "malformed"]
-#: A fault scheduled at a trigger point (``schedule_fault``, sweeps).
-ScheduledKind: TypeAlias = Literal["expire", "revoke", "throttle", "unavailable", "reset"]
+#: A fault a sweep schedules at a trigger point (``schedule_fault`` takes them all).
+SweepKind: TypeAlias = Literal["expire", "revoke", "throttle", "unavailable", "reset"]
+#: A fault scheduled at a trigger point (``schedule_fault``): a sweep's, or ``busy`` (a
+#: 503 on a protected call), which only an exploration draws.
+ScheduledKind: TypeAlias = Literal[SweepKind, "busy"]
 
 _YEAR = 365 * 86400
 #: The longest duration an option, a lock or a hang may be: 10 years, in seconds.

@@ -17,7 +17,7 @@ import json
 import re
 from typing import TYPE_CHECKING
 
-from .sweep_plan import EXPLORE_MARKER as MARKER, FAULT_KINDS
+from .sweep_plan import EXPLORE_KINDS, EXPLORE_MARKER as MARKER
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -107,7 +107,7 @@ def parse_replay(text: object, where: str) -> Schedule:
         if match is None:
             raise ValueError(
                 f"{where}: replay event {part!r} is not one of 'KIND@callK', 'KIND@authK' "
-                f"or 'clock+SECONDS@callK' (kinds: {', '.join(FAULT_KINDS)})"
+                f"or 'clock+SECONDS@callK' (kinds: {', '.join(EXPLORE_KINDS)})"
             )
         kind, seconds, on, index = match.groups()
         if kind == CLOCK:
@@ -118,10 +118,10 @@ def parse_replay(text: object, where: str) -> Schedule:
                 )
             events.append(ExploreEvent(int(index), on, CLOCK, int(seconds)))
             continue
-        if kind not in FAULT_KINDS:
+        if kind not in EXPLORE_KINDS:
             raise ValueError(
                 f"{where}: replay event {part!r}: unknown fault kind {kind!r}; known: "
-                f"{', '.join(FAULT_KINDS)}, clock"
+                f"{', '.join(EXPLORE_KINDS)}, clock"
             )
         if seconds is not None or SCHEDULED_KINDS[kind] != on:
             raise ValueError(
@@ -138,7 +138,7 @@ class ExploreConfig:
 
     runs: int = DEFAULT_RUNS
     max_faults: int = DEFAULT_MAX_FAULTS
-    faults: tuple[str, ...] = FAULT_KINDS
+    faults: tuple[str, ...] = EXPLORE_KINDS
     seed: int | None = None
     replay: Schedule | None = None
 
@@ -173,9 +173,11 @@ def check_config(args: Sequence[object], kwargs: dict[str, object], where: str) 
         )
     from .sweep_plan import check_faults
 
-    faults = check_faults(kwargs.get("faults", FAULT_KINDS), where)
+    faults = check_faults(kwargs.get("faults", EXPLORE_KINDS), where, EXPLORE_KINDS)
     if not faults:
-        raise ValueError(f"{where}: faults is empty; name at least one of {', '.join(FAULT_KINDS)}")
+        raise ValueError(
+            f"{where}: faults is empty; name at least one of {', '.join(EXPLORE_KINDS)}"
+        )
     seed = kwargs.get("seed")
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
         raise ValueError(f"{where}: seed must be an int, got {seed!r}")

@@ -14,14 +14,15 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, get_args
 
-from .._service.limits import ScheduledKind
+from .._service.limits import ScheduledKind, SweepKind
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-#: The kinds of scheduled fault, in the order of ``_faults.SCHEDULED_KINDS`` (a test
-#: checks that the two agree).
-FAULT_KINDS: tuple[str, ...] = get_args(ScheduledKind)
+#: The kinds of fault a sweep schedules, and those an exploration draws (also ``busy``),
+#: in the order of ``_faults.SCHEDULED_KINDS`` (a test checks that they agree).
+FAULT_KINDS: tuple[str, ...] = get_args(SweepKind)
+EXPLORE_KINDS: tuple[str, ...] = get_args(ScheduledKind)
 DEFAULT_POINTS = 5
 MAX_POINTS = 100
 BASELINE = "baseline"
@@ -64,21 +65,21 @@ class SweepPoint:
         return f"mgmtauth-{self.label}"
 
 
-def check_faults(faults: object, where: str) -> tuple[str, ...]:
-    """The fault kinds of a sweep, validated: ValueError naming the known kinds."""
+def check_faults(
+    faults: object, where: str, known: tuple[str, ...] = FAULT_KINDS
+) -> tuple[str, ...]:
+    """The fault kinds of a sweep (or of an exploration: ``known``), validated:
+    ValueError naming the known kinds."""
     if isinstance(faults, str):
         faults = (faults,)
     if not isinstance(faults, (tuple, list)):
         raise ValueError(
-            f"{where}: faults must be a tuple of fault kinds ({', '.join(FAULT_KINDS)}), "
-            f"got {faults!r}"
+            f"{where}: faults must be a tuple of fault kinds ({', '.join(known)}), got {faults!r}"
         )
     kinds: list[str] = []
     for kind in faults:
-        if not isinstance(kind, str) or kind not in FAULT_KINDS:
-            raise ValueError(
-                f"{where}: unknown fault kind {kind!r}; known: {', '.join(FAULT_KINDS)}"
-            )
+        if not isinstance(kind, str) or kind not in known:
+            raise ValueError(f"{where}: unknown fault kind {kind!r}; known: {', '.join(known)}")
         if kind not in kinds:
             kinds.append(kind)
     return tuple(kinds)

@@ -89,11 +89,13 @@ def analyse(kind: str, events: Sequence[Event], *, failed: bool) -> After:
                 )
         if failed and not summary:
             summary = f"the test failed after the {status} (see its failure)"
-    elif kind == "reset":
+    elif kind in ("reset", "busy"):
+        after = "the connection was reset" if kind == "reset" else "a 503"
         if not any(isinstance(e, ApiCall) for e in rest):
-            summary = "the client never retried after the connection was reset"
+            summary = f"the client never retried after {after}"
         elif failed:
-            summary = "the test failed after the connection reset (see its failure)"
+            after = "the connection reset" if kind == "reset" else "the 503"
+            summary = f"the test failed after {after} (see its failure)"
     if kind == "expire" and failed and "the clock cannot move" in fired.detail:
         # No client could have seen this expiry coming: say how to make it fair.
         summary = (summary + "; " if summary else "") + (

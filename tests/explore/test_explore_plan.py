@@ -23,7 +23,7 @@ from pytest_mgmtauth._verdicts.explore_plan import (
     section_text,
     story,
 )
-from pytest_mgmtauth._verdicts.sweep_plan import FAULT_KINDS
+from pytest_mgmtauth._verdicts.sweep_plan import EXPLORE_KINDS, FAULT_KINDS
 
 WHERE = "@pytest.mark.mgmtauth_explore on test_x.py::test_x"
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
@@ -81,7 +81,9 @@ def test_a_bad_replay_says_what_is_accepted(text: str, message: str) -> None:
 
 def test_the_marker_defaults() -> None:
     config = check_config((), {}, WHERE)
-    assert (config.runs, config.max_faults, config.faults) == (100, 2, FAULT_KINDS)
+    assert (config.runs, config.max_faults, config.faults) == (100, 2, EXPLORE_KINDS)
+    # The sweep's kinds, and a 503 on a protected call.
+    assert (*FAULT_KINDS, "busy") == EXPLORE_KINDS
     assert config.seed is None
     assert config.replay is None
 
