@@ -757,6 +757,8 @@ class MgmtServer:
           ``mgmt_clock`` the clock moves on to its end; without it, it ends early on
           cue), or is revoked, just before protected call 3;
         * ``"reset"`` at ``"call3"``: the connection of protected call 3 is reset;
+        * ``"busy"`` at ``"call3"``: protected call 3 answers 503 (an exploration's
+          fault; sweeps do not take it);
         * ``"throttle"`` / ``"unavailable"`` at ``"auth2"``: authentication call 2
           (``/v2/auth`` and ``/v1/login`` requests, counted together) answers 429 with
           ``Retry-After`` / 503.
