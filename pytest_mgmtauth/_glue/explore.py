@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
+import importlib.util
 import json
 import warnings
 from random import Random
@@ -89,13 +90,18 @@ def check(definition: pytest.Function, fixturenames: list[str]) -> None:
             f"{where}: the test does not use the mgmt_server fixture, so there is nothing "
             "to explore; request mgmt_server (or mgmt_account) in the test"
         )
-    if config.replay is None:
-        try:
-            import hypothesis  # noqa: F401
-        except ImportError:
-            raise pytest.Collector.CollectError(
-                f"{where}: exploring needs Hypothesis, which is not installed: {_INSTALL}"
-            ) from None
+    if config.replay is None and not _hypothesis_installed():
+        raise pytest.Collector.CollectError(
+            f"{where}: exploring needs Hypothesis, which is not installed: {_INSTALL}"
+        )
+
+
+def _hypothesis_installed() -> bool:
+    """Found without importing it (the xdist controller collects, and never explores)."""
+    try:
+        return importlib.util.find_spec("hypothesis") is not None
+    except (ImportError, ValueError):  # ValueError: sys.modules holds None for it
+        return False
 
 
 def _config(item: pytest.Item) -> ExploreConfig:
