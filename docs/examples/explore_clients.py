@@ -2,8 +2,8 @@
 
 ``SyncClient`` renews its token before it expires, retries a 429 (after
 ``Retry-After``) and a 503 when it authenticates, and sends a GET up to three times,
-re-authenticating after a 401 and resending after a dropped connection: each fault
-alone, at any point, it survives. But its 401 handler
+re-authenticating after a 401 and resending after a 503 or a dropped connection: each
+fault alone, at any point, it survives. But its 401 handler
 logs in with a bare ``POST /v2/auth``, without those retries: a revoke followed by a
 throttled re-authentication breaks it. ``FixedSyncClient`` is the one-line fix.
 
@@ -90,6 +90,8 @@ class SyncClient:
             if answer.status_code == 401 and not last:
                 self.renew_after_401()  # the service refused the token: get a new one
                 continue
+            if answer.status_code == 503 and not last:
+                continue  # the service was busy: a GET is safe to send again
             answer.raise_for_status()
             return answer.json()
         raise AssertionError("unreachable")

@@ -110,17 +110,19 @@ def _config(item: pytest.Item) -> ExploreConfig:
     return check_config(marker.args, dict(marker.kwargs), f"@pytest.mark.{MARKER}")
 
 
-def arm(item: pytest.Item, fake: MgmtServer) -> None:
-    """mgmt_server's setup: schedule the events of the run about to start."""
+def arm(item: pytest.Item, fake: MgmtServer) -> bool:
+    """mgmt_server's setup: schedule the events of the run about to start; whether it
+    has any (a snapshot's drift check then leaves it alone)."""
     run = item.stash.get(_RUN, None)
     if run is None:
-        return
+        return False
     run.fake = fake
     for event in run.events:
         if event.kind == CLOCK:
             fake.schedule_clock_move(event.seconds, at=event.index)
         else:
             fake.schedule_fault(event.kind, at=event.point)
+    return bool(run.events)
 
 
 @dataclasses.dataclass
