@@ -217,7 +217,7 @@ def test_counts():
 def test_each_run_sets_up_function_fixtures_again_and_module_ones_once(
     pytester: pytest.Pytester,
 ) -> None:
-    pytester.makepyfile(test_fixtures=FIXTURES)
+    pytester.makepyfile(test_explored_fixtures=FIXTURES)
     result = pytester.runpytest_inprocess("-p", "no:randomly")
     result.assert_outcomes(passed=2)
 
@@ -252,7 +252,7 @@ def test_fired():
 @pytest.mark.parametrize("on_clock", [False, True])
 def test_clock_moves_only_on_mgmt_clock(pytester: pytest.Pytester, on_clock: bool) -> None:
     clock = ", mgmt_clock" if on_clock else ""
-    pytester.makepyfile(test_clock=NO_CLOCK.format(clock=clock, expect_clock=on_clock))
+    pytester.makepyfile(test_explored_clock=NO_CLOCK.format(clock=clock, expect_clock=on_clock))
     result = pytester.runpytest_inprocess(
         "-p", "no:randomly", "-W", "ignore::pytest_mgmtauth.TokenChurnWarning"
     )
@@ -349,7 +349,7 @@ async def test_async(mgmt_server, mgmt_account):
 
 
 def test_an_asyncio_client_is_explored(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_async=ASYNC)
+    pytester.makepyfile(test_explored_async=ASYNC)
     # Its loop scope set, as a user's suite sets it (pytest-asyncio warns otherwise).
     pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
     result = pytester.runpytest_inprocess("-p", "no:randomly", "-p", "asyncio")
