@@ -154,7 +154,9 @@ class _Explorer:
         #: The latest failing schedule (as drawn), in case Hypothesis finds it flaky.
         self.last_failing: Schedule | None = None
 
-    def once(self, events: Schedule, *, last: bool = False) -> tuple[list[pytest.TestReport], Any]:
+    def once(
+        self, events: Schedule, *, last: bool = False
+    ) -> tuple[list[pytest.TestReport], MgmtServer | None]:
         """Run the item once under ``events``: its reports and fake (None: no fake)."""
         item = self.item
         item.user_properties[:] = self.properties  # each run adds the fake's figures
