@@ -260,10 +260,18 @@ class _Explorer:
         )
         seed = None if config.seed is None else Random(config.seed)
 
+        # Once a schedule failed, Hypothesis shrinks it, and many of the variants it
+        # tries are the same schedule again (drawn apart, equal once put in order): each
+        # is run once. Before that, every draw is a run, so `runs` is the runs made.
+        known: dict[Schedule, bool] = {}
+
         def fails(events: Schedule) -> bool:
             if self.item.session.shouldstop or self.item.session.shouldfail:
                 return False
-            return any(map(_failed, self.once(events)[0]))
+            if events in known and any(known.values()):
+                return known[events]
+            failed = known[events] = any(map(_failed, self.once(events)[0]))
+            return failed
 
         try:
             found: Schedule = find(
