@@ -114,7 +114,10 @@ def test_refusals_are_the_pages_bodies_exactly(
     assert (no_header.status_code, no_header.json()) == (403, NO_ACCOUNT)
     assert other.status_code == 403
     assert other.json()["detail"] == "X-Tealium-Account 'globex' is not the account of the token."
-    assert "send 'X-Tealium-Account: acme'" in no_header.headers["X-Mgmtauth-Diagnosis"]
+    # One diagnosis header, the service's own (set on every refusal), none of the flow's.
+    assert no_header.raw.headers.getlist("X-Mgmtauth-Diagnosis") == [
+        "no X-Tealium-Account header: send 'X-Tealium-Account: acme' with every SCIM call"
+    ]
     for answer in (made_up, no_token, no_header, other):
         assert "v2" not in json.dumps(answer.json())
     assert "GET /scim/v2/Users with T1 -> 403" in mgmt_server.timeline()

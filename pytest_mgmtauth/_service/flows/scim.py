@@ -58,10 +58,8 @@ LIMITS = {"token": 10, "revoke": 20}
 WINDOW = 60.0
 ACCOUNT_HEADER = "X-Tealium-Account"
 #: The body of a refused SCIM call, exactly as the page shows it (the diagnosis is in the
-#: timeline, the request log and the DIAGNOSIS header).
+#: timeline, the request log and the fake's diagnosis header, as on every refusal).
 REFUSED: Mapping[str, object] = {"returnCode": AUTH_FAILED, "message": "Authentication failed."}
-#: The fake's own header on a refused SCIM call: why, where a client's log shows it.
-DIAGNOSIS = "X-Mgmtauth-Diagnosis"
 _TOKEN_FORM = ("account", "profile", "username", "key")
 
 
@@ -333,12 +331,6 @@ class ScimFlow(BearerFlow):
             self._account_header = credential.account
             return super().authorize(credential, call, permission)
 
-    def _diagnosis(self, reason: str) -> tuple[tuple[str, str], ...]:
-        """The diagnosis header: masked (it goes to the client, and to its logs), visible
-        ASCII only."""
-        text = self.service.timeline.redact(reason)
-        return ((DIAGNOSIS, "".join(c if " " <= c <= "~" else "?" for c in text)),)
-
     def _forbidden(self, call: Call, record: TokenRecord, detail: str, reason: str) -> NoReturn:
         self.service.credentials.refuse_call(
             call,
@@ -349,7 +341,6 @@ class ScimFlow(BearerFlow):
             code=FORBIDDEN,
             status=403,
             body=scim_error(403, detail),
-            headers=self._diagnosis(reason),
         )
 
     def refuse_call(
@@ -371,5 +362,4 @@ class ScimFlow(BearerFlow):
             expired=expired,
             wrong=wrong,
             body=REFUSED,
-            headers=self._diagnosis(reason),
         )
