@@ -21,7 +21,7 @@ import pytest
 from .._service.accounts import TEST_PROFILE, Account, Profile
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
 
     from .._fake.live import LiveRun
     from .._fake.server import MgmtServer
@@ -71,6 +71,8 @@ CAFILE = "MGMTAUTH_LIVE_CAFILE"
 #: xdist workers).
 _PROPERTY = "mgmtauth_live"
 _RUN = pytest.StashKey["LiveRun"]()
+#: The name :class:`LiveReport` is registered under.
+_REPORT = "mgmtauth-live-report"
 
 
 def is_live(config: pytest.Config) -> bool:
@@ -105,7 +107,7 @@ def configure(config: pytest.Config) -> None:
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
     config.stash[_RUN] = run
-    config.pluginmanager.register(LiveReport(config), "mgmtauth-live-report")
+    config.pluginmanager.register(LiveReport(config), _REPORT)
 
 
 def _distributed(config: pytest.Config) -> bool:
@@ -232,6 +234,10 @@ def finish(item: pytest.Item, fake: MgmtServer, kept: list[Exchange], *, passed:
     run = run_of(item.config)
     assert run is not None
     fake.stop_forwarding()  # a thread of the test still calling: refused from now on
+    report = item.config.pluginmanager.get_plugin(_REPORT)
+    if isinstance(report, LiveReport):
+        # Still here: the secrets the service handed out in this test, to mask with.
+        report.mask_why(item.nodeid, fake._service.timeline.redact)
     entry: dict[str, Any] = {"test": item.nodeid}
     problem = None
     region_host = fake.options.v3_host
@@ -306,6 +312,13 @@ class LiveReport:
         for item in items:
             if item.path not in picked:
                 self._modules.setdefault(item.path, set()).add(snapshot_key(item))
+
+    def mask_why(self, nodeid: str, redact: Callable[[str], str]) -> None:
+        """Mask the service's secrets in why a live test did not pass: pytest's text of a
+        failed assertion quotes the test's values (a cookie jar, with each cookie's
+        value), and this section is written after the test's secrets are gone."""
+        if nodeid in self._why:
+            self._why[nodeid] = redact(self._why[nodeid])
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if not report.passed and report.nodeid not in self._why:

@@ -249,6 +249,34 @@ def test_recorded(mgmt_server, mgmt_account):
     )
 
 
+def test_why_a_test_failed_quotes_no_value_the_service_handed_out(
+    folder: pytest.Pytester, stand_in: StandIn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    point_at(monkeypatch, stand_in)
+    folder.makepyfile(
+        test_jar=HEAD
+        + """
+@pytest.mark.mgmtauth_live
+def test_login(mgmt_server, mgmt_account):
+    login = _v1(mgmt_server, mgmt_account)
+    with open("session.txt", "w") as kept:
+        kept.write(login.cookies["JSESSIONID"])
+    assert "SESSIONID" in login.cookies  # pytest's text of it shows the jar, values too
+"""
+    )
+    result = _live(folder)
+    result.assert_outcomes(failed=1)
+    session = (folder.path / "session.txt").read_text()
+    # pytest's own failure text is the user's assertion (the Checked against the service
+    # page says how to keep values out of it); the plugin's section masks them.
+    assert f"value='{session}'" in result.stdout.str()
+    missed = result.stdout.lines.index("1 live test(s) not recorded:")
+    line = result.stdout.lines[missed + 1]
+    assert line.startswith("test_jar.py::test_login: not recorded: it failed: AssertionError")
+    assert "name='JSESSIONID', value='#" in line
+    assert session not in line
+
+
 def test_a_renamed_test_leaves_its_old_entry_named_as_stale(
     folder: pytest.Pytester, stand_in: StandIn, monkeypatch: pytest.MonkeyPatch
 ) -> None:
