@@ -35,6 +35,7 @@ from pytest_mgmtauth.flows import (
     Incoming,
     Options,
     Received,
+    Refusal,
     Sets,
     to_datetime,
 )
@@ -343,23 +344,17 @@ class ScimFlow(BearerFlow):
             body=scim_error(403, detail),
         )
 
-    def refuse_call(
-        self,
-        call: Call,
-        username: str | None,
-        credential: str | None,
-        reason: str,
-        *,
-        expired: bool = False,
-        wrong: bool = False,
-    ) -> NoReturn:
-        """The page's 401, exactly; why in the timeline and the diagnosis header."""
-        self.service.credentials.refuse_call(
-            call,
-            username,
-            credential,
-            reason,
-            expired=expired,
-            wrong=wrong,
+    @classmethod
+    def api_error(cls, refusal: Refusal, options: Options) -> Refusal:
+        """A refused credential (1401) in the page's 401 body exactly, whatever was
+        wrong; why in the timeline and the diagnosis header."""
+        if refusal.body is not None or refusal.return_code != AUTH_FAILED:
+            return refusal
+        return Refusal(
+            refusal.status,
+            refusal.return_code,
+            refusal.reason,
+            retry_after=refusal.retry_after,
             body=REFUSED,
+            headers=refusal.headers,
         )

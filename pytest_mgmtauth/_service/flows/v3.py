@@ -182,8 +182,9 @@ class V3Flow(BearerFlow):
         expired: bool = False,
         wrong: bool = False,
     ) -> NoReturn:
-        """The published 401 ``{"message": "Unauthorized"}``; the reason is the
-        diagnosis (timeline, report, request log, the fake's diagnosis header)."""
+        """The published 401 ``{"message": "Unauthorized"}`` (its body from
+        :meth:`api_error`); the reason is the diagnosis (timeline, report, request log,
+        the fake's diagnosis header)."""
         self.service.credentials.refuse_call(
             call,
             username,
@@ -192,7 +193,6 @@ class V3Flow(BearerFlow):
             expired=expired,
             wrong=wrong,
             error="Unauthorized",
-            body=envelope(401),
         )
 
     def check_permission(self, call: Call, record: TokenRecord, permission: str | None) -> None:
