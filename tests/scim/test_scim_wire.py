@@ -97,6 +97,20 @@ def test_ninety_days_on_the_simulated_clock(
         mgmt_server.assert_no_expired_credential_used()
 
 
+def test_churn_counts_against_the_tokens_own_margin_a_sixth_of_ninety_days(
+    mgmt_clock: MgmtClock, mgmt_server: MgmtServer, mgmt_account: Account
+) -> None:
+    get_token(mgmt_server, mgmt_account)
+    # 75 days in, a day into the last sixth: far outside refresh_margin (300 s).
+    mgmt_clock.advance(seconds=DAYS_90 - DAYS_90 // 6 + 86_400)
+    get_token(mgmt_server, mgmt_account)
+    mgmt_server.assert_credential_reused()  # a renewal near its end, no churn
+    get_token(mgmt_server, mgmt_account)  # while the one just got lasts 90 days
+
+    with pytest.raises(AssertionError, match="churn"):
+        mgmt_server.assert_credential_reused()
+
+
 @pytest.mark.usefixtures("scim_users")
 def test_refusals_are_the_pages_bodies_exactly(
     mgmt_server: MgmtServer, mgmt_account: Account

@@ -744,7 +744,6 @@ class OAuthFlow(BearerFlow, ClientFlow[OAuthClient]):
             arrived=incoming.arrived,
             scopes=granted,
             ttl=options.oauth_token_ttl,
-            margin=self.churn_margin(options),
             extra={"scope": " ".join(granted), "client_id": client.client_id},
         )
         body: dict[str, object] = {
