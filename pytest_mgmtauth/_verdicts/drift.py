@@ -45,16 +45,19 @@ class Drift:
     option: str | None
 
     def line(self, *, then: str = "the service answered", now: str = "the fake") -> str:
-        fix = (
-            f" (the option that makes the fake answer so: {self.option})"
-            if self.option
-            else " (no option makes the fake answer so)"
-        )
+        fix = _fix([self.option] if self.option else [])
         if self.field == "exchange":  # one side made no such exchange
             values = _MADE[then == _THEN_MOVED][self.service == ABSENT]
             return f"{self.exchange}: {values}{fix}"
         values = f"{then} {_text(self.field, self.service)}, {now} {_text(self.field, self.fake)}"
         return f"{self.exchange}: {self.field}: {values}{fix}"
+
+
+def _fix(options: Sequence[str]) -> str:
+    """How a difference's line ends: the options that make the fake answer so, or none."""
+    if options:
+        return f" (the option that makes the fake answer so: {', '.join(options)})"
+    return " (no option makes the fake answer so)"
 
 
 #: How an exchange only one side made reads: [moved?][the service's side absent?].
@@ -235,12 +238,7 @@ def _lines(found: Sequence[Drift], *, moved: bool) -> list[str]:
         else:
             parts = [f"{n} from the service only" for n in service_only]
             parts += [f"{n} from the fake only" for n in fake_only]
-        options = sorted({d.option for d in named if d.option})
-        fix = (
-            f" (the option that makes the fake answer so: {', '.join(options)})"
-            if options
-            else " (no option makes the fake answer so)"
-        )
+        fix = _fix(sorted({d.option for d in named if d.option}))
         lines[lines.index(exchange)] = f"{exchange}: headers.set-cookie: {', '.join(parts)}{fix}"
     return lines
 
