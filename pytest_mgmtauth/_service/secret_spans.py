@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import re
 from collections.abc import Callable, Iterator
 
@@ -250,11 +251,89 @@ def _basic_spans(text: str, find: Find) -> list[Span]:
     return spans
 
 
+#: A character a text cannot show as it is where it leaves the fake: a header value, a
+#: JSON string (``ensure_ascii``), a ``repr``, an XML file write it as an escape.
+_NOT_SHOWN = re.compile(r"[^\x20-\x7e]")
+#: The escapes of a character that keeps a letter of its own (JSON's also ``\b``, ``\f``).
+_LETTER_ESCAPES = {"\n": "n", "\r": "r", "\t": "t", "\b": "b", "\f": "f"}
+
+
+def _python_escape(char: str, digits: str) -> str:
+    """``char`` as ``repr``, ``ascii`` and ``unicode_escape`` write it."""
+    code = ord(char)
+    if char in "\n\r\t":
+        return "\\" + _LETTER_ESCAPES[char]
+    width, letter = (2, "x") if code < 0x100 else (4, "u") if code < 0x10000 else (8, "U")
+    return f"\\{letter}{format(code, f'0{width}{digits}')}"
+
+
+def _json_escape(char: str, digits: str) -> str:
+    """``char`` as ``json.dumps`` writes it (a character beyond the BMP as a surrogate
+    pair)."""
+    if char in _LETTER_ESCAPES:
+        return "\\" + _LETTER_ESCAPES[char]
+    units = char.encode("utf-16-be", "surrogatepass")
+    return "".join(
+        f"\\u{format(int.from_bytes(units[i : i + 2], 'big'), f'04{digits}')}"
+        for i in range(0, len(units), 2)
+    )
+
+
+def rendered(text: str, escape: Callable[[str], str]) -> Decoded | None:
+    """``text`` as it is written where each character outside visible ASCII is escaped
+    by ``escape``, and where each character of that stood in ``text`` (an escape: its
+    character's place, for each of its characters); None if nothing is escaped."""
+    chars: list[str] = []
+    starts: list[int] = []
+    done = 0
+    for found in _NOT_SHOWN.finditer(text):
+        chars.append(text[done : found.start()])
+        starts.extend(range(done, found.start()))
+        written = escape(found.group())
+        chars.append(written)
+        starts.extend([found.start()] * len(written))
+        done = found.end()
+    if not done:
+        return None
+    chars.append(text[done:])
+    starts.extend(range(done, len(text) + 1))
+    return "".join(chars), starts
+
+
+#: The ways a character outside visible ASCII is written on the way out: Python's
+#: escapes (the diagnosis header, ``repr``) and JSON's, each with lower-case hex digits
+#: (as Python writes them) and upper-case ones (pytest's JUnit XML writes ``#x0E``).
+_RENDERINGS: tuple[Callable[[str], str], ...] = tuple(
+    functools.partial(escape, digits=digits)
+    for escape in (_python_escape, _json_escape)
+    for digits in ("x", "X")
+)
+
+
+def _rendered_spans(text: str, find: Find) -> list[Span]:
+    """The spans of known secrets that ``text`` shows once its characters outside
+    visible ASCII are escaped: an escape ends in hex digits or a letter, which can
+    complete a secret that follows it ('\x12' then '345...' shows '12345...'). A span
+    covers each character whose escape it reaches, so the escape goes with the secret."""
+    spans: list[Span] = []
+    for escape in _RENDERINGS:
+        found = rendered(text, escape)
+        if found is None:
+            return spans  # no character is escaped: no rendering differs from the text
+        shown, starts = found
+        spans.extend(
+            (starts[start], starts[end - 1] + 1, stand_in) for start, end, stand_in in find(shown)
+        )
+    return spans
+
+
 def secret_spans(text: str, find: Find) -> list[Span]:
-    """Where the secrets ``find`` knows stand in ``text``, in any spelling; overlapping
-    spans merged (the first one's stand-in kept), in order."""
+    """Where the secrets ``find`` knows stand in ``text``, in any spelling, also once it
+    is written with escapes; overlapping spans merged (the first one's stand-in kept),
+    in order."""
     spans = _basic_spans(text, find)
     spans.extend(_spans_in(text, find))
+    spans.extend(_rendered_spans(text, find))
     spans.sort(key=lambda span: span[0])  # stable: a Basic span first where it starts
     merged: list[Span] = []
     for start, end, shown in spans:

@@ -96,12 +96,17 @@ class SecretMasker:
         return secret in self._known
 
     def mask(self, text: str) -> str:
-        """``text`` with every known secret, in any spelling a client may give it
-        (``secret_spans.py``), and every JWT replaced by its fingerprint."""
+        """``text`` with every known secret, in any spelling a client may give it and
+        any that escaping the text on the way out makes (``secret_spans.py``), and every
+        JWT replaced by its fingerprint."""
         if "eyJ" in text:
             jwts = [(start, end, fingerprint(text[start:end])) for start, end in jwt_spans(text)]
             text = replaced(text, jwts) if jwts else text
-        if not self._by_prefix or len(text) < MIN_MASKED_LENGTH:
+        if not self._by_prefix:
+            return text
+        # A shorter text holds no secret, unless an escape it is written with on the way
+        # out completes one ('\x12' then '3456' shows '123456').
+        if len(text) < MIN_MASKED_LENGTH and text.isascii() and text.isprintable():
             return text
         spans = secret_spans(text, self._find)
         return replaced(text, spans) if spans else text

@@ -140,6 +140,47 @@ def test_no_whole_secret_survives_masking_whatever_surrounds_it(
     assert secret not in masked
 
 
+#: How a text is written where it leaves the fake, each character outside visible ASCII
+#: escaped: the diagnosis header, a JSON body, a repr (an event's), ascii(), pytest's
+#: JUnit XML (control characters as ``#x0E``).
+ESCAPINGS: dict[str, Callable[[str], str]] = {
+    "header": lambda t: re.sub(
+        r"[^\x20-\x7e]", lambda m: m[0].encode("unicode_escape").decode("ascii"), t
+    ),
+    "JSON": lambda t: json.dumps(t)[1:-1],
+    "repr": lambda t: repr(t)[1:-1],
+    "ascii": lambda t: ascii(t)[1:-1],
+    "JUnit XML": lambda t: re.sub(
+        r"[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]",
+        lambda m: f"#x{ord(m[0]):02X}" if ord(m[0]) <= 0xFF else f"#x{ord(m[0]):04X}",
+        t,
+    ),
+}
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    before=st.text(max_size=12),
+    char=st.characters(exclude_categories=["Cs"]).filter(lambda c: not " " <= c <= "~"),
+    cut=st.integers(min_value=1, max_value=12),
+    rest=st.text(alphabet=string.ascii_letters + string.digits + "+&=%/!*-_.~#", min_size=6),
+    after=st.text(max_size=12),
+    escaping=st.sampled_from(sorted(ESCAPINGS)),
+)
+# Found by tests/hostile: '%0e...' decoded to '\x0e', whose escape completed the key.
+@example(before="GET /nope/", char="\x0e", cut=2, rest="Ab+&c9=xyz", after="", escaping="header")
+@example(before="", char="\x12", cut=2, rest="345678", after="", escaping="JSON")
+@example(before="", char="\x12", cut=2, rest="3456", after="", escaping="repr")  # 5 characters
+def test_an_escape_on_the_way_out_completes_no_secret(
+    before: str, char: str, cut: int, rest: str, after: str, escaping: str
+) -> None:
+    escape = ESCAPINGS[escaping]
+    # The secret starts inside the escape of the character before it ('0e' of '\x0e').
+    secret = escape(char)[min(cut, len(escape(char))) :] + rest
+    masked = _masker(secret).mask(before + char + rest + after)
+    assert secret not in escape(masked)
+
+
 # -- any spelling a client's encoder gives a secret (issue 38, item 1) --------------------
 
 #: Secrets as the fake generates them (API keys, passwords, client secrets: the
