@@ -25,7 +25,11 @@ from hostile_support import SECRET_INPUTS_TRIED as TRIED, World, build_request, 
 from hypothesis import given, settings, strategies as st
 
 from pytest_mgmtauth import AuthRejected, Options
-from pytest_mgmtauth._service.accounts import fingerprint as fp
+from pytest_mgmtauth._service.accounts import (
+    fingerprint as fp,
+    generate_api_key,
+    generate_password,
+)
 from pytest_mgmtauth._standalone.server import AccountSpec, StandaloneServer
 
 PROFILE = settings.get_profile("mgmtauth-hostile")
@@ -242,6 +246,29 @@ def test_secrets_in_random_places_and_spellings_are_echoed_nowhere(world: World)
     one()
     _assert_nowhere(world, _channels(world))
     TRIED["random places and spellings"] = count["n"]
+
+
+def test_an_escape_that_completes_a_secret_echoes_it_nowhere(world: World) -> None:
+    # Found by the test above: '%' before a key that starts '0e' arrives as '\x0e' and
+    # the rest, whose escape (the diagnosis header's \x0e, a JSON body's \u000e, an
+    # event's repr) completed the key. Secrets that start as escapes end, in every place.
+    tails = ["0e", "12", "1F", "7f", "e9"]
+    secrets = [tail + generate_api_key()[2:] for tail in tails]
+    secrets += [tail + generate_password()[2:] for tail in tails]
+    for i, secret in enumerate(secrets):
+        world.fake.add_account(f"escaped{i}@example.com", password=secret)
+    world.secrets.update(secrets)
+    tried = 0
+    for secret in secrets:
+        for request_with in _places(world).values():
+            world.send(request_with("%" + secret))  # checks the answer, headers and body
+            world.send(request_with("%" + quote(secret, safe="")))
+            tried += 2
+    _assert_nowhere(world, _channels(world))
+    diagnoses = [entry.diagnosis or "" for entry in world.fake.requests]
+    _assert_nowhere(world, "\n".join(diagnoses))
+    assert any("\\x0e" in d for d in diagnoses)  # the escape did reach the header
+    TRIED["escapes before a secret"] = tried
 
 
 # -- the standalone control API ---------------------------------------------------------

@@ -1,18 +1,23 @@
 """The service's pages in the fake's own v1 and v2 errors: the codes 1400, 1404 and 1464
 (the Hosted Data Layer pages), the rememberMe deletion dated as the published answers
-date it, and /v1/login/ with a trailing slash (the login page: "may cause authentication
-to fail")."""
+date it, /v1/login/ with a trailing slash (the login page: "may cause authentication
+to fail"), and the fake's diagnosis header: visible ASCII, bounded, no secret whole."""
 
 from __future__ import annotations
 
+import urllib.error
+import urllib.request
 from datetime import timedelta
 from email.utils import parsedate_to_datetime
+from urllib.parse import quote
 
+import httpx
 import pytest
 import requests
 
 from pytest_mgmtauth import Account, LoggedIn, MgmtClock, MgmtServer, UnknownRoute
 from pytest_mgmtauth._http.errors import MAX_DIAGNOSIS, diagnosis_value, error_body
+from pytest_mgmtauth._service.accounts import fingerprint, generate_password
 from pytest_mgmtauth._service.flows.base import remember_me
 from pytest_mgmtauth._service.records import status_code
 
@@ -41,6 +46,44 @@ def test_a_diagnosis_header_value_is_visible_ascii_and_bounded() -> None:
     long = diagnosis_value("x" * 10_000)
     assert len(long) == MAX_DIAGNOSIS
     assert long.endswith("the whole diagnosis is in the timeline]")
+
+
+def _get_with(client: str, url: str) -> tuple[str, str]:
+    """The diagnosis header and the body text of a GET by ``client``, as they came."""
+    if client == "requests":
+        with requests.Session() as session:
+            session.trust_env = False
+            answer = session.get(url)
+        return answer.headers[DIAGNOSIS], answer.text
+    if client == "httpx":
+        with httpx.Client(trust_env=False) as session:
+            reply = session.get(url)
+        return reply.headers[DIAGNOSIS], reply.text
+    try:
+        urllib.request.build_opener(urllib.request.ProxyHandler({})).open(url)
+    except urllib.error.HTTPError as error:
+        with error:
+            return error.headers[DIAGNOSIS], error.read().decode()
+    raise AssertionError("no error answer")
+
+
+@pytest.mark.parametrize("client", ["requests", "httpx", "urllib"])
+def test_a_secret_that_an_escape_completes_is_masked_in_the_header_and_body(
+    mgmt_server: MgmtServer, client: str
+) -> None:
+    # '%0e' then the rest of a password that starts '0e' arrives as '\x0e' and the rest:
+    # the header's escape \x0e (the body's \u000e) would complete the password.
+    secret = "0e" + generate_password()[2:]
+    mgmt_server.add_account(password=secret)
+    rest = quote(secret[2:], safe="")
+    header, body = _get_with(client, f"{mgmt_server.url}/nope/%0e{rest}")
+    assert header.startswith(f"no route declares GET /nope/{fingerprint(secret)};")
+    assert secret not in header
+    assert secret not in body
+    (entry,) = mgmt_server.requests
+    assert entry.diagnosis == header
+    assert secret not in mgmt_server.timeline()
+    assert not [e for e in mgmt_server.events if secret in repr(e)]
 
 
 def test_undeclared_paths_and_methods_get_1404_and_1464(
