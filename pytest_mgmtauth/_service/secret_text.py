@@ -39,6 +39,11 @@ if TYPE_CHECKING:
 #: every word that contains it. Generated secrets are 20 characters or more.
 MIN_MASKED_LENGTH = 6
 
+#: Passes of ``SecretMasker.mask`` at most: a pass after the first masks a secret that a
+#: fingerprint and the text after it make; one more is needed only if its fingerprint
+#: does that again.
+_MASKING_PASSES = 4
+
 #: ``SecretMasker`` scans a text once per prefix of the spellings it knows while it knows
 #: at most one per this many characters of the text (a scan in C costs about what this
 #: many look-ups, one per place, cost in Python); beyond, it looks up each place.
@@ -108,8 +113,15 @@ class SecretMasker:
         # out completes one ('\x12' then '3456' shows '123456').
         if len(text) < MIN_MASKED_LENGTH and text.isascii() and text.isprintable():
             return text
-        spans = secret_spans(text, self._find)
-        return replaced(text, spans) if spans else text
+        # A fingerprint ends in a hex digit, which can complete a secret with the text
+        # after it ('#1131ed' then '01116D' shows 'd01116D'): masked again until none
+        # shows (a second pass only for a text that had a secret).
+        for _ in range(_MASKING_PASSES):
+            spans = secret_spans(text, self._find)
+            if not spans:
+                break
+            text = replaced(text, spans)
+        return text
 
     def _find(self, text: str) -> list[Span]:
         """Where the spellings of known secrets stand in ``text`` as it is (no decoding):

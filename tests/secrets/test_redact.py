@@ -171,6 +171,7 @@ ESCAPINGS: dict[str, Callable[[str], str]] = {
 @example(before="GET /nope/", char="\x0e", cut=2, rest="Ab+&c9=xyz", after="", escaping="header")
 @example(before="", char="\x12", cut=2, rest="345678", after="", escaping="JSON")
 @example(before="", char="\x12", cut=2, rest="3456", after="", escaping="repr")  # 5 characters
+@example(before="", char="\U0001f60d", cut=9, rest="01116D", after="01116D", escaping="ascii")
 def test_an_escape_on_the_way_out_completes_no_secret(
     before: str, char: str, cut: int, rest: str, after: str, escaping: str
 ) -> None:
@@ -179,6 +180,14 @@ def test_an_escape_on_the_way_out_completes_no_secret(
     secret = escape(char)[min(cut, len(escape(char))) :] + rest
     masked = _masker(secret).mask(before + char + rest + after)
     assert secret not in escape(masked)
+
+
+def test_a_fingerprint_and_the_text_after_it_spell_no_secret() -> None:
+    secret = "d01116D"  # its fingerprint ends in its first character
+    assert fingerprint(secret).endswith(secret[0])
+    masked = _masker(secret).mask(f"no account '{secret}{secret[1:]}'")
+    assert secret not in masked
+    assert masked.startswith(f"no account '{fingerprint(secret)[:-1]}")
 
 
 # -- any spelling a client's encoder gives a secret (issue 38, item 1) --------------------
