@@ -16,7 +16,11 @@ The fake is the ``mgmt_server`` fixture's, in one test of a pytest run in this p
 (``in_tests``); each request on a new connection (``http.client``), as in
 ``bench_calls.py``, after one untimed grant and call that warm everything up.
 
-    python benchmarks/profile_modules.py [--modules]
+Folded by layer (``--layers``): each of the package's calls named by its layer
+(``_http``, ``_service``, ...), and the switches between the transport and the domain
+counted (``_http`` to ``_service`` or back).
+
+    python benchmarks/profile_modules.py [--modules] [--layers]
 """
 
 from __future__ import annotations
@@ -74,6 +78,20 @@ def switches(modules: list[str]) -> int:
     return sum(1 for before, after in itertools.pairwise(modules) if before != after)
 
 
+def layer(module: str) -> str:
+    """The package's layer of one of its modules (``_http``, ``_service``, ...)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def crossings(modules: list[str], a: str = "_http", b: str = "_service") -> int:
+    """Switches between layers ``a`` and ``b`` among the package's calls (other layers'
+    calls left out)."""
+    layers = [layer(m) for m in modules if m.startswith("pytest_mgmtauth.")]
+    layers = [x for x in layers if x in (a, b)]
+    return switches(layers)
+
+
 def _request(url: str, method: str, path: str, body: str | None, headers: dict[str, str]) -> bytes:
     parts = urlsplit(url)
     assert parts.hostname is not None
@@ -81,7 +99,7 @@ def _request(url: str, method: str, path: str, body: str | None, headers: dict[s
     return request((parts.hostname, parts.port), method, path, body, headers)
 
 
-def main(show_modules: bool = False) -> None:
+def main(show_modules: bool = False, show_layers: bool = False) -> None:
     recorder = CallRecorder()
     # Every thread started from here on: the session's server and its connection threads.
     threading.setprofile(recorder)
@@ -116,6 +134,14 @@ def main(show_modules: bool = False) -> None:
         rows.append([name, *map(str, figures + figures_all)])
     columns = ["modules", "switches", "calls"]
     print(table(["request", *(f"own {c}" for c in columns), *(f"all {c}" for c in columns)], rows))
+    if show_layers:
+        print()
+        print(
+            table(
+                ["request", "_http <-> _service switches"],
+                [[name, str(crossings(modules))] for name, modules in results.items()],
+            )
+        )
     if show_modules:
         for name, modules in results.items():
             print(f"\n{name}:")
@@ -126,6 +152,9 @@ def main(show_modules: bool = False) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--modules", action="store_true", help="list the modules and calls")
+    parser.add_argument(
+        "--layers", action="store_true", help="count the switches between _http and _service"
+    )
     args = parser.parse_args()
-    main(args.modules)
+    main(args.modules, args.layers)
     sys.exit(0)
