@@ -20,12 +20,13 @@ from werkzeug.exceptions import ClientDisconnected, HTTPException
 
 from .._service.api_versions import version_call
 from .._service.flows.base import MalformedCall
-from .._service.flows.registry import FLOWS, endpoint_family, endpoint_for, route_flow
+from .._service.flows.registry import FLOWS, endpoint_for, route_flow
 from .._service.service import Refusal
 from .._service.timeline import to_datetime
 from .._service.tokens import before_signing
 from .arrival import Arrival, FakeRequest
 from .binding import Binding, RecordedRequest, RouteHandler, logged_body
+from .destination import Destination, destination
 from .errors import (
     DIAGNOSIS_HEADER,
     error_response,
@@ -43,14 +44,7 @@ from .flows import (
     scripted_fault,
 )
 from .forward import ended_message, forward
-from .hosts import (
-    check_endpoint_host,
-    foreign_target,
-    region_host,
-    route_answers_here,
-    route_wrong_host,
-    where,
-)
+from .hosts import check_endpoint_host, foreign_target, region_host, shown
 from .parsing import BadInput, read_body
 
 if TYPE_CHECKING:
@@ -58,7 +52,6 @@ if TYPE_CHECKING:
 
     from werkzeug import Request
 
-    from .._service.flows.base import Where
     from .._service.options import Options
     from .._service.records import Authorization
 
@@ -160,14 +153,18 @@ class FakeApp:
                 arrival.may_wait()
                 return masked_error(app(request), binding.service.timeline.redact)
         arrived = binding.service.timeline.now()
+        # What the request is for, decided once: every step below reads it.
+        to = destination(binding, request, arrival)
         response: Response | None = None
         try:
-            response = self._for_test(binding, request, arrival)
+            response = self._for_test(binding, request, arrival, to)
             return response
         finally:
-            _exchanged(binding, request, arrival, arrived, response)
+            _exchanged(binding, request, arrival, to, arrived, response)
 
-    def _for_test(self, binding: Binding, request: Request, arrival: Arrival) -> Response:
+    def _for_test(
+        self, binding: Binding, request: Request, arrival: Arrival, to: Destination
+    ) -> Response:
         framing = arrival.framing_problem
         if framing is not None:
             # Before anything else reads the request: its body's length is unknown.
@@ -175,17 +172,19 @@ class FakeApp:
             binding.service.timeline.record_bad_request(
                 request.method, request.path, status, reason
             )
-            return _transport_error(binding, request, status, reason)
+            return _transport_error(binding, to, status, reason)
         self._this_thread.handler_answer = None
-        response = self._answer(binding, request, arrival)
+        response = self._answer(binding, request, arrival, to)
         made_by_handler: object = self._this_thread.handler_answer
         if response is made_by_handler:
             return response  # the user's route handler's answer, as it made it
         return masked_error(response, binding.service.timeline.redact)
 
-    def _answer(self, binding: Binding, request: Request, arrival: Arrival) -> Response:
+    def _answer(
+        self, binding: Binding, request: Request, arrival: Arrival, to: Destination
+    ) -> Response:
         try:
-            return self._dispatch(binding, request, arrival)
+            return self._dispatch(binding, request, arrival, to)
         except ConnectionResetOnCue:
             raise  # Werkzeug drops the connection; see _server.ConnectionHandler
         except HTTPException as exc:
@@ -204,7 +203,7 @@ class FakeApp:
             binding.service.timeline.record_bad_request(
                 request.method, request.path, status, reason
             )
-            return _transport_error(binding, request, status, reason)
+            return _transport_error(binding, to, status, reason)
         except BaseException as exc:  # the fake's own bug: never lose it
             binding.add_error(exc, "pytest-mgmtauth itself")
             return error_response(
@@ -214,24 +213,21 @@ class FakeApp:
                 "error is re-raised in the test",
             )
 
-    def _dispatch(self, binding: Binding, request: Request, arrival: Arrival) -> Response:
+    def _dispatch(
+        self, binding: Binding, request: Request, arrival: Arrival, to: Destination
+    ) -> Response:
         service = binding.service
         path, method = request.path, request.method
-        foreign = foreign_target(binding, request)
+        foreign = foreign_target(binding, to.raw)
         if foreign is not None:  # never forwarded (docs/hosts.md)
             service.timeline.record_bad_request(method, path, 403, foreign)
             return error_response(403, 403, foreign)
-        # Where it arrived, worked out once: every host check below reads this.
-        here = where(binding, request, arrival)
         if binding.live is not None:  # a live run: the service answers
             arrival.may_wait()
-            response = forward(binding, request, here)
+            response = forward(binding, request, to)
             self._this_thread.handler_answer = response  # as the service made it
             return response
-        found = endpoint_for(path, service.options)
-        family = endpoint_family(path) if found is None else None
-        endpoint = found[1] if found else family[1] if family else None
-        flow = found[0] if found else family[0] if family else None
+        endpoint, flow = to.endpoint, to.flow
         arrived = 0
         if endpoint is not None:
             # Before anything reads the body: grants issued from here on were made while
@@ -239,7 +235,7 @@ class FakeApp:
             arrived = service.credentials.request_arrived()
         try:
             if endpoint is None:
-                return self._protected(binding, request, arrival, here)
+                return self._protected(binding, request, arrival, to)
             assert flow is not None
             if method != endpoint.method:
                 if endpoint.wrong_method_status == 404:
@@ -251,9 +247,9 @@ class FakeApp:
                         f"{endpoint.method} {path}",
                     )
                 raise BadInput(405, f"{path} takes {endpoint.method}, not {method}")
-            if found is None:
+            if to.params is None:
                 raise BadInput(404, flow.wrong_path(path))
-            check_endpoint_host(binding, request, arrival, here, flow)
+            check_endpoint_host(binding, request, arrival, to.where, flow)
             if endpoint.fault_point:
                 fault = scripted_fault(binding, request, flow, endpoint)
                 if fault is not None:
@@ -265,7 +261,7 @@ class FakeApp:
                     service,
                     flow,
                     endpoint,
-                    found[2],
+                    to.params,
                     request,
                     arrived=arrived,
                     host=region_host(binding, request) if flow.api_on_region_host else None,
@@ -276,23 +272,14 @@ class FakeApp:
                 status = 400  # not among the endpoint's published statuses (v3: 413, 415)
             service.timeline.record_bad_request(method, path, status, exc.reason)
             allow = endpoint.method if status == 405 and endpoint is not None else None
-            return _transport_error(binding, request, status, exc.reason, allow=allow)
+            return _transport_error(binding, to, status, exc.reason, allow=allow)
         except Refusal as refusal:
             return refusal_response(flow.style(refusal) if flow else refusal)
 
     def _protected(
-        self, binding: Binding, request: Request, arrival: Arrival, here: Where
+        self, binding: Binding, request: Request, arrival: Arrival, to: Destination
     ) -> Response:
-        service, path = binding.service, request.path
-        matching = [r for r in binding.routes if r.matcher.match(request)]
-        # A route that answers on the host the request reached first (route(host=...)):
-        # the one check of the route's host, carried on to _call_route.
-        route = next(
-            (r for r in matching if route_answers_here(binding, here, r.auth, r.host)), None
-        )
-        answers = route is not None
-        if route is None and matching:
-            route = matching[0]
+        service, path, route = binding.service, request.path, to.route
         if route is None:
             same_path = [r for r in binding.routes if r.matcher.match_uri(request)]
             status = 405 if same_path else 404
@@ -313,12 +300,10 @@ class FakeApp:
         # A /v{YYYY-MM}/ version past Active: End of Support headers on any answer, or 410.
         paths = [r.path for r in binding.routes if isinstance(r.path, str)]
         extra = version_call(
-            service.timeline, service.options, request.method, path, paths, _raw_path(request)
+            service.timeline, service.options, request.method, path, paths, to.raw_path
         )
         try:
-            response = self._call_route(
-                binding, route, request, arrival, here, answers=answers, body=body
-            )
+            response = self._call_route(binding, route, request, arrival, to, body=body)
         except Refusal as refusal:
             # In the envelope of the route's flow (v3: {"message": "Unauthorized"}).
             response = refusal_response(
@@ -336,9 +321,8 @@ class FakeApp:
         route: RouteHandler,
         request: Request,
         arrival: Arrival,
-        here: Where,
+        to: Destination,
         *,
-        answers: bool,
         body: bytes = b"",
     ) -> Response:
         service = binding.service
@@ -350,10 +334,10 @@ class FakeApp:
         # The one door: the credential read and authorized, the host refused there.
         auth, host = service.admit(
             route.auth,
-            received(request, here),
+            received(request, to.where, to.normalized),
             permission=route.permission,
             scope=route.required_scope(request),
-            wrong_host=None if answers else route_wrong_host(binding, request, arrival, route),
+            wrong_host=None if to.answers else shown(binding, request, arrival, to.hosts),
         )
         # Within the call's rate (the route's own, or its family's with rate_limits).
         declared = route.path if isinstance(route.path, str) else route.path.pattern
@@ -441,25 +425,11 @@ def _answered(
         route.call_count += 1
 
 
-def _raw_path(request: Request) -> bytes | None:
-    """The path of the request line as its bytes came (percent-escapes kept; no query),
-    or None when the app is driven without the server."""
-    target = request.environ.get("RAW_URI")
-    if not isinstance(target, str):
-        return None
-    try:  # Werkzeug's environ: the line read as Latin-1, then passed through UTF-8
-        raw = target.encode("latin-1").decode("utf-8").encode("latin-1")
-    except UnicodeError:
-        return None
-    if not raw.startswith(b"/"):  # absolute-form, through the proxy
-        raw = b"/" + raw.partition(b"://")[2].partition(b"/")[2]
-    return raw.partition(b"?")[0].partition(b"#")[0]
-
-
 def _exchanged(
     binding: Binding,
     request: Request,
     arrival: Arrival,
+    to: Destination,
     arrived: float,
     response: Response | None,
 ) -> None:
@@ -472,17 +442,18 @@ def _exchanged(
     diagnosis = None
     if response is not None and status is not None and status >= 400:
         diagnosis = response.headers.get(DIAGNOSIS_HEADER)
-    binding.requests.add(_recorded(binding, request, arrival, arrived, status, diagnosis))
+    binding.requests.add(_recorded(binding, request, arrival, to, arrived, status, diagnosis))
     if binding.live is not None:  # the service's answer was kept as it came
         binding.live.answered(request, response, binding.service.timeline.redact)
     elif response is not None:
-        keep_exchange(binding, request, response)
+        keep_exchange(binding, request, response, protected=to.route is not None)
 
 
 def _recorded(
     binding: Binding,
     request: Request,
     arrival: Arrival,
+    to: Destination,
     arrived: float,
     status: int | None,
     diagnosis: str | None = None,
@@ -491,10 +462,7 @@ def _recorded(
     headers = arrival.headers
     if headers is None:  # the app driven without the server
         headers = tuple(request.headers.items())
-    target = request.environ.get("RAW_URI")
-    if not isinstance(target, str):
-        target = request.full_path.rstrip("?") if request.query_string else request.path
-    path, _, query = target.partition("?")
+    path, _, query = to.target.partition("?")
     body = arrival.body
     return RecordedRequest(
         method=request.method,
@@ -511,17 +479,16 @@ def _recorded(
 
 
 def _transport_error(
-    binding: Binding, request: Request, status: int, reason: str, *, allow: str | None = None
+    binding: Binding, to: Destination, status: int, reason: str, *, allow: str | None = None
 ) -> Response:
     """The answer to what the transport refuses (bad input, framing, Werkzeug's own
     4xx): in the error shape of the flow whose endpoint the path is (OAuth's RFC 6749
     errors), else the service's."""
-    found = endpoint_for(request.path, binding.service.options) or endpoint_family(request.path)
     refusal = Refusal(status, status, reason)
-    if found is not None:
-        styled = found[0].style(refusal)
+    if to.endpoint is not None and to.flow is not None:
+        styled = to.flow.style(refusal)
     else:  # an API call: in the envelope of the flow its path belongs to (v3's)
-        styled = FLOWS[route_flow(request.path)].api_error(refusal, binding.service.options)
+        styled = FLOWS[route_flow(to.path)].api_error(refusal, binding.service.options)
     if styled.body is None:
         return error_response(status, status, reason, allow=allow)
     response = refusal_response(styled)

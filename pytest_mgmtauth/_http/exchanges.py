@@ -11,7 +11,6 @@ import weakref
 from typing import TYPE_CHECKING
 
 from .._service.exchange_shape import REFUSED_STATUSES, Exchange
-from .._service.flows.registry import endpoint_for
 
 if TYPE_CHECKING:
     from werkzeug import Request, Response
@@ -29,19 +28,14 @@ def record_exchanges(binding: Binding) -> list[Exchange]:
 
 
 def keep_exchange(
-    binding: Binding, request: Request, response: Response, *, protected: bool | None = None
+    binding: Binding, request: Request, response: Response, *, protected: bool
 ) -> None:
     """Add the exchange to ``binding``'s list, if it keeps one. ``protected``: whether it
-    is an API call (None: a call to a declared route)."""
+    is an API call, a call to a declared route (any other path the fake does not serve,
+    an unknown route's 404, is recorded whole, like an endpoint's answer)."""
     kept = _KEPT.get(binding)
     if kept is None:
         return
-    if protected is None:
-        # A call to a declared route; any other path the fake does not serve (an unknown
-        # route's 404) is recorded whole, like an endpoint's answer.
-        protected = endpoint_for(request.path, binding.service.options) is None and any(
-            route.matcher.match(request) for route in binding.routes
-        )
     status = response.status_code
     # A protected call's data body is never read (nor kept): only a refusal's shape.
     body = b"" if protected and status not in REFUSED_STATUSES else response.get_data()

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from werkzeug import Response
 
-from .._service.flows.base import Incoming, Received, normalized_path
+from .._service.flows.base import Incoming, Received
 from .._service.flows.registry import form_hint
 from .._service.service import SERVICE_MESSAGES, Refusal
 from .errors import json_response, refusal_response
@@ -208,8 +208,9 @@ def reset_connection(request: Request) -> None:
 # -- a protected call, as its flow reads it -----------------------------------------
 
 
-def received(request: Request, here: Where) -> Received:
-    """What a protected call brings its flow, read once (the body is read already)."""
+def received(request: Request, here: Where, normalized: str) -> Received:
+    """What a protected call brings its flow, read once (the body is read already;
+    ``normalized``: its path normalised)."""
     return Received(
         method=request.method,
         path=request.path,
@@ -220,5 +221,5 @@ def received(request: Request, here: Where) -> Received:
         scheme=request.scheme,
         mimetype=request.mimetype,
         body=request.get_data(cache=True),
-        normalized=normalized_path(request.path),
+        normalized=normalized,
     )

@@ -41,13 +41,7 @@ from urllib.parse import urlsplit
 from werkzeug import Response
 
 from .._service.exchange_shape import parse_json
-from .._service.flows.registry import (
-    declared,
-    endpoint_for,
-    flow_class,
-    path_flow,
-    service_hosts,
-)
+from .._service.flows.registry import declared, path_flow, service_hosts
 from .errors import error_response
 from .exchanges import keep_exchange
 from .hosts import host_name, region_address
@@ -59,8 +53,8 @@ if TYPE_CHECKING:
 
     from werkzeug import Request
 
-    from .._service.flows.base import Where
     from .binding import Binding
+    from .destination import Destination
 
 __all__ = [
     "PUBLISHED_DOMAINS",
@@ -236,9 +230,10 @@ def refused_credentials(path: str, status: int, body: bytes) -> str | None:
     return None
 
 
-def forward(binding: Binding, request: Request, here: Where) -> Response:
-    """Forward ``request`` to the service; the answer for the client (see the module's
-    text). The exchange is kept, as the service answered it, for the drift record."""
+def forward(binding: Binding, request: Request, to: Destination) -> Response:
+    """Forward ``request`` (for ``to``) to the service; the answer for the client (see
+    the module's text). The exchange is kept, as the service answered it, for the drift
+    record."""
     live = binding.live
     assert live is not None
     run = live.run
@@ -246,8 +241,9 @@ def forward(binding: Binding, request: Request, here: Where) -> Response:
         return error_response(503, 503, ended_message(binding.owner))
     if run.refused is not None:
         return error_response(503, 503, _stopped(run.refused))
+    here = to.where
     named = here.host is not None and here.shown == here.host  # not the fake's address
-    host = _target_host(binding, request, here, named=named)
+    host = _target_host(binding, to, named=named)
     if not _published(host, binding):
         return error_response(
             403,
@@ -270,7 +266,7 @@ def forward(binding: Binding, request: Request, here: Where) -> Response:
     try:
         with run.outside():
             status, answer_headers, data = run.upstream.send(
-                host, request.method, _target(request), headers, body
+                host, request.method, to.target, headers, body
             )
     except (OSError, http.client.HTTPException) as exc:
         where = run.upstream.url or f"https://{host}"
@@ -286,16 +282,15 @@ def forward(binding: Binding, request: Request, here: Where) -> Response:
         status=status,
         headers=[(k, v) for k, v in answer_headers if k.lower() not in _HOP_BY_HOP],
     )
-    endpoint = endpoint_for(request.path, binding.service.options)
     document = _json_object(original)
     _hold_secrets(binding, original, document)
     # An auth call (not a logout): its refusal is a refusal of the run's credentials.
-    if endpoint is not None and endpoint[1].fault_point:
+    if to.exact and to.endpoint is not None and to.endpoint.fault_point:
         refused = refused_credentials(f"{request.method} {request.path}", status, data)
         if refused is not None:
             with run.lock:
                 run.refused = run.refused or refused
-    keep_exchange(binding, request, original)
+    keep_exchange(binding, request, original, protected=to.route is not None)
     return _for_client(binding, request, original, document, named=named)
 
 
@@ -325,33 +320,21 @@ def _stopped(refused: str) -> str:
     )
 
 
-def _target(request: Request) -> str:
-    """The request target to send: the path and query as they came (percent-escapes
-    kept), in origin form."""
-    raw = request.environ.get("RAW_URI")
-    if not isinstance(raw, str):
-        return request.full_path.rstrip("?") if request.query_string else request.path
-    if not raw.startswith("/"):  # absolute form, through the proxy
-        raw = "/" + raw.partition("://")[2].partition("/")[2]
-    return raw.partition("#")[0]
-
-
-def _target_host(binding: Binding, request: Request, here: Where, *, named: bool) -> str:
-    options = binding.service.options
+def _target_host(binding: Binding, to: Destination, *, named: bool) -> str:
+    options, here, flow = binding.service.options, to.where, to.flow
     if named:
         assert here.host is not None
         return here.host
     if here.host is not None:  # the region address
         live = binding.live
         return live.region_host if live is not None and live.region_host else here.host
-    found = endpoint_for(request.path, options)
-    if found is not None:
-        return found[0].auth_hosts[0]
-    route = next((r for r in binding.routes if r.matcher.match(request)), None)
-    if route is not None and route.host is not None:
-        return route.host
-    # Not declared: the flow its path would take (the flows' api_paths, route_prefix).
-    flow = flow_class(route.auth) if route is not None else path_flow(request.path)
+    if to.exact and flow is not None:
+        return flow.auth_hosts[0]
+    if to.route is not None and to.route.host is not None:
+        return to.route.host
+    if to.route is None or flow is None:
+        # Not declared: the flow its path would take (the flows' api_paths, route_prefix).
+        flow = path_flow(to.path)
     # The fake's own address stands for every host but the region host (hosts.py).
     others = [h for h in flow.api_host_names(options) if h != options.v3_host]
     return others[0] if others else flow.auth_hosts[0]

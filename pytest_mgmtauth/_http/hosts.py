@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
 from .._service.flows.base import Where
-from .._service.flows.registry import route_hosts, service_hosts
+from .._service.flows.registry import service_hosts
 from .arrival import REGION_LISTENER
 from .connections import ConnectionWriter, handshake_of
 from .errors import error_bytes
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 
     from .._service.flows.base import Flow
     from .arrival import Arrival
-    from .binding import Binding, RouteHandler
+    from .binding import Binding
 
 
 def host_name(header: str) -> str:
@@ -130,26 +130,10 @@ def check_endpoint_host(
     )
 
 
-def route_answers_here(binding: Binding, here: Where, auth: str, host: str | None) -> bool:
-    """Whether a route of flow ``auth`` (declared with ``host``) answers ``here``."""
-    hosts = route_hosts(auth, binding.service.options, host)
-    return here.reaches(hosts, binding.hosts.region_host)
-
-
-def route_wrong_host(
-    binding: Binding, request: Request, arrival: Arrival, route: RouteHandler
-) -> str:
-    """The hosts ``route`` answers on, as this request's client can reach them: what a
-    call that arrived elsewhere is told (the refusal is the service's, at its one door)."""
-    hosts = route_hosts(route.auth, binding.service.options, route.host)
-    return shown(binding, request, arrival, hosts)
-
-
-def foreign_target(binding: Binding, request: Request) -> str | None:
-    """Why an absolute-form request naming a host the fake does not stand in for is
-    refused (it is never forwarded), or None."""
-    target = str(request.environ.get("REQUEST_URI") or "")
-    return absolute_target_problem(target, service_hosts(binding.service.options))
+def foreign_target(binding: Binding, target: str | None) -> str | None:
+    """Why an absolute-form request ``target`` naming a host the fake does not stand in
+    for is refused (it is never forwarded), or None."""
+    return absolute_target_problem(target or "", service_hosts(binding.service.options))
 
 
 # -- the proxy of the intercept option --------------------------------------------

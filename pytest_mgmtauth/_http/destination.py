@@ -1,0 +1,109 @@
+"""What a request is for, decided once: a flow's endpoint, a declared route, or neither;
+its flow; where it arrived; its target. ``FakeApp`` works it out as soon as the test the
+request belongs to is known (its options and routes decide), and every later step reads
+it: the host checks, the route's call, the forwarding of a live run, the request log,
+the drift record and the error shape."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING
+
+from .._service.flows.base import normalized_path
+from .._service.flows.registry import endpoint_family, endpoint_for, flow_class, route_hosts
+from .hosts import where
+
+if TYPE_CHECKING:
+    from werkzeug import Request
+
+    from .._service.flows.base import Endpoint, Flow, Where
+    from .arrival import Arrival
+    from .binding import Binding, RouteHandler
+
+__all__ = ["Destination", "destination"]
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Destination:
+    """One request, as the app decided it."""
+
+    #: Where it arrived (``hosts.where``).
+    where: Where
+    #: The decoded path (what routes match).
+    path: str
+    #: The request target as the request line had it (origin or absolute form); None
+    #: when the app is driven without the server.
+    raw: str | None
+    #: The target in origin form: path and query as they came (percent-escapes kept),
+    #: no fragment. What is forwarded and logged.
+    target: str
+    #: The flow endpoint it is, or whose path family it falls under (then ``params`` is
+    #: None: a malformed path of that family).
+    endpoint: Endpoint | None = None
+    #: The flow of its endpoint, or of its route.
+    flow: type[Flow] | None = None
+    #: The parameters of the endpoint's template; None unless it is that endpoint.
+    params: dict[str, str] | None = None
+    #: The declared route it calls: the first matching one that answers where it
+    #: arrived, else the first matching one (then refused for its host).
+    route: RouteHandler | None = None
+    #: The hosts :attr:`route` answers on, and whether it arrived at one of them.
+    hosts: tuple[str, ...] = ()
+    answers: bool = False
+
+    @property
+    def exact(self) -> bool:
+        """Whether it is a flow's endpoint (not only under its path family)."""
+        return self.params is not None
+
+    @property
+    def normalized(self) -> str:
+        """:attr:`path` normalised (``normalized_path``): what a flow reads names from
+        (a v3 profile, a scope's placeholder)."""
+        return normalized_path(self.path)
+
+    @property
+    def raw_path(self) -> bytes | None:
+        """The path's bytes as they came (Werkzeug reads the line as Latin-1 and passes
+        it through UTF-8); None without the server, or when they do not decode."""
+        if self.raw is None:
+            return None
+        try:
+            raw = self.target.partition("?")[0].encode("latin-1").decode("utf-8").encode("latin-1")
+        except UnicodeError:
+            return None
+        return raw
+
+
+def destination(binding: Binding, request: Request, arrival: Arrival) -> Destination:
+    """What ``request`` of ``binding``'s test is for (see the module's text)."""
+    environ = request.environ.get("RAW_URI")
+    raw = environ if isinstance(environ, str) else None
+    if raw is None:
+        target = request.full_path.rstrip("?") if request.query_string else request.path
+    elif raw.startswith("/"):
+        target = raw.partition("#")[0]
+    else:  # absolute form, through the proxy
+        target = "/" + raw.partition("://")[2].partition("/")[2].partition("#")[0]
+    here = where(binding, request, arrival)
+    path, options = request.path, binding.service.options
+    found = endpoint_for(path, options)
+    if found is not None:
+        return Destination(here, path, raw, target, found[1], found[0], found[2])
+    family = endpoint_family(path)
+    if family is not None:
+        return Destination(here, path, raw, target, family[1], family[0])
+    first: tuple[RouteHandler, tuple[str, ...]] | None = None
+    region = binding.hosts.region_host
+    for route in binding.routes:
+        if not route.matcher.match(request):
+            continue
+        hosts = route_hosts(route.auth, options, route.host)
+        if here.reaches(hosts, region):
+            flow = flow_class(route.auth)
+            return Destination(here, path, raw, target, None, flow, None, route, hosts, True)
+        first = first or (route, hosts)
+    if first is None:
+        return Destination(here, path, raw, target)
+    route, hosts = first
+    return Destination(here, path, raw, target, None, flow_class(route.auth), None, route, hosts)
