@@ -123,33 +123,6 @@ class AuthService:
         check_grants(version, what="auth_count")
         return len(grants(self.timeline.events, version=version, username=username))
 
-    def authorize(
-        self,
-        version: str,
-        credential: Credential,
-        *,
-        method: str,
-        path: str,
-        permission: str | None,
-        host: str | None = None,
-        scope: str | None = None,
-        normalized: str = "",
-    ) -> Authorization:
-        """Authenticate a protected call of a route declared for the flow ``version``
-        (``host``: where it went, if not the flow's usual host; needing ``permission``
-        or ``scope``; ``normalized``: the path normalised once); :class:`Refusal` if not."""
-        with self.mutex:
-            call = Call(
-                version,
-                method,
-                path,
-                self.timeline.now(),
-                host=host,
-                scope=scope,
-                normalized=normalized,
-            )
-            return self.flows[version].authorize(credential, call, permission)
-
     def admit(
         self,
         version: str,

@@ -10,9 +10,9 @@ from typing import Any
 
 import freezegun
 import pytest
+from domain_support import admitted
 
 from pytest_mgmtauth import MgmtClock
-from pytest_mgmtauth._service.flows.bearer import BearerToken
 from pytest_mgmtauth._service.flows.v2 import V2Flow
 from pytest_mgmtauth._service.options import Options
 from pytest_mgmtauth._service.service import AuthService, Refusal
@@ -52,13 +52,7 @@ def test_service_on_the_system_clock_follows_a_frozen_clock(signer: TokenSigner)
         assert record.claims.iat == int(MOMENT.timestamp())
         frozen.tick(timedelta(seconds=120))
         with pytest.raises(Refusal, match="token T1 expired 0 s ago"):
-            service.authorize(
-                "v2",
-                BearerToken(token=token, problem=None),
-                method="GET",
-                path="/p",
-                permission=None,
-            )
+            admitted(service, "v2", token=token, path="/p")
 
 
 # -- MgmtClock -----------------------------------------------------------------------

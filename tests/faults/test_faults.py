@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+from domain_support import admitted
 
 from pytest_mgmtauth import (
     AccountLockedManually,
@@ -21,8 +22,7 @@ from pytest_mgmtauth import (
 )
 from pytest_mgmtauth._service import faults as _faults
 from pytest_mgmtauth._service.faults import FaultPlan
-from pytest_mgmtauth._service.flows.bearer import BearerToken
-from pytest_mgmtauth._service.flows.v1 import SessionCookie, V1Flow
+from pytest_mgmtauth._service.flows.v1 import V1Flow
 from pytest_mgmtauth._service.flows.v2 import V2Flow
 from pytest_mgmtauth._service.service import (
     AUTH_FAILED,
@@ -43,23 +43,11 @@ def _refusal(call: Callable[[], object]) -> Refusal:
 
 
 def _call_v2(service: AuthService, token: str) -> str:
-    return service.authorize(
-        "v2",
-        BearerToken(token=token, problem=None),
-        method="GET",
-        path="/api/things",
-        permission=None,
-    ).credential
+    return admitted(service, "v2", token=token, path="/api/things").credential
 
 
 def _call_v1(service: AuthService, session_id: str, utk: str) -> str:
-    return service.authorize(
-        "v1",
-        SessionCookie(session_id=session_id, utk=utk, problem=None),
-        method="GET",
-        path="/v1/things",
-        permission=None,
-    ).credential
+    return admitted(service, "v1", session=session_id, utk=utk, path="/v1/things").credential
 
 
 # -- throttling ------------------------------------------------------------------------

@@ -10,12 +10,12 @@ from urllib.parse import quote_plus, urlencode
 
 import jwt
 import pytest
+from domain_support import admitted
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from pytest_mgmtauth import AuthRejected, TokenIssued
 from pytest_mgmtauth._service.events import ApiCall, ClientRevoked, SecretRotated
 from pytest_mgmtauth._service.flows.base import Answer, Incoming
-from pytest_mgmtauth._service.flows.bearer import BearerToken
 from pytest_mgmtauth._service.flows.oauth import OAuthClient, OAuthFlow
 from pytest_mgmtauth._service.flows.oauth_scopes import DEFAULT_SCOPE, covers, parse_scope
 from pytest_mgmtauth._service.flows.registry import FLOWS, endpoint_for
@@ -94,10 +94,7 @@ def call_error_of(refusal: Refusal) -> tuple[int, str]:
 def call(
     service: AuthService, token: str | None, *, scope: str | None = READ, missing: bool = False
 ) -> Any:
-    presented = BearerToken(token=token, missing=missing or token is None)
-    return service.authorize(
-        "oauth", presented, method="GET", path="/api/profiles", permission=None, scope=scope
-    )
+    return admitted(service, "oauth", token=token, path="/api/profiles", scope=scope)
 
 
 @pytest.fixture
@@ -591,10 +588,7 @@ CONTEXT = f"/v2026-06/context-api/accounts/acme/profiles/main/engines/{ENGINE}/a
 
 
 def path_call(service: AuthService, token: str, method: str, path: str) -> Any:
-    presented = BearerToken(token=token)
-    return service.authorize(
-        "oauth", presented, method=method, path=path, permission=None, scope=None
-    )
+    return admitted(service, "oauth", token=token, method=method, path=path)
 
 
 def test_a_calls_scope_comes_from_its_path_and_method(

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from domain_support import admitted
 
 from pytest_mgmtauth import (
     ApiCall,
@@ -18,8 +19,7 @@ from pytest_mgmtauth import (
 )
 from pytest_mgmtauth._service import faults as _faults
 from pytest_mgmtauth._service.faults import FaultPlan
-from pytest_mgmtauth._service.flows.bearer import BearerToken
-from pytest_mgmtauth._service.flows.v1 import SessionCookie, V1Flow
+from pytest_mgmtauth._service.flows.v1 import V1Flow
 from pytest_mgmtauth._service.flows.v2 import V2Flow
 from pytest_mgmtauth._service.service import AUTH_FAILED, AuthService, Refusal
 from pytest_mgmtauth._service.timeline import ManualClock
@@ -32,13 +32,7 @@ def _call(service: AuthService, token: str) -> str:
     """A protected v2 call as the transport makes it: counted, authorized, answered."""
     service.fault_runner.protected_call_arrived()
     try:
-        return service.authorize(
-            "v2",
-            BearerToken(token=token, problem=None),
-            method="GET",
-            path="/v2/things",
-            permission=None,
-        ).credential
+        return admitted(service, "v2", token=token, path="/v2/things").credential
     finally:
         service.fault_runner.protected_call_answered()
 
@@ -314,12 +308,8 @@ def test_expire_of_a_v1_session_moves_the_clock_past_its_idle_timeout(
     def call() -> str:
         service.fault_runner.protected_call_arrived()
         try:
-            return service.authorize(
-                "v1",
-                SessionCookie(session_id=session.session_id, utk=session.utk, problem=None),
-                method="GET",
-                path="/v1/things",
-                permission=None,
+            return admitted(
+                service, "v1", session=session.session_id, utk=session.utk, path="/v1/things"
             ).credential
         finally:
             service.fault_runner.protected_call_answered()

@@ -12,11 +12,11 @@ from typing import TypeVar
 import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
+from domain_support import admitted
 
 from pytest_mgmtauth import TokenIssued
 from pytest_mgmtauth._fake.server import MgmtServer
 from pytest_mgmtauth._fake.session import SessionResources
-from pytest_mgmtauth._service.flows.bearer import BearerToken
 from pytest_mgmtauth._service.flows.v2 import V2Flow
 from pytest_mgmtauth._service.options import Options
 from pytest_mgmtauth._service.service import AuthService
@@ -311,9 +311,7 @@ def test_a_grant_being_signed_holds_up_no_other_request(
     second.join(10)
     assert quick_grant, "the second grant waited for the first one's signature"
     token, _ = quick_grant[0]
-    service.authorize(
-        "v2", BearerToken(token=token, problem=None), method="GET", path="/x", permission=None
-    )
+    admitted(service, "v2", token=token, path="/x")
     signer.release.set()
     first.join(10)
     assert granted

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from domain_support import admitted
 
 from pytest_mgmtauth import AuthRejected, Options, Throttled, TokenIssued
 from pytest_mgmtauth._service import faults as _faults
@@ -17,7 +18,6 @@ from pytest_mgmtauth._service.accounts import (
     make_account,
     parse_profiles,
 )
-from pytest_mgmtauth._service.flows.bearer import BearerToken
 from pytest_mgmtauth._service.flows.registry import endpoint_for
 from pytest_mgmtauth._service.flows.v1 import V1Flow
 from pytest_mgmtauth._service.flows.v2 import V2Flow
@@ -33,9 +33,7 @@ def _refusal(call: Callable[[], object]) -> Refusal:
 
 
 def _call(service: AuthService, token: str, path: str) -> Any:
-    return service.authorize(
-        "v3", BearerToken(token=token, problem=None), method="GET", path=path, permission=None
-    )
+    return admitted(service, "v3", token=token, path=path)
 
 
 def test_a_v3_token_is_bound_to_its_account_and_profile(service: AuthService) -> None:
@@ -85,11 +83,7 @@ def test_v2_token_on_a_v3_route_and_the_reverse_are_refused(service: AuthService
     refused = _refusal(lambda: _call(service, v2, "/v3/x/accounts/acme/profiles/main"))
     assert "T1 is a v2 token" in refused.reason
     assert "/v3/auth/accounts/" in refused.reason
-    reverse = _refusal(
-        lambda: service.authorize(
-            "v2", BearerToken(token=v3, problem=None), method="GET", path="/api/x", permission=None
-        )
-    )
+    reverse = _refusal(lambda: admitted(service, "v2", token=v3, path="/api/x"))
     assert "T2 is a v3 token (for acme/main)" in reverse.reason
     assert "/v2/auth" in reverse.reason
 
@@ -217,15 +211,7 @@ def test_expiry_message_of_a_token_issued_on_a_whole_second_says_token_ttl(
     alice = service.accounts.add_account()
     token, record = service.flow(V2Flow).grant(alice.username, alice.api_key)
     clock.now = record.claims.exp + 1
-    refused = _refusal(
-        lambda: service.authorize(
-            "v2",
-            BearerToken(token=token, problem=None),
-            method="GET",
-            path="/api/x",
-            permission=None,
-        )
-    )
+    refused = _refusal(lambda: admitted(service, "v2", token=token, path="/api/x"))
     assert "(valid 1800 s from issue)" in refused.reason
 
 
@@ -271,11 +257,7 @@ def test_tokens_carry_the_real_issuer_unless_configured(
         "https://issuer.example"
     )
     # A token of the other issuer is refused, naming both.
-    refused = _refusal(
-        lambda: custom.authorize(
-            "v2", BearerToken(token=token, problem=None), method="GET", path="/x", permission=None
-        )
-    )
+    refused = _refusal(lambda: admitted(custom, "v2", token=token, path="/x"))
     assert "https://api.tealiumiq.com" in refused.reason
     assert "https://issuer.example" in refused.reason
 

@@ -7,11 +7,11 @@ from collections.abc import Callable
 from urllib.parse import parse_qsl, quote, quote_plus, unquote_plus
 
 import pytest
+from domain_support import admitted
 from hypothesis import given, strategies as st
 
 from pytest_mgmtauth._service.accounts import _KEY_ALPHABET, Account, fingerprint
-from pytest_mgmtauth._service.flows.bearer import BearerToken
-from pytest_mgmtauth._service.flows.v1 import SessionCookie, V1Flow
+from pytest_mgmtauth._service.flows.v1 import V1Flow
 from pytest_mgmtauth._service.flows.v2 import V2Flow
 from pytest_mgmtauth._service.secret_text import diagnose_secret
 from pytest_mgmtauth._service.service import AuthService, Refusal
@@ -44,16 +44,12 @@ def grant(service: AuthService, account: Account, *, arrived: int | None = None)
     return token
 
 
-def call(service: AuthService, token: str | None, *, problem: str | None = None) -> int:
-    """A protected v2 call; the status the client gets (200 or the refusal's)."""
+def call(service: AuthService, token: str | None, *, scheme: bool = True) -> int:
+    """A protected v2 call (``scheme``: with ``Bearer`` before the token); the status
+    the client gets (200 or the refusal's)."""
+    header = f"Bearer {token}" if scheme else token
     try:
-        auth = service.authorize(
-            "v2",
-            BearerToken(token=token, problem=problem),
-            method="GET",
-            path="/api/things",
-            permission=None,
-        )
+        auth = admitted(service, "v2", authorization=header, path="/api/things")
     except Refusal as refusal:
         return refusal.return_code
     service.timeline.record_call(auth, "GET", "/api/things", 200)
@@ -139,8 +135,7 @@ def test_reauth_after_a_1401_is_reuse_even_at_the_same_instant(
     # release exactly the credentials granted before it, and no later one.
     account = service.accounts.add_account()
     token = grant(service, account)
-    problem = "the Authorization header holds the token without the 'Bearer' scheme"
-    assert call(service, token, problem=problem) == 1401
+    assert call(service, token, scheme=False) == 1401
     second = grant(service, account)
     check_token_reused(evidence(service))
     assert call(service, second) == 200
@@ -152,13 +147,7 @@ def test_a_1469_does_not_refuse_the_credential(service: AuthService) -> None:
     account = service.accounts.add_account(permissions=[])
     token = grant(service, account)
     with pytest.raises(Refusal) as excinfo:
-        service.authorize(
-            "v2",
-            BearerToken(token=token, problem=None),
-            method="GET",
-            path="/x",
-            permission="admin",
-        )
+        admitted(service, "v2", token=token, path="/x", permission="admin")
     assert excinfo.value.return_code == 1469
     grant(service, account)
     assert "First premature grant: T2" in churn_error(service)
@@ -270,13 +259,7 @@ def test_ended_session_presented_fails_expired_use(service: AuthService) -> None
     record = service.flow(V1Flow).login(account.username, account.password)
     service.flow(V1Flow).logout(record.session_id)
     with pytest.raises(Refusal):
-        service.authorize(
-            "v1",
-            SessionCookie(session_id=record.session_id, utk=record.utk, problem=None),
-            method="GET",
-            path="/v1/x",
-            permission=None,
-        )
+        admitted(service, "v1", session=record.session_id, utk=record.utk, path="/v1/x")
     with pytest.raises(AssertionError, match="log in again before the next call"):
         check_no_expired_credential_used(evidence(service))
 
@@ -356,13 +339,7 @@ def test_long_timelines_are_cut_around_the_first_premature_grant(
     token = grant(service, account)
     for i in range(40):  # distinct calls, nothing to collapse
         service.timeline.record_call(
-            service.authorize(
-                "v2",
-                BearerToken(token=token, problem=None),
-                method="GET",
-                path=f"/p{i}",
-                permission=None,
-            ),
+            admitted(service, "v2", token=token, path=f"/p{i}"),
             "GET",
             f"/p{i}",
             200,
@@ -371,13 +348,7 @@ def test_long_timelines_are_cut_around_the_first_premature_grant(
     grant(service, account)
     for i in range(40):
         service.timeline.record_call(
-            service.authorize(
-                "v2",
-                BearerToken(token=token, problem=None),
-                method="GET",
-                path=f"/q{i}",
-                permission=None,
-            ),
+            admitted(service, "v2", token=token, path=f"/q{i}"),
             "GET",
             f"/q{i}",
             200,

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from datetime import datetime
 
 import pytest
+from domain_support import admitted
 
 from pytest_mgmtauth import (
     AccountLocked,
@@ -16,7 +17,7 @@ from pytest_mgmtauth import (
     TokenIssued,
 )
 from pytest_mgmtauth._service.events import format_offset, iso_time, timeline_origin
-from pytest_mgmtauth._service.flows.v1 import SessionCookie, V1Flow
+from pytest_mgmtauth._service.flows.v1 import V1Flow
 from pytest_mgmtauth._service.flows.v2 import V2Flow
 from pytest_mgmtauth._service.service import AuthService, Refusal
 from pytest_mgmtauth._service.timeline import ManualClock, to_datetime
@@ -91,13 +92,7 @@ def test_reading_events_writes_nothing(make_service: MakeService, clock: ManualC
     assert session.ended_at is None
     # The next write records it, at the moment it happened; reads see no difference.
     with pytest.raises(Refusal):
-        service.authorize(
-            "v1",
-            SessionCookie(session_id=session.session_id, utk=session.utk, problem=None),
-            method="GET",
-            path="/x",
-            permission=None,
-        )
+        admitted(service, "v1", session=session.session_id, utk=session.utk, path="/x")
     assert session.end_reason == "timeout"
     expired = [e for e in service.timeline.events if isinstance(e, SessionExpired)]
     assert expired == [e for e in first if isinstance(e, SessionExpired)]

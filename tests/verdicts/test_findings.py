@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+from domain_support import admitted
 
 from pytest_mgmtauth._service.accounts import Account
-from pytest_mgmtauth._service.flows.bearer import BearerToken
 from pytest_mgmtauth._service.flows.v1 import V1Flow
 from pytest_mgmtauth._service.flows.v2 import V2Flow
 from pytest_mgmtauth._service.options import Options
@@ -43,13 +43,7 @@ def grant(service: AuthService, account: Account) -> str:
 
 def call(service: AuthService, token: str, *, permission: str | None = None) -> int:
     try:
-        auth = service.authorize(
-            "v2",
-            BearerToken(token=token, problem=None),
-            method="GET",
-            path="/api/things",
-            permission=permission,
-        )
+        auth = admitted(service, "v2", token=token, path="/api/things", permission=permission)
     except Refusal as refusal:
         return refusal.return_code
     service.timeline.record_call(auth, "GET", "/api/things", 200)

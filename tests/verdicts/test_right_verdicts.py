@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+from domain_support import admitted
 
 from pytest_mgmtauth._service.accounts import Account
-from pytest_mgmtauth._service.flows.bearer import BearerToken
-from pytest_mgmtauth._service.flows.v1 import SessionCookie, V1Flow
+from pytest_mgmtauth._service.flows.v1 import V1Flow
 from pytest_mgmtauth._service.flows.v2 import V2Flow
 from pytest_mgmtauth._service.flows.v3 import V3Flow, named_scopes
 from pytest_mgmtauth._service.records import SessionRecord
@@ -45,9 +45,7 @@ def v3_token(service: AuthService, account: Account, profile: str = "main") -> s
 
 def bearer_call(service: AuthService, version: str, token: str, path: str) -> int:
     try:
-        auth = service.authorize(
-            version, BearerToken(token=token), method="GET", path=path, permission=None
-        )
+        auth = admitted(service, version, token=token, path=path)
     except Refusal as refusal:
         return refusal.return_code
     service.timeline.record_call(auth, "GET", path, 200)
@@ -57,13 +55,9 @@ def bearer_call(service: AuthService, version: str, token: str, path: str) -> in
 def v1_call(
     service: AuthService, session: SessionRecord, *, cookie: bool = True, path: str = "/v1/x"
 ) -> int:
-    presented = (
-        SessionCookie(session_id=session.session_id, utk=session.utk)
-        if cookie
-        else SessionCookie(utk=session.utk, problem="no JSESSIONID cookie was sent")
-    )
+    sent = session.session_id if cookie else None
     try:
-        auth = service.authorize("v1", presented, method="GET", path=path, permission=None)
+        auth = admitted(service, "v1", session=sent, utk=session.utk, path=path)
     except Refusal as refusal:
         return refusal.return_code
     service.timeline.record_call(auth, "GET", path, 200)
@@ -175,7 +169,7 @@ def test_v1_calls_without_the_cookie_are_refused_calls_and_the_login_after_is_no
     assert found[0].headline.startswith(
         f"pytest-mgmtauth: 3 protected call(s) of account {account.username!r} were refused "
         "because the client sent the wrong credential; first: GET /v1/x with no known "
-        "credential at 00:00:00 -> 401 (1401: no JSESSIONID cookie was sent)"
+        "credential at 00:00:00 -> 401 (1401: no JSESSIONID cookie was sent"
     )
 
 

@@ -473,15 +473,19 @@ class Flow(abc.ABC):
         client: ClientKind,
         refuse: Refuse,
         json_body: bool = False,
+        throttle: bool = False,
     ) -> Account:
         """The account whose ``secret`` was presented, under the lockout rule (if
         ``locks_out``): an unknown account, a locked one (1402) or a wrong secret
         (counted towards a lockout) is refused with ``refuse``. ``json_body``: the secret
-        came in a JSON body (its diagnosis then gives JSON advice, not form advice)."""
+        came in a JSON body (its diagnosis then gives JSON advice, not form advice);
+        ``throttle``: a throttled grant (429) is refused before the secret is checked."""
         service = self.service
         account = service.accounts.get(username) if username is not None else None
         if account is None or username is None:
             refuse(None, AUTH_FAILED, service.accounts.unknown_account(username or ""))
+        if throttle:
+            service.credentials.check_throttle(self, username, now)
         if self.locks_out:
             service.lockout.check(self, username, now, refuse)
         expected = account.secret(self.secret)
@@ -496,18 +500,32 @@ class Flow(abc.ABC):
             service.lockout.succeeded(username)
         return account
 
-    def rejected(self, now: float, username: str | None, code: int, reason: str) -> Event:
+    def rejected(
+        self,
+        now: float,
+        username: str | None,
+        code: int,
+        reason: str,
+        *,
+        account: str | None = None,
+        profile: str | None = None,
+    ) -> Event:
         """The event of a refused authentication at this flow's endpoint
-        (:class:`AuthRejected`; v1's is a ``LoginRejected``)."""
+        (:class:`AuthRejected`; v1's is a ``LoginRejected``); ``account``, ``profile``:
+        what a v3 grant named."""
         return AuthRejected(
             at=to_datetime(now),
             username=username,
             return_code=code,
             reason=reason,
             version=self.name,
+            account=account,
+            profile=profile,
         )
 
-    def refuse_auth(self, now: float) -> Refuse:
+    def refuse_auth(
+        self, now: float, *, account: str | None = None, profile: str | None = None
+    ) -> Refuse:
         """How a refused authentication at this flow's endpoint is recorded: its
         ``rejected`` event, then the refusal."""
         timeline = self.service.timeline
@@ -520,7 +538,7 @@ class Flow(abc.ABC):
             message: str | None = None,
             then: Event | None = None,
         ) -> NoReturn:
-            event = self.rejected(now, username, code, reason)
+            event = self.rejected(now, username, code, reason, account=account, profile=profile)
             timeline.refuse(event, code, reason, message=message, then=then)
 
         return refuse

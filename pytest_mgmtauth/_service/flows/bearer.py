@@ -7,10 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar, NoReturn
 
-from ..events import AuthRejected
 from ..records import AUTH_FAILED, Authorization, TokenRecord
 from ..secret_text import ClientKind
-from ..timeline import to_datetime
 from ..token_format import ALGORITHM, TokenProblem, unverified_subject
 from .base import HTTP_WHITESPACE, Credential, Flow
 from .bearer_header import BearerToken, odd_char, read_bearer
@@ -137,34 +135,13 @@ class BearerFlow(Flow):
         service = self.service
         with service.mutex:
             now = service.timeline.now()
-            found = service.accounts.get(username)
-
-            def reject(who: str | None, reason: str) -> NoReturn:
-                service.timeline.refuse(
-                    AuthRejected(
-                        at=to_datetime(now),
-                        username=who,
-                        return_code=AUTH_FAILED,
-                        reason=reason,
-                        version=self.name,
-                        account=account,
-                        profile=profile,
-                    ),
-                    AUTH_FAILED,
-                    reason,
-                )
-
-            if found is None:
-                reject(None, service.accounts.unknown_account(username))
-            service.credentials.check_throttle(self, username, now)
-            problem = service.accounts.secret_problem(
-                username, self.secret, found.api_key, key, client
+            refuse = self.refuse_auth(now, account=account, profile=profile)
+            found = self.check_account(
+                username, key, now=now, client=client, refuse=refuse, throttle=True
             )
-            if problem:
-                reject(username, problem)
             refused = self.grant_refused(found, account, profile)
             if refused:
-                reject(username, refused)
+                refuse(username, AUTH_FAILED, refused)
         return self.issue_token(username, now, arrived=arrived, account=account, profile=profile)
 
     def issue_token(
