@@ -78,16 +78,6 @@ class Credentials:
         self._tick = 0
         timeline.due = self._due_events
 
-    def token_list(self) -> list[TokenRecord]:
-        """The tokens issued in this test, oldest first (a snapshot)."""
-        with self._lock:
-            return list(self.tokens.values())
-
-    def session_list(self) -> list[SessionRecord]:
-        """The sessions started in this test, oldest first (a snapshot)."""
-        with self._lock:
-            return list(self.sessions.values())
-
     # -- order and churn -----------------------------------------------------------
 
     def request_arrived(self) -> int:

@@ -91,10 +91,6 @@ class Evidence:
 # -- findings ------------------------------------------------------------------------
 
 
-def _is_grant(event: Event) -> bool:
-    return isinstance(event, (TokenIssued, LoggedIn))
-
-
 def grant_label(grant: Grant) -> str:
     return grant.token if isinstance(grant, TokenIssued) else grant.session
 

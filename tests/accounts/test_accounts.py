@@ -19,8 +19,6 @@ from pytest_mgmtauth._service.accounts import (
     generate_password,
     make_account,
 )
-from pytest_mgmtauth._service.flows.v1 import V1Flow
-from pytest_mgmtauth._service.flows.v2 import V2Flow
 from pytest_mgmtauth._service.service import AuthService
 
 #: A sample large enough that a character class missing now and then would show.
@@ -154,22 +152,11 @@ def test_accounts_are_registered_by_username(service: AuthService) -> None:
     assert service.accounts == {account.username: account}
 
 
-def test_snapshots_of_accounts_tokens_and_sessions_are_copies(service: AuthService) -> None:
-    account = service.accounts.add_account("alice@example.com")
-    service.flow(V2Flow).grant(account.username, account.api_key)
-    service.flow(V1Flow).login(account.username, account.password)
-    accounts, tokens, sessions = (
-        service.accounts.account_list(),
-        service.credentials.token_list(),
-        service.credentials.session_list(),
-    )
-    assert [a.username for a in accounts] == ["alice@example.com"]
-    assert [t.label for t in tokens] == ["T1"]
-    assert [s.label for s in sessions] == ["S1"]
+def test_the_list_of_accounts_is_a_copy(service: AuthService) -> None:
+    service.accounts.add_account("alice@example.com")
+    accounts = service.accounts.account_list()
     service.accounts.add_account("bob@example.com")
-    service.flow(V2Flow).grant(account.username, account.api_key)
     assert [a.username for a in accounts] == ["alice@example.com"]  # taken under the lock, not live
-    assert len(tokens) == 1
     assert [a.username for a in service.accounts.account_list()] == [
         "alice@example.com",
         "bob@example.com",

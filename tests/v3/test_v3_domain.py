@@ -21,7 +21,7 @@ from pytest_mgmtauth._service.accounts import (
 from pytest_mgmtauth._service.flows.registry import endpoint_for
 from pytest_mgmtauth._service.flows.v1 import V1Flow
 from pytest_mgmtauth._service.flows.v2 import V2Flow
-from pytest_mgmtauth._service.flows.v3 import V3Flow, call_scope
+from pytest_mgmtauth._service.flows.v3 import V3Flow, named_scopes
 from pytest_mgmtauth._service.service import AuthService, Refusal
 from pytest_mgmtauth._service.timeline import ManualClock
 
@@ -185,9 +185,9 @@ def test_v3_paths_name_their_scope() -> None:
     )
     assert endpoint_for("/v3/auth/accounts/acme/profiles/") is None
     assert endpoint_for("/v3/auth/accounts/acme") is None
-    assert call_scope("/v3/customers/accounts/acme/profiles/main/x") == ("acme", "main")
-    assert call_scope("/v3/customers/accounts/acme") == ("acme", None)
-    assert call_scope("/v3/status") == (None, None)
+    assert named_scopes("/v3/customers/accounts/acme/profiles/main/x") == [("acme", "main")]
+    assert named_scopes("/v3/customers/accounts/acme") == [("acme", None)]
+    assert named_scopes("/v3/status") == []
 
 
 def test_expiry_message_states_the_real_lifetime_of_a_token_issued_mid_second(

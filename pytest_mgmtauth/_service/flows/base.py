@@ -154,9 +154,6 @@ class Where:
             return any(h != region_host for h in hosts)
         return self.host in hosts
 
-    def is_region(self, region_host: str) -> bool:
-        return self.host == region_host
-
 
 #: What may surround a header value (RFC 9110 5.5: optional whitespace is SP and HTAB).
 #: str.strip() also strips NBSP, VT, FF, NEL (U+0085) and U+001C..U+001F.
@@ -410,12 +407,6 @@ class Flow(abc.ABC):
     def fault_endpoints(cls) -> tuple[Endpoint, ...]:
         """Its endpoints that scripted and scheduled faults apply to (maybe none)."""
         return tuple(e for e in cls.endpoints if e.fault_point)
-
-    @classmethod
-    def auth_endpoint(cls) -> str | None:
-        """The path of its authentication endpoint (the first it lists); ``None`` for a
-        flow without one."""
-        return cls.endpoints[0].path if cls.endpoints else None
 
     def answer(self, operation: str, incoming: Incoming) -> Answer:
         """Serve one of :attr:`endpoints` (its ``operation``)."""

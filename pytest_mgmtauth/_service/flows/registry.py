@@ -387,11 +387,6 @@ def _service_hosts(region_host: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys((*fixed_hosts(), region_host)))
 
 
-def endpoint_hosts(flow: type[Flow]) -> tuple[str, ...]:
-    """The hosts a flow's own endpoints (its authentication) answer on."""
-    return flow.auth_hosts
-
-
 @functools.lru_cache(maxsize=256)  # asked for every protected call; cleared with FLOWS
 def route_hosts(flow_name: str, options: Options, host: str | None = None) -> tuple[str, ...]:
     """The hosts a declared route of ``flow_name`` answers on: ``host`` alone when the

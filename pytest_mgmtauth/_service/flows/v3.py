@@ -85,13 +85,6 @@ STATUSES = (200, 400, 401, 404, 429)
 _SCOPE = re.compile(r"/accounts/(?P<account>[^/]+)(?:/profiles/(?P<profile>[^/]+))?")
 
 
-def call_scope(path: str) -> tuple[str | None, str | None]:
-    """The first account and profile a v3 call's path names (``None`` where it names
-    none); :func:`named_scopes` has every one."""
-    scopes = named_scopes(path)
-    return scopes[0] if scopes else (None, None)
-
-
 def named_scopes(path: str) -> list[tuple[str, str | None]]:
     """Every ``/accounts/{account}[/profiles/{profile}]`` pair a path names, in the path
     as it arrived, percent-decoded (``acme%2Fprofiles%2Fmain`` names a pair too) and with
@@ -114,10 +107,6 @@ def named_scopes(path: str) -> list[tuple[str, str | None]]:
             if pair not in found:
                 found.append(pair)
     return found
-
-
-def auth_path(account: str, profile: str) -> str:
-    return AUTH_TEMPLATE.format(account=account, profile=profile)
 
 
 class V3Flow(BearerFlow):
