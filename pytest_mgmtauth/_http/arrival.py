@@ -14,7 +14,9 @@ own.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import threading
 from typing import TYPE_CHECKING, Any
 
 from werkzeug import Request
@@ -26,14 +28,23 @@ from .._service.secret_text import SecretMasker
 from .errors import MAX_BODY_BYTES
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Callable, Iterable, Iterator
 
     from werkzeug import Response
     from werkzeug.datastructures import ImmutableMultiDict
 
     from .binding import Binding
 
-__all__ = ["ARRIVAL", "REGION_LISTENER", "Arrival", "FakeRequest", "mask_for", "wsgi_application"]
+__all__ = [
+    "ARRIVAL",
+    "REGION_LISTENER",
+    "Arrival",
+    "FakeRequest",
+    "answering",
+    "before_signing",
+    "mask_for",
+    "wsgi_application",
+]
 
 #: The environ key of a request's :class:`Arrival` (see the module's text).
 ARRIVAL = "mgmtauth.arrival"
@@ -82,6 +93,30 @@ class Arrival:
         :attr:`before_waiting`)."""
         if self.before_waiting is not None:
             self.before_waiting()
+
+
+#: Per thread: the Arrival of the request whose answer the domain is making (:func:`answering`).
+_answering = threading.local()
+
+
+@contextlib.contextmanager
+def answering(arrival: Arrival) -> Iterator[None]:
+    """Within the block, the domain answers ``arrival``'s request on this thread: a
+    signature it is about to make or wait for (:func:`before_signing`) lets another
+    thread accept connections first (:meth:`Arrival.may_wait`)."""
+    _answering.arrival = arrival
+    try:
+        yield
+    finally:
+        _answering.arrival = None
+
+
+def before_signing() -> None:
+    """The token signer's hook (``TokenSigner.before_signing``, set by the fake's
+    session): the transport's side of a signature, kept out of the domain."""
+    arrival: Arrival | None = getattr(_answering, "arrival", None)
+    if arrival is not None:
+        arrival.may_wait()
 
 
 class FakeRequest(Request):

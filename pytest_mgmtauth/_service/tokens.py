@@ -13,7 +13,6 @@ installs the plugin but never uses it should not pay for them.
 from __future__ import annotations
 
 import base64
-import contextlib
 import json
 import queue
 import threading
@@ -26,7 +25,7 @@ from .accounts import random_hex
 from .token_format import ALGORITHM, DEFAULT_SOURCE, HEADERS, ISSUER, Claims, verify_token
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator, Mapping
+    from collections.abc import Callable, Mapping
 
     from cryptography.hazmat.primitives.asymmetric import rsa
 
@@ -63,31 +62,6 @@ class _Job:
     claims: Claims
 
 
-#: Per thread: what it does before it signs a token, or waits for one being signed
-#: (:func:`before_signing`).
-_before_signing = threading.local()
-
-
-@contextlib.contextmanager
-def before_signing(callback: Callable[[], None]) -> Iterator[None]:
-    """Within the block, this thread calls ``callback`` before it signs a token or waits
-    for one being signed ahead: the fake's connection thread then lets another thread
-    accept connections (``_http/connections.py``). A token signed ahead already costs no
-    call."""
-    previous = getattr(_before_signing, "callback", None)
-    _before_signing.callback = callback
-    try:
-        yield
-    finally:
-        _before_signing.callback = previous
-
-
-def _about_to_sign() -> None:
-    callback = getattr(_before_signing, "callback", None)
-    if callback is not None:
-        callback()
-
-
 class TokenSigner:
     """Issues and verifies this fake's tokens. Thread-safe.
 
@@ -101,7 +75,13 @@ class TokenSigner:
     earns it back, and without credit only one prefetch in :data:`PROBE_EVERY` signs.
     """
 
-    def __init__(self, private_key: rsa.RSAPrivateKey, issuer: str = ISSUER) -> None:
+    def __init__(
+        self,
+        private_key: rsa.RSAPrivateKey,
+        issuer: str = ISSUER,
+        *,
+        before_signing: Callable[[], None] = lambda: None,
+    ) -> None:
         from cryptography.hazmat.primitives import hashes
         from cryptography.hazmat.primitives.asymmetric import padding
 
@@ -110,6 +90,10 @@ class TokenSigner:
         self._padding = padding.PKCS1v15()
         self._hashes = {"RS512": hashes.SHA512(), "RS256": hashes.SHA256()}
         self.issuer = issuer
+        #: Called before a token is signed in the caller, or waited for while it is
+        #: being signed ahead (a token signed ahead already costs no call): whoever
+        #: serves the caller's requests lets another thread take new ones meanwhile.
+        self.before_signing = before_signing
         #: Guards the fields below.
         self._ahead_lock = threading.Lock()
         #: Tokens signed (or being signed) ahead, oldest first, by
@@ -135,7 +119,7 @@ class TokenSigner:
         if ahead is not None:
             return ahead
         unsigned, claims = self._unsigned(subject, issued_at, ttl, iss)
-        _about_to_sign()
+        self.before_signing()
         return self._signed(unsigned), claims
 
     def issue_with(
@@ -152,7 +136,7 @@ class TokenSigner:
         (OAuth's ``scope`` and ``client_id``), signed now with ``algorithm``."""
         iss = self.issuer if issuer is None else issuer
         unsigned, claims = self._unsigned(subject, issued_at, ttl, iss, extra, algorithm)
-        _about_to_sign()
+        self.before_signing()
         return self._signed(unsigned, algorithm), claims
 
     def prefetch(
@@ -202,7 +186,7 @@ class TokenSigner:
             self.hits += 1
             self._credit = min(MAX_CREDIT, self._credit + 1)
         if not future.done():
-            _about_to_sign()
+            self.before_signing()
         try:
             return future.result()
         except Exception:
