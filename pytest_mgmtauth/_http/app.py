@@ -40,14 +40,15 @@ from .flows import (
     carry_out,
     received,
     reset_connection,
-    scripted_fault,
+    username_of,
 )
 from .forward import ended_message, forward
-from .hosts import check_endpoint_host, foreign_target, region_host, shown
+from .hosts import foreign_target, refuse_endpoint_host, region_host, shown
 from .parsing import BadInput, read_body
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from datetime import datetime
 
     from werkzeug import Request
 
@@ -152,7 +153,7 @@ class FakeApp:
             if request.path.startswith(prefix):
                 arrival.may_wait()
                 return masked_error(app(request), binding.service.timeline.redact)
-        arrived = binding.service.timeline.now()
+        arrived = to_datetime(binding.service.timeline.now())
         # What the request is for, decided once: every step below reads it.
         to = destination(binding, request, arrival)
         response: Response | None = None
@@ -254,9 +255,12 @@ class FakeApp:
                 raise BadInput(405, f"{path} takes {endpoint.method}, not {method}")
             if to.params is None:
                 raise BadInput(404, flow.wrong_path(path))
-            check_endpoint_host(binding, request, arrival, to.where, flow)
+            if not to.answers:
+                refuse_endpoint_host(binding, request, arrival, to.where, flow)
             if endpoint.fault_point:
-                fault = scripted_fault(binding, request, flow, endpoint)
+                fault = service.fault_runner.auth_call(
+                    flow.name, method, path, lambda: username_of(request, endpoint)
+                )
                 if fault is not None:
                     fault_answer = carry_out(fault, binding, request, flow, arrival.may_wait)
                     if fault_answer is not None:
@@ -308,7 +312,15 @@ class FakeApp:
             service.timeline, service.options, request.method, path, paths, to.raw_path
         )
         try:
-            response = self._call_route(binding, route, request, arrival, to, body=body)
+            fault = service.fault_runner.protected_call_arrived()
+            if fault is None:
+                response = self._call_route(binding, route, request, arrival, to, body=body)
+            elif fault.kind == "reset":  # a scheduled reset or 503 of this call
+                reset_connection(request)
+            else:
+                response = error_response(
+                    503, 503, f"service unavailable (scheduled fault {fault})"
+                )
         except Refusal as refusal:
             # In the envelope of the route's flow (v3: {"message": "Unauthorized"}).
             response = refusal_response(
@@ -331,17 +343,13 @@ class FakeApp:
         body: bytes = b"",
     ) -> Response:
         service = binding.service
-        fault = service.fault_runner.protected_call_arrived()
-        if fault is not None:  # a scheduled reset or 503 of this call
-            if fault.kind == "reset":
-                reset_connection(request)
-            return error_response(503, 503, f"service unavailable (scheduled fault {fault})")
+        scope = route.required_scope(to.normalized)
         # The one door: the credential read and authorized, the host refused there.
         auth, host = service.admit(
             route.auth,
             received(request, to.where, to.normalized),
             permission=route.permission,
-            scope=route.required_scope(request),
+            scope=scope,
             wrong_host=None if to.answers else shown(binding, request, arrival, to.hosts),
         )
         # Within the call's rate (the route's own, or its family's with rate_limits).
@@ -435,7 +443,7 @@ def _exchanged(
     request: Request,
     arrival: Arrival,
     to: Destination,
-    arrived: float,
+    arrived: datetime,
     response: Response | None,
 ) -> None:
     """The one place where an exchange of a test is complete: the request and its answer
@@ -459,7 +467,7 @@ def _recorded(
     request: Request,
     arrival: Arrival,
     to: Destination,
-    arrived: float,
+    arrived: datetime,
     status: int | None,
     diagnosis: str | None = None,
 ) -> RecordedRequest:
@@ -477,7 +485,7 @@ def _recorded(
         headers=tuple(headers),
         body=logged_body(body, headers) if isinstance(body, bytes) else None,
         status=status,
-        at=to_datetime(arrived),
+        at=arrived,
         test=binding.test_id,
         diagnosis=diagnosis,
     )

@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Any, overload
 
 from pytest_httpserver import RequestHandler, RequestMatcher
 
-from .._service.flows.base import normalized_path
 from .._service.flows.registry import HostPlan
 from .._service.timeline import to_datetime
 
@@ -137,14 +136,14 @@ class RouteHandler(RequestHandler):
         super().respond_with_handler(func)
         return self
 
-    def required_scope(self, request: Request) -> str | None:
-        """The scope this call needs: :attr:`scope`, its ``{name}`` parts filled from
-        the named groups of the call's path as a gateway that normalizes it reads it
-        (``/p/main/../other`` names ``other``; a part left unfilled needs a scope no
-        token has)."""
+    def required_scope(self, normalized: str) -> str | None:
+        """The scope a call needs: :attr:`scope`, its ``{name}`` parts filled from the
+        named groups of the call's path as a gateway that normalizes it reads it
+        (``normalized``: ``/p/main/../other`` names ``other``; a part left unfilled
+        needs a scope no token has)."""
         if self.scope is None or "{" not in self.scope or isinstance(self.path, str):
             return self.scope
-        found = self.path.search(normalized_path(request.path))
+        found = self.path.search(normalized)
         groups = found.groupdict() if found is not None else {}
         return re.sub(r"\{(\w+)\}", lambda m: groups.get(m[1]) or m[0], self.scope)
 

@@ -47,20 +47,19 @@ class Destination:
     #: The declared route it calls: the first matching one that answers where it
     #: arrived, else the first matching one (then refused for its host).
     route: RouteHandler | None = None
-    #: The hosts :attr:`route` answers on, and whether it arrived at one of them.
+    #: The hosts :attr:`route` answers on.
     hosts: tuple[str, ...] = ()
+    #: Whether it arrived at a host its endpoint (its flow's ``auth_hosts``) or its
+    #: route answers on: the one host check.
     answers: bool = False
+    #: A route's call: :attr:`path` normalised (``normalized_path``), what a scope and a
+    #: flow's names (a v3 profile) are read from.
+    normalized: str = ""
 
     @property
     def exact(self) -> bool:
         """Whether it is a flow's endpoint (not only under its path family)."""
         return self.params is not None
-
-    @property
-    def normalized(self) -> str:
-        """:attr:`path` normalised (``normalized_path``): what a flow reads names from
-        (a v3 profile, a scope's placeholder)."""
-        return normalized_path(self.path)
 
     @property
     def raw_path(self) -> bytes | None:
@@ -87,23 +86,37 @@ def destination(binding: Binding, request: Request, arrival: Arrival) -> Destina
         target = "/" + raw.partition("://")[2].partition("/")[2].partition("#")[0]
     here = where(binding, request, arrival)
     path, options = request.path, binding.service.options
+    region = binding.hosts.region_host
     found = endpoint_for(path, options)
     if found is not None:
-        return Destination(here, path, raw, target, found[1], found[0], found[2])
+        flow, endpoint, params = found
+        answers = here.reaches(flow.auth_hosts, region)
+        return Destination(here, path, raw, target, endpoint, flow, params, answers=answers)
     family = endpoint_family(path)
     if family is not None:
         return Destination(here, path, raw, target, family[1], family[0])
-    first: tuple[RouteHandler, tuple[str, ...]] | None = None
-    region = binding.hosts.region_host
+    chosen: tuple[RouteHandler, tuple[str, ...]] | None = None
+    answers = False
     for route in binding.routes:
         if not route.matcher.match(request):
             continue
         hosts = route_hosts(route.auth, options, route.host)
-        if here.reaches(hosts, region):
-            flow = flow_class(route.auth)
-            return Destination(here, path, raw, target, None, flow, None, route, hosts, True)
-        first = first or (route, hosts)
-    if first is None:
+        answers = here.reaches(hosts, region)
+        if answers:
+            chosen = (route, hosts)
+            break
+        chosen = chosen or (route, hosts)
+    if chosen is None:
         return Destination(here, path, raw, target)
-    route, hosts = first
-    return Destination(here, path, raw, target, None, flow_class(route.auth), None, route, hosts)
+    route, hosts = chosen
+    return Destination(
+        here,
+        path,
+        raw,
+        target,
+        flow=flow_class(route.auth),
+        route=route,
+        hosts=hosts,
+        answers=answers,
+        normalized=normalized_path(path),
+    )

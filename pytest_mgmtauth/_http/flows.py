@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import socket
 import struct
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from werkzeug import Response
 
@@ -128,21 +128,7 @@ class ConnectionResetOnCue(ConnectionAbortedError):
     socket was set to close with a TCP reset (SO_LINGER 0)."""
 
 
-def scripted_fault(
-    binding: Binding, request: Request, flow: type[Flow], endpoint: Endpoint
-) -> FiredFault | None:
-    """The fault this call of a flow's endpoint gets (already recorded), or ``None``."""
-    version = flow.name
-    runner = binding.service.fault_runner
-    due = runner.auth_call_arrived()  # counted for scheduled faults (auth2...)
-    if due is None and not runner.plan.any_for(version) and not runner.throttling(version):
-        return None  # the common case: no form parsing for the fault's attribution
-    return runner.take_fault(
-        version, request.method, request.path, _username_of(request, endpoint), scheduled=due
-    )
-
-
-def _username_of(request: Request, endpoint: Endpoint) -> str | None:
+def username_of(request: Request, endpoint: Endpoint) -> str | None:
     """The form's username, to attribute a fault in the timeline; None if unreadable."""
     try:
         return read_form(request, request.path, endpoint.form).get("username")
@@ -195,7 +181,7 @@ def carry_out(
     return Response(body, status=200, content_type="application/json")
 
 
-def reset_connection(request: Request) -> None:
+def reset_connection(request: Request) -> NoReturn:
     sock = request.environ.get("werkzeug.socket")
     if sock is not None:
         # Linger on, timeout 0: closing the socket sends RST instead of FIN.

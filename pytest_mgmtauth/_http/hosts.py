@@ -25,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import socket
 import ssl
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 from urllib.parse import urlsplit
 
 from .._service.flows.base import Where
@@ -63,12 +63,13 @@ def where(binding: Binding, request: Request, arrival: Arrival) -> Where:
     tunnel = arrival.tunnel_host
     if tunnel is not None:
         return Where(tunnel, tunnel)
-    name = host_name(request.host)
+    # The transport's reading first, then the domain's look-ups together.
+    name, own = host_name(request.host), fake_host(request)
     if name in service_hosts(binding.service.options):
         return Where(name, name)
     if arrival.listener == REGION_LISTENER:
         return Where(binding.hosts.region_host, region_address(binding, request))
-    return Where(None, fake_host(request))
+    return Where(None, own)
 
 
 def _with_port(request: Request, port: int) -> str:
@@ -113,13 +114,11 @@ def shown(binding: Binding, request: Request, arrival: Arrival, hosts: tuple[str
     return " or ".join(dict.fromkeys(addresses))
 
 
-def check_endpoint_host(
+def refuse_endpoint_host(
     binding: Binding, request: Request, arrival: Arrival, here: Where, flow: type[Flow]
-) -> None:
+) -> NoReturn:
     """Refuse (:class:`Refusal`) a request to a flow's own endpoint at a host it does
     not answer on (``here``: where it arrived)."""
-    if here.reaches(flow.auth_hosts, binding.hosts.region_host):
-        return
     binding.service.refuse_wrong_host(
         flow.name,
         here,
@@ -133,7 +132,9 @@ def check_endpoint_host(
 def foreign_target(binding: Binding, target: str | None) -> str | None:
     """Why an absolute-form request ``target`` naming a host the fake does not stand in
     for is refused (it is never forwarded), or None."""
-    return absolute_target_problem(target or "", service_hosts(binding.service.options))
+    if target is None or target.startswith("/"):
+        return None
+    return absolute_target_problem(target, service_hosts(binding.service.options))
 
 
 # -- the proxy of the intercept option --------------------------------------------

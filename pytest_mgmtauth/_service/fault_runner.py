@@ -190,6 +190,17 @@ class FaultRunner:
 
     # -- faults on cue (mgmt_server.fail_next, expire, lock, rotate_key...) ---------
 
+    def auth_call(
+        self, version: str, method: str, path: str, username: Callable[[], str | None]
+    ) -> FiredFault | None:
+        """Count an authentication call of ``version``; the fault it takes, recorded, or
+        None. ``username`` reads the call's username (for the timeline), asked only when
+        a fault may be taken: the common call reads nothing more."""
+        due = self.auth_call_arrived()
+        if due is None and not self.plan.any_for(version) and not self.throttling(version):
+            return None
+        return self.take_fault(version, method, path, username(), scheduled=due)
+
     def auth_call_arrived(self) -> ScheduledFault | None:
         """Count an authentication call (``/v2/auth``, ``/v1/login``); the scheduled fault
         it triggers, if any (pass it to :meth:`take_fault`)."""
