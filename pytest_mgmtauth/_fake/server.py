@@ -3,12 +3,10 @@ fixture). It joins the domain state of this test to the session's HTTP server.""
 
 from __future__ import annotations
 
-import functools
 import re
 import time
 import warnings
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
+from typing import TYPE_CHECKING
 
 from .._http.app import CONTROL_PREFIX
 from .._http.binding import Binding, RouteHandler
@@ -39,7 +37,7 @@ from .session import intercept_environment, intercept_process
 
 if TYPE_CHECKING:
     import ssl
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable
 
     from .._http.binding import LoggedRequests
     from .._service.events import Event
@@ -52,35 +50,6 @@ if TYPE_CHECKING:
     from .session import SessionResources
 
 _METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
-
-_P = ParamSpec("_P")
-_R = TypeVar("_R")
-_Method = Callable[Concatenate["MgmtServer", _P], _R]
-
-
-def _not_live(why: str) -> Callable[[_Method[_P, _R]], _Method[_P, _R]]:
-    """A method a live run (``--mgmtauth-live``) skips the test at, saying ``why``."""
-
-    def decorate(method: _Method[_P, _R]) -> _Method[_P, _R]:
-        call = f"mgmt_server.{method.__name__}"
-
-        @functools.wraps(method)
-        def guarded(self: MgmtServer, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
-            __tracebackhide__ = True  # a failure shows the test's line, not this one
-            live = self._binding.live
-            if live is not None:
-                live.run.fake_only(f"{call} {why}: skipped in a live run (--mgmtauth-live)")
-            return method(self, *args, **kwargs)
-
-        return guarded
-
-    return decorate
-
-
-#: What only the fake can do: invent credentials, script faults, change state.
-_fake_only = _not_live("is what only the fake can do")
-#: What reads the fake's timeline, which a live run does not keep (the service answers).
-_timeline_read = _not_live("reads the fake's timeline, which a live run does not keep")
 
 
 class MgmtServer:
@@ -143,8 +112,9 @@ class MgmtServer:
         #: snapshot records): the lines of the comparison so far, or why none is made.
         self.drift_verdict: Callable[[], list[str]] | str = findings.NO_RECORDING
         if live is not None:  # every request goes to the service (_http/forward.py)
-            from .._http.forward import LiveTest
+            from .live import LiveMgmtServer, LiveTest
 
+            self.__class__ = LiveMgmtServer  # the one seam of a live run
             self._binding.live = LiveTest(live)
             self._service.timeline.hold_secrets(*live.secrets)
         if bind:  # else mgmtauth-server sets it up first, then take_over()
@@ -244,7 +214,6 @@ class MgmtServer:
 
     # -- setup ---------------------------------------------------------------------
 
-    @_fake_only
     def add_account(
         self,
         username: str | None = None,
@@ -279,7 +248,6 @@ class MgmtServer:
 
     # -- OAuth clients (the developer portal's client credentials, docs/oauth.md) ------
 
-    @_fake_only
     def add_client(
         self,
         scopes: Iterable[str] | None = None,
@@ -304,7 +272,6 @@ class MgmtServer:
         with self._service.mutex:
             return list(self._client_flow().clients.values())
 
-    @_fake_only
     def rotate_client_secret(
         self, client: OAuthClient | str, new_secret: str | None = None
     ) -> OAuthClient:
@@ -312,7 +279,6 @@ class MgmtServer:
         invalid_client from now on. Tokens already granted stay valid."""
         return self._client_flow().rotate_client_secret(_client_id(client), new_secret)
 
-    @_fake_only
     def revoke_client(self, client: OAuthClient | str) -> None:
         """The client gets no more tokens (invalid_grant); those it holds stay valid
         until they expire (``revoke(token)`` ends one)."""
@@ -440,7 +406,6 @@ class MgmtServer:
     # -- what happened -------------------------------------------------------------
 
     @property
-    @_timeline_read
     def events(self) -> list[Event]:
         """The timeline of this test, oldest first: a new list of typed, immutable
         records (the events, subclasses of :class:`~pytest_mgmtauth.Event`)."""
@@ -459,7 +424,6 @@ class MgmtServer:
         timeline = self._service.timeline
         return self._binding.requests.entries(timeline.redact, timeline.masking_generation)
 
-    @_timeline_read
     def auth_count(self, *, version: str | None = None, username: str | None = None) -> int:
         """Successful credential grants of the flow named ``version`` (built in:
         ``"v2"`` tokens of ``/v2/auth``, ``"v3"`` tokens, ``"v1"`` sessions of
@@ -469,7 +433,6 @@ class MgmtServer:
         ``ValueError``."""
         return self._service.auth_count(version=version, username=username)
 
-    @_timeline_read
     def wait(
         self,
         *,
@@ -666,7 +629,6 @@ class MgmtServer:
     # auth (version="v3"), /v1/login (version="v1") or any (None), in the order scripted. They
     # never change the service's state, and each one that fires is a FaultInjected event.
 
-    @_fake_only
     def fail_next(
         self,
         count: int = 1,
@@ -695,7 +657,6 @@ class MgmtServer:
             _faults.failure(error, count=count, version=version, retry_after=retry_after)
         )
 
-    @_fake_only
     def hang_next(
         self,
         count: int = 1,
@@ -713,14 +674,12 @@ class MgmtServer:
             _faults.hang(seconds, clock=clock, count=count, version=version)
         )
 
-    @_fake_only
     def drop_connection_next(self, count: int = 1, *, version: str | None = None) -> None:
         """The next ``count`` auth/login calls get their TCP connection reset (RST)
         without an answer."""
         __tracebackhide__ = True
         self._service.fault_runner.plan.add(_faults.reset(count=count, version=version))
 
-    @_fake_only
     def reset_next(self, count: int = 1, *, version: str | None = None) -> None:
         """Deprecated alias of :meth:`drop_connection_next` (a TCP reset, not the fresh
         state of ``POST /_mgmtauth/reset``)."""
@@ -733,7 +692,6 @@ class MgmtServer:
         )
         self.drop_connection_next(count, version=version)
 
-    @_fake_only
     def drop_idle_connections(self) -> int:
         """Close the clients' kept-alive connections that are idle now, as a server's
         idle timeout would (a FIN, no answer pending): a client must notice and open a
@@ -741,14 +699,12 @@ class MgmtServer:
         connections are also closed when each test ends.)"""
         return self._http.drop_idle_connections()
 
-    @_fake_only
     def malformed_next(self, count: int = 1, *, version: str | None = None) -> None:
         """The next ``count`` auth/login calls get 200 with a JSON body that stops in
         the middle (no credential is granted)."""
         __tracebackhide__ = True
         self._service.fault_runner.plan.add(_faults.malformed(count=count, version=version))
 
-    @_fake_only
     def schedule_fault(self, kind: str, *, at: str | int) -> ScheduledFault:
         """Schedule a fault at a trigger point (what a sweep item does; docs/sweeps.md):
 
@@ -789,7 +745,6 @@ class MgmtServer:
         self._service.fault_runner.schedule_move(seconds, index)
 
     @property
-    @_timeline_read
     def scheduled_faults(self) -> list[ScheduledFault]:
         """Scheduled faults whose point has not come (yet):
         :class:`~pytest_mgmtauth.ScheduledFault` records (``kind``, ``on``: ``"call"`` or
@@ -797,32 +752,27 @@ class MgmtServer:
         return self._service.fault_runner.plan.scheduled()
 
     @property
-    @_timeline_read
     def protected_calls(self) -> int:
         """Calls to declared routes so far (the ``callK`` points count these)."""
         return self._service.fault_runner.plan.protected_calls
 
     @property
-    @_timeline_read
     def auth_calls(self) -> int:
         """``/v2/auth`` and ``/v1/login`` requests so far, granted or not (the ``authK``
         points count these)."""
         return self._service.fault_runner.plan.auth_calls
 
     @property
-    @_timeline_read
     def pending_faults(self) -> list[ScriptedFault]:
         """Scripted faults that have not fired (yet), with the calls each still applies
         to: :class:`~pytest_mgmtauth.ScriptedFault` records (``kind``, ``count``,
         ``version``, ...)."""
         return self._service.fault_runner.plan.pending()
 
-    @_fake_only
     def clear_faults(self) -> None:
         """Drop every scripted or scheduled fault that has not fired."""
         self._service.fault_runner.plan.clear()
 
-    @_fake_only
     def expire(self, credential: str) -> str:
         """Make a token or session expire now; ``credential`` is the token (JWT), the
         JSESSIONID (or utk) or a label from the timeline (``"T1"``, ``"S1"``). Later calls
@@ -830,14 +780,12 @@ class MgmtServer:
         __tracebackhide__ = True
         return self._service.fault_runner.expire(credential)
 
-    @_fake_only
     def revoke(self, credential: str) -> str:
         """Revoke a token or session now (as :meth:`expire`, recorded as a revocation).
         Returns the label."""
         __tracebackhide__ = True
         return self._service.fault_runner.revoke(credential)
 
-    @_fake_only
     def lock(self, account: Account | str, *, seconds: float | None = None) -> None:
         """Lock an account (an ``Account`` or a username) now, until :meth:`unlock` or
         for ``seconds`` of simulated time: every flow that locks out (``/v1/login`` among
@@ -847,14 +795,12 @@ class MgmtServer:
         __tracebackhide__ = True
         self._service.lockout.lock(_username(account), seconds=seconds)
 
-    @_fake_only
     def unlock(self, account: Account | str) -> None:
         """End any lock of the account (on cue or after failed authentications) and
         reset its count of failed authentications."""
         __tracebackhide__ = True
         self._service.lockout.unlock(_username(account))
 
-    @_fake_only
     def rotate_key(self, account: Account | str, new_key: str | None = None) -> Account:
         """Give the account a new API key (generated unless given) and return the updated
         ``Account``; the old key gets 1401 from now on. Tokens already issued stay valid
@@ -862,7 +808,6 @@ class MgmtServer:
         __tracebackhide__ = True
         return self._service.accounts.rotate_secret(_username(account), "API key", new_key)
 
-    @_fake_only
     def rotate_password(self, account: Account | str, new_password: str | None = None) -> Account:
         """Give the account a new password and return the updated ``Account``; the old
         password gets 1401 (and counts towards a lockout) from now on. Sessions already
@@ -903,7 +848,6 @@ class MgmtServer:
                 )
             )
 
-    @_timeline_read
     def timeline(self, username: str | None = None) -> str:
         """The timeline text the assertions show, for one account or all, every line
         of it (failure messages cut a long one around the event they are about): in
@@ -913,7 +857,6 @@ class MgmtServer:
         # Every line: it is where the cut timelines of failure messages send the reader.
         return format_timeline(self.evidence(), username=username, whole=True)
 
-    @_timeline_read
     def assert_credential_reused(self, *, username: str | None = None) -> None:
         """Fail if an account was granted a new credential (token or session) while it
         still held a valid one, more than ``refresh_margin`` before its expiry and not
@@ -925,7 +868,6 @@ class MgmtServer:
         self._checked.add("churn")
         checks.check_token_reused(self.evidence(), username=username)
 
-    @_timeline_read
     def assert_auth_count(
         self, n: int, *, version: str | None = None, username: str | None = None
     ) -> None:
@@ -935,7 +877,6 @@ class MgmtServer:
         self._known_username(username)
         checks.check_auth_count(self.evidence(), n, version=version, username=username)
 
-    @_timeline_read
     def assert_no_expired_credential_used(self, *, username: str | None = None) -> None:
         """Fail if the client presented an expired bearer token or an ended v1 session
         (``ApiCall.credential_expired``). Not counted: the one call that revealed a
@@ -955,7 +896,6 @@ class MgmtServer:
     #: Alias of :meth:`assert_no_expired_credential_used`; kept, no warning.
     assert_no_expired_token_used = assert_no_expired_credential_used
 
-    @_timeline_read
     def assert_no_refused_calls(self, *, username: str | None = None) -> None:
         """Fail if the service refused a protected call because the client sent the
         wrong credential (``ApiCall.wrong_credential``): none, a malformed or unknown
@@ -979,7 +919,6 @@ class MgmtServer:
         and the other checks still run). One line at the top of such a test."""
         self._checked.add("refused_call")
 
-    @_timeline_read
     def assert_logged_out(self, *, username: str | None = None) -> None:
         """Fail if a v1 session started in this test was still held at the end and not
         ended with ``/v1/logout``. Not open: a session the service ended (idle timeout:
@@ -991,7 +930,6 @@ class MgmtServer:
         self._checked.add("open_session")
         checks.check_logged_out(self.evidence(), username=username)
 
-    @_timeline_read
     def assert_single_flight(self, *, username: str | None = None) -> None:
         """Fail if a grant was requested while another grant to the same account was in
         flight (a thundering herd of threads or tasks refreshing together)."""
