@@ -16,58 +16,24 @@ if TYPE_CHECKING:
 
 __all__ = ["LiveMgmtServer", "LiveRun", "LiveTest", "live_run"]
 
-_FAKE_ONLY = "is what only the fake can do"
-_TIMELINE = "reads the fake's timeline, which a live run does not keep"
-#: What a live run skips the test at, and why: what only the fake can do (invent
-#: credentials, script faults, change state), and the reads of the fake's timeline,
-#: which a live run does not keep (the service answers). A new public method of
-#: ``MgmtServer`` of either kind goes here.
-SKIPPED = {
-    **dict.fromkeys(
-        (
-            "add_account",
-            "add_client",
-            "rotate_client_secret",
-            "revoke_client",
-            "fail_next",
-            "hang_next",
-            "drop_connection_next",
-            "reset_next",
-            "drop_idle_connections",
-            "malformed_next",
-            "schedule_fault",
-            "clear_faults",
-            "expire",
-            "revoke",
-            "lock",
-            "unlock",
-            "rotate_key",
-            "rotate_password",
-        ),
-        _FAKE_ONLY,
-    ),
-    **dict.fromkeys(
-        (
-            "events",
-            "auth_count",
-            "wait",
-            "scheduled_faults",
-            "protected_calls",
-            "auth_calls",
-            "pending_faults",
-            "timeline",
-            "assert_credential_reused",
-            "assert_token_reused",
-            "assert_auth_count",
-            "assert_no_expired_credential_used",
-            "assert_no_expired_token_used",
-            "assert_no_refused_calls",
-            "assert_logged_out",
-            "assert_single_flight",
-        ),
-        _TIMELINE,
-    ),
-}
+#: What a live run skips the test at, and why (:data:`SKIPPED`): what only the fake can
+#: do (invent credentials, script faults, change state), and the reads of the fake's
+#: timeline, which a live run does not keep (the service answers). A new public method
+#: of ``MgmtServer`` of either kind goes here.
+_FAKE_ONLY = (
+    "add_account add_client rotate_client_secret revoke_client fail_next hang_next "
+    "drop_connection_next reset_next drop_idle_connections malformed_next schedule_fault "
+    "clear_faults expire revoke lock unlock rotate_key rotate_password"
+)
+_TIMELINE = (
+    "events auth_count wait scheduled_faults protected_calls auth_calls pending_faults "
+    "timeline assert_credential_reused assert_token_reused assert_auth_count "
+    "assert_no_expired_credential_used assert_no_expired_token_used "
+    "assert_no_refused_calls assert_logged_out assert_single_flight"
+)
+SKIPPED = dict.fromkeys(_FAKE_ONLY.split(), "is what only the fake can do") | dict.fromkeys(
+    _TIMELINE.split(), "reads the fake's timeline, which a live run does not keep"
+)
 
 
 class LiveMgmtServer(MgmtServer):
