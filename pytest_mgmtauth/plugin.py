@@ -384,6 +384,8 @@ def mgmt_server(
         # printed the message twice ("During handling of the above exception...").
         pytest.fail(problem, pytrace=False)
     live = _live_run(item.config)
+    if live is not None:  # the one seam of a live run: what the service does not do skips
+        from ._fake.live import LiveMgmtServer as MgmtServer
     fake = MgmtServer(options, _mgmtauth_pool, test_id=item.nodeid, live=live)
     item.stash[_FAKE] = fake
     fake.use_clock_mover(_clock_mover(item))

@@ -37,8 +37,9 @@ SKIPPED = dict.fromkeys(_FAKE_ONLY.split(), "is what only the fake can do") | di
 
 
 class LiveMgmtServer(MgmtServer):
-    """A live run's ``MgmtServer`` (``MgmtServer(live=...)`` is one): each name of
-    :data:`SKIPPED` skips the test, naming the call; everything else is the fake's."""
+    """A live run's ``MgmtServer`` (the plugin makes one for each test of the run):
+    each name of :data:`SKIPPED` skips the test, naming the call; everything else is
+    the fake's, forwarding each request to the service."""
 
 
 def _skipping(name: str, why: str) -> Any:
