@@ -227,13 +227,16 @@ def test_an_absolute_form_request_for_a_host_of_the_service_is_served(
     mgmt_server.route("GET", "/urest/things", auth="v1")
     answer, _ = _exchange(
         mgmt_server,
-        b"GET http://my.tealiumiq.com/urest/things HTTP/1.1\r\nHost: my.tealiumiq.com\r\n"
-        b"Connection: close\r\n\r\n",
+        b"GET http://my.tealiumiq.com/urest/things?utk=u HTTP/1.1\r\n"
+        b"Host: my.tealiumiq.com\r\nConnection: close\r\n\r\n",
     )
     assert answer.startswith(b"HTTP/1.1 401 ")  # served: the v1 route wants a session
     assert "GET /urest/things at my.tealiumiq.com with no known credential -> 401" in (
         mgmt_server.timeline()
     )
+    # The request log has the path of the target, as for an origin-form one.
+    logged = mgmt_server.requests[-1]
+    assert (logged.path, logged.query) == ("/urest/things", "utk=u")
 
 
 def test_a_connect_to_the_fake_address_is_no_proxy(mgmt_server: MgmtServer) -> None:
