@@ -29,14 +29,16 @@ class Destination:
 
     #: Where it arrived (``hosts.where``).
     where: Where
+    # Not in its repr, which tracebacks show: a target may hold a secret (a utk, a
+    # jsessionid), as FakeRequest's repr says.
     #: The decoded path (what routes match).
-    path: str
+    path: str = dataclasses.field(repr=False)
     #: The request target as the request line had it (origin or absolute form); None
     #: when the app is driven without the server.
-    raw: str | None
+    raw: str | None = dataclasses.field(repr=False)
     #: The target in origin form: path and query as they came (percent-escapes kept),
     #: no fragment. What is forwarded and logged.
-    target: str
+    target: str = dataclasses.field(repr=False)
     #: The flow endpoint it is, or whose path family it falls under (then ``params`` is
     #: None: a malformed path of that family).
     endpoint: Endpoint | None = None
@@ -54,7 +56,7 @@ class Destination:
     answers: bool = False
     #: A route's call: :attr:`path` normalised (``normalized_path``), what a scope and a
     #: flow's names (a v3 profile) are read from.
-    normalized: str = ""
+    normalized: str = dataclasses.field(default="", repr=False)
 
     @property
     def exact(self) -> bool:
