@@ -11,9 +11,7 @@ import pytest
 import requests
 
 from pytest_mgmtauth import MgmtServer
-from pytest_mgmtauth._service.flows.base import Answer, Endpoint, Incoming
-from pytest_mgmtauth._service.flows.bearer import BearerFlow
-from pytest_mgmtauth._service.flows.registry import registered
+from pytest_mgmtauth.flows import Answer, BearerFlow, Endpoint, Incoming, registered
 
 
 class WaitingFlow(BearerFlow):
