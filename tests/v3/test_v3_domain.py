@@ -150,6 +150,12 @@ def test_wrong_key_and_unknown_user_get_1401_with_a_diagnosis(service: AuthServi
     unknown = _refusal(lambda: service.flow(V3Flow).grant("bob@example.com", "k", "acme", "main"))
     assert unknown.status == 401
     assert "no account 'bob@example.com'" in unknown.reason
+    # Each refusal's event names the account and profile the grant asked for.
+    rejected = [e for e in service.timeline.events if isinstance(e, AuthRejected)]
+    assert [(e.username, e.account, e.profile) for e in rejected] == [
+        (alice.username, "acme", "main"),
+        (None, "acme", "main"),
+    ]
 
 
 @pytest.mark.parametrize(

@@ -491,34 +491,23 @@ class Flow(abc.ABC):
             service.lockout.succeeded(username)
         return account
 
-    def rejected(
-        self,
-        now: float,
-        username: str | None,
-        code: int,
-        reason: str,
-        *,
-        account: str | None = None,
-        profile: str | None = None,
-    ) -> Event:
+    def rejected(self, now: float, username: str | None, code: int, reason: str) -> Event:
         """The event of a refused authentication at this flow's endpoint
-        (:class:`AuthRejected`; v1's is a ``LoginRejected``); ``account``, ``profile``:
-        what a v3 grant named."""
+        (:class:`AuthRejected`; v1's is a ``LoginRejected``)."""
         return AuthRejected(
             at=to_datetime(now),
             username=username,
             return_code=code,
             reason=reason,
             version=self.name,
-            account=account,
-            profile=profile,
         )
 
     def refuse_auth(
         self, now: float, *, account: str | None = None, profile: str | None = None
     ) -> Refuse:
         """How a refused authentication at this flow's endpoint is recorded: its
-        ``rejected`` event, then the refusal."""
+        ``rejected`` event (naming ``account`` and ``profile``, what a v3 grant asked
+        for, when given), then the refusal."""
         timeline = self.service.timeline
 
         def refuse(
@@ -529,7 +518,9 @@ class Flow(abc.ABC):
             message: str | None = None,
             then: Event | None = None,
         ) -> NoReturn:
-            event = self.rejected(now, username, code, reason, account=account, profile=profile)
+            event = self.rejected(now, username, code, reason)
+            if isinstance(event, AuthRejected) and (account or profile):
+                event = dataclasses.replace(event, account=account, profile=profile)
             timeline.refuse(event, code, reason, message=message, then=then)
 
         return refuse

@@ -95,16 +95,7 @@ class V1Flow(Flow):
                 self, username, generate_session_id(), generate_utk(), arrived=arrived
             )
 
-    def rejected(
-        self,
-        now: float,
-        username: str | None,
-        code: int,
-        reason: str,
-        *,
-        account: str | None = None,
-        profile: str | None = None,
-    ) -> Event:
+    def rejected(self, now: float, username: str | None, code: int, reason: str) -> Event:
         """A refused login is a :class:`LoginRejected`."""
         return LoginRejected(
             at=to_datetime(now), username=username, return_code=code, reason=reason
