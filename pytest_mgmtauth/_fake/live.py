@@ -23,7 +23,7 @@ __all__ = ["LiveMgmtServer", "LiveRun", "LiveTest", "live_run"]
 _FAKE_ONLY = (
     "add_account add_client rotate_client_secret revoke_client fail_next hang_next "
     "drop_connection_next reset_next drop_idle_connections malformed_next schedule_fault "
-    "clear_faults expire revoke lock unlock rotate_key rotate_password"
+    "clear_faults expire revoke lock unlock rotate_key rotate_password schedule_clock_move"
 )
 _TIMELINE = (
     "events auth_count wait scheduled_faults protected_calls auth_calls pending_faults "
