@@ -6,9 +6,9 @@
     (``mgmt_server.schedule_fault``, ``mgmt_server.schedule_clock_move``) exactly the
     events that fired in one run of the exploration. Same client (requests, renewing
     before expiry, waiting ``Retry-After`` on ``mgmt_clock``, re-authenticating after a
-    401, resending a dropped GET): it passes every schedule, so nothing is shrunk. What
-    differs is the exploration's own work (Hypothesis drawing the schedules, the reading
-    of each run's timeline) against pytest's per-item work (collection, reports, the
+    401, resending a GET dropped or answered 503): it passes every schedule, so nothing
+    is shrunk. What differs is the exploration's own work (Hypothesis drawing the
+    schedules, the reading of each run's timeline) against pytest's per-item work (collection, reports, the
     terminal). Target: 1.0x (wall).
 
 The exploration's events are recorded once (a run with ``BENCH_EXPLORE_RECORD`` set,
@@ -84,6 +84,8 @@ class Client:
                 continue
             if answer.status_code == 401 and attempt < 2:
                 self.token = None
+                continue
+            if answer.status_code == 503 and attempt < 2:
                 continue
             answer.raise_for_status()
             return answer.json()
