@@ -3,13 +3,10 @@ deferred to the connection's thread), a thread per connection that notes which t
 bound when it was accepted, and the kept-alive connections idle between requests, which
 :meth:`ConnectionServer.drop_idle_connections` closes at a test's end.
 
-Threads take turns to accept (leader/followers): the thread that leads waits for a
-connection, accepts it and serves it itself, so a request reaches the app without a
-handoff between threads. It hands the lead on (to a thread waiting for it, else a new
-one) only when it would wait on something else than its client, or when another
-connection comes while it waits for its client (:meth:`ConnectionServer.wait_readable`):
-a client that opens one connection per request is served by one thread, and the
-connections of concurrent clients each by a thread of their own, as before."""
+One thread (``serve_forever``'s) accepts every connection and hands it to a connection
+thread: one done with its last connection and waiting for another, else a new one. (The
+leader/followers loop this replaces, where the thread that accepted a connection served
+it itself, is on the branch ``transport``, for the benchmarks to compare.)"""
 
 from __future__ import annotations
 
@@ -239,19 +236,14 @@ class ConnectionServer(ThreadedWSGIServer):
         #: way a binding reaches a request: from here to the connection's handler
         #: (binding_of), which puts it in each request's Arrival for the app.
         self._bindings: dict[Any, Binding | None] = {}
-        #: Connection threads done with their connection, waiting to lead (accept).
+        #: Connection threads done with their connection, waiting for another.
         self._waiting_workers = 0
-        #: The lead (True), or the end (False, at shutdown), handed to a waiting thread.
-        self._lead_handoff: queue.SimpleQueue[bool] = queue.SimpleQueue()
-        #: What the leading thread waits on: the listening socket (once the app is open,
-        #: ``_listening``) and the wake-up socket.
+        #: A connection (or None: the end, at shutdown) handed to a waiting thread.
+        self._jobs: queue.SimpleQueue[tuple[Any, Any, Binding | None] | None] = queue.SimpleQueue()
+        #: What the accepting thread waits on: the listening socket (once the app is
+        #: open, ``_listening``) and the wake-up socket.
         self._selector: selectors.BaseSelector | None = None
         self._listening = False
-        #: The connection whose thread leads now: it accepted it and serves it until it
-        #: would wait on something else than its client (wait_readable, hand_on_lead).
-        #: None while the lead is with a thread waiting for a connection, or on its way.
-        #: Written only by the thread that leads.
-        self._leading: Any = None
         #: shutdown() writes here to wake the accept loop (see serve_forever).
         self._wake_reader, self._wake_writer = socket.socketpair()
         #: A socket always readable (its peer closed): what Werkzeug's drain waits on
@@ -262,45 +254,29 @@ class ConnectionServer(ThreadedWSGIServer):
         self._loop_ended = threading.Event()
 
     def serve_forever(self, poll_interval: float = 0.5) -> None:
-        """Serve until :meth:`shutdown`: start the first connection thread, which leads
-        (accepts the next connection), and wait until the thread leading at the
-        shutdown has left the accept loop; then close the socket. socketserver's loop
-        woke every ``poll_interval`` to look for a shutdown request (``stop()`` waited up
-        to that long, and the loop took the GIL 20 times a second); here the leader
-        sleeps until a connection comes or :meth:`shutdown` wakes it.
+        """Serve until :meth:`shutdown`: this thread accepts each connection and hands it
+        to a connection thread (one done with its last connection, else a new one).
+        socketserver's loop woke every ``poll_interval`` to look for a shutdown request;
+        here it sleeps until a connection comes or :meth:`shutdown` wakes it.
         ``poll_interval`` is ignored."""
         try:
             self._selector = selectors.DefaultSelector()
             self._selector.register(self._wake_reader, selectors.EVENT_READ)
-            if not self._start_thread():
-                self._lead()  # no thread to be had: this one accepts (and serves)
-            self._loop_ended.wait()
+            while True:
+                job = self._accept_next()
+                if job is None:
+                    break
+                self._hand_over(job)
+                del job  # while it waits, this thread keeps no test's binding alive
         finally:
+            self._loop_ended.set()
             self.server_close()
 
-    def _lead(self) -> None:
-        """A connection thread: lead (accept the next connection) and serve it; then
-        accept the next one if it still leads, else wait to lead again."""
-        while True:
-            job = self._accept_next()
-            if job is None:  # shut down: the lead ends here
-                self._loop_ended.set()
-                return
-            connection = job[0]
-            self._serve_connection(*job)
-            leads = self._leading is connection
-            del job, connection  # a waiting thread keeps no test's binding alive
-            if leads:
-                self._leading = None  # and on to the next connection
-            elif not self._wait_to_lead():
-                return
-
     def _accept_next(self) -> tuple[Any, Any, Binding | None] | None:
-        """Wait for a connection and accept it: the connection to serve (its thread leads
-        on), or None once shut down."""
+        """Wait for a connection and accept it, or None once shut down."""
         opened = self.fake_app.opened if self.fake_app is not None else None
         selector = self._selector
-        assert selector is not None  # made by serve_forever before any thread leads
+        assert selector is not None
         while not self._stop.is_set():
             if not self._listening and (opened is None or opened.is_set()):
                 # Not before the app is open (FakeApp.open): until then the listening
@@ -333,118 +309,68 @@ class ConnectionServer(ThreadedWSGIServer):
         # before any client bytes are parsed).
         binding = self.fake_app.current if self.fake_app is not None else None
         self.connections_accepted += 1
-        if _poll is None:  # pragma: no cover - Windows: no waiting on both (see wait_readable)
-            if not self._hand_on_or_close(request, binding):
-                return None
-        else:
-            self._leading = request
         return request, client_address, binding
 
-    def _pass_lead(self) -> bool:
-        """Hand the lead to a thread waiting for it, else to a new thread; False when no
-        thread can be started (the reason in ``_start_failure``)."""
+    def _hand_over(self, job: tuple[Any, Any, Binding | None]) -> None:
+        """Give ``job`` to a thread waiting for work, else to a new thread; when no
+        thread can be started (the process is at its thread limit), close the connection
+        unanswered and tell its test why at its end."""
         with self._idle_lock:
             waiting = self._waiting_workers > 0
             if waiting:
                 self._waiting_workers -= 1
         if waiting:
-            self._lead_handoff.put(True)
-            return True
-        return self._start_thread()
-
-    def _hand_on_or_close(self, connection: Any, binding: Binding | None) -> bool:
-        """Hand the lead on before serving ``connection``; when no thread can be started
-        (the process is at its thread limit), close it unanswered and tell its test why
-        at its end rather than leave it an unexplained reset. Whether it is to be served."""
-        if self._pass_lead():
-            return True
-        if binding is not None:
-            binding.add_error(
-                RuntimeError(
-                    f"pytest-mgmtauth could not start a thread to serve a connection "
-                    f"({self._start_failure}), so it closed the connection unanswered: "
-                    "the process is at its limit of threads"
-                ),
-                "pytest-mgmtauth itself",
-            )
-        self.shutdown_request(connection)
-        return False
-
-    def hand_on_lead(self, connection: Any) -> None:
-        """The thread serving ``connection`` is about to wait on something else than its
-        client (a TLS handshake, a route's own handler, a signature): if it leads, another
-        thread accepts from now on."""
-        if self._leading is connection:
-            self._leading = None
-            if not self._pass_lead():
-                self._leading = connection  # leads on; wait_readable refuses what comes
-
-    def wait_readable(self, connection: socket.socket) -> None:
-        """Before a read of ``connection`` that may wait, by the thread that leads: wait
-        for its client and for new connections together. A new connection (or a wake-up:
-        the app opened, a shutdown) first: another thread leads from now on, and this one
-        waits for its client alone. After :data:`LEAD_WAIT` without either, too."""
-        timeout = connection.gettimeout()
-        if self._leading is not connection or _poll is None or timeout == 0:
-            return  # not the leader's, or a read that does not wait
-        # Within its own timeout (the drain's, under LEAD_WAIT) the read times out as it
-        # would have; under a longer one the lead goes on after LEAD_WAIT.
-        own_timeout = timeout is not None and timeout <= LEAD_WAIT
-        poller = _poll()
-        poller.register(connection, select.POLLIN)
-        poller.register(self._wake_reader, select.POLLIN)
-        if self._listening:
-            poller.register(self.socket, select.POLLIN)
-        while self._leading is connection:
-            wait = timeout if own_timeout and timeout is not None else LEAD_WAIT
-            ready = [fd for fd, _ in poller.poll(wait * 1000)]
-            if connection.fileno() in ready:
-                return
-            if not ready and own_timeout:
-                raise TimeoutError("timed out")  # as the read would have
-            self._leading = None
-            if self._pass_lead():
-                return
-            # No thread to lead next: this one leads on, and a connection that comes
-            # meanwhile is closed unanswered (with the reason for its test).
-            self._leading = connection
-            if self.socket.fileno() in ready:
-                job = self._accept_one()
-                if job is not None:
-                    self._leading = connection
-                    self._hand_on_or_close(job[0], job[2])
-            elif self._wake_reader.fileno() in ready:
-                poller.unregister(self._wake_reader)  # for the next leader's loop
-
-    def _start_thread(self) -> bool:
-        """Start a connection thread that leads; False (the reason kept) if none starts."""
-        thread = threading.Thread(target=self._lead, daemon=True, name="mgmtauth-connection")
+            self._jobs.put(job)
+            return
+        # In a list it empties: a thread's args live as long as it does.
+        thread = threading.Thread(
+            target=self._work, args=([job],), daemon=True, name="mgmtauth-connection"
+        )
         try:
             thread.start()
         except RuntimeError as exc:
-            self._start_failure = str(exc)
-            return False
-        return True
+            if job[2] is not None:
+                job[2].add_error(
+                    RuntimeError(
+                        f"pytest-mgmtauth could not start a thread to serve a connection "
+                        f"({exc}), so it closed the connection unanswered: the process is "
+                        "at its limit of threads"
+                    ),
+                    "pytest-mgmtauth itself",
+                )
+            self.shutdown_request(job[0])
 
-    _start_failure = ""
+    def _work(self, first: list[tuple[Any, Any, Binding | None]]) -> None:
+        """A connection thread: serve its connection, then wait a while for another."""
+        job: tuple[Any, Any, Binding | None] | None = first.pop()
+        while job is not None:
+            self._serve_connection(*job)
+            job = None  # a waiting thread keeps no test's binding alive
+            job = self._next_job()
 
-    def _wait_to_lead(self) -> bool:
-        """Done with its connection, a thread waits a while for the lead: whether it got
-        it (False: the wait ended, or the server shut down). A waiting thread costs less
-        than starting one (and the GIL handoffs of a thread's start)."""
+    def _next_job(self) -> tuple[Any, Any, Binding | None] | None:
+        """Done with its connection, a thread waits a while for another: it, or None
+        (the wait ended, or the server shut down). A waiting thread costs less than
+        starting one."""
         with self._idle_lock:
             if self._stop.is_set():
-                return False
+                return None
             self._waiting_workers += 1
         try:
-            return self._lead_handoff.get(timeout=WORKER_IDLE)
+            return self._jobs.get(timeout=WORKER_IDLE)
         except queue.Empty:
             with self._idle_lock:
-                if self._waiting_workers > 0 and self._lead_handoff.empty():
+                if self._waiting_workers > 0 and self._jobs.empty():
                     self._waiting_workers -= 1
-                    return False
-            # The lead was handed over as the wait ended: take it.
-            return self._lead_handoff.get()
+                    return None
+            # A connection was handed over as the wait ended: take it.
+            return self._jobs.get()
+
+    def hand_on_lead(self, connection: Any) -> None:
+        """Nothing: the serve_forever thread accepts (no thread leads)."""
+
+    def wait_readable(self, connection: socket.socket) -> None:
+        """Nothing: the serve_forever thread accepts (no thread leads)."""
 
     def wake(self) -> None:
         """Have the loop of :meth:`serve_forever` look at its state again (the app
@@ -461,7 +387,7 @@ class ConnectionServer(ThreadedWSGIServer):
         with self._idle_lock:  # the threads waiting to lead end now
             waiting, self._waiting_workers = self._waiting_workers, 0
         for _ in range(waiting):
-            self._lead_handoff.put(False)
+            self._jobs.put(None)
 
     def server_close(self) -> None:
         super().server_close()

@@ -55,13 +55,13 @@ def test_one_connection_after_another_is_served_by_one_thread() -> None:
         inner = _inner(server)
         assert _one_request(server).startswith(b"HTTP/1.1 ")
         _until(lambda: not inner._closed, "the connection closed")
+        _until(lambda: inner._waiting_workers == 1, "the thread waits for the next one")
         before = threads()
-        assert len(before) == 1  # the thread that leads from the start
+        assert len(before) == 1  # the thread that served the first connection
         for _ in range(3):
             assert _one_request(server).startswith(b"HTTP/1.1 ")
-            _until(lambda: not inner._closed, "the connection closed")
+            _until(lambda: inner._waiting_workers == 1, "the thread waits for the next one")
         assert threads() == before  # no thread started
-        assert inner._waiting_workers == 0  # and the lead never handed on
 
 
 @contextlib.contextmanager
@@ -84,11 +84,11 @@ def test_concurrent_connections_each_get_a_thread() -> None:
         # Two connections open at once (neither sends): the second cannot wait for the
         # first.
         _serve_two_at_once(server)
-        # The thread of the first handed the lead on and waits to lead again.
-        _until(lambda: inner._waiting_workers == 1, "the first connection's thread waits")
+        # Both connections' threads wait for the next connection.
+        _until(lambda: inner._waiting_workers == 2, "both connections' threads wait")
         before = threads()
         assert len(before) == 2
-        for _ in range(3):  # one thread leads, and the next connection needs no new one
+        for _ in range(3):  # a waiting thread serves it: the next connection needs no new one
             assert _one_request(server).startswith(b"HTTP/1.1 ")
         assert threads() == before
 
@@ -340,9 +340,8 @@ def test_a_waiting_thread_ends_after_its_idle_time(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(_connections, "WORKER_IDLE", 0.05)
     with _own_server() as (server, threads):
         _serve_two_at_once(server)
-        # The first connection's thread waits to lead again, gives up, and ends; the one
-        # that leads stays.
-        _until(lambda: len(threads()) == 1, "the waiting thread ends")
+        # The connections' threads wait for another, give up, and end.
+        _until(lambda: len(threads()) == 0, "the waiting threads end")
         assert _inner(server)._waiting_workers == 0
 
 
