@@ -16,7 +16,7 @@ import sys
 import threading
 from typing import TYPE_CHECKING
 
-from .._http.arrival import REGION_LISTENER, before_signing
+from .._http.arrival import REGION_LISTENER
 from .._http.binding import LateErrors
 from .._http.server import FakeHTTPServer, TestCA
 from .._service.account_book import sign_first_token_ahead
@@ -72,7 +72,7 @@ class SessionResources:
     def signer(self) -> TokenSigner:
         with self._lock:
             if self._signer is None:
-                self._signer = TokenSigner(self.signing_key.key(), before_signing=before_signing)
+                self._signer = TokenSigner(self.signing_key.key())
             return self._signer
 
     @property

@@ -23,7 +23,7 @@ from .._service.flows.base import MalformedCall
 from .._service.flows.registry import FLOWS, endpoint_for, route_flow
 from .._service.service import Refusal
 from .._service.timeline import to_datetime
-from .arrival import Arrival, FakeRequest, answering
+from .arrival import Arrival, FakeRequest
 from .binding import Binding, RecordedRequest, RouteHandler, logged_body
 from .destination import Destination, destination
 from .errors import (
@@ -59,7 +59,6 @@ __all__ = ["CONTROL_PREFIX", "FakeApp"]
 
 #: Where mgmtauth-server mounts its control API (reserved: no user route under it).
 CONTROL_PREFIX = "/_mgmtauth"
-_PACKAGE = __name__.partition(".")[0] + "."
 
 
 class FakeApp:
@@ -151,7 +150,6 @@ class FakeApp:
             )
         for prefix, app in self._mounts:
             if request.path.startswith(prefix):
-                arrival.may_wait()
                 return masked_error(app(request), binding.service.timeline.redact)
         arrived = to_datetime(binding.service.timeline.now())
         # What the request is for, decided once: every step below reads it.
@@ -224,16 +222,10 @@ class FakeApp:
             service.timeline.record_bad_request(method, path, 403, foreign)
             return error_response(403, 403, foreign)
         if binding.live is not None:  # a live run: the service answers
-            arrival.may_wait()
             response = forward(binding, request, to)
             self._this_thread.handler_answer = response  # as the service made it
             return response
         endpoint, flow = to.endpoint, to.flow
-        if flow is not None and not flow.__module__.startswith(_PACKAGE):
-            # A flow defined outside the package may wait on anything (a sleep, a lock):
-            # another thread accepts meanwhile. The package's own flows wait only for a
-            # signature, and hand on then (arrival.before_signing).
-            arrival.may_wait()
         arrived = 0
         if endpoint is not None:
             # Before anything reads the body: grants issued from here on were made while
@@ -262,19 +254,18 @@ class FakeApp:
                     flow.name, method, path, lambda: username_of(request, endpoint)
                 )
                 if fault is not None:
-                    fault_answer = carry_out(fault, binding, request, flow, arrival.may_wait)
+                    fault_answer = carry_out(fault, binding, request, flow)
                     if fault_answer is not None:
                         return fault_answer
-            with answering(arrival):
-                return answer(
-                    service,
-                    flow,
-                    endpoint,
-                    to.params,
-                    request,
-                    arrived=arrived,
-                    host=region_host(binding, request) if flow.api_on_region_host else None,
-                )
+            return answer(
+                service,
+                flow,
+                endpoint,
+                to.params,
+                request,
+                arrived=arrived,
+                host=region_host(binding, request) if flow.api_on_region_host else None,
+            )
         except (BadInput, MalformedCall) as exc:
             status = exc.status
             if endpoint is not None and endpoint.statuses and status not in endpoint.statuses:
@@ -365,8 +356,6 @@ class FakeApp:
             credential=auth.credential,
         )
         where = f"the handler of {route!r}"
-        if not route.answers_at_once:
-            arrival.may_wait()  # the user's own code
         try:
             # Typed as a Response, but a user's handler may return anything.
             with binding.late.running(binding.owner, where):

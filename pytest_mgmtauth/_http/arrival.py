@@ -14,9 +14,7 @@ own.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import threading
 from typing import TYPE_CHECKING, Any
 
 from werkzeug import Request
@@ -28,7 +26,7 @@ from .._service.secret_text import SecretMasker
 from .errors import MAX_BODY_BYTES
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Iterator
+    from collections.abc import Callable, Iterable
 
     from werkzeug import Response
     from werkzeug.datastructures import ImmutableMultiDict
@@ -40,8 +38,6 @@ __all__ = [
     "REGION_LISTENER",
     "Arrival",
     "FakeRequest",
-    "answering",
-    "before_signing",
     "mask_for",
     "wsgi_application",
 ]
@@ -74,10 +70,6 @@ class Arrival:
     #: Called once the app has its answer: the connection kept alive for the next
     #: request, or closed after a brief drain (``handler.py``).
     after_answer: Callable[[], None] | None = None
-    #: Called before the app waits on something else than the client (a route's own
-    #: handler, a grant's signature, a scripted hang, the service upstream): another
-    #: thread accepts connections meanwhile (``connections.py``).
-    before_waiting: Callable[[], None] | None = None
     #: Why its chunked body broke RFC 9112 7.1: set by the reader as it reads
     #: (:meth:`chunked_broke`); the answer is a 400 saying so.
     chunked_problem: str | None = None
@@ -87,36 +79,6 @@ class Arrival:
 
     def chunked_broke(self, reason: str) -> None:
         self.chunked_problem = reason
-
-    def may_wait(self) -> None:
-        """The app is about to wait on something else than the client (see
-        :attr:`before_waiting`)."""
-        if self.before_waiting is not None:
-            self.before_waiting()
-
-
-#: Per thread: the Arrival of the request whose answer the domain is making (:func:`answering`).
-_answering = threading.local()
-
-
-@contextlib.contextmanager
-def answering(arrival: Arrival) -> Iterator[None]:
-    """Within the block, the domain answers ``arrival``'s request on this thread: a
-    signature it is about to make or wait for (:func:`before_signing`) lets another
-    thread accept connections first (:meth:`Arrival.may_wait`)."""
-    _answering.arrival = arrival
-    try:
-        yield
-    finally:
-        _answering.arrival = None
-
-
-def before_signing() -> None:
-    """The token signer's hook (``TokenSigner.before_signing``, set by the fake's
-    session): the transport's side of a signature, kept out of the domain."""
-    arrival: Arrival | None = getattr(_answering, "arrival", None)
-    if arrival is not None:
-        arrival.may_wait()
 
 
 class FakeRequest(Request):

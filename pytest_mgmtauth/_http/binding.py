@@ -117,16 +117,7 @@ class RouteHandler(RequestHandler):
     def respond_with_response(self, response: Response) -> RouteHandler:  # type: ignore[override]
         """Answer with a ready ``werkzeug.Response``; returns this handler."""
         super().respond_with_response(response)
-        self._ready = self.request_handler
         return self
-
-    _ready: object = None
-
-    @property
-    def answers_at_once(self) -> bool:
-        """Whether its answer is a ready one (``respond_with_json``, ``_data``,
-        ``_response``, no hook), which runs no code of the user's that could wait."""
-        return self.request_handler is self._ready and not self._hooks
 
     def respond_with_handler(  # type: ignore[override]
         self, func: Callable[[Request], Response]

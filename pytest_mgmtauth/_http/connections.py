@@ -65,10 +65,6 @@ DROP_WAIT = 1.0
 #: Seconds a connection thread waits to lead again before it ends.
 WORKER_IDLE = 30.0
 
-#: Seconds the thread that leads waits for its client's next bytes (and new
-#: connections) before it hands the lead on all the same (see wait_readable).
-LEAD_WAIT = 1.0
-
 #: select.poll where there is one: polling a connection and the listening socket costs
 #: one system call, and no descriptor to create and close.
 _poll = getattr(select, "poll", None)
@@ -97,14 +93,12 @@ def _readable_now(connection: socket.socket) -> bool:
     return bool(select.select([connection.fileno()], [], [], 0)[0])  # pragma: no cover - Windows
 
 
-#: Bytes of an answer above which the thread that leads hands the lead on before it
-#: writes: a client that does not read yet would hold up the connections of others.
+#: Bytes of an answer above which it is never deferred (ConnectionWriter.defer).
 LARGE_WRITE = 65536
 
 
 class ConnectionReader(socket.SocketIO):
-    """A connection's raw reader: before each read, the thread that leads waits for its
-    client and for new connections together (:meth:`ConnectionServer.wait_readable`)."""
+    """A connection's raw reader, which tells whether bytes wait (:meth:`bytes_waiting`)."""
 
     def __init__(self, sock: socket.socket, server: ConnectionServer) -> None:
         super().__init__(sock, "rb")
@@ -129,7 +123,6 @@ class ConnectionReader(socket.SocketIO):
             if not _readable_now(self._sock):  # type: ignore[attr-defined]
                 return None  # nothing there: the buffered reader's peek reads b""
             return super().readinto(buffer)
-        self._server.wait_readable(self._sock)  # type: ignore[attr-defined]
         return super().readinto(buffer)
 
 
@@ -144,8 +137,7 @@ class ConnectionWriter(io.BufferedIOBase):
       while the client waits for it, not while the client's own thread runs on and
       each of its system calls hands the GIL back and forth.
 
-    A large answer is written after the lead is handed on (:data:`LARGE_WRITE`), and is
-    never deferred."""
+    A large answer (:data:`LARGE_WRITE`) is never deferred."""
 
     def __init__(self, sock: socket.socket, server: ConnectionServer) -> None:
         self._sock = sock
@@ -197,8 +189,6 @@ class ConnectionWriter(io.BufferedIOBase):
         super().close()
 
     def _send(self, data: Any, size: int) -> None:
-        if size > LARGE_WRITE:
-            self._server.hand_on_lead(self._sock)
         self._sock.sendall(data)
 
     def fileno(self) -> int:
@@ -365,12 +355,6 @@ class ConnectionServer(ThreadedWSGIServer):
                     return None
             # A connection was handed over as the wait ended: take it.
             return self._jobs.get()
-
-    def hand_on_lead(self, connection: Any) -> None:
-        """Nothing: the serve_forever thread accepts (no thread leads)."""
-
-    def wait_readable(self, connection: socket.socket) -> None:
-        """Nothing: the serve_forever thread accepts (no thread leads)."""
 
     def wake(self) -> None:
         """Have the loop of :meth:`serve_forever` look at its state again (the app

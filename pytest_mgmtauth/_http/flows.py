@@ -30,8 +30,6 @@ from .errors import json_response, refusal_response
 from .parsing import BadInput, client_kind, read_body, read_form
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from werkzeug import Request
 
     from .._service.faults import FiredFault
@@ -141,11 +139,9 @@ def carry_out(
     binding: Binding,
     request: Request,
     flow: type[Flow],
-    before_waiting: Callable[[], None] = lambda: None,
 ) -> Response | None:
     """The answer a scripted fault gives, or None to go on answering normally (after a
-    hang). A reset raises :class:`ConnectionResetOnCue`. ``before_waiting`` is called as
-    a hang begins (its end worked out already), before this thread waits."""
+    hang). A reset raises :class:`ConnectionResetOnCue`."""
     fault = fired.fault
     if fault.kind == "fail":
         assert fault.status is not None
@@ -162,13 +158,11 @@ def carry_out(
     if fault.kind == "hang":
         assert fault.seconds is not None
         if fault.clock == "real":
-            before_waiting()
             if binding.closed.wait(fault.seconds):
                 reset_connection(request)
         else:
             service = binding.service
             until = service.timeline.now() + fault.seconds
-            before_waiting()
             while service.timeline.now() < until:
                 if binding.closed.wait(_SIMULATED_HANG_POLL):
                     reset_connection(request)

@@ -169,13 +169,8 @@ class ConnectionHandler(WSGIRequestHandler):
         super().setup()
         self.binding = self.server.binding_of(self.request)
         self.wfile = ConnectionWriter(self.connection, self.server)
-        if isinstance(self.connection, ssl.SSLSocket) or self.server.tunnel_context is not None:
-            # The handshake waits on the client (and the proxy's tunnel may wait on a
-            # handshake of its own): another thread accepts meanwhile.
-            self.server.hand_on_lead(self.connection)
-        else:
-            # This thread may lead: it reads so that it can hand the lead on (see
-            # connections.py).
+        if not isinstance(self.connection, ssl.SSLSocket) and self.server.tunnel_context is None:
+            # Its reader tells whether bytes wait past a request (keep-alive).
             self.rfile.close()
             self.rfile = io.BufferedReader(ConnectionReader(self.connection, self.server))
         if self.server.tunnel_context is not None:
@@ -272,7 +267,6 @@ class ConnectionHandler(WSGIRequestHandler):
             framing_problem=problem,
             headers=tuple(getattr(self, "_arrived", ())),
             after_answer=self._after_answer,
-            before_waiting=self._before_waiting,
         )
         environ[ARRIVAL] = arrival  # the one key: see arrival.py
         if self.tunnel_host is not None:
@@ -349,9 +343,6 @@ class ConnectionHandler(WSGIRequestHandler):
         finally:
             with contextlib.suppress(OSError):
                 self.connection.settimeout(previous)
-
-    def _before_waiting(self) -> None:
-        self.server.hand_on_lead(self.connection)
 
     def _after_answer(self) -> None:
         """Called once the app has its answer: keep the connection for the next request,

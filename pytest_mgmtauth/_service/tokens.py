@@ -25,7 +25,7 @@ from .accounts import random_hex
 from .token_format import ALGORITHM, DEFAULT_SOURCE, HEADERS, ISSUER, Claims, verify_token
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Mapping
 
     from cryptography.hazmat.primitives.asymmetric import rsa
 
@@ -79,8 +79,6 @@ class TokenSigner:
         self,
         private_key: rsa.RSAPrivateKey,
         issuer: str = ISSUER,
-        *,
-        before_signing: Callable[[], None] = lambda: None,
     ) -> None:
         from cryptography.hazmat.primitives import hashes
         from cryptography.hazmat.primitives.asymmetric import padding
@@ -90,10 +88,6 @@ class TokenSigner:
         self._padding = padding.PKCS1v15()
         self._hashes = {"RS512": hashes.SHA512(), "RS256": hashes.SHA256()}
         self.issuer = issuer
-        #: Called before a token is signed in the caller, or waited for while it is
-        #: being signed ahead (a token signed ahead already costs no call): whoever
-        #: serves the caller's requests lets another thread take new ones meanwhile.
-        self.before_signing = before_signing
         #: Guards the fields below.
         self._ahead_lock = threading.Lock()
         #: Tokens signed (or being signed) ahead, oldest first, by
@@ -119,7 +113,6 @@ class TokenSigner:
         if ahead is not None:
             return ahead
         unsigned, claims = self._unsigned(subject, issued_at, ttl, iss)
-        self.before_signing()
         return self._signed(unsigned), claims
 
     def issue_with(
@@ -136,7 +129,6 @@ class TokenSigner:
         (OAuth's ``scope`` and ``client_id``), signed now with ``algorithm``."""
         iss = self.issuer if issuer is None else issuer
         unsigned, claims = self._unsigned(subject, issued_at, ttl, iss, extra, algorithm)
-        self.before_signing()
         return self._signed(unsigned, algorithm), claims
 
     def prefetch(
@@ -185,8 +177,6 @@ class TokenSigner:
                 return None
             self.hits += 1
             self._credit = min(MAX_CREDIT, self._credit + 1)
-        if not future.done():
-            self.before_signing()
         try:
             return future.result()
         except Exception:

@@ -124,39 +124,6 @@ def test_a_routes_own_handler_runs_while_another_thread_accepts(
     assert answer.json() == {"inner": True}
 
 
-def test_a_ready_answer_is_told_from_the_users_code(mgmt_server: MgmtServer) -> None:
-    assert mgmt_server.route("GET", "/a").respond_with_json({}).answers_at_once
-    assert mgmt_server.route("GET", "/b").respond_with_data("x").answers_at_once
-    assert mgmt_server.route("GET", "/c").respond_with_response(Response("x")).answers_at_once
-    assert not mgmt_server.route("GET", "/d").respond_with_handler(_echo).answers_at_once
-    hooked = mgmt_server.route("GET", "/e").respond_with_json({})
-    hooked.with_post_hook(lambda request, response: response)
-    assert not hooked.answers_at_once
-
-
-def _echo(request: Request) -> Response:
-    return Response(request.path)
-
-
-def test_a_large_answer_is_written_after_the_lead_is_handed_on() -> None:
-    handed_on: list[object] = []
-
-    class Server:
-        def hand_on_lead(self, connection: object) -> None:
-            handed_on.append(connection)
-
-    left, right = socket.socketpair()
-    with left, right:
-        writer = ConnectionWriter(left, Server())  # type: ignore[arg-type]
-        assert writer.write(b"x" * 100) == 100
-        assert handed_on == []
-        reader = threading.Thread(target=lambda: _read_all(right, 100 + 200_000))
-        reader.start()
-        assert writer.write(b"y" * 200_000) == 200_000
-        reader.join(10)
-        assert handed_on == [left]
-
-
 class _Recording:
     """A socket that records what is sent, a call each."""
 
@@ -168,13 +135,7 @@ class _Recording:
 
 
 class _NoLead:
-    """A server whose connection threads never lead."""
-
-    def hand_on_lead(self, connection: object) -> None:
-        pass
-
-    def wait_readable(self, connection: object) -> None:
-        pass
+    """A server (a connection's writer and reader ask nothing of it)."""
 
 
 def test_a_held_head_goes_out_with_the_body_in_one_write() -> None:
@@ -236,17 +197,10 @@ def test_a_large_answer_is_never_deferred() -> None:
 
 
 def test_a_large_answer_counts_its_held_head() -> None:
-    handed_on: list[object] = []
-
-    class Server:
-        def hand_on_lead(self, connection: object) -> None:
-            handed_on.append(connection)
-
     sock = _Recording()
-    writer = ConnectionWriter(sock, Server())  # type: ignore[arg-type]
+    writer = ConnectionWriter(sock, _NoLead())  # type: ignore[arg-type]
     writer.hold(b"h" * 100)
     writer.write(b"b" * (_connections.LARGE_WRITE - 50))
-    assert handed_on == [sock]
     assert sock.sent == [b"h" * 100 + b"b" * (_connections.LARGE_WRITE - 50)]
 
 

@@ -17,7 +17,6 @@ from domain_support import admitted
 from pytest_mgmtauth import TokenIssued
 from pytest_mgmtauth._fake.server import MgmtServer
 from pytest_mgmtauth._fake.session import SessionResources
-from pytest_mgmtauth._http.arrival import Arrival, answering, before_signing
 from pytest_mgmtauth._service.flows.v2 import V2Flow
 from pytest_mgmtauth._service.options import Options
 from pytest_mgmtauth._service.service import AuthService
@@ -122,33 +121,6 @@ class PausedSigner(TokenSigner):
         self.signing.set()
         assert self.release.wait(10)
         return super()._signed(unsigned, algorithm)
-
-
-def test_its_server_is_told_before_it_signs_or_waits_for_a_signature(
-    rsa_key_2048: rsa.RSAPrivateKey,
-) -> None:
-    # The fake's connection thread hands on its lead to accept connections then.
-    told: list[str] = []
-    signer = TokenSigner(rsa_key_2048, before_signing=lambda: told.append("told"))
-    ahead = signer.prefetch("ready@example.com", T0, 1800)
-    assert ahead is not None
-    ahead.result(10)
-    signer.issue("ready@example.com", T0, 1800)  # signed already: nothing to wait for
-    assert told == []
-    signer.issue("new@example.com", T0, 1800)  # signed here
-    assert told == ["told"]
-    signer.issue_with("new@example.com", T0, 1800, {"scope": "x"})
-    assert told == ["told", "told"]
-
-
-def test_the_transport_hands_on_only_for_the_request_the_domain_answers() -> None:
-    told: list[str] = []
-    arrival = Arrival(None, before_waiting=lambda: told.append("told"))
-    before_signing()  # no request answered on this thread: nobody is told
-    with answering(arrival):
-        before_signing()
-    before_signing()
-    assert told == ["told"]
 
 
 def test_prefetch_never_waits_for_a_busy_worker(rsa_key_2048: rsa.RSAPrivateKey) -> None:
