@@ -1,6 +1,6 @@
 """A flow defined outside the package may wait in its answer (a lock, an event, a slow
 call of its own): the fake serves other connections meanwhile. "Adding a flow" asks
-nothing of its threads; the transport hands on its turn to accept before it answers."""
+nothing of its threads: one thread accepts, and each connection has a thread of its own."""
 
 from __future__ import annotations
 
