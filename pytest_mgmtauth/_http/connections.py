@@ -4,9 +4,7 @@ bound when it was accepted, and the kept-alive connections idle between requests
 :meth:`ConnectionServer.drop_idle_connections` closes at a test's end.
 
 One thread (``serve_forever``'s) accepts every connection and hands it to a connection
-thread: one done with its last connection and waiting for another, else a new one. (The
-leader/followers loop this replaces, where the thread that accepted a connection served
-it itself, is on the branch ``transport``, for the benchmarks to compare.)"""
+thread: one done with its last connection and waiting for another, else a new one."""
 
 from __future__ import annotations
 
