@@ -73,7 +73,9 @@ class Client:
             return
 
     def get(self, path):
-        for attempt in range(3):
+        # Two faults, and a 401 from a clock move at the first grant (the token it
+        # keeps as fresh is already expired): four attempts.
+        for attempt in range(4):
             if self.token is None or self.clock.now().timestamp() >= self.expires - 60:
                 self._authenticate()
             try:
@@ -82,10 +84,10 @@ class Client:
                 )
             except requests.ConnectionError:
                 continue
-            if answer.status_code == 401 and attempt < 2:
+            if answer.status_code == 401 and attempt < 3:
                 self.token = None
                 continue
-            if answer.status_code == 503 and attempt < 2:
+            if answer.status_code == 503 and attempt < 3:
                 continue
             answer.raise_for_status()
             return answer.json()

@@ -1,5 +1,5 @@
 """Exploration: one pytest item runs the test's body many times, each run under its own
-schedule of faults and clock moves, drawn and shrunk by Hypothesis (docs/explore.md).
+schedule of faults and clock moves, drawn at random and shrunk (docs/explore.md).
 
 Each run is pytest's own protocol for the item (``runtestprotocol``, as
 pytest-rerunfailures reruns a test): the item's function-scoped fixtures are set up and
@@ -10,8 +10,10 @@ baseline when none failed) is logged as the item's reports, with the story of th
 failure, the exploration's figures as a ``user_properties`` entry, and the warnings of
 all runs counted once.
 
-The schedules, the replay text and the story are ``_verdicts/explore_plan.py``'s
-(pure). Hypothesis (the ``explore`` extra) is imported only when a test explores.
+The schedules (drawn, and the simpler ones a shrink tries), the replay text and the
+story are ``_verdicts/explore_plan.py``'s (pure). Hypothesis is not used: its engine,
+and the modules it brings that freezegun scans at every ``mgmt_clock`` start, cost each
+run more than pytest's own work for a parametrized test (docs/explore.md).
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
-import importlib.util
 import json
 import warnings
 from random import Random
@@ -34,16 +35,17 @@ from _pytest.runner import runtestprotocol
 from .._verdicts.explore_plan import (
     CLOCK,
     ExploreConfig,
-    ExploreEvent,
     Outcome,
     Schedule,
+    Space,
     check_config,
+    draw,
     fired_schedule,
     moments,
     parse_replay,
     replay_text,
-    schedule,
     section_text,
+    simpler,
     story,
 )
 from .._verdicts.sweep_plan import (
@@ -60,8 +62,8 @@ __all__ = ["ExploreReport", "arm", "check", "run"]
 SECTION = "mgmtauth explore"
 #: The schedule of the run about to start, and its fake once mgmt_server is set up.
 _RUN = pytest.StashKey["_Run"]()
-#: How to install Hypothesis when it is missing.
-_INSTALL = 'pip install "pytest-mgmtauth[explore]" (or hypothesis>=6.100)'
+#: Draws in a row that only repeat schedules already run: the space is exhausted.
+_MISSES = 1000
 
 
 @dataclasses.dataclass
@@ -72,12 +74,12 @@ class _Run:
 
 def check(definition: pytest.Function, fixturenames: list[str]) -> None:
     """At collection: the marker's arguments, no sweep marker beside it, the fake in
-    use, and Hypothesis installed; CollectError saying what to change."""
+    use; CollectError saying what to change."""
     where = f"@pytest.mark.{MARKER} on {definition.nodeid}"
     marker = definition.get_closest_marker(MARKER)
     assert marker is not None
     try:
-        config = check_config(marker.args, dict(marker.kwargs), where)
+        check_config(marker.args, dict(marker.kwargs), where)
     except ValueError as exc:
         raise pytest.Collector.CollectError(str(exc)) from None
     if definition.get_closest_marker(SWEEP_MARKER) is not None:
@@ -90,18 +92,6 @@ def check(definition: pytest.Function, fixturenames: list[str]) -> None:
             f"{where}: the test does not use the mgmt_server fixture, so there is nothing "
             "to explore; request mgmt_server (or mgmt_account) in the test"
         )
-    if config.replay is None and not _hypothesis_installed():
-        raise pytest.Collector.CollectError(
-            f"{where}: exploring needs Hypothesis, which is not installed: {_INSTALL}"
-        )
-
-
-def _hypothesis_installed() -> bool:
-    """Found without importing it (the xdist controller collects, and never explores)."""
-    try:
-        return importlib.util.find_spec("hypothesis") is not None
-    except (ImportError, ValueError):  # ValueError: sys.modules holds None for it
-        return False
 
 
 def _config(item: pytest.Item) -> ExploreConfig:
@@ -125,22 +115,6 @@ def arm(item: pytest.Item, fake: MgmtServer) -> bool:
     return bool(run.events)
 
 
-@dataclasses.dataclass
-class _Space:
-    """Where events may go: the points a baseline run reached, the kinds, the moves."""
-
-    calls: int
-    auths: int
-    call_kinds: tuple[str, ...]
-    auth_kinds: tuple[str, ...]
-    max_faults: int
-    moves: tuple[int, ...]
-
-    @property
-    def empty(self) -> bool:
-        return not (self.call_kinds or self.auth_kinds or self.moves)
-
-
 class _Explorer:
     """The runs of one explored item."""
 
@@ -151,8 +125,6 @@ class _Explorer:
         self.properties = list(item.user_properties)
         #: (category, file, line) -> (first message, runs that warned it)
         self.warned: dict[tuple[type[Warning], str, int], list[Any]] = {}
-        #: The latest failing schedule (as drawn), in case Hypothesis finds it flaky.
-        self.last_failing: Schedule | None = None
 
     def once(
         self, events: Schedule, *, last: bool = False
@@ -171,8 +143,6 @@ class _Explorer:
         fired = fired_schedule(fake.events) if fake is not None else ()
         failed = any(map(_failed, reports))
         self.outcome.add(fired, failed=failed)
-        if failed:
-            self.last_failing = events
         return reports, fake
 
     def _count_warnings(self, caught: list[warnings.WarningMessage]) -> None:
@@ -195,7 +165,7 @@ class _Explorer:
                     f"{text}\n(pytest-mgmtauth explore: in {where})", category, filename, lineno
                 )
 
-    def space(self, fake: MgmtServer | None, config: ExploreConfig) -> _Space:
+    def space(self, fake: MgmtServer | None, config: ExploreConfig) -> Space:
         from .._service.faults import SCHEDULED_KINDS
         from .._service.flows.registry import FLOWS
 
@@ -207,7 +177,7 @@ class _Explorer:
         if calls and fake is not None and "mgmt_clock" in getattr(self.item, "fixturenames", ()):
             margins = [flow.churn_margin(fake.options) for flow in FLOWS.values()]
             moves = moments(fake.options, margins)
-        return _Space(
+        return Space(
             calls=calls,
             # Faults bring authentications of their own (a revoke, a 503): room for them.
             auths=auths + config.max_faults if auths else 0,
@@ -223,7 +193,7 @@ class _Explorer:
 
     def remembered(self) -> Schedule | None:
         """The shortest failing schedule of this test's last exploration, if any: it is
-        tried first (also with a ``seed``, where Hypothesis's database is not used)."""
+        tried first, as Hypothesis's example database would."""
         cache = getattr(self.item.config, "cache", None)
         text = None if cache is None else cache.get(self._cache_key(), None)
         if not isinstance(text, str):
@@ -238,99 +208,51 @@ class _Explorer:
         if cache is not None:
             cache.set(self._cache_key(), None if found is None else replay_text(found))
 
-    def search(self, space: _Space, config: ExploreConfig, examples: int) -> Schedule | None:
-        """Hypothesis draws ``examples`` schedules and shrinks the first that fails;
-        the shortest failing schedule, or None."""
-        from hypothesis import Verbosity, find, settings
-        from hypothesis.errors import Flaky, NoSuchExample
-
-        database: Any = None
-        cache = getattr(self.item.config, "cache", None)
-        if cache is not None:
-            from hypothesis.database import DirectoryBasedExampleDatabase
-
-            # The failing schedules of each explored test, tried first on the next run.
-            database = DirectoryBasedExampleDatabase(str(cache.mkdir("mgmtauth-explore")))
-        chosen = settings(
-            max_examples=examples,
-            deadline=None,
-            database=database,
-            verbosity=Verbosity.quiet,
-            print_blob=False,
-        )
-        seed = None if config.seed is None else Random(config.seed)
-
-        # Once a schedule failed, Hypothesis shrinks it, and many of the variants it
-        # tries are the same schedule again (drawn apart, equal once put in order): each
-        # is run once. Before that, every draw is a run, so `runs` is the runs made.
-        known: dict[Schedule, bool] = {}
-
-        def fails(events: Schedule) -> bool:
-            if self.item.session.shouldstop or self.item.session.shouldfail:
-                return False
-            if events in known and any(known.values()):
-                return known[events]
-            failed = known[events] = any(map(_failed, self.once(events)[0]))
-            return failed
-
-        try:
-            found: Schedule = find(
-                _strategy(space),
-                fails,
-                settings=chosen,
-                random=seed,
-                database_key=f"mgmtauth-explore:{self.item.nodeid}".encode(),
-            )
-            return found
-        except NoSuchExample:
+    def search(self, space: Space, config: ExploreConfig, examples: int) -> Schedule | None:
+        """Up to ``examples`` runs, each under a schedule drawn at random that has not
+        run yet, until one fails; that one shrunk to the simplest that still fails (or
+        None when none failed)."""
+        rng = Random(config.seed)
+        known: dict[Schedule, bool] = {(): False}  # the baseline passed
+        found: Schedule | None = None
+        # When every schedule there is has run, draws only repeat: stop after many.
+        misses = 0
+        while examples > 0 and misses < _MISSES and not self._stopping():
+            events = draw(space, rng)
+            if events in known:
+                misses += 1
+                continue
+            misses, examples = 0, examples - 1
+            known[events] = failed = self.fails(events)
+            if failed:
+                found = events
+                break
+        if found is None:
             return None
-        except Flaky as exc:
-            self.outcome.flaky = f"Hypothesis found the failure flaky: {exc}".splitlines()[0]
-            return self.last_failing
+        return self.shrink(found, space, known)
 
+    def shrink(self, found: Schedule, space: Space, known: dict[Schedule, bool]) -> Schedule:
+        """The first simpler schedule that still fails, again and again: the fewest
+        events, the earliest points, the first kinds, the smallest clock moves. Each
+        schedule runs once."""
+        simplest = False
+        while not simplest and not self._stopping():
+            simplest = True
+            for events in simpler(found, space):
+                if events not in known:
+                    known[events] = self.fails(events)
+                if known[events]:
+                    found, simplest = events, False
+                    break
+        return found
 
-def _strategy(space: _Space) -> Any:
-    """Schedules: at most ``max_faults`` faults and as many clock moves, which shrink
-    to fewer events, earlier points, smaller moves (and the first fault kinds)."""
-    from hypothesis import strategies as st
+    def fails(self, events: Schedule) -> bool:
+        return any(map(_failed, self.once(events)[0]))
 
-    kinds: list[Any] = []
-    if space.call_kinds:
-        kinds.append(
-            st.builds(
-                lambda kind, index: ExploreEvent(index, "call", kind),
-                st.sampled_from(space.call_kinds),
-                st.integers(1, space.calls),
-            )
-        )
-    if space.auth_kinds:
-        kinds.append(
-            st.builds(
-                lambda kind, index: ExploreEvent(index, "auth", kind),
-                st.sampled_from(space.auth_kinds),
-                st.integers(1, space.auths),
-            )
-        )
-    # How many first, evenly: combined faults are what a sweep cannot try. Fewer
-    # shrinks first.
-    faults = (
-        st.integers(0, space.max_faults).flatmap(
-            lambda count: st.lists(st.one_of(kinds), min_size=count, max_size=count)
-        )
-        if kinds
-        else st.just([])
-    )
-    moves: Any = st.just([])
-    if space.moves:
-        moves = st.lists(
-            st.builds(
-                lambda index, seconds: ExploreEvent(index, "call", CLOCK, seconds),
-                st.integers(1, space.calls),
-                st.sampled_from(space.moves),
-            ),
-            max_size=space.max_faults,
-        )
-    return st.tuples(faults, moves).map(lambda drawn: schedule([*drawn[0], *drawn[1]]))
+    def _stopping(self) -> bool:
+        """-x or --maxfail reached (a session may stop while an item explores)."""
+        session = self.item.session
+        return bool(session.shouldstop or session.shouldfail)
 
 
 def run(item: pytest.Item, nextitem: pytest.Item | None) -> bool:
@@ -358,8 +280,8 @@ def run(item: pytest.Item, nextitem: pytest.Item | None) -> bool:
         failed.outcome = "failed"
         failed.longrepr = (
             f"pytest-mgmtauth explore: the schedule {replay_text(outcome.shortest) or '(none)'}"
-            f" failed during the exploration, but not when run again: the test is flaky "
-            f"under it. {outcome.flaky}"
+            " failed during the exploration, but not when run again: the test is flaky "
+            "under it"
         )
     if failed is not None:
         failed.sections.append((SECTION, "\n".join(section_text(json.loads(text)))))
@@ -373,8 +295,8 @@ def run(item: pytest.Item, nextitem: pytest.Item | None) -> bool:
 
 
 def _explore(explorer: _Explorer, config: ExploreConfig) -> Schedule:
-    """A baseline run, then Hypothesis's: the schedule the logged run is to replay (the
-    shortest failing one, or none)."""
+    """A baseline run, then the drawn ones and the shrink: the schedule the logged run
+    is to replay (the shortest failing one, or none)."""
     reports, fake = explorer.once(())
     if any(map(_failed, reports)):
         explorer.outcome.shortest = ()  # it fails without any event: nothing to explore
@@ -386,7 +308,7 @@ def _explore(explorer: _Explorer, config: ExploreConfig) -> Schedule:
     if space.empty or config.runs <= 2:
         return ()
     remembered = explorer.remembered()
-    if remembered is not None and any(map(_failed, explorer.once(remembered)[0])):
+    if remembered is not None and explorer.fails(remembered):
         found: Schedule | None = remembered  # as Hypothesis replays its database first
     else:
         found = explorer.search(space, config, config.runs - 3 if remembered else config.runs - 2)

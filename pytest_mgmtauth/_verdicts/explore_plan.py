@@ -3,11 +3,14 @@ marker's arguments, checked), the events of a schedule (the sweeps' faults at th
 points, and clock moves before a protected call), the clock moves worth trying, the
 replay text, and the story of a failing run in the timeline's words.
 
-Pure: no pytest, no Hypothesis. The marker's and property's names are
-``sweep_plan.py``'s (imported by every run of pytest); this module is imported when a
-test explores, and imports the events and the fault table where they are used. The
-glue (``_glue/explore.py``) draws schedules with Hypothesis from the space described
-here, runs the test's body once per schedule, and reports with these texts.
+Also where schedules come from: drawn at random from the space a baseline run
+described (``Space``, ``draw``), and the simpler schedules a failing one is shrunk
+through (``simpler``).
+
+Pure: no pytest. The marker's and property's names are ``sweep_plan.py``'s (imported
+by every run of pytest); this module is imported when a test explores, and imports the
+events and the fault table where they are used. The glue (``_glue/explore.py``) runs
+the test's body once per schedule and reports with these texts.
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ from typing import TYPE_CHECKING
 from .sweep_plan import EXPLORE_KINDS, EXPLORE_MARKER as MARKER
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Iterable, Iterator, Sequence
+    from random import Random
 
     from .._service.events import Event, ScheduledFaultFired
     from .._service.options import Options
@@ -191,6 +195,67 @@ def check_config(args: Sequence[object], kwargs: dict[str, object], where: str) 
     )
 
 
+@dataclasses.dataclass(frozen=True)
+class Space:
+    """Where events may go: the points a baseline run reached, the fault kinds at each
+    (in the marker's order: a shrink tries the first ones first), the clock moves."""
+
+    calls: int
+    auths: int
+    call_kinds: tuple[str, ...]
+    auth_kinds: tuple[str, ...]
+    max_faults: int
+    moves: tuple[int, ...]
+
+    @property
+    def empty(self) -> bool:
+        return not (self.call_kinds or self.auth_kinds or self.moves)
+
+
+def draw(space: Space, rng: Random) -> Schedule:
+    """One schedule at random: how many faults first, evenly from none to
+    ``max_faults`` (combined faults are what a sweep cannot try), each at a point and
+    of a kind drawn evenly; then as many clock moves, the same way."""
+    places = [
+        (on, kinds, top)
+        for on, kinds, top in (
+            ("call", space.call_kinds, space.calls),
+            ("auth", space.auth_kinds, space.auths),
+        )
+        if kinds
+    ]
+    events = []
+    for _ in range(rng.randint(0, space.max_faults) if places else 0):
+        on, kinds, top = rng.choice(places)
+        events.append(ExploreEvent(rng.randint(1, top), on, rng.choice(kinds)))
+    for _ in range(rng.randint(0, space.max_faults) if space.moves else 0):
+        events.append(
+            ExploreEvent(rng.randint(1, space.calls), "call", CLOCK, rng.choice(space.moves))
+        )
+    return schedule(events)
+
+
+def simpler(events: Schedule, space: Space) -> Iterator[Schedule]:
+    """The schedules one step simpler than ``events``, the simplest steps first: one
+    event fewer, then one event at an earlier point, of an earlier kind, or a smaller
+    clock move. A shrink takes the first that still fails and starts again, until none
+    does: each step shortens the schedule or lowers one of its figures, so it ends."""
+    for i in range(len(events)):
+        yield events[:i] + events[i + 1 :]
+    for i, event in enumerate(events):
+        others = events[:i] + events[i + 1 :]
+        for index in range(1, event.index):
+            yield schedule([*others, dataclasses.replace(event, index=index)])
+        kinds = space.call_kinds if event.on == "call" else space.auth_kinds
+        if event.kind in kinds:
+            for kind in kinds[: kinds.index(event.kind)]:
+                yield schedule([*others, dataclasses.replace(event, kind=kind)])
+        for seconds in space.moves if event.kind == CLOCK else ():
+            if seconds >= event.seconds:
+                break
+            yield schedule([*others, dataclasses.replace(event, seconds=seconds)])
+
+
 def moments(options: Options, margins: Iterable[float]) -> tuple[int, ...]:
     """Clock moves worth trying, smallest first: just before, at and just after a
     credential's end (the tokens' lifetimes, the v1 idle timeout), the same around the
@@ -265,7 +330,6 @@ class Outcome:
     failing: set[Schedule] = dataclasses.field(default_factory=set)
     shortest: Schedule | None = None
     story: list[str] = dataclasses.field(default_factory=list)
-    flaky: str = ""
 
     def add(self, fired: Schedule, *, failed: bool) -> None:
         self.runs += 1

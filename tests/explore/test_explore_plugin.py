@@ -148,6 +148,9 @@ def test_the_failing_schedule_is_tried_first_on_the_next_run(pytester: pytest.Py
     first.assert_outcomes(failed=1)
     # A seed that alone finds nothing in 3 runs: the example database's schedule does.
     _suite(pytester, "runs=3, seed=3, faults=['revoke', 'unavailable']", careful=False)
+    pytester.runpytest_inprocess("-p", "no:randomly", "-p", "no:cacheprovider").assert_outcomes(
+        passed=1
+    )
     again = pytester.runpytest_inprocess("-p", "no:randomly")
     again.assert_outcomes(failed=1)
     again.stdout.fnmatch_lines(["shortest failing schedule: revoke@call1, unavailable@auth2"])
@@ -432,16 +435,13 @@ def test_a_test_without_the_fake_is_refused(pytester: pytest.Pytester) -> None:
     )
 
 
-def test_without_hypothesis_the_error_says_how_to_install_it(pytester: pytest.Pytester) -> None:
+def test_an_exploration_needs_no_hypothesis(pytester: pytest.Pytester) -> None:
+    # Drawn with random.Random and shrunk by the plugin: Hypothesis is not imported.
     pytester.makeconftest("import sys\nsys.modules['hypothesis'] = None\n")
-    marked = "@pytest.mark.mgmtauth_explore()\ndef test_x(mgmt_server):\n    pass\n"
-    pytester.makepyfile(test_x="import pytest\n\n" + marked)
+    _suite(pytester, "runs=150, seed=3, faults=['revoke', 'unavailable']", careful=False)
     result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:hypothesispytest")
-    result.assert_outcomes(errors=1)
-    assert (
-        'exploring needs Hypothesis, which is not installed: pip install "pytest-mgmtauth[explore]"'
-        in result.stdout.str()
-    )
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["shortest failing schedule: revoke@call1, unavailable@auth2"])
 
 
 def test_a_command_line_sweep_leaves_an_explored_test_alone(pytester: pytest.Pytester) -> None:
