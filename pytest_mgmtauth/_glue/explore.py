@@ -39,13 +39,12 @@ from .._verdicts.explore_plan import (
     Schedule,
     Space,
     check_config,
-    draw,
     fired_schedule,
     moments,
     parse_replay,
     replay_text,
+    search,
     section_text,
-    simpler,
     story,
 )
 from .._verdicts.sweep_plan import (
@@ -62,8 +61,6 @@ __all__ = ["ExploreReport", "arm", "check", "run"]
 SECTION = "mgmtauth explore"
 #: The schedule of the run about to start, and its fake once mgmt_server is set up.
 _RUN = pytest.StashKey["_Run"]()
-#: Draws in a row that only repeat schedules already run: the space is exhausted.
-_MISSES = 1000
 
 
 @dataclasses.dataclass
@@ -208,51 +205,13 @@ class _Explorer:
         if cache is not None:
             cache.set(self._cache_key(), None if found is None else replay_text(found))
 
-    def search(self, space: Space, config: ExploreConfig, examples: int) -> Schedule | None:
-        """Up to ``examples`` runs, each under a schedule drawn at random that has not
-        run yet, until one fails; that one shrunk to the simplest that still fails (or
-        None when none failed)."""
-        rng = Random(config.seed)
-        known: dict[Schedule, bool] = {(): False}  # the baseline passed
-        found: Schedule | None = None
-        # When every schedule there is has run, draws only repeat: stop after many.
-        misses = 0
-        while examples > 0 and misses < _MISSES and not self._stopping():
-            events = draw(space, rng)
-            if events in known:
-                misses += 1
-                continue
-            misses, examples = 0, examples - 1
-            known[events] = failed = self.fails(events)
-            if failed:
-                found = events
-                break
-        if found is None:
-            return None
-        return self.shrink(found, space, known)
-
-    def shrink(self, found: Schedule, space: Space, known: dict[Schedule, bool]) -> Schedule:
-        """The first simpler schedule that still fails, again and again: the fewest
-        events, the earliest points, the first kinds, the smallest clock moves. Each
-        schedule runs once."""
-        simplest = False
-        while not simplest and not self._stopping():
-            simplest = True
-            for events in simpler(found, space):
-                if events not in known:
-                    known[events] = self.fails(events)
-                if known[events]:
-                    found, simplest = events, False
-                    break
-        return found
-
     def fails(self, events: Schedule) -> bool:
-        return any(map(_failed, self.once(events)[0]))
-
-    def _stopping(self) -> bool:
-        """-x or --maxfail reached (a session may stop while an item explores)."""
+        """Whether a run under ``events`` fails; False without a run once -x or
+        --maxfail stops the session (it may stop while an item explores)."""
         session = self.item.session
-        return bool(session.shouldstop or session.shouldfail)
+        if session.shouldstop or session.shouldfail:
+            return False
+        return any(map(_failed, self.once(events)[0]))
 
 
 def run(item: pytest.Item, nextitem: pytest.Item | None) -> bool:
@@ -311,7 +270,8 @@ def _explore(explorer: _Explorer, config: ExploreConfig) -> Schedule:
     if remembered is not None and explorer.fails(remembered):
         found: Schedule | None = remembered  # as Hypothesis replays its database first
     else:
-        found = explorer.search(space, config, config.runs - 3 if remembered else config.runs - 2)
+        examples = config.runs - 3 if remembered else config.runs - 2
+        found = search(space, Random(config.seed), examples, explorer.fails)
     explorer.remember(found)
     if found is None:
         return ()

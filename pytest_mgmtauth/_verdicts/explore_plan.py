@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from .sweep_plan import EXPLORE_KINDS, EXPLORE_MARKER as MARKER
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator, Sequence
+    from collections.abc import Callable, Iterable, Iterator, Sequence
     from random import Random
 
     from .._service.events import Event, ScheduledFaultFired
@@ -233,6 +233,52 @@ def draw(space: Space, rng: Random) -> Schedule:
             ExploreEvent(rng.randint(1, space.calls), "call", CLOCK, rng.choice(space.moves))
         )
     return schedule(events)
+
+
+#: Draws in a row that only repeat schedules already run: the space is exhausted.
+_MISSES = 1000
+
+
+def search(
+    space: Space, rng: Random, examples: int, fails: Callable[[Schedule], bool]
+) -> Schedule | None:
+    """Up to ``examples`` schedules drawn with ``rng``, each new (none twice, nor the
+    baseline's), until one ``fails``; that one shrunk (``shrink``), or None. Fewer when
+    every schedule there is has run."""
+    known: dict[Schedule, bool] = {(): False}
+    misses = 0
+    while examples > 0 and misses < _MISSES:
+        events = draw(space, rng)
+        if events in known:
+            misses += 1
+            continue
+        misses, examples = 0, examples - 1
+        known[events] = fails(events)
+        if known[events]:
+            return shrink(events, space, fails, known)
+    return None
+
+
+def shrink(
+    found: Schedule,
+    space: Space,
+    fails: Callable[[Schedule], bool],
+    known: dict[Schedule, bool] | None = None,
+) -> Schedule:
+    """The first of the ``simpler`` schedules that still fails, again and again until
+    none does: the fewest events, the earliest points, the first kinds, the smallest
+    clock moves. Each schedule is tried once (``known``: those tried already)."""
+    known = {} if known is None else known
+    shorter = True
+    while shorter:
+        shorter = False
+        for events in simpler(found, space):
+            if events not in known:
+                known[events] = fails(events)
+            if known[events]:
+                found, shorter = events, True
+                break
+    return found
 
 
 def simpler(events: Schedule, space: Space) -> Iterator[Schedule]:

@@ -1,10 +1,13 @@
 """The exploration's domain, directly: the marker's arguments, the replay text, the
-clock moves worth trying, the schedule read back from a timeline, and the story."""
+clock moves worth trying, the schedules drawn and their shrink, the schedule read back
+from a timeline, and the story."""
 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from datetime import datetime, timezone
+from random import Random
 
 import pytest
 
@@ -14,13 +17,19 @@ from pytest_mgmtauth._verdicts.explore_plan import (
     CLOCK,
     ExploreEvent,
     Outcome,
+    Schedule,
+    Space,
     check_config,
+    draw,
     fired_schedule,
     moments,
     parse_replay,
     replay_text,
     schedule,
+    search,
     section_text,
+    shrink,
+    simpler,
     story,
 )
 from pytest_mgmtauth._verdicts.sweep_plan import EXPLORE_KINDS, FAULT_KINDS
@@ -192,3 +201,134 @@ def test_figures_without_a_failure() -> None:
     assert data["replay"] is None
     assert data["schedule"] == []
     assert section_text(data)[-1] == "no schedule failed"
+
+
+SPACE = Space(
+    calls=3,
+    auths=3,
+    call_kinds=("expire", "revoke", "reset"),
+    auth_kinds=("throttle", "unavailable"),
+    max_faults=2,
+    moves=(1, 1799, 1800),
+)
+
+
+def test_a_seed_draws_the_same_schedules() -> None:
+    first = [draw(SPACE, Random(7)) for _ in range(50)]
+    again = [draw(SPACE, Random(7)) for _ in range(50)]
+    assert first == again
+    assert [draw(SPACE, Random(8)) for _ in range(50)] != first
+
+
+def test_drawn_schedules_stay_in_their_space() -> None:
+    rng = Random(1)
+    drawn = [draw(SPACE, rng) for _ in range(2000)]
+    counts: Counter[int] = Counter()
+    for events in drawn:
+        faults = [e for e in events if e.kind != CLOCK]
+        moves = [e for e in events if e.kind == CLOCK]
+        assert len(faults) <= 2
+        assert len(moves) <= 2
+        assert events == schedule(events)  # in their one order
+        for event in events:
+            top = SPACE.calls if event.on == "call" else SPACE.auths
+            assert 1 <= event.index <= top
+            kinds = SPACE.call_kinds if event.on == "call" else SPACE.auth_kinds
+            assert event.kind in (*kinds, CLOCK)
+            assert event.kind != CLOCK or event.seconds in SPACE.moves
+        counts[len(faults)] += 1
+    # How many faults is drawn evenly: two-fault schedules, what a sweep cannot try,
+    # are a third of them (a few fewer: two answers at one authentication are one).
+    assert counts[0] > 500
+    assert counts[2] > 500
+    # Every kind at every point comes up.
+    seen = {(e.on, e.index, e.kind) for events in drawn for e in events}
+    assert len(seen) == 3 * 3 + 3 * 2 + 3
+
+
+def test_no_clock_moves_without_moments_and_no_faults_without_kinds() -> None:
+    calm = Space(calls=2, auths=1, call_kinds=(), auth_kinds=(), max_faults=3, moves=(5,))
+    assert all(e.kind == CLOCK for _ in range(100) for e in draw(calm, Random(1)))
+    still = Space(calls=2, auths=1, call_kinds=("revoke",), auth_kinds=(), max_faults=3, moves=())
+    assert all(e.kind == "revoke" for _ in range(100) for e in draw(still, Random(1)))
+
+
+def _key(events: Schedule) -> tuple[int, int, int]:
+    return (len(events), sum(e.index for e in events), sum(e.seconds for e in events))
+
+
+def test_each_simpler_schedule_is_simpler() -> None:
+    events = schedule(
+        [
+            ExploreEvent(3, "call", "reset"),
+            ExploreEvent(2, "auth", "unavailable"),
+            ExploreEvent(2, "call", CLOCK, 1800),
+        ]
+    )
+    candidates = list(simpler(events, SPACE))
+    # The fewest events first: each event left out, in turn.
+    assert candidates[:3] == [events[1:], events[:1] + events[2:], events[:2]]
+    for candidate in candidates:
+        assert candidate != events
+        kinds = sorted(e.kind for e in candidate)
+        smaller = _key(candidate) < _key(events)
+        earlier_kind = kinds != sorted(e.kind for e in events)
+        assert smaller or earlier_kind, candidate
+
+
+def test_a_shrink_ends_at_the_shortest_failing_schedule() -> None:
+    # The client fails when its token is lost (revoke or expire, at any call) and the
+    # authentication that follows answers 429.
+    def fails(events: Schedule) -> bool:
+        lost = [e for e in events if e.kind in ("expire", "revoke")]
+        throttled = [e for e in events if e.kind == "throttle"]
+        return bool(lost and throttled and throttled[0].index >= 2)
+
+    found = schedule(
+        [
+            ExploreEvent(3, "call", "revoke"),
+            ExploreEvent(3, "auth", "throttle"),
+            ExploreEvent(2, "call", CLOCK, 1800),
+            ExploreEvent(1, "call", "reset"),
+        ]
+    )
+    tried: list[Schedule] = []
+
+    def counted(events: Schedule) -> bool:
+        tried.append(events)
+        return fails(events)
+
+    shortest = shrink(found, SPACE, counted)
+    assert replay_text(shortest) == "expire@call1, throttle@auth2"
+    assert len(tried) == len(set(tried))  # each schedule tried once
+
+
+def test_a_search_draws_new_schedules_until_one_fails_then_shrinks_it() -> None:
+    runs: list[Schedule] = []
+
+    def fails(events: Schedule) -> bool:
+        runs.append(events)
+        return any(e.kind == "unavailable" for e in events) and any(
+            e.kind == "reset" for e in events
+        )
+
+    found = search(SPACE, Random(3), 200, fails)
+    assert found is not None
+    assert replay_text(found) == "unavailable@auth1, reset@call1"
+    assert () not in runs  # the baseline ran already
+    assert len(runs) == len(set(runs))
+
+
+def test_a_search_stops_at_its_runs_or_when_every_schedule_has_run() -> None:
+    runs: list[Schedule] = []
+
+    def passes(events: Schedule) -> bool:
+        runs.append(events)
+        return False
+
+    assert search(SPACE, Random(1), 30, passes) is None
+    assert len(runs) == 30
+    tiny = Space(calls=1, auths=0, call_kinds=("revoke",), auth_kinds=(), max_faults=2, moves=())
+    runs.clear()
+    assert search(tiny, Random(1), 30, passes) is None
+    assert runs == [schedule([ExploreEvent(1, "call", "revoke")])]
