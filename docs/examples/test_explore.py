@@ -11,9 +11,6 @@ from pathlib import Path
 
 import pytest
 
-# The explore extra (pip install "pytest-mgmtauth[explore]"); without it, these skip.
-pytest.importorskip("hypothesis", reason='needs Hypothesis: pip install "pytest-mgmtauth[explore]"')
-
 from explore_clients import FixedSyncClient
 
 from pytest_mgmtauth import Account, MgmtClock, MgmtServer
