@@ -7,9 +7,9 @@
     events that fired in one run of the exploration. Same client (requests, renewing
     before expiry, waiting ``Retry-After`` on ``mgmt_clock``, re-authenticating after a
     401, resending a GET dropped or answered 503): it passes every schedule, so nothing
-    is shrunk. What differs is the exploration's own work (Hypothesis drawing the
-    schedules, the reading of each run's timeline) against pytest's per-item work
-    (collection, reports, the terminal). Target: 1.0x (wall).
+    is shrunk. What differs is the exploration's own work (drawing the schedules, the
+    reading of each run's timeline) against pytest's per-item work (collection,
+    reports, the terminal). Target: 1.0x (wall).
 
 The exploration's events are recorded once (a run with ``BENCH_EXPLORE_RECORD`` set,
 which has each run write the events that fired), then both suites run alternately in

@@ -10,7 +10,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from explore_clients import FixedSyncClient
 
 from pytest_mgmtauth import Account, MgmtClock, MgmtServer
