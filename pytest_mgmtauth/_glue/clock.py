@@ -42,7 +42,7 @@ class MgmtClock:
             tick=False,
             real_asyncio=True,
             # pytest's own timer would otherwise report durations of ~1.8e9 s. Hypothesis
-            # (an exploration's, or the test's own) keeps the real perf_counter it saved
+            # (a test's own @given, beside mgmt_clock) keeps the real perf_counter it saved
             # for its gc callback: patched, that callback reads freezegun's clock from
             # whatever thread collects (the fake's included), and a collection between
             # freezegun's stop() popping the clock and popping its ignore list raises
