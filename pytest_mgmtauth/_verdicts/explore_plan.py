@@ -4,8 +4,8 @@ points, and clock moves before a protected call), the clock moves worth trying, 
 replay text, and the story of a failing run in the timeline's words.
 
 Also where schedules come from: drawn at random from the space a baseline run
-described (``Space``, ``draw``), and the simpler schedules a failing one is shrunk
-through (``simpler``).
+described until one fails (``Space``, ``draw``, ``search``), and shrunk through simpler
+ones (``simpler``, ``shrink``).
 
 Pure: no pytest. The marker's and property's names are ``sweep_plan.py``'s (imported
 by every run of pytest); this module is imported when a test explores, and imports the
@@ -215,7 +215,8 @@ class Space:
 def draw(space: Space, rng: Random) -> Schedule:
     """One schedule at random: how many faults first, evenly from none to
     ``max_faults`` (combined faults are what a sweep cannot try), each at a point and
-    of a kind drawn evenly; then as many clock moves, the same way."""
+    of a kind drawn evenly; then clock moves, from none to ``max_faults`` the same
+    way."""
     places = [
         (on, kinds, top)
         for on, kinds, top in (
