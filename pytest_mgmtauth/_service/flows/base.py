@@ -30,11 +30,6 @@ if TYPE_CHECKING:
 
 #: The path of the cookies the real service sets (the interface document).
 COOKIE_PATH = "/urest_service"
-#: The cookie the real service clears on every successful authentication, with a fixed
-#: expiry (kept for flows that import it; :func:`remember_me` dates it as the service does).
-REMEMBER_ME = (
-    f"rememberMe=deleteMe; Path={COOKIE_PATH}; Max-Age=0; Expires=Sat, 01-Jan-2000 00:00:00 GMT"
-)
 #: The segments of paths that name an account and a profile (v3's, the portal's), for
 #: :attr:`Flow.path_names`.
 ACCOUNT_PROFILE_NAMES = ("/accounts/(?P<account>[^/]+)", "/profiles/(?P<profile>[^/]+)")

@@ -11,9 +11,9 @@ from ..records import AUTH_FAILED, Authorization, TokenRecord
 from ..secret_text import ClientKind
 from ..token_format import ALGORITHM, TokenProblem, unverified_subject
 from .base import HTTP_WHITESPACE, Credential, Flow
-from .bearer_header import BearerToken, odd_char, read_bearer
+from .bearer_header import BearerToken, read_bearer
 
-__all__ = ["BearerFlow", "BearerToken", "odd_char", "read_bearer"]
+__all__ = ["BearerFlow", "BearerToken"]
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
