@@ -74,38 +74,6 @@ def basic_spellings(client_id: str, secret: str) -> tuple[str, ...]:
     return tuple(base64.b64encode(f"{i}:{s}".encode()).decode() for i, s in pairs)
 
 
-def check_scopes(scopes: object, *, what: str, profile_wildcard: bool = True) -> tuple[str, ...]:
-    """A list of scopes as given to ``add_client``: checked, duplicates dropped."""
-    if isinstance(scopes, str):
-        raise TypeError(f"{what} takes a list of scopes, not a str; did you mean [{scopes!r}]?")
-    try:
-        items = list(scopes)  # type: ignore[call-overload]
-    except TypeError:
-        raise TypeError(f"{what} takes a list of scope strings, got {scopes!r}") from None
-    for item in items:
-        if not isinstance(item, str):
-            raise TypeError(f"{what}: a scope is a str like {DEFAULT_SCOPE!r}, got {item!r}")
-        try:
-            parse_scope(item, profile_wildcard=profile_wildcard)
-        except ValueError as exc:
-            raise ValueError(f"{what}: {exc}") from None
-    return tuple(dict.fromkeys(items))
-
-
-def check_route_scope(permission: str | None, scope: str | None) -> None:
-    """What ``route()`` takes for an OAuth route: a scope (its ``{placeholders}`` stand
-    for names), never a permission."""
-    if permission is not None:
-        raise ValueError(
-            "route(permission=...): OAuth routes take scope=... (the token's scopes "
-            "decide, not an account's permissions)"
-        )
-    if scope is not None:
-        if not isinstance(scope, str):
-            raise TypeError(f"route(scope=...) takes one scope str, got {scope!r}")
-        parse_scope(re.sub(r"\{\w+\}", "x", scope))
-
-
 @dataclasses.dataclass(frozen=True)
 class OAuthClient:
     """An OAuth client of the developer portal (``mgmt_server.add_client``, the
@@ -332,41 +300,6 @@ def client_credentials(
     return client_id, secret, raw
 
 
-def as_rfc6749(refusal: Refusal) -> Refusal:
-    """A refusal in the service's shape (throttling, a scripted fault, bad input)
-    as an RFC 6749 error."""
-    if refusal.body is not None:
-        return refusal
-    status = refusal.status
-    # 501 is the client's doing (a transfer coding the fake does not implement).
-    error = {401: "invalid_client", 429: "temporarily_unavailable", 500: "server_error"}.get(
-        status, "temporarily_unavailable" if status > 501 else "invalid_request"
-    )
-    return Refusal(
-        status,
-        refusal.return_code,
-        refusal.reason,
-        retry_after=refusal.retry_after,
-        body={"error": error, "error_description": rfc_text(refusal.reason)},
-        headers=NO_STORE + (BASIC_CHALLENGE if status == 401 else ()),
-    )
-
-
-def bearer_error(
-    message: str, error: str | None, scope: str | None
-) -> tuple[dict[str, object], str]:
-    """The body and ``WWW-Authenticate`` challenge of a refused API call: the gateway's
-    envelope ``{"error", "message"}`` (dev-portal-authentication) and RFC 6750's
-    challenge, no error code without a token, else its error and the scope needed."""
-    challenge = "Bearer" if error is None else f'Bearer error="{error}"'
-    if scope is not None:
-        challenge += f', scope="{rfc_text(scope)}"'
-    body: dict[str, object] = {"message": message}
-    if error is not None:
-        body = {"error": error, **body}
-    return body, challenge
-
-
 # -- grant types ----------------------------------------------------------------------
 
 
@@ -421,7 +354,23 @@ class TokenRequest:
         endpoint's answer: ``access_token``, ``token_type``, ``expires_in``, ``scope``,
         then ``extra``'s fields."""
         granted = self.scopes() if scopes is None else scopes
-        return self.flow.token_answer(self.client, granted, self.now, self.incoming, extra)
+        options, client_id = self.flow.service.options, self.client.client_id
+        token, _ = self.flow.issue_token(  # signs outside the lock
+            client_id,
+            self.now,
+            arrived=self.incoming.arrived,
+            scopes=granted,
+            ttl=options.oauth_token_ttl,
+            extra={"scope": " ".join(granted), "client_id": client_id},
+        )
+        body: dict[str, object] = {
+            "access_token": token,
+            "token_type": "Bearer",
+            "expires_in": int(options.oauth_token_ttl),
+            "scope": " ".join(granted),
+            **(extra or {}),
+        }
+        return Answer(body, headers=NO_STORE)
 
 
 #: What answers a token request of one grant type.
@@ -588,19 +537,60 @@ class OAuthFlow(BearerFlow, ClientFlow[OAuthClient]):
 
     @classmethod
     def check_route(cls, permission: str | None, scope: str | None) -> None:
-        check_route_scope(permission, scope)
+        """What ``route()`` takes for an OAuth route: a scope (its ``{placeholders}``
+        stand for names), never a permission."""
+        if permission is not None:
+            raise ValueError(
+                "route(permission=...): OAuth routes take scope=... (the token's scopes "
+                "decide, not an account's permissions)"
+            )
+        if scope is not None:
+            if not isinstance(scope, str):
+                raise TypeError(f"route(scope=...) takes one scope str, got {scope!r}")
+            parse_scope(re.sub(r"\{\w+\}", "x", scope))
 
     @classmethod
     def style(cls, refusal: Refusal) -> Refusal:
-        """A refusal in the service's shape as an RFC 6749 error."""
-        return as_rfc6749(refusal)
+        """A refusal in the service's shape (throttling, a scripted fault, bad input) as
+        an RFC 6749 error."""
+        if refusal.body is not None:
+            return refusal
+        status = refusal.status
+        # 501 is the client's doing (a transfer coding the fake does not implement).
+        error = {401: "invalid_client", 429: "temporarily_unavailable", 500: "server_error"}.get(
+            status, "temporarily_unavailable" if status > 501 else "invalid_request"
+        )
+        return Refusal(
+            status,
+            refusal.return_code,
+            refusal.reason,
+            retry_after=refusal.retry_after,
+            body={"error": error, "error_description": rfc_text(refusal.reason)},
+            headers=NO_STORE + (BASIC_CHALLENGE if status == 401 else ()),
+        )
 
     def principals(self) -> list[str]:
         return list(self.clients)
 
     @classmethod
-    def check_client_scopes(cls, scopes: object, *, what: str) -> tuple[str, ...]:
-        return check_scopes(scopes, what=what)
+    def check_client_scopes(
+        cls, scopes: object, *, what: str, profile_wildcard: bool = True
+    ) -> tuple[str, ...]:
+        """A list of scopes as given to ``add_client``: checked, duplicates dropped."""
+        if isinstance(scopes, str):
+            raise TypeError(f"{what} takes a list of scopes, not a str; did you mean [{scopes!r}]?")
+        try:
+            items = list(scopes)  # type: ignore[call-overload]
+        except TypeError:
+            raise TypeError(f"{what} takes a list of scope strings, got {scopes!r}") from None
+        for item in items:
+            if not isinstance(item, str):
+                raise TypeError(f"{what}: a scope is a str like {DEFAULT_SCOPE!r}, got {item!r}")
+            try:
+                parse_scope(item, profile_wildcard=profile_wildcard)
+            except ValueError as exc:
+                raise ValueError(f"{what}: {exc}") from None
+        return tuple(dict.fromkeys(items))
 
     # -- clients -------------------------------------------------------------------
 
@@ -619,7 +609,7 @@ class OAuthFlow(BearerFlow, ClientFlow[OAuthClient]):
     ) -> OAuthClient:
         """A new client; its id and secret are generated unless given (the secret of
         letters and digits, as the portal's)."""
-        scopes = check_scopes(
+        scopes = self.check_client_scopes(
             [DEFAULT_SCOPE] if scopes is None else scopes,
             what="add_client",
             profile_wildcard=self.service.options.oauth_profile_wildcard,
@@ -728,33 +718,6 @@ class OAuthFlow(BearerFlow, ClientFlow[OAuthClient]):
         request = TokenRequest(self, client, form, incoming, now, self._grant_state)
         return GRANTS[form["grant_type"]](request)
 
-    def token_answer(
-        self,
-        client: OAuthClient,
-        granted: tuple[str, ...],
-        now: float,
-        incoming: Incoming,
-        extra: Mapping[str, object] | None = None,
-    ) -> Answer:
-        """Issue an access token for ``granted`` to ``client`` and answer it."""
-        options = self.service.options
-        token, _ = self.issue_token(  # signs outside the lock
-            client.client_id,
-            now,
-            arrived=incoming.arrived,
-            scopes=granted,
-            ttl=options.oauth_token_ttl,
-            extra={"scope": " ".join(granted), "client_id": client.client_id},
-        )
-        body: dict[str, object] = {
-            "access_token": token,
-            "token_type": "Bearer",
-            "expires_in": int(options.oauth_token_ttl),
-            "scope": " ".join(granted),
-            **(extra or {}),
-        }
-        return Answer(body, headers=NO_STORE)
-
     def _authenticate(
         self, client_id: str, secret: str, raw: str | None, kind: ClientKind
     ) -> OAuthClient:
@@ -818,7 +781,7 @@ class OAuthFlow(BearerFlow, ClientFlow[OAuthClient]):
         assert isinstance(credential, BearerToken)
         presented = credential
         if presented.missing:  # no header, or another scheme (RFC 6750 3.1: no error code)
-            self._refuse(
+            self.refuse_call(
                 call,
                 None,
                 None,
@@ -832,7 +795,7 @@ class OAuthFlow(BearerFlow, ClientFlow[OAuthClient]):
             owner, label = (
                 self._attribute_token(presented.token) if presented.token else (None, None)
             )
-            self._refuse(
+            self.refuse_call(
                 call,
                 owner,
                 label,
@@ -842,20 +805,6 @@ class OAuthFlow(BearerFlow, ClientFlow[OAuthClient]):
                 wrong=True,
             )
         return super().authorize(credential, call, permission)
-
-    def refuse_call(
-        self,
-        call: Call,
-        username: str | None,
-        credential: str | None,
-        reason: str,
-        *,
-        expired: bool = False,
-        wrong: bool = False,
-    ) -> NoReturn:
-        self._refuse(
-            call, username, credential, reason, error="invalid_token", expired=expired, wrong=wrong
-        )
 
     def check_permission(self, call: Call, record: TokenRecord, permission: str | None) -> None:
         """The scope the call needs, in place of a permission (after the token was found
@@ -893,7 +842,7 @@ class OAuthFlow(BearerFlow, ClientFlow[OAuthClient]):
             )
         if call.scope is None and call.method.upper() == "DELETE":
             fix += _delete_readings(options, required, client.scopes if client else ())
-        self._refuse(
+        self.refuse_call(
             call,
             record.username,
             record.label,
@@ -909,24 +858,30 @@ class OAuthFlow(BearerFlow, ClientFlow[OAuthClient]):
             message=f"Token does not contain required scope: {named}",
         )
 
-    def _refuse(
+    def refuse_call(
         self,
         call: Call,
         username: str | None,
         credential: str | None,
         reason: str,
         *,
-        error: str | None,
-        status: int = 401,
         expired: bool = False,
         wrong: bool = False,
+        error: str | None = "invalid_token",
+        status: int = 401,
         scope: str | None = None,
         message: str | None = None,
     ) -> NoReturn:
         """A refusal in the gateway's error envelope, ``{"error", "message"}`` (the
-        ``message``, else the ``reason``), with RFC 6750's challenge: no error code without
-        a token, else its error and the scope the call needs."""
-        body, challenge = bearer_error(message or reason, error, scope)
+        ``message``, else the ``reason``; dev-portal-authentication), with RFC 6750's
+        challenge: no error code without a token, else its error and the scope the call
+        needs."""
+        challenge = "Bearer" if error is None else f'Bearer error="{error}"'
+        if scope is not None:
+            challenge += f', scope="{rfc_text(scope)}"'
+        body: dict[str, object] = {"message": message or reason}
+        if error is not None:
+            body = {"error": error, **body}
         self.service.credentials.refuse_call(
             call,
             username,
