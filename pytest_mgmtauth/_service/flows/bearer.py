@@ -36,6 +36,9 @@ class BearerFlow(Flow):
     locks_out = False
     #: How its messages name the token in ``Authorization: Bearer <...>``.
     token_word: ClassVar[str] = "token"
+    #: The error code its refused calls record (``ApiCall.error``); ``None``: the
+    #: service's ``returnCode`` says it.
+    refused_error: ClassVar[str | None] = None
 
     @classmethod
     def fix_refused(cls) -> str:
@@ -103,7 +106,13 @@ class BearerFlow(Flow):
         its own error shape answers in it). ``expired``, ``wrong``: as
         ``Credentials.refuse_call``."""
         self.service.credentials.refuse_call(
-            call, username, credential, reason, expired=expired, wrong=wrong
+            call,
+            username,
+            credential,
+            reason,
+            expired=expired,
+            wrong=wrong,
+            error=self.refused_error,
         )
 
     def check_permission(self, call: Call, record: TokenRecord, permission: str | None) -> None:

@@ -201,29 +201,10 @@ class ScimFlow(BearerFlow):
             f"{account}/{profile} (add_account(profiles=...))"
         )
 
-    def issue_token(
-        self,
-        username: str,
-        now: float,
-        *,
-        arrived: int | None,
-        account: str | None = None,
-        profile: str | None = None,
-        scopes: tuple[str, ...] = (),
-        ttl: float | None = None,
-        margin: float | None = None,
-        extra: Mapping[str, object] | None = None,
-    ) -> tuple[str, TokenRecord]:
+    def issue_token(self, username: str, now: float, **grant: Any) -> tuple[str, TokenRecord]:
         # Its churn margin is the flow's own (churn_margin), which the grant reads.
-        return super().issue_token(
-            username,
-            now,
-            arrived=arrived,
-            account=account,
-            profile=profile,
-            ttl=self.lifetime(self.service.options),
-            extra={"scope": SCOPE},
-        )
+        grant.update(ttl=self.lifetime(self.service.options), extra={"scope": SCOPE})
+        return super().issue_token(username, now, **grant)
 
     def answer_token(self, incoming: Incoming) -> Answer:
         form = incoming.form
@@ -266,9 +247,8 @@ class ScimFlow(BearerFlow):
             )
             record = service.credentials.by_token.get(form["token"])
             if record is None or record.version != self.name:
-                return Answer(
-                    {}, empty=True
-                )  # not one of ours, or not a token at all: nothing to do
+                # Not one of ours, or not a token at all: nothing to do.
+                return Answer({}, empty=True)
             made_by = (record.username, record.account, record.profile)
             if made_by != (username, form["account"], form["profile"]):
                 refuse(

@@ -10,7 +10,7 @@ from __future__ import annotations
 import http
 import re
 import uuid
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
 from ..accounts import format_scopes
@@ -124,6 +124,8 @@ class V3Flow(BearerFlow):
     host_keys = ("host",)
     path_names = ACCOUNT_PROFILE_NAMES
     sets = (Sets("token_ttl", "body.token.jwt.lifetime"), Sets("v3_host", "body.host"))
+    #: The published 401 ``{"message": "Unauthorized"}`` (its body from :meth:`api_error`).
+    refused_error = "Unauthorized"
 
     @classmethod
     def origin(cls, record: TokenRecord) -> str:
@@ -159,29 +161,6 @@ class V3Flow(BearerFlow):
             retry_after=refusal.retry_after,
             body=body,
             headers=kept + gateway_headers(options.v3_host),
-        )
-
-    def refuse_call(
-        self,
-        call: Call,
-        username: str | None,
-        credential: str | None,
-        reason: str,
-        *,
-        expired: bool = False,
-        wrong: bool = False,
-    ) -> NoReturn:
-        """The published 401 ``{"message": "Unauthorized"}`` (its body from
-        :meth:`api_error`); the reason is the diagnosis (timeline, report, request log,
-        the fake's diagnosis header)."""
-        self.service.credentials.refuse_call(
-            call,
-            username,
-            credential,
-            reason,
-            expired=expired,
-            wrong=wrong,
-            error="Unauthorized",
         )
 
     def check_permission(self, call: Call, record: TokenRecord, permission: str | None) -> None:
