@@ -360,12 +360,7 @@ def check_endpoints(options: Options) -> None:
 
 def endpoint_families() -> tuple[str, ...]:
     """The path prefixes templated endpoints live under (reserved like builtin paths)."""
-    return tuple(
-        endpoint.family
-        for flow in FLOWS.values()
-        for endpoint in flow.endpoints
-        if endpoint.family is not None
-    )
+    return _endpoint_table(None).families
 
 
 @functools.cache  # FLOWS never changes; asked on every request
