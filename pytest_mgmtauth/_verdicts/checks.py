@@ -85,6 +85,12 @@ def _fix_churn(
 # -- the checks ----------------------------------------------------------------------
 
 
+def _fail(message: str | None) -> None:
+    __tracebackhide__ = True
+    if message is not None:
+        raise AssertionError(message)
+
+
 def churn_message(evidence: Evidence, *, username: str | None = None) -> str | None:
     """Why the test churned credentials, or ``None`` if it reused them."""
     premature = premature_grants(evidence.events, username=username)
@@ -153,9 +159,7 @@ def churn_message(evidence: Evidence, *, username: str | None = None) -> str | N
 
 def check_token_reused(evidence: Evidence, *, username: str | None = None) -> None:
     __tracebackhide__ = True
-    message = churn_message(evidence, username=username)
-    if message is not None:
-        raise AssertionError(message)
+    _fail(churn_message(evidence, username=username))
 
 
 def check_single_flight(evidence: Evidence, *, username: str | None = None) -> None:
@@ -223,9 +227,7 @@ def check_auth_count(
 def check_no_expired_credential_used(evidence: Evidence, *, username: str | None = None) -> None:
     """Fails when the client presented an expired bearer token or an ended session."""
     __tracebackhide__ = True
-    message = expired_use_message(evidence, username=username)
-    if message is not None:
-        raise AssertionError(message)
+    _fail(expired_use_message(evidence, username=username))
 
 
 def expired_uses(evidence: Evidence, username: str | None = None) -> list[ApiCall]:
@@ -311,9 +313,7 @@ def refused_calls(
 def check_no_refused_calls(evidence: Evidence, *, username: str | None = None) -> None:
     """Fails when the service refused a protected call for the wrong credential."""
     __tracebackhide__ = True
-    message = refused_call_message(evidence, username=username)
-    if message is not None:
-        raise AssertionError(message)
+    _fail(refused_call_message(evidence, username=username))
 
 
 #: How a test says it sends wrong credentials on purpose (the messages name it).
@@ -352,9 +352,7 @@ def refused_call_message(
 def check_logged_out(evidence: Evidence, *, username: str | None = None) -> None:
     """Fails when a v1 session opened in the test was not ended with /v1/logout."""
     __tracebackhide__ = True
-    message = open_session_message(evidence, username=username)
-    if message is not None:
-        raise AssertionError(message)
+    _fail(open_session_message(evidence, username=username))
 
 
 def open_sessions(evidence: Evidence, username: str | None = None) -> list[LoggedIn]:

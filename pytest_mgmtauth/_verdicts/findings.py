@@ -304,8 +304,6 @@ def report_section(
 class AuthFindingWarning(UserWarning):
     """Base of the teardown check's warnings: filter this one to treat them all alike."""
 
-    __module__ = "pytest_mgmtauth"
-
 
 class TokenChurnWarning(AuthFindingWarning):
     """A test's client was granted new credentials while it still held valid ones.
@@ -315,9 +313,6 @@ class TokenChurnWarning(AuthFindingWarning):
     ``strict`` the test fails instead.
     """
 
-    # Shown in tracebacks and used in filterwarnings as its public name.
-    __module__ = "pytest_mgmtauth"
-
 
 class ExpiredCredentialWarning(AuthFindingWarning):
     """A test's client sent a call with a bearer token that had expired or a v1 session
@@ -326,8 +321,6 @@ class ExpiredCredentialWarning(AuthFindingWarning):
     Emitted at the end of a test that uses ``mgmt_server`` (unless it called
     ``assert_no_expired_token_used`` itself); with ``strict`` the test fails instead.
     """
-
-    __module__ = "pytest_mgmtauth"
 
 
 class RefusedCallWarning(AuthFindingWarning):
@@ -340,8 +333,6 @@ class RefusedCallWarning(AuthFindingWarning):
     fails instead.
     """
 
-    __module__ = "pytest_mgmtauth"
-
 
 class WrongHostWarning(AuthFindingWarning):
     """A test's client sent a request to a host of the service that does not serve it
@@ -351,8 +342,6 @@ class WrongHostWarning(AuthFindingWarning):
     fails instead. See docs/hosts.md.
     """
 
-    __module__ = "pytest_mgmtauth"
-
 
 class OpenSessionWarning(AuthFindingWarning):
     """A v1 session opened in the test was not ended with ``/v1/logout``.
@@ -360,8 +349,6 @@ class OpenSessionWarning(AuthFindingWarning):
     Only with ``require_logout``, at the end of a test that uses ``mgmt_server`` (unless it
     called ``assert_logged_out`` itself); with ``strict`` the test fails instead.
     """
-
-    __module__ = "pytest_mgmtauth"
 
 
 class DeprecatedVersionWarning(AuthFindingWarning):
@@ -373,8 +360,6 @@ class DeprecatedVersionWarning(AuthFindingWarning):
     ``"off"`` says nothing. See docs/oauth.md.
     """
 
-    __module__ = "pytest_mgmtauth"
-
 
 class DriftWarning(AuthFindingWarning):
     """The fake answered one of a test's exchanges unlike the service did when the test
@@ -384,8 +369,6 @@ class DriftWarning(AuthFindingWarning):
     instead. The message names the exchange, the field, both values, the recording's date
     and the option that makes the fake answer like the service. See docs/live.md.
     """
-
-    __module__ = "pytest_mgmtauth"
 
 
 #: The warning class of each kind of finding.
@@ -398,3 +381,6 @@ WARNINGS: dict[str, type[AuthFindingWarning]] = {
     "deprecated_version": DeprecatedVersionWarning,
     "drift": DriftWarning,
 }
+# Shown in tracebacks and used in filterwarnings by their public names.
+for _warning in (AuthFindingWarning, *WARNINGS.values()):
+    _warning.__module__ = "pytest_mgmtauth"
