@@ -10,10 +10,10 @@ from .._http.app import CONTROL_PREFIX
 from .._http.binding import Binding, RouteHandler
 from .._http.parsing import unreachable_path
 from .._service.flows.registry import (
+    FLOWS,
     builtin_paths,
     check_version,
     endpoint_families,
-    flow_class,
     route_flow,
     service_hosts,
 )
@@ -123,7 +123,7 @@ class Routes:
                 f"route(): host must be one of the service's hosts ({', '.join(hosts)}), "
                 f"got {host!r}"
             )
-        flow_class(auth).check_route(permission, scope)
+        FLOWS[auth].check_route(permission, scope)
         if scope is not None and "{" in scope:
             names = set(re.findall(r"\{(\w+)\}", scope))
             groups = set(path.groupindex) if isinstance(path, re.Pattern) else set()

@@ -10,7 +10,7 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 from .._service.flows.base import normalized_path
-from .._service.flows.registry import endpoint_family, endpoint_for, flow_class, route_hosts
+from .._service.flows.registry import FLOWS, endpoint_family, endpoint_for, route_hosts
 from .hosts import where
 
 if TYPE_CHECKING:
@@ -116,7 +116,7 @@ def destination(binding: Binding, request: Request, arrival: Arrival) -> Destina
         path,
         raw,
         target,
-        flow=flow_class(route.auth),
+        flow=FLOWS[route.auth],
         route=route,
         hosts=hosts,
         answers=answers,

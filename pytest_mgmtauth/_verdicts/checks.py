@@ -17,7 +17,7 @@ from .._service.events import (
     grants,
     shown,
 )
-from .._service.flows.registry import DEFAULT_FLOW, FLOWS, check_grants, flow_class
+from .._service.flows.registry import DEFAULT_FLOW, FLOWS, check_grants
 from .._service.options import setting_names
 from .._service.records import AUTH_FAILED
 from .._service.secret_text import diagnose_reauth_after, fix_after_forbidden
@@ -193,7 +193,7 @@ def check_auth_count(
     found = grants(evidence.events, version=version, username=username)
     if len(found) == expected:
         return
-    what = flow_class(version).grants_phrase if version else "credential grants"
+    what = FLOWS[version].grants_phrase if version else "credential grants"
     scope = f" for {principal(evidence.events, username)} {username!r}" if username else ""
     listed = ", ".join(
         f"{grant_label(g)} at {evidence.offset(g.at.timestamp())}" for g in found[:10]
@@ -210,7 +210,7 @@ def check_auth_count(
     elif not found:
         hint = (
             "\n\nNo credential was granted: did the client reach "
-            f"{flow_class(version or DEFAULT_FLOW).title} at all? "
+            f"{FLOWS[version or DEFAULT_FLOW].title} at all? "
             "Rejections are in the timeline above."
         )
     raise AssertionError(
@@ -342,7 +342,7 @@ def refused_call_message(
         + format_timeline(evidence, username=first.username, focus=first)
         + "\n\nFix: send every call the credential the service granted for it (each "
         "refusal above says what arrived and what was expected): "
-        + "; ".join(dict.fromkeys(flow_class(call.version).fix_refused() for call in refused))
+        + "; ".join(dict.fromkeys(FLOWS[call.version].fix_refused() for call in refused))
         + ". If the test sends a wrong credential on "
         f"purpose, say so with {EXPECT_REFUSALS} (or the ?refused_call=false switch of "
         "mgmtauth-server's GET /_mgmtauth/check)."
@@ -367,7 +367,7 @@ def open_sessions(evidence: Evidence, username: str | None = None) -> list[Logge
         e.credential
         for e in evidence.events
         if isinstance(e, (CredentialExpired, CredentialRevoked))
-        and flow_class(e.version).credential == "session"
+        and FLOWS[e.version].credential == "session"
     }
     still: list[LoggedIn] = []
     for i, g in enumerate(evidence.events):

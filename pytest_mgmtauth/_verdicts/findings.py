@@ -92,18 +92,7 @@ def wrong_host_findings(evidence: Evidence) -> list[tuple[str | None, str]]:
 
 # -- verdicts: what the teardown check and the report section say ---------------------
 
-#: The kinds of finding, in the order they are reported.
-KINDS: tuple[str, ...] = (
-    "churn",
-    "expired_use",
-    "refused_call",
-    "open_session",
-    "wrong_host",
-    "deprecated_version",
-    "drift",
-)
-
-#: How each kind is named in the report section.
+#: How each kind of finding is named in the report section.
 _KIND_TITLES = {
     "churn": "churn",
     "expired_use": "expired-credential use",
@@ -113,6 +102,8 @@ _KIND_TITLES = {
     "deprecated_version": "API versions past Active",
     "drift": "drift from the service's recording",
 }
+#: The kinds of finding, in the order they are reported.
+KINDS: tuple[str, ...] = tuple(_KIND_TITLES)
 
 #: Why a kind is not counted, when its option turns it off.
 _OFF = {

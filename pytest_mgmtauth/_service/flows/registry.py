@@ -144,10 +144,6 @@ def client_flow() -> type[ClientFlow[Any]]:
     return found
 
 
-def flow_class(name: str) -> type[Flow]:
-    return FLOWS[name]
-
-
 def check_version(value: object, *, what: str, none: str | None = None) -> str | None:
     """``value`` if it names a flow (or is ``None`` when ``none`` says what that means);
     else a ValueError listing the flows."""
@@ -377,7 +373,7 @@ def service_hosts(options: Options) -> tuple[str, ...]:
     return _service_hosts(options.v3_host)
 
 
-@functools.lru_cache(maxsize=16)
+@functools.lru_cache(maxsize=16)  # cached by the region host: hashing it is cheap
 def _service_hosts(region_host: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys((*fixed_hosts(), region_host)))
 
