@@ -123,7 +123,6 @@ def churn_message(evidence: Evidence, *, username: str | None = None) -> str | N
         forbidden.append(why is not None)
         if why is not None and call is not None:
             forbidden_statuses.add(call.status)
-        if why is not None:
             before += f": {why}"
         total = len(grants(evidence.events, username=account))
         concurrent = [g for g in found if g.concurrent_with]

@@ -2,12 +2,7 @@
 pages publish them (repository Tealium/docs-site, ``administration/early-access/
 developer-portal/``): ``POST /oauth/token`` (option ``oauth_token_path``) at
 ``api.tealiumapis.com`` with a client's id and secret -> an RS256 JWT access token that
-carries scopes, sent as ``Authorization: Bearer <token>``.
-
-This module: what a client is and what it sends (the token request's form and the
-client's authentication, RFC 6749 2.3 and 4.4.2), the error shapes of RFC 6749 section
-5.2 and RFC 6750 section 3, and the flow itself: its clients, the token endpoint, and
-API calls checked as the portal's gateway checks them. The scope language is
+carries scopes, sent as ``Authorization: Bearer <token>``. The scope language is
 ``oauth_scopes.py``.
 """
 
