@@ -264,48 +264,33 @@ class BearerFlow(Flow):
         """Refuse a revoked, expired or not yet valid token."""
         now, claims = call.now, record.claims
         named = f"{self.credential} {record.label}"  # one name per credential, per flow
+        expired = False
         if record.revoked_at is not None:
-            self.refuse_call(
-                call,
-                record.username,
-                record.label,
-                f"{named} was revoked {now - record.revoked_at:.0f} s ago: authenticate again",
-            )
-        if record.expired_at is not None and now >= record.expired_at:
+            reason = f"{named} was revoked {now - record.revoked_at:.0f} s ago: authenticate again"
+        elif record.expired_at is not None and now >= record.expired_at:
             # Ended early on cue: the client could not have seen it coming, so this
             # is no use of an expired token (expired=False) but a 401 to recover from.
-            self.refuse_call(
-                call,
-                record.username,
-                record.label,
+            reason = (
                 f"{named} expired {now - record.expired_at:.0f} s ago (ended "
-                f"early on cue): authenticate again on a 401",
+                f"early on cue): authenticate again on a 401"
             )
-        if now >= claims.exp and record.expired_in_flight:
-            self.refuse_call(
-                call,
-                record.username,
-                record.label,
+        elif now >= claims.exp and record.expired_in_flight:
+            reason = (
                 f"{named} expired {now - claims.exp:.0f} s ago: a scheduled "
                 "expire moved the clock to its exp while the answer that granted it was in "
-                "flight (no client could renew it in time): authenticate again on a 401",
+                "flight (no client could renew it in time): authenticate again on a 401"
             )
-        if now >= claims.exp:
-            self.refuse_call(
-                call,
-                record.username,
-                record.label,
+        elif now >= claims.exp:
+            reason = (
                 f"{named} expired {now - claims.exp:.0f} s ago "
-                f"({_lifetime(record)}): authenticate again before it expires, or on a 401",
-                expired=True,
+                f"({_lifetime(record)}): authenticate again before it expires, or on a 401"
             )
-        if now < claims.nbf:
-            self.refuse_call(
-                call,
-                record.username,
-                record.label,
-                f"{named} is not valid before its nbf",
-            )
+            expired = True
+        elif now < claims.nbf:
+            reason = f"{named} is not valid before its nbf"
+        else:
+            return
+        self.refuse_call(call, record.username, record.label, reason, expired=expired)
 
     def _attribute_token(self, token: str) -> tuple[str | None, str | None]:
         """The account and label of a token presented in a malformed header."""
