@@ -82,12 +82,7 @@ def wrong_host_findings(evidence: Evidence) -> list[tuple[str | None, str]]:
     order of first appearance (``None`` last: requests that named no known account)."""
     names = list(dict.fromkeys(e.username for e in wrong_hosts(evidence)))
     names.sort(key=lambda u: u is None)
-    found = []
-    for username in names:
-        message = wrong_host_message(evidence, username)
-        if message is not None:
-            found.append((username, message))
-    return found
+    return [(u, m) for u in names if (m := wrong_host_message(evidence, u)) is not None]
 
 
 # -- verdicts: what the teardown check and the report section say ---------------------
@@ -114,12 +109,10 @@ _OFF = {
 
 @dataclasses.dataclass(frozen=True)
 class Finding:
-    """One mistake the service punishes, for one account: ``kind`` is ``"churn"``,
-    ``"expired_use"``, ``"refused_call"`` or ``"open_session"``; ``message`` is what the
-    matching assertion (``assert_token_reused``, ``assert_no_expired_token_used``,
-    ``assert_no_refused_calls``, ``assert_logged_out``) says for that account: the
-    diagnosis, the timeline and the fix. ``username`` is ``None`` for refused calls the
-    fake could tie to no account (an unknown or malformed credential)."""
+    """One mistake the service punishes, for one account: its ``kind`` (:data:`KINDS`)
+    and the ``message`` of the matching assertion for that account: the diagnosis, the
+    timeline and the fix. ``username`` is ``None`` where the fake could tie it to no
+    account (an unknown or malformed credential, a request that named none)."""
 
     kind: str
     username: str | None
@@ -210,10 +203,8 @@ def findings(evidence: Evidence, *, kinds: Collection[str] | None = None) -> lis
 
 
 def finding_counts(evidence: Evidence) -> dict[str, int]:
-    """How many of each thing :func:`findings` looks at, whether it counts or not:
-    premature grants (``churn``), calls with an expired credential (``expired_use``),
-    calls refused for the wrong credential (``refused_call``), sessions not logged out
-    (``open_session``), and the figures of :func:`summarize` (for ``GET /_mgmtauth/check``)."""
+    """How many of each thing :func:`findings` looks at, whether it counts or not, with
+    the figures of :func:`summarize` (for ``GET /_mgmtauth/check``)."""
     summary = summarize(evidence.events)
     return {
         **{f.name: getattr(summary, f.name) for f in dataclasses.fields(summary)},
