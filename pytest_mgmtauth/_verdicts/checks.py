@@ -361,7 +361,6 @@ def open_sessions(evidence: Evidence, username: str | None = None) -> list[Logge
     released by a refused call of its account (a 1401 after it was granted: the client
     lost it, and that refusal is the finding)."""
     ended = {e.session for e in evidence.events if isinstance(e, (LoggedOut, SessionExpired))}
-    # A session the test itself ended (mgmt_server.expire / revoke) cannot be logged out.
     ended |= {
         e.credential
         for e in evidence.events
