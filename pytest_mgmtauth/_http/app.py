@@ -20,7 +20,7 @@ from werkzeug.exceptions import ClientDisconnected, HTTPException
 
 from .._service.api_versions import version_call
 from .._service.flows.base import MalformedCall
-from .._service.flows.registry import FLOWS, endpoint_for, route_flow
+from .._service.flows.registry import endpoint_for
 from .._service.service import Refusal
 from .._service.timeline import to_datetime
 from .arrival import Arrival, FakeRequest
@@ -52,6 +52,7 @@ if TYPE_CHECKING:
 
     from werkzeug import Request
 
+    from .._service.flows.base import Flow
     from .._service.options import Options
     from .._service.records import Authorization
 
@@ -234,7 +235,6 @@ class FakeApp:
         try:
             if endpoint is None:
                 return self._protected(binding, request, arrival, to)
-            assert flow is not None
             if method != endpoint.method:
                 if endpoint.wrong_method_status == 404:
                     # No 405 among the endpoint's published statuses: a 404, as for any
@@ -274,7 +274,7 @@ class FakeApp:
             allow = endpoint.method if status == 405 and endpoint is not None else None
             return _transport_error(binding, to, status, exc.reason, allow=allow)
         except Refusal as refusal:
-            return refusal_response(flow.style(refusal) if flow else refusal)
+            return refusal_response(flow.style(refusal))
 
     def _protected(
         self, binding: Binding, request: Request, arrival: Arrival, to: Destination
@@ -292,7 +292,7 @@ class FakeApp:
                 f"{request.path!r}).respond_with_json(...)"
             )
             slashed = _trailing_slash(path, service.options)
-            response = _route_error(binding, route_flow(path), status, slashed or reason)
+            response = _route_error(binding, to.flow, status, slashed or reason)
             if allowed is not None:
                 response.headers["Allow"] = allowed
             return response
@@ -314,9 +314,7 @@ class FakeApp:
                 )
         except Refusal as refusal:
             # In the envelope of the route's flow (v3: {"message": "Unauthorized"}).
-            response = refusal_response(
-                service.flows[route.auth].api_error(refusal, service.options)
-            )
+            response = refusal_response(to.flow.api_error(refusal, service.options))
         finally:
             # Answered (or refused, or reset): a scheduled expire/revoke due before the
             # next protected call fires now.
@@ -365,7 +363,7 @@ class FakeApp:
             _answered(binding, route, auth, request, 500, host)
             return _route_error(
                 binding,
-                route.auth,
+                to.flow,
                 500,
                 f"the handler of {route!r} raised {type(exc).__name__}: {exc} "
                 "(re-raised in the test)",
@@ -381,17 +379,16 @@ class FakeApp:
             )
             binding.add_error(error, where)
             _answered(binding, route, auth, request, 500, host)
-            return _route_error(binding, route.auth, 500, f"{error} (re-raised in the test)")
+            return _route_error(binding, to.flow, 500, f"{error} (re-raised in the test)")
         _answered(binding, route, auth, request, response.status_code, host)
         self._this_thread.handler_answer = response
         return response
 
 
-def _route_error(binding: Binding, flow: str, status: int, reason: str) -> Response:
-    """The fake's own error answer to an API call of the flow named ``flow``, in that
-    flow's envelope (v3's ``{"message": ...}``)."""
-    service = binding.service
-    refusal = service.flows[flow].api_error(Refusal(status, status, reason), service.options)
+def _route_error(binding: Binding, flow: type[Flow], status: int, reason: str) -> Response:
+    """The fake's own error answer to an API call of ``flow``, in that flow's envelope
+    (v3's ``{"message": ...}``)."""
+    refusal = flow.api_error(Refusal(status, status, reason), binding.service.options)
     return refusal_response(refusal)
 
 
@@ -487,10 +484,10 @@ def _transport_error(
     4xx): in the error shape of the flow whose endpoint the path is (OAuth's RFC 6749
     errors), else the service's."""
     refusal = Refusal(status, status, reason)
-    if to.endpoint is not None and to.flow is not None:
+    if to.endpoint is not None:
         styled = to.flow.style(refusal)
-    else:  # an API call: in the envelope of the flow its path belongs to (v3's)
-        styled = FLOWS[route_flow(to.path)].api_error(refusal, binding.service.options)
+    else:  # an API call: in the envelope of its flow (v3's)
+        styled = to.flow.api_error(refusal, binding.service.options)
     if styled.body is None:
         return error_response(status, status, reason, allow=allow)
     response = refusal_response(styled)

@@ -10,7 +10,13 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 from .._service.flows.base import normalized_path
-from .._service.flows.registry import FLOWS, endpoint_family, endpoint_for, route_hosts
+from .._service.flows.registry import (
+    FLOWS,
+    endpoint_family,
+    endpoint_for,
+    path_flow,
+    route_hosts,
+)
 from .hosts import where
 
 if TYPE_CHECKING:
@@ -39,11 +45,13 @@ class Destination:
     #: The target in origin form: path and query as they came (percent-escapes kept),
     #: no fragment. What is forwarded and logged.
     target: str = dataclasses.field(repr=False)
+    #: The flow of its endpoint or its route; else the one whose paths it falls under
+    #: (``registry.path_flow``): whose hosts a live run forwards it to, whose envelope
+    #: its errors have.
+    flow: type[Flow]
     #: The flow endpoint it is, or whose path family it falls under (then ``params`` is
     #: None: a malformed path of that family).
     endpoint: Endpoint | None = None
-    #: The flow of its endpoint, or of its route.
-    flow: type[Flow] | None = None
     #: The parameters of the endpoint's template; None unless it is that endpoint.
     params: dict[str, str] | None = None
     #: The declared route it calls: the first matching one that answers where it
@@ -93,10 +101,10 @@ def destination(binding: Binding, request: Request, arrival: Arrival) -> Destina
     if found is not None:
         flow, endpoint, params = found
         answers = here.reaches(flow.auth_hosts, region)
-        return Destination(here, path, raw, target, endpoint, flow, params, answers=answers)
+        return Destination(here, path, raw, target, flow, endpoint, params, answers=answers)
     family = endpoint_family(path)
     if family is not None:
-        return Destination(here, path, raw, target, family[1], family[0])
+        return Destination(here, path, raw, target, family[0], family[1])
     chosen: tuple[RouteHandler, tuple[str, ...]] | None = None
     answers = False
     for route in binding.routes:
@@ -109,14 +117,14 @@ def destination(binding: Binding, request: Request, arrival: Arrival) -> Destina
             break
         chosen = chosen or (route, hosts)
     if chosen is None:
-        return Destination(here, path, raw, target)
+        return Destination(here, path, raw, target, path_flow(path))
     route, hosts = chosen
     return Destination(
         here,
         path,
         raw,
         target,
-        flow=FLOWS[route.auth],
+        FLOWS[route.auth],
         route=route,
         hosts=hosts,
         answers=answers,

@@ -41,7 +41,7 @@ from urllib.parse import urlsplit
 from werkzeug import Response
 
 from .._service.exchange_shape import parse_json
-from .._service.flows.registry import declared, path_flow, service_hosts
+from .._service.flows.registry import declared, service_hosts
 from .errors import error_response
 from .exchanges import keep_exchange
 from .hosts import host_name, region_address
@@ -328,13 +328,10 @@ def _target_host(binding: Binding, to: Destination, *, named: bool) -> str:
     if here.host is not None:  # the region address
         live = binding.live
         return live.region_host if live is not None and live.region_host else here.host
-    if to.exact and flow is not None:
+    if to.exact:
         return flow.auth_hosts[0]
     if to.route is not None and to.route.host is not None:
         return to.route.host
-    if to.route is None or flow is None:
-        # Not declared: the flow its path would take (the flows' api_paths, route_prefix).
-        flow = path_flow(to.path)
     # The fake's own address stands for every host but the region host (hosts.py).
     others = [h for h in flow.api_host_names(options) if h != options.v3_host]
     return others[0] if others else flow.auth_hosts[0]
