@@ -49,7 +49,6 @@ if TYPE_CHECKING:
         ScheduledFault as ScheduledFault,
         ScriptedFault as ScriptedFault,
     )
-    from ._service.flows.oauth import OAuthClient as OAuthClient
     from ._service.options import Options as Options
     from ._verdicts.findings import (
         AuthFindingWarning as AuthFindingWarning,
@@ -61,6 +60,7 @@ if TYPE_CHECKING:
         TokenChurnWarning as TokenChurnWarning,
         WrongHostWarning as WrongHostWarning,
     )
+    from .flows import OAuthClient as OAuthClient
     from .plugin import SigningKeyCacheWarning as SigningKeyCacheWarning
 
 __version__ = "0.2.0"
@@ -101,7 +101,7 @@ _LAZY: dict[str, tuple[str, ...]] = {
         "WrongHost",
     ),
     "._service.faults": ("ScheduledFault", "ScriptedFault"),
-    "._service.flows.oauth": ("OAuthClient",),
+    ".flows": ("OAuthClient",),
     "._service.options": ("Options",),
     "._verdicts.findings": (
         "AuthFindingWarning",

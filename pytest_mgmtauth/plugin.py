@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from ._glue.report import SECTION_TITLE, section_text
     from ._glue.sweep import SweepReport
     from ._service.accounts import Account, Profile
-    from ._service.flows.oauth import OAuthClient
+    from .flows import OAuthClient
 
 _BASE_OPTIONS = pytest.StashKey[Options]()
 #: Whether the test's setup or call phase did not pass (the teardown check then only warns).

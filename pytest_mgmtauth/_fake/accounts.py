@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
     from .._service.accounts import Account
-    from .._service.flows.oauth import OAuthClient
+    from .._service.flows.registry import OAuthClient
     from .._service.service import AuthService
 
 

@@ -34,11 +34,11 @@ if TYPE_CHECKING:
 
     from werkzeug import Request, Response
 
+    from .. import OAuthClient
     from .._http.binding import RecordedRequest
     from .._service.accounts import Account
     from .._service.events import Event
     from .._service.faults import ScriptedFault
-    from .._service.flows.oauth import OAuthClient
     from .._service.options import Options
 
 # -- the guard ---------------------------------------------------------------------

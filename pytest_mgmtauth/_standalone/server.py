@@ -36,8 +36,8 @@ from .messages import account_json, client_json, loads_standard, options_json
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
+    from .. import OAuthClient
     from .._service.accounts import Account
-    from .._service.flows.oauth import OAuthClient
     from .._service.options import Options
 
 DEFAULT_HOST = "127.0.0.1"

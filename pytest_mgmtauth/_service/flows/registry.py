@@ -24,7 +24,9 @@ from ..api_versions import LIFECYCLE_SETS
 from ..events import FLOW_WORDS, FlowWords
 from ..options import DEFAULT_V3_HOST
 from .base import ClientFlow, Flow
-from .oauth import OAuthFlow
+
+# OAuthClient: the public type of the clients add_client makes, for the layers above.
+from .oauth import OAuthClient as OAuthClient, OAuthFlow
 from .scim import ScimFlow
 from .v1 import V1Flow
 from .v2 import V2Flow
