@@ -33,7 +33,6 @@ from .errors import (
     refusal_response,
     with_headers,
 )
-from .exchanges import keep_exchange
 from .flows import (
     ConnectionResetOnCue,
     answer,
@@ -445,7 +444,7 @@ def _exchanged(
     if binding.live is not None:  # the service's answer was kept as it came
         binding.live.answered(request, response, binding.service.timeline.redact)
     elif response is not None:
-        keep_exchange(binding, request, response, protected=to.route is not None)
+        binding.keep_exchange(request, response, protected=to.route is not None)
 
 
 def _recorded(

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, overload
 
 from pytest_httpserver import RequestHandler, RequestMatcher
 
+from .._service.exchange_shape import REFUSED_STATUSES, Exchange
 from .._service.flows.registry import HostPlan
 from .._service.timeline import to_datetime
 
@@ -222,6 +223,10 @@ class Binding:
         self.main_port = 0
         #: In a live run, its link to the service: every request is forwarded.
         self.live: LiveTest | None = None
+        #: Its exchanges, for the drift check: kept only for a test that asked
+        #: (``MgmtServer.record_exchanges``), so a test without a snapshot pays one
+        #: attribute read per request. Kept raw; ``_service/exchange_shape.py`` reads them.
+        self.exchanges: list[Exchange] | None = None
 
     def add_error(self, error: BaseException, where: str) -> None:
         with self.lock:
@@ -229,6 +234,27 @@ class Binding:
                 self.errors.append(error)
                 return
         self.late.add(self.owner, where, error)
+
+    def keep_exchange(self, request: Request, response: Response, *, protected: bool) -> None:
+        """Add the exchange to :attr:`exchanges`, if it keeps them. ``protected``: whether it
+        is an API call, a call to a declared route (any other path the fake does not serve,
+        an unknown route's 404, is recorded whole, like an endpoint's answer)."""
+        kept = self.exchanges
+        if kept is None:
+            return
+        status = response.status_code
+        # A protected call's data body is never read (nor kept): only a refusal's shape.
+        body = b"" if protected and status not in REFUSED_STATUSES else response.get_data()
+        kept.append(
+            Exchange(
+                method=request.method,
+                path=request.path,
+                status=status,
+                headers=tuple(response.headers.items()),
+                body=body,
+                protected=protected,
+            )
+        )
 
     def log_refused(
         self, method: str, target: str, headers: tuple[tuple[str, str], ...], status: int

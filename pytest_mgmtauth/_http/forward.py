@@ -43,7 +43,6 @@ from werkzeug import Response
 from .._service.exchange_shape import parse_json
 from .._service.flows.registry import declared, service_hosts
 from .errors import error_response
-from .exchanges import keep_exchange
 from .hosts import host_name, region_address
 from .parsing import read_body
 
@@ -290,7 +289,7 @@ def forward(binding: Binding, request: Request, to: Destination) -> Response:
         if refused is not None:
             with run.lock:
                 run.refused = run.refused or refused
-    keep_exchange(binding, request, original, protected=to.route is not None)
+    binding.keep_exchange(request, original, protected=to.route is not None)
     return _for_client(binding, request, original, document, named=named)
 
 
