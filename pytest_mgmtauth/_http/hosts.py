@@ -132,9 +132,11 @@ def refuse_endpoint_host(
 def foreign_target(binding: Binding, target: str | None) -> str | None:
     """Why an absolute-form request ``target`` naming a host the fake does not stand in
     for is refused (it is never forwarded), or None."""
-    if target is None or target.startswith("/"):
+    if target is None or target.startswith("/") or "://" not in target:
         return None
-    return absolute_target_problem(target, service_hosts(binding.service.options))
+    hosts = service_hosts(binding.service.options)
+    host = (urlsplit(target).hostname or "").lower()
+    return None if host in hosts else foreign_host(host or target, hosts)
 
 
 # -- the proxy of the intercept option --------------------------------------------
@@ -219,19 +221,6 @@ def foreign_host(host: str, hosts: Iterable[str]) -> str:
         f"{_WHO} stands in for {', '.join(hosts)} only, not {host}; it forwards nothing. "
         "Reach other hosts directly: name them in NO_PROXY (mgmt_server.env has it)"
     )
-
-
-def absolute_target_problem(target: str, hosts: Iterable[str]) -> str | None:
-    """Why an absolute-form request target (``http://host/path``) is refused, or None
-    when it is origin-form or names one of ``hosts``."""
-    if target.startswith("/") or "://" not in target:
-        return None
-    parts = urlsplit(target)
-    host = (parts.hostname or "").lower()
-    hosts = tuple(hosts)
-    if host not in hosts:
-        return foreign_host(host or target, hosts)
-    return None
 
 
 def serve_connect(handler: _Handler) -> None:

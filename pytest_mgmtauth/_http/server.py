@@ -84,12 +84,7 @@ class FakeHTTPServer(HTTPServer):
         #: The TLS context of a tunnel to a host: set, this listener is the proxy of the
         #: intercept option (see _http/hosts.py).
         self.tunnel_context = tunnel_context
-        self.no_handler_status_code = 404
         self._start_lock = threading.Lock()
-
-    def mount(self, prefix: str, app: Callable[[Request], Response]) -> None:
-        """Serve ``app`` under ``prefix`` besides the fake (see :meth:`FakeApp.mount`)."""
-        self.app.mount(prefix, app)
 
     def start(self) -> None:
         with self._start_lock:
@@ -112,10 +107,6 @@ class FakeHTTPServer(HTTPServer):
                 target=self.thread_target, daemon=True, name="mgmtauth-server"
             )
             self.server_thread.start()
-
-    def thread_target(self) -> None:
-        assert self.server is not None
-        self.server.serve_forever()
 
     def application(self, request: Request) -> Response:
         return self.app(request)

@@ -251,7 +251,7 @@ class StandaloneServer:
         # 404 or a 401 for a startup account not added yet.
         http = self._pool.server(https=self.options.https)
         http.app.defer_opening()
-        http.mount(
+        http.app.mount(
             CONTROL_PREFIX,
             ControlAPI(
                 fake=lambda: self.fake,
