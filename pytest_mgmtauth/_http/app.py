@@ -42,7 +42,7 @@ from .flows import (
     username_of,
 )
 from .forward import ended_message, forward
-from .hosts import foreign_target, refuse_endpoint_host, region_host, shown
+from .hosts import foreign_target, region_host, shown
 from .parsing import BadInput, read_body
 
 if TYPE_CHECKING:
@@ -246,8 +246,15 @@ class FakeApp:
                 raise BadInput(405, f"{path} takes {endpoint.method}, not {method}")
             if to.params is None:
                 raise BadInput(404, flow.wrong_path(path))
-            if not to.answers:
-                refuse_endpoint_host(binding, request, arrival, to.where, flow)
+            if not to.answers:  # a flow's own endpoint, at a host it does not answer on
+                service.refuse_wrong_host(
+                    flow.name,
+                    to.where,
+                    shown(binding, request, arrival, flow.auth_hosts),
+                    method=method,
+                    path=path,
+                    api=False,
+                )
             if endpoint.fault_point:
                 fault = service.fault_runner.auth_call(
                     flow.name, method, path, lambda: username_of(request, endpoint)

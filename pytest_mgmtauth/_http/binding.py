@@ -498,13 +498,12 @@ class LoggedRequests(Sequence[RecordedRequest]):
 
     def __init__(
         self,
-        entries: Iterable[RecordedRequest | _Kept] = (),
-        dropped: int = 0,
-        *,
-        mask: Callable[[str], str] = str,
-        generation: Callable[[], Hashable] = object,
+        entries: list[_Kept],
+        dropped: int,
+        mask: Callable[[str], str],
+        generation: Callable[[], Hashable],
     ) -> None:
-        self._kept = [e if isinstance(e, _Kept) else _Kept(e) for e in entries]
+        self._kept = entries
         self._mask = mask
         self._generation = generation
         #: Earlier requests dropped to stay within the log's bounds: more than
@@ -586,4 +585,4 @@ class RequestLog:
         that follow at the same one. Without it, each read masks again."""
         with self._lock:
             entries, dropped = list(self._entries), self.dropped
-        return LoggedRequests(entries, dropped, mask=mask, generation=generation or object)
+        return LoggedRequests(entries, dropped, mask, generation or object)

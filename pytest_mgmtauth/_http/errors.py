@@ -296,16 +296,11 @@ def refusal_response(refusal: Refusal) -> Response:
     ``retryAfter`` with a ``Retry-After`` header when it has one; or the body and
     headers a flow's own error shape gave it (OAuth's RFC 6749/6750 errors)."""
     if refusal.body is not None:
-        response = json_response(refusal.status, dict(refusal.body), refusal.headers)
-        if refusal.retry_after is not None:
-            response.headers["Retry-After"] = str(refusal.retry_after)
-        return with_diagnosis(response, refusal.reason)
-    extra: dict[str, Any] = {}
-    if refusal.retry_after is not None:
-        extra["retryAfter"] = refusal.retry_after
-    response = error_response(refusal.status, refusal.return_code, refusal.message, **extra)
-    for name, value in refusal.headers:
-        response.headers.add(name, value)
+        body = dict(refusal.body)
+    else:
+        retry = {} if refusal.retry_after is None else {"retryAfter": refusal.retry_after}
+        body = error_body(refusal.return_code, refusal.message, **retry)
+    response = json_response(refusal.status, body, refusal.headers)
     if refusal.retry_after is not None:
         response.headers["Retry-After"] = str(refusal.retry_after)
     return with_diagnosis(response, refusal.reason)

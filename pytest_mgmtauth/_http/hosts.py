@@ -25,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import socket
 import ssl
-from typing import TYPE_CHECKING, Any, NoReturn, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
 from .._service.flows.base import Where
@@ -40,7 +40,6 @@ if TYPE_CHECKING:
 
     from werkzeug import Request
 
-    from .._service.flows.base import Flow
     from .arrival import Arrival
     from .binding import Binding
 
@@ -112,21 +111,6 @@ def shown(binding: Binding, request: Request, arrival: Arrival, hosts: tuple[str
         for h in hosts
     ]
     return " or ".join(dict.fromkeys(addresses))
-
-
-def refuse_endpoint_host(
-    binding: Binding, request: Request, arrival: Arrival, here: Where, flow: type[Flow]
-) -> NoReturn:
-    """Refuse (:class:`Refusal`) a request to a flow's own endpoint at a host it does
-    not answer on (``here``: where it arrived)."""
-    binding.service.refuse_wrong_host(
-        flow.name,
-        here,
-        shown(binding, request, arrival, flow.auth_hosts),
-        method=request.method,
-        path=request.path,
-        api=False,
-    )
 
 
 def foreign_target(binding: Binding, target: str | None) -> str | None:
