@@ -1,13 +1,11 @@
 """Requests in, domain calls, JSON out: the front door of the fake service.
 
-The HTTP server is shared by a whole test session; each test binds its own state
-(a :class:`~.binding.Binding`: an :class:`~pytest_mgmtauth._service.service.AuthService`
-and its routes) for its duration. A request that arrives while no test is bound gets 503.
-
-:class:`FakeApp` decides which test a request belongs to, passes it to a mounted app, to
-one of the built-in endpoints (``flows.py``, after a scripted fault has had its turn)
-or to a declared route (authenticated here first), and answers
-whatever goes wrong in the fake's JSON error shape.
+The HTTP server is shared by a whole test session; each test binds its own state (a
+:class:`~.binding.Binding`) for its duration; a request that arrives while none is bound
+gets 503. :class:`FakeApp` finds the test a request belongs to, decides once what it is
+for (``destination.py``), serves it (a mounted app, a flow's endpoint after its scripted
+faults, a declared route, or the service in a live run) and answers whatever goes wrong
+in the fake's JSON error shape.
 """
 
 from __future__ import annotations

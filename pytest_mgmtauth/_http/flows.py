@@ -1,19 +1,6 @@
-"""The flows on the wire: their own endpoints, the scripted faults of those, and what a
-protected call brings its flow.
-
-The endpoints (whatever the registry lists) are served from their declarations: read the
-form the endpoint names, hand it to the flow, and answer as the interface document shows
-(the JSON, the cookies, the success headers). The service's refusals and bad input are
-answered by the caller (``FakeApp``).
-
-Before that, a scripted fault may take the call (``mgmt_server.fail_next``,
-``hang_next``, ``drop_connection_next``, ``malformed_next``, or a scheduled one): which
-fault a call takes, and the answer it gives instead (a failure, a hang, a cut-off body
-or a reset connection).
-
-A protected call (a declared route) is handed to its flow as a :class:`Received`, read
-once; the flow reads its own credential from it.
-"""
+"""The flows on the wire: their own endpoints, served from their declarations (the
+service's refusals and bad input are answered by ``FakeApp``), the scripted faults of
+those, and what a protected call brings its flow (a :class:`Received`, read once)."""
 
 from __future__ import annotations
 

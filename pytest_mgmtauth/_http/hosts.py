@@ -25,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import socket
 import ssl
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from .._service.flows.base import Where
@@ -36,12 +36,13 @@ from .errors import error_bytes
 from .flows import fake_host
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Iterable
 
     from werkzeug import Request
 
     from .arrival import Arrival
     from .binding import Binding
+    from .handler import ConnectionHandler
 
 
 def host_name(header: str) -> str:
@@ -149,25 +150,6 @@ class ProxyRefusal(Exception):
         self.reason = reason
 
 
-class _Handler(Protocol):
-    """What the proxy needs of the connection's request handler."""
-
-    path: str
-    headers: Any
-    server: Any
-    connection: Any
-    rfile: Any
-    wfile: Any
-    close_connection: bool
-    tunnel_host: str | None
-    binding: Binding | None
-
-    def send_response(self, code: int, message: str | None = None) -> None: ...
-    def send_header(self, keyword: str, value: str) -> None: ...
-    def end_headers(self) -> None: ...
-    def handle_one_request(self) -> None: ...
-
-
 def parse_authority(target: str) -> tuple[str, int]:
     """The host (lower case) and port of a ``CONNECT`` target (``host:port``, RFC 9110
     9.3.6); :class:`ProxyRefusal` (400) saying what is wrong with it."""
@@ -207,15 +189,11 @@ def foreign_host(host: str, hosts: Iterable[str]) -> str:
     )
 
 
-def serve_connect(handler: _Handler) -> None:
+def serve_connect(handler: ConnectionHandler) -> None:
     """Answer a ``CONNECT``: refuse it, or open the TLS tunnel and serve the requests
     that come through it until the connection closes."""
     handler.close_connection = True
-    binding: Binding | None = handler.binding
-    target = handler.path
-    contexts: Callable[[str], ssl.SSLContext] | None = getattr(
-        handler.server, "tunnel_context", None
-    )
+    binding, target, contexts = handler.binding, handler.path, handler.server.tunnel_context
     try:
         if contexts is None:
             raise ProxyRefusal(
@@ -246,10 +224,11 @@ def serve_connect(handler: _Handler) -> None:
     tunnel = _handshake(handler, contexts(host), host, binding)
     if tunnel is None:
         return
+    writer = ConnectionWriter(tunnel, handler.server)
     try:
         handler.connection = tunnel
         handler.rfile = tunnel.makefile("rb", -1)
-        handler.wfile = ConnectionWriter(tunnel, handler.server)
+        handler.wfile = writer
         handler.tunnel_host = host
         handler.close_connection = False
         while not handler.close_connection:
@@ -257,12 +236,12 @@ def serve_connect(handler: _Handler) -> None:
     finally:
         handler.close_connection = True
         with contextlib.suppress(OSError, ValueError):
-            handler.wfile.release()  # an answer still deferred (ConnectionWriter.defer)
+            writer.release()  # an answer still deferred (ConnectionWriter.defer)
         tunnel.close()
 
 
 def _handshake(
-    handler: _Handler, context: ssl.SSLContext, host: str, binding: Binding
+    handler: ConnectionHandler, context: ssl.SSLContext, host: str, binding: Binding
 ) -> ssl.SSLSocket | None:
     """The server side of the tunnel's TLS, or None (the connection closed, the reason in
     the timeline) when the handshake fails or does not come in time."""
@@ -302,12 +281,11 @@ def _handshake(
         with contextlib.suppress(OSError):
             tunnel.close()
         return None
-    timeout = getattr(handler, "timeout", None)
-    tunnel.settimeout(timeout)
+    tunnel.settimeout(handler.timeout)
     return tunnel
 
 
-def _answer(handler: _Handler, status: int, reason: str | None = None) -> None:
+def _answer(handler: ConnectionHandler, status: int, reason: str | None = None) -> None:
     """The answer to the ``CONNECT`` itself: 200 (the tunnel is open), or a refusal in
     the fake's JSON error shape that closes the connection."""
     if reason is None:

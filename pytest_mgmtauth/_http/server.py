@@ -27,14 +27,7 @@ Differences from the stock server, each for a measured reason (see the field not
   as a real server's idle timeout would: clients check a pooled connection before reusing
   it and open a new one.
 
-Here: :class:`FakeHTTPServer`, the server pytest-httpserver's API sees, and the TLS it
-serves: a per-session test CA (trustme, :class:`TestCA`) and the contexts made from it,
-for the fake's own address (127.0.0.1, localhost, ::1) and, under interception, each
-host of the service it stands in for, one certificate per host name. Below it,
-``connections.py`` (accepting, TLS wrapping, the connections idle between requests),
-``handler.py`` (one connection's requests: keep-alive, the TLS handshake, the answers
-written straight to the socket) and ``streams.py`` (the counted body and the brief
-drain).
+Here too: the TLS it serves, from a per-session test CA (:class:`TestCA`).
 """
 
 from __future__ import annotations
