@@ -168,11 +168,11 @@ class ConnectionHandler(WSGIRequestHandler):
     def setup(self) -> None:
         super().setup()
         self.binding = self.server.binding_of(self.request)
-        self.wfile = ConnectionWriter(self.connection, self.server)
+        self.wfile = ConnectionWriter(self.connection)
         if not isinstance(self.connection, ssl.SSLSocket) and self.server.tunnel_context is None:
             # Its reader tells whether bytes wait past a request (keep-alive).
             self.rfile.close()
-            self.rfile = io.BufferedReader(ConnectionReader(self.connection, self.server))
+            self.rfile = io.BufferedReader(ConnectionReader(self.connection))
         if self.server.tunnel_context is not None:
             # The proxy: a CONNECT's head is read without the bytes after it, which
             # belong to the tunnel's TLS (see HeadBounded).

@@ -224,7 +224,7 @@ def serve_connect(handler: ConnectionHandler) -> None:
     tunnel = _handshake(handler, contexts(host), host, binding)
     if tunnel is None:
         return
-    writer = ConnectionWriter(tunnel, handler.server)
+    writer = ConnectionWriter(tunnel)
     try:
         handler.connection = tunnel
         handler.rfile = tunnel.makefile("rb", -1)

@@ -134,13 +134,9 @@ class _Recording:
         self.sent.append(bytes(data))
 
 
-class _NoLead:
-    """A server (a connection's writer and reader ask nothing of it)."""
-
-
 def test_a_held_head_goes_out_with_the_body_in_one_write() -> None:
     sock = _Recording()
-    writer = ConnectionWriter(sock, _NoLead())  # type: ignore[arg-type]
+    writer = ConnectionWriter(sock)  # type: ignore[arg-type]
     writer.hold(b"HTTP/1.1 200 OK\r\n")
     writer.hold(b"Content-Length: 2\r\n\r\n")
     assert sock.sent == []
@@ -152,7 +148,7 @@ def test_a_held_head_goes_out_with_the_body_in_one_write() -> None:
 
 def test_a_held_head_without_a_body_goes_out_at_flush() -> None:
     sock = _Recording()
-    writer = ConnectionWriter(sock, _NoLead())  # type: ignore[arg-type]
+    writer = ConnectionWriter(sock)  # type: ignore[arg-type]
     writer.hold(b"HTTP/1.1 204 No Content\r\n\r\n")
     assert writer.write(b"") == 0  # Werkzeug's write of an empty body
     assert sock.sent == [b"HTTP/1.1 204 No Content\r\n\r\n"]
@@ -163,7 +159,7 @@ def test_a_held_head_without_a_body_goes_out_at_flush() -> None:
 
 def test_a_deferred_answer_goes_out_whole_at_release() -> None:
     sock = _Recording()
-    writer = ConnectionWriter(sock, _NoLead())  # type: ignore[arg-type]
+    writer = ConnectionWriter(sock)  # type: ignore[arg-type]
     writer.defer()
     writer.hold(b"HEAD\r\n\r\n")
     writer.write(b"body")
@@ -178,7 +174,7 @@ def test_a_deferred_answer_goes_out_whole_at_release() -> None:
 
 def test_a_deferred_answer_goes_out_at_close() -> None:
     sock = _Recording()
-    writer = ConnectionWriter(sock, _NoLead())  # type: ignore[arg-type]
+    writer = ConnectionWriter(sock)  # type: ignore[arg-type]
     writer.defer()
     writer.write(b"answer")
     writer.close()
@@ -187,7 +183,7 @@ def test_a_deferred_answer_goes_out_at_close() -> None:
 
 def test_a_large_answer_is_never_deferred() -> None:
     sock = _Recording()
-    writer = ConnectionWriter(sock, _NoLead())  # type: ignore[arg-type]
+    writer = ConnectionWriter(sock)  # type: ignore[arg-type]
     writer.defer()
     writer.write(b"a" * 100)
     writer.write(b"b" * _connections.LARGE_WRITE)  # past the limit: all of it goes now
@@ -198,7 +194,7 @@ def test_a_large_answer_is_never_deferred() -> None:
 
 def test_a_large_answer_counts_its_held_head() -> None:
     sock = _Recording()
-    writer = ConnectionWriter(sock, _NoLead())  # type: ignore[arg-type]
+    writer = ConnectionWriter(sock)  # type: ignore[arg-type]
     writer.hold(b"h" * 100)
     writer.write(b"b" * (_connections.LARGE_WRITE - 50))
     assert sock.sent == [b"h" * 100 + b"b" * (_connections.LARGE_WRITE - 50)]
@@ -208,7 +204,7 @@ def test_bytes_waiting_looks_in_the_buffer_then_on_the_socket_without_waiting() 
     left, right = socket.socketpair()
     with left, right:
         left.settimeout(30)  # as a connection's: a read would wait up to it
-        raw = ConnectionReader(left, _NoLead())  # type: ignore[arg-type]
+        raw = ConnectionReader(left)
         buffered = io.BufferedReader(raw)
         assert not raw.bytes_waiting(buffered)  # nothing anywhere, and no wait
         right.sendall(b"GET / HTTP/1.1\r\n\r\nGET")
@@ -230,9 +226,9 @@ def sends(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
     sent: list[bytes] = []
     send = ConnectionWriter._send
 
-    def recording(self: ConnectionWriter, data: bytes, size: int) -> None:
+    def recording(self: ConnectionWriter, data: bytes) -> None:
         sent.append(bytes(data))
-        send(self, data, size)
+        send(self, data)
 
     monkeypatch.setattr(ConnectionWriter, "_send", recording)
     return sent
