@@ -150,9 +150,10 @@ class ProxyRefusal(Exception):
         self.reason = reason
 
 
-def parse_authority(target: str) -> tuple[str, int]:
-    """The host (lower case) and port of a ``CONNECT`` target (``host:port``, RFC 9110
-    9.3.6); :class:`ProxyRefusal` (400) saying what is wrong with it."""
+def tunnel_host(target: str, hosts: tuple[str, ...]) -> str:
+    """The host (lower case) of a ``CONNECT`` target (``host:port``, RFC 9110 9.3.6);
+    :class:`ProxyRefusal` saying what is wrong with it: 400 when malformed, 403 unless
+    it is one of the service's ``hosts`` on :data:`TUNNEL_PORT`."""
     host, sep, port = target.rpartition(":")
     if not sep or not host or "/" in target or "@" in target:
         raise ProxyRefusal(
@@ -164,21 +165,16 @@ def parse_authority(target: str) -> tuple[str, int]:
         raise ProxyRefusal(
             400, f"CONNECT {target!r} is malformed: {port!r} is no port (1 to 65535)"
         )
-    return host.lower(), int(port)
-
-
-def check_tunnel(host: str, port: int, hosts: Iterable[str]) -> None:
-    """:class:`ProxyRefusal` (403) unless ``host:port`` is one of the service's hosts on
-    :data:`TUNNEL_PORT`."""
-    hosts = tuple(hosts)
+    host, number = host.lower(), int(port)
     if host not in hosts:
         raise ProxyRefusal(403, foreign_host(host, hosts))
-    if port != TUNNEL_PORT:
+    if number != TUNNEL_PORT:
         raise ProxyRefusal(
             403,
             f"{_WHO} opens tunnels to port {TUNNEL_PORT} of the service's hosts only, not "
-            f"{host}:{port}: the service is HTTPS on {TUNNEL_PORT}",
+            f"{host}:{number}: the service is HTTPS on {TUNNEL_PORT}",
         )
+    return host
 
 
 def foreign_host(host: str, hosts: Iterable[str]) -> str:
@@ -210,8 +206,7 @@ def serve_connect(handler: ConnectionHandler) -> None:
                 "no test is using the fake service right now: the CONNECT arrived outside "
                 "the test that owns the mgmt_server fixture",
             )
-        host, port = parse_authority(target)
-        check_tunnel(host, port, service_hosts(binding.service.options))
+        host = tunnel_host(target, service_hosts(binding.service.options))
     except ProxyRefusal as refusal:
         if binding is not None and not binding.closed.is_set():
             binding.service.timeline.record_bad_request(
