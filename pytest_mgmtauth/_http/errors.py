@@ -1,18 +1,12 @@
 """What is wrong with a request, and every JSON error body that says so.
 
-Strictness about header values and the request's framing, so that a client's mistake
-gets named instead of half-parsed: what may surround a header value, which character in
-it is out of place and how to call it, and why the Host, Content-Length and
-Transfer-Encoding headers make a request invalid (``framing_problem``, checked by the
-server before the app sees it). The largest body is checked here only too
-(:func:`read_limited_body`).
+Strictness about the request's header section, so that a client's mistake gets named
+instead of half-parsed (:func:`framing_problem`, checked by the server before the app
+sees the request), and about the largest body (:func:`read_limited_body`).
 
-``{"returnCode": ..., "message": ...}`` is built here only: by the fake's routes, the
-control API (``_standalone/control.py``) and the raw-socket answers of the server
-(``handler.py``: a plain-HTTP request at the HTTPS fake, a framing error; the proxy's
-refusals in ``hosts.py``). So is the fake's own header that carries an error's diagnosis
-(:data:`DIAGNOSIS_HEADER`), which stays where a flow's published error body has no room
-for it (v3's ``{"message": "Unauthorized"}``).
+``{"returnCode": ..., "message": ...}`` is built here only, and so is the fake's own
+header that carries an error's diagnosis (:data:`DIAGNOSIS_HEADER`), which stays where a
+flow's published error body has no room for it (v3's ``{"message": "Unauthorized"}``).
 """
 
 from __future__ import annotations

@@ -1,27 +1,19 @@
 """Live runs (``pytest --mgmtauth-live``): the fake forwards each request of a test to the
-service and hands the service's answer back, recording the exchange for the drift check.
+service and hands the service's answer back, recording the exchange for the drift check
+(docs/live.md says what a user sees of it).
 
-A request is forwarded to the host of the service it stands for: the host it named
-(through the proxy of ``intercept``, or a ``Host`` header naming one); the region host a
-v3 answer of this test named, when it arrived at the region address; else the usual host
-of its endpoint, or of its route's flow. Only the service's published hosts are reached,
-never outside its published domains whatever the options say (``v3_host`` may name any
-host), over TLS verified against the system's trust store as it was when the run started:
-never the fake's test CA, which interception adds to ``SSL_CERT_FILE`` and
-``REQUESTS_CA_BUNDLE`` during a test. What only a fake can do (accounts
-with invented credentials, faults, the simulated clock) is not done: the glue skips the
-test at that call.
+A request goes to the host of the service it stands for: the host it named (through the
+proxy of ``intercept``, or a ``Host`` header naming one); the region host a v3 answer of
+this test named, when it arrived at the region address; else the usual host of its
+endpoint, or of its flow (as its Destination decided). Only the service's published hosts
+are reached, over TLS verified against the system's trust store (:attr:`Upstream.context`).
 
-The answer is the service's, with two changes for a client that reached the fake by its
-address rather than by a host name, so that the client comes back here: a host field of
-the answer (a flow's ``host_keys``: v3's ``host``) becomes the fake's region address, and
-a ``Domain`` attribute of a cookie is dropped. The exchange is recorded as the service
-answered it; the credentials in it (the flows' credential keys, cookie values) are held
-for masking. Which flow a request belongs to is asked of the registry.
-
+For a client that reached the fake by its address, the answer's host fields (the flows'
+``host_keys``) become the fake's region address and a cookie's ``Domain`` is dropped, so
+that the client comes back here. The exchange is recorded as the service answered it; its
+credentials (the flows' credential keys, cookie values) are held for masking.
 ``MGMTAUTH_LIVE_UPSTREAM`` and ``MGMTAUTH_LIVE_CAFILE`` are for the project's own tests
-(docs/architecture.md): every forwarded request goes to that https URL instead, its
-``Host`` header kept, trusting that CA bundle instead of the system's.
+(:class:`Upstream`, docs/architecture.md).
 """
 
 from __future__ import annotations
