@@ -40,7 +40,7 @@ from .flows import (
     username_of,
 )
 from .forward import ended_message, forward
-from .hosts import foreign_target, region_host, shown
+from .hosts import fake_host, foreign_target, region_host, shown
 from .parsing import BadInput, read_body
 
 if TYPE_CHECKING:
@@ -268,7 +268,9 @@ class FakeApp:
                 to.params,
                 request,
                 arrived=arrived,
-                host=region_host(binding, request) if flow.api_on_region_host else None,
+                host=region_host(binding, request)
+                if flow.api_on_region_host
+                else fake_host(request),
             )
         except (BadInput, MalformedCall) as exc:
             status = exc.status

@@ -44,12 +44,11 @@ def answer(
     request: Request,
     *,
     arrived: int,
-    host: str | None = None,
+    host: str,
 ) -> Response:
     """Serve a flow's endpoint: its form in, its answer out. ``arrived``: the tick at
     which the request arrived (``Credentials.request_arrived``, taken before its body
-    was read); ``host``: where the calls of what it grants go (v3's ``host``), by
-    default the fake's own address."""
+    was read); ``host``: where the calls of what it grants go (v3's ``host``)."""
     body = b""
     if endpoint.form:
         form = read_form(
@@ -71,7 +70,7 @@ def answer(
         cookies=dict(request.cookies),
         arrived=arrived,
         client=client_kind(request),
-        host=host if host is not None else fake_host(request),
+        host=host,
         body=body,
         content_type=request.headers.get("Content-Type"),
         authorization=() if authorization is None else (str(authorization),),
@@ -87,19 +86,6 @@ def answer(
             empty.headers.add(name, value)
         return empty
     return json_response(200, result.body, (*cookies, *headers))
-
-
-def fake_host(request: Request) -> str:
-    """The fake's own ``host:port`` (where it listens), for v3's ``host`` field. A
-    wildcard listening address (the standalone ``--host 0.0.0.0``) names no host a
-    client can use: then the host the client reached it by (its ``Host`` header)."""
-    environ = request.environ
-    name = str(environ.get("SERVER_NAME") or "")
-    if name in ("", "0.0.0.0", "::"):
-        return request.host
-    if ":" in name:
-        name = f"[{name}]"  # an IPv6 address
-    return f"{name}:{environ.get('SERVER_PORT', '80')}"
 
 
 # -- scripted faults --------------------------------------------------------------

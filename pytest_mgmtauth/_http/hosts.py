@@ -33,7 +33,6 @@ from .._service.flows.registry import service_hosts
 from .arrival import REGION_LISTENER
 from .connections import ConnectionWriter, handshake_of
 from .errors import error_bytes
-from .flows import fake_host
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -55,6 +54,19 @@ def host_name(header: str) -> str:
     if header.count(":") == 1:
         header = header.rsplit(":", 1)[0]
     return header.lower().rstrip(".")
+
+
+def fake_host(request: Request) -> str:
+    """The fake's own ``host:port`` (where it listens), for v3's ``host`` field. A
+    wildcard listening address (the standalone ``--host 0.0.0.0``) names no host a
+    client can use: then the host the client reached it by (its ``Host`` header)."""
+    environ = request.environ
+    name = str(environ.get("SERVER_NAME") or "")
+    if name in ("", "0.0.0.0", "::"):
+        return request.host
+    if ":" in name:
+        name = f"[{name}]"  # an IPv6 address
+    return f"{name}:{environ.get('SERVER_PORT', '80')}"
 
 
 def where(binding: Binding, request: Request, arrival: Arrival) -> Where:

@@ -24,7 +24,7 @@ from pytest_mgmtauth import (
     MgmtServer,
     TokenIssued,
 )
-from pytest_mgmtauth._http.flows import fake_host
+from pytest_mgmtauth._http.hosts import fake_host
 from pytest_mgmtauth._service.records import status_code
 
 FORM = {"Content-Type": "application/x-www-form-urlencoded"}
