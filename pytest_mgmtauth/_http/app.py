@@ -447,29 +447,13 @@ def _exchanged(
     diagnosis = None
     if response is not None and status is not None and status >= 400:
         diagnosis = response.headers.get(DIAGNOSIS_HEADER)
-    binding.requests.add(_recorded(binding, request, arrival, to, arrived, status, diagnosis))
-    if binding.live is not None:  # the service's answer was kept as it came
-        binding.live.answered(request, response, binding.service.timeline.redact)
-    elif response is not None:
-        binding.keep_exchange(request, response, protected=to.route is not None)
-
-
-def _recorded(
-    binding: Binding,
-    request: Request,
-    arrival: Arrival,
-    to: Destination,
-    arrived: datetime,
-    status: int | None,
-    diagnosis: str | None = None,
-) -> RecordedRequest:
-    """The request log's entry of ``request``, as it arrived (masked when read)."""
+    # The request log's entry, as the request arrived (masked when read).
     headers = arrival.headers
     if headers is None:  # the app driven without the server
         headers = tuple(request.headers.items())
     path, _, query = to.target.partition("?")
     body = arrival.body
-    return RecordedRequest(
+    entry = RecordedRequest(
         method=request.method,
         host=next((v for k, v in headers if k.lower() == "host"), ""),
         path=path,
@@ -481,6 +465,11 @@ def _recorded(
         test=binding.test_id,
         diagnosis=diagnosis,
     )
+    binding.requests.add(entry)
+    if binding.live is not None:  # the service's answer was kept as it came
+        binding.live.answered(request, response, binding.service.timeline.redact)
+    elif response is not None:
+        binding.keep_exchange(request, response, protected=to.route is not None)
 
 
 def _transport_error(
