@@ -84,102 +84,81 @@ def jwt_spans(text: str) -> Iterator[tuple[int, int]]:
             i += 3
 
 
-def _decoded_escapes(run: str, at: int, chars: list[str], starts: list[int]) -> None:
-    """Append the characters of a run of %XX escapes (UTF-8; a byte that is not, as a
-    lone surrogate) and where each starts (``at``: the run's start)."""
-    data = bytes.fromhex(run.replace("%", ""))
-    offset = 0
-    for char in data.decode("utf-8", "surrogateescape"):
-        chars.append(char)
-        starts.append(at + 3 * offset)
-        offset += 1 if "\udc80" <= char <= "\udcff" else len(char.encode("utf-8"))
+def _rewritten(
+    text: str, pattern: re.Pattern[str], read: Callable[[re.Match[str]], Decoded]
+) -> Decoded | None:
+    """``text`` with each match of ``pattern`` replaced by what ``read`` makes of it (its
+    characters, and where each stood in ``text``), and where each character stood; None
+    if nothing matches."""
+    chars: list[str] = []
+    starts: list[int] = []
+    done = 0
+    for found in pattern.finditer(text):
+        chars.append(text[done : found.start()])
+        starts.extend(range(done, found.start()))
+        written, places = read(found)
+        chars.append(written)
+        starts.extend(places)
+        done = found.end()
+    if not done:  # every match is at least one character long: none found
+        return None
+    chars.append(text[done:])
+    starts.extend(range(done, len(text) + 1))
+    return "".join(chars), starts
+
+
+def _percent_read(found: re.Match[str]) -> Decoded:
+    """A '+' as a space; a run of %XX escapes as UTF-8 (a byte that is not, as a lone
+    surrogate), each character placed at its first escape."""
+    if found.group() == "+":
+        return " ", [found.start()]
+    chars = bytes.fromhex(found.group().replace("%", "")).decode("utf-8", "surrogateescape")
+    places = []
+    at = found.start()
+    for char in chars:
+        places.append(at)
+        at += 3 if "\udc80" <= char <= "\udcff" else 3 * len(char.encode("utf-8"))
+    return chars, places
 
 
 def percent_decoded(text: str, *, plus: bool) -> Decoded | None:
     """``text`` with its percent-escapes decoded (``plus``: each '+' read as a space, as
     in a form or a query), and where each character stood; None if nothing decodes."""
-    chars: list[str] = []
-    starts: list[int] = []
-    done = 0
-    matched = False
-    for found in (_ESCAPES_OR_PLUS if plus else _ESCAPES).finditer(text):
-        matched = True
-        chars.append(text[done : found.start()])
-        starts.extend(range(done, found.start()))
-        if found.group() == "+":
-            chars.append(" ")
-            starts.append(found.start())
-        else:
-            _decoded_escapes(found.group(), found.start(), chars, starts)
-        done = found.end()
-    if not matched:
-        return None
-    chars.append(text[done:])
-    starts.extend(range(done, len(text) + 1))
-    return "".join(chars), starts
+    return _rewritten(text, _ESCAPES_OR_PLUS if plus else _ESCAPES, _percent_read)
+
+
+def _unslash_read(found: re.Match[str]) -> Decoded:
+    escaped = found.group(1)
+    return chr(int(escaped, 8)) if len(escaped) == 3 else escaped, [found.start()]
 
 
 def unslashed(text: str) -> Decoded | None:
     """``text`` with the backslash escapes of quoted cookie values read (``\\055`` is
     '-', ``\\"`` is '"'), and where each character stood; None if there are none."""
-    chars: list[str] = []
-    starts: list[int] = []
-    done = 0
-    for found in _UNSLASH.finditer(text):
-        chars.append(text[done : found.start()])
-        starts.extend(range(done, found.start()))
-        escaped = found.group(1)
-        chars.append(chr(int(escaped, 8)) if len(escaped) == 3 else escaped)
-        starts.append(found.start())
-        done = found.end()
-    if not starts:  # every escape adds a start: none found
-        return None
-    chars.append(text[done:])
-    starts.extend(range(done, len(text) + 1))
-    return "".join(chars), starts
+    return _rewritten(text, _UNSLASH, _unslash_read)
+
+
+def _json_read(found: re.Match[str]) -> Decoded:
+    high, low, single, letter = found.groups()
+    if high is not None:
+        char = chr(0x10000 + ((int(high, 16) - 0xD800) << 10) + (int(low, 16) - 0xDC00))
+    elif single is not None:
+        char = chr(int(single, 16))
+    else:
+        char = _JSON_LETTERS.get(letter, letter)
+    return char, [found.start()]
 
 
 def json_unescaped(text: str) -> Decoded | None:
     """``text`` with its JSON string escapes read (``\\u0026`` is '&', a surrogate pair
     one character), and where each character stood; None if there are none."""
-    chars: list[str] = []
-    starts: list[int] = []
-    done = 0
-    for found in _JSON_ESCAPE.finditer(text):
-        chars.append(text[done : found.start()])
-        starts.extend(range(done, found.start()))
-        high, low, single, letter = found.groups()
-        if high is not None:
-            code = 0x10000 + ((int(high, 16) - 0xD800) << 10) + (int(low, 16) - 0xDC00)
-            chars.append(chr(code))
-        elif single is not None:
-            chars.append(chr(int(single, 16)))
-        else:
-            chars.append(_JSON_LETTERS.get(letter, letter))
-        starts.append(found.start())
-        done = found.end()
-    if not starts:
-        return None
-    chars.append(text[done:])
-    starts.extend(range(done, len(text) + 1))
-    return "".join(chars), starts
+    return _rewritten(text, _JSON_ESCAPE, _json_read)
 
 
 def unfolded(text: str) -> Decoded | None:
     """``text`` with its folded lines joined (a secret a client split across them read
     whole), and where each character stood; None if nothing is folded."""
-    chars: list[str] = []
-    starts: list[int] = []
-    done = 0
-    for found in _FOLD.finditer(text):
-        chars.append(text[done : found.start()])
-        starts.extend(range(done, found.start()))
-        done = found.end()
-    if not done:
-        return None
-    chars.append(text[done:])
-    starts.extend(range(done, len(text) + 1))
-    return "".join(chars), starts
+    return _rewritten(text, _FOLD, lambda found: ("", []))
 
 
 def _escaped(text: str) -> Iterator[Decoded]:
@@ -283,21 +262,12 @@ def rendered(text: str, escape: Callable[[str], str]) -> Decoded | None:
     """``text`` as it is written where each character outside visible ASCII is escaped
     by ``escape``, and where each character of that stood in ``text`` (an escape: its
     character's place, for each of its characters); None if nothing is escaped."""
-    chars: list[str] = []
-    starts: list[int] = []
-    done = 0
-    for found in _NOT_SHOWN.finditer(text):
-        chars.append(text[done : found.start()])
-        starts.extend(range(done, found.start()))
+
+    def read(found: re.Match[str]) -> Decoded:
         written = escape(found.group())
-        chars.append(written)
-        starts.extend([found.start()] * len(written))
-        done = found.end()
-    if not done:
-        return None
-    chars.append(text[done:])
-    starts.extend(range(done, len(text) + 1))
-    return "".join(chars), starts
+        return written, [found.start()] * len(written)
+
+    return _rewritten(text, _NOT_SHOWN, read)
 
 
 #: The ways a character outside visible ASCII is written on the way out: Python's
