@@ -89,7 +89,7 @@ class FaultRunner:
             # An expire/revoke not fired yet (before call 1 without any grant) fires now.
             self._fire_before_call(self.plan.protected_calls)
             if fault is not None:
-                self._record_scheduled(fault, CALL_ANSWERS[fault.kind])
+                self._record_fired(fault.kind, fault.point, CALL_ANSWERS[fault.kind])
             return fault
 
     def protected_call_answered(self) -> None:
@@ -119,23 +119,17 @@ class FaultRunner:
             detail = f"the clock moved on {seconds:g} s"
         else:
             detail = f"the clock could not move {seconds:g} s: the test does not run on mgmt_clock"
-        self._timeline.record(
-            ScheduledFaultFired(
-                at=to_datetime(self._timeline.now()),
-                username=None,
-                fault="clock",
-                point=f"call{index}",
-                detail=detail,
-            )
-        )
+        self._record_fired("clock", f"call{index}", detail)
 
-    def _record_scheduled(self, fault: ScheduledFault, detail: str) -> None:
+    def _record_fired(
+        self, kind: str, point: str, detail: str, username: str | None = None
+    ) -> None:
         self._timeline.record(
             ScheduledFaultFired(
                 at=to_datetime(self._timeline.now()),
-                username=None,
-                fault=fault.kind,
-                point=fault.point,
+                username=username,
+                fault=kind,
+                point=point,
                 detail=detail,
             )
         )
@@ -145,7 +139,7 @@ class FaultRunner:
         self._credentials.expire_sessions(now)
         rec = self._credentials.in_use(now)
         if rec is None:
-            self._record_scheduled(fault, "no credential was in use, nothing ended")
+            self._record_fired(fault.kind, fault.point, "no credential was in use, nothing ended")
             return
         kind = flow_credential(rec.version)  # the flow's own word for it
         if isinstance(rec, TokenRecord):
@@ -178,15 +172,7 @@ class FaultRunner:
             else:
                 self._end_on_cue(rec.label, "revoked", CredentialRevoked)
                 detail = f"{kind} {rec.label} revoked on cue"
-        self._timeline.record(
-            ScheduledFaultFired(
-                at=to_datetime(self._timeline.now()),
-                username=rec.username,
-                fault=fault.kind,
-                point=fault.point,
-                detail=detail,
-            )
-        )
+        self._record_fired(fault.kind, fault.point, detail, rec.username)
 
     # -- faults on cue (mgmt_server.fail_next, expire, lock, rotate_key...) ---------
 
@@ -196,15 +182,10 @@ class FaultRunner:
         """Count an authentication call of ``version``; the fault it takes, recorded, or
         None. ``username`` reads the call's username (for the timeline), asked only when
         a fault may be taken: the common call reads nothing more."""
-        due = self.auth_call_arrived()
-        if due is None and not self.plan.any_for(version) and not self.throttling(version):
+        due = self.plan.auth_call()
+        if due is None and not self.plan.any_for(version) and version not in self._throttled:
             return None
         return self.take_fault(version, method, path, username(), scheduled=due)
-
-    def auth_call_arrived(self) -> ScheduledFault | None:
-        """Count an authentication call (``/v2/auth``, ``/v1/login``); the scheduled fault
-        it triggers, if any (pass it to :meth:`take_fault`)."""
-        return self.plan.auth_call()
 
     def take_fault(
         self,
@@ -216,8 +197,10 @@ class FaultRunner:
     ) -> FiredFault | None:
         """The scripted fault this ``/v2/auth`` or ``/v1/login`` call gets, recorded in
         the timeline; ``None`` when the call is answered normally. A ``scheduled`` fault
-        (from :meth:`auth_call_arrived`) comes first."""
+        (from ``plan.auth_call``) comes first."""
         with self._lock:
+            if username not in self._accounts:
+                username = None  # the timeline names known accounts only
             retry = self._retried_too_soon(version, username)
             if retry is not None:
                 return retry
@@ -228,11 +211,6 @@ class FaultRunner:
                 asked = fired.fault.retry_after or DEFAULT_RETRY_AFTER
                 self._throttled[version] = (self._timeline.now(), real_seconds(), asked)
             return fired
-
-    def throttling(self, version: str) -> bool:
-        """Whether an authentication of ``version`` may still be inside the Retry-After
-        of a 429 a fault answered (then :meth:`take_fault` decides)."""
-        return version in self._throttled
 
     def _retried_too_soon(self, version: str, username: str | None) -> FiredFault | None:
         window = self._throttled.get(version)
@@ -251,7 +229,7 @@ class FaultRunner:
         self._timeline.record(
             Throttled(
                 at=to_datetime(now),
-                username=username if username in self._accounts else None,
+                username=username,
                 retry_after=remaining,
                 premature_grants=0,
                 version=version,
@@ -282,22 +260,15 @@ class FaultRunner:
         if scheduled is not None:
             answer = scheduled_failure(scheduled)
             if answer is not None:
-                self._timeline.record(
-                    ScheduledFaultFired(
-                        at=to_datetime(self._timeline.now()),
-                        username=username if username in self._accounts else None,
-                        fault=scheduled.kind,
-                        point=scheduled.point,
-                        detail=f"{method} {path} answered {answer.describe()}",
-                    )
-                )
+                detail = f"{method} {path} answered {answer.describe()}"
+                self._record_fired(scheduled.kind, scheduled.point, detail, username)
                 return FiredFault(answer, 1)
         fired = self.plan.take(version)
         if fired is not None:
             self._timeline.record(
                 FaultInjected(
                     at=to_datetime(self._timeline.now()),
-                    username=username if username in self._accounts else None,
+                    username=username,
                     method=method,
                     path=path,
                     fault=fired.fault.kind,

@@ -38,7 +38,7 @@ def _call(service: AuthService, token: str) -> str:
 
 
 def _grant(service: AuthService, username: str, key: str) -> str:
-    service.fault_runner.auth_call_arrived()
+    service.fault_runner.plan.auth_call()
     return service.flow(V2Flow).grant(username, key)[0]
 
 
@@ -181,7 +181,7 @@ def test_throttle_at_an_authentication_answers_429_with_retry_after_and_grants_n
 ) -> None:
     account = service.accounts.add_account()
     service.fault_runner.schedule(_faults.scheduled("throttle", "auth1"))
-    due = service.fault_runner.auth_call_arrived()
+    due = service.fault_runner.plan.auth_call()
     fired = service.fault_runner.take_fault(
         "v2", "POST", "/v2/auth", account.username, scheduled=due
     )
@@ -302,7 +302,7 @@ def test_expire_of_a_v1_session_moves_the_clock_past_its_idle_timeout(
     service.fault_runner.advance = advance
     account = service.accounts.add_account()
     service.fault_runner.schedule(_faults.scheduled("expire", "call2"))
-    service.fault_runner.auth_call_arrived()
+    service.fault_runner.plan.auth_call()
     session = service.flow(V1Flow).login(account.username, account.password)
 
     def call() -> str:
