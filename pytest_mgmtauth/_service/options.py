@@ -315,37 +315,6 @@ PORTAL_SPECS: tuple[OptionSpec, ...] = (
 _VERSION = re.compile(r"[0-9]{4}-(0[1-9]|1[0-2])")  # ASCII digits: \d takes any digit
 
 
-def check_portal_options(options: Options) -> None:
-    """TypeError/ValueError naming the option whose value is not one it takes."""
-    for spec in PORTAL_SPECS:
-        value = getattr(options, spec.name)
-        if spec.kind == "bool" and not isinstance(value, bool):
-            raise TypeError(
-                f"mgmtauth option {spec.name!r} must be True or False, got {shown(value)}"
-            )
-        if spec.kind == "choice" and value not in spec.choices:
-            raise ValueError(
-                f"mgmtauth option {spec.name!r} must be "
-                f"{' or '.join(repr(c) for c in spec.choices)}, got {shown(value)}"
-            )
-    successor = options.api_successor
-    if not isinstance(successor, str) or (successor and not _VERSION.fullmatch(successor)):
-        raise ValueError(
-            "mgmtauth option 'api_successor' must be a version like '2026-10' (no 'v'), or "
-            f"'' to name it automatically, got {shown(successor)}"
-        )
-
-
-def changed_portal_options(options: Options) -> list[str]:
-    """``name=value`` of each of these options not at its default (the one line that
-    reproduces the options)."""
-    return [
-        f"{spec.name}={getattr(options, spec.name)}"
-        for spec in PORTAL_SPECS
-        if getattr(options, spec.name) != spec.default
-    ]
-
-
 #: The real service's issuer (its published example token), the default of
 #: ``Options.issuer``. The same text as ``token_format.ISSUER`` (a test checks it): not
 #: imported from there, so that reading the options (which every run of pytest does,
@@ -356,8 +325,6 @@ ISSUER = "https://api.tealiumiq.com"
 OAUTH_TOKEN_PATH = "/oauth/token"
 #: The default of ``Options.oauth_token_ttl``: the pages' ``expires_in`` (two hours).
 OAUTH_TOKEN_TTL = 7200.0
-
-Seconds = float
 
 #: The region host v3 API calls go to unless the option ``v3_host`` says otherwise (a
 #: real region host seen in public clients).
@@ -503,21 +470,23 @@ class Options:
                 "scheme, port or path (like 'us-east-1-platform.tealiumapis.com'), got "
                 f"{shown(self.v3_host)}"
             )
-        check_portal_options(self)
-        for name in (
-            "strict",
-            "https",
-            "require_logout",
-            "keep_alive",
-            "v3_global_host",
-            "intercept",
-            "rate_limits",
-        ):
-            if not isinstance(getattr(self, name), bool):
+        for spec in OPTION_SPECS:
+            value = getattr(self, spec.name)
+            if spec.kind == "bool" and not isinstance(value, bool):
                 raise TypeError(
-                    f"mgmtauth option {name!r} must be True or False, "
-                    f"got {shown(getattr(self, name))}"
+                    f"mgmtauth option {spec.name!r} must be True or False, got {shown(value)}"
                 )
+            if spec.kind == "choice" and value not in spec.choices:
+                raise ValueError(
+                    f"mgmtauth option {spec.name!r} must be "
+                    f"{' or '.join(repr(c) for c in spec.choices)}, got {shown(value)}"
+                )
+        successor = self.api_successor
+        if not isinstance(successor, str) or (successor and not _VERSION.fullmatch(successor)):
+            raise ValueError(
+                "mgmtauth option 'api_successor' must be a version like '2026-10' (no 'v'), or "
+                f"'' to name it automatically, got {shown(successor)}"
+            )
 
     @property
     def margin(self) -> float:
@@ -537,26 +506,14 @@ class Options:
             f"https={self.https}",
             f"require_logout={self.require_logout}",
         ]
-        # Shown when changed only: the header line users know stays as it was.
-        if self.issuer != ISSUER:
-            parts.append(f"issuer={self.issuer}")
-        if self.v3_scope != "profile":
-            parts.append(f"v3_scope={self.v3_scope}")
-        if not self.keep_alive:
-            parts.append("keep_alive=False")
-        if self.v3_host != DEFAULT_V3_HOST:
-            parts.append(f"v3_host={self.v3_host}")
-        if self.v3_global_host:
-            parts.append("v3_global_host=True")
-        if self.intercept:
-            parts.append("intercept=True")
-        if self.oauth_token_path != OAUTH_TOKEN_PATH:
-            parts.append(f"oauth_token_path={self.oauth_token_path}")
-        if self.oauth_token_ttl != OAUTH_TOKEN_TTL:
-            parts.append(f"oauth_token_ttl={self.oauth_token_ttl:g}s")
-        if self.rate_limits:
-            parts.append("rate_limits=True")
-        return " ".join(parts + changed_portal_options(self))
+        # The options after these nine when changed only, the portal's last: the header
+        # line users know stays as it was.
+        for spec in sorted(OPTION_SPECS[9:], key=lambda spec: spec in PORTAL_SPECS):
+            value = getattr(self, spec.name)
+            if value != spec.default:
+                text = f"{value:g}s" if spec.kind == "seconds" else value
+                parts.append(f"{spec.name}={text}")
+        return " ".join(parts)
 
     def oauth_margin(self) -> float:
         """The refresh margin of OAuth access tokens: ``refresh_margin`` if set, else
