@@ -344,9 +344,9 @@ def derived_refresh_margin(token_ttl: float) -> float:
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Options:
     """How the fake behaves. Every "not shown" of the interface document that users
-    could need another answer to is one of these."""
+    could need another answer to is one of these. What each field does is said once, in
+    its declaration's help (:data:`OPTION_SPECS`), and in the reference's table."""
 
-    #: Bearer token validity (the interface document: 30 minutes).
     token_ttl: Duration[float] = Duration(1800.0)
     #: Re-authenticating this close to a credential's expiry counts as reuse, not churn.
     #: ``None`` (not set): derived from ``token_ttl`` by :func:`derived_refresh_margin`
@@ -354,60 +354,32 @@ class Options:
     refresh_margin: Duration[float | None] = Duration(None)
     #: Failed v1 logins in a row that lock the account (not shown; our choice: 5).
     lockout_threshold: int = 5
-    #: How long error 1402 lasts, from the failure that started the lockout.
     lockout_duration: Duration[float] = Duration(600.0)
     #: Idle time after which a v1 session ends by itself (not shown; our choice: 30 min).
     session_timeout: Duration[float] = Duration(1800.0)
-    #: Premature grants one account may get within 60 s before /v2/auth answers 429;
-    #: ``None`` switches throttling off.
     throttle: int | None = 5
-    #: Fail the test at teardown on token churn instead of warning.
     strict: bool = False
-    #: Serve over HTTPS with a per-session test CA.
     https: bool = False
-    #: Count a v1 session not ended with /v1/logout as a finding at teardown (the
-    #: interface document makes logout optional, so this is off by default).
     require_logout: bool = False
-    #: The tokens' ``iss`` claim (the real service's by default).
     issuer: str = ISSUER
-    #: What a v3 token is bound to: ``"profile"`` (its account and profile, the fake's
-    #: default) or ``"account"`` (any profile of its account).
     v3_scope: str = "profile"
-    #: HTTP/1.1 keep-alive, as the real service answers (``Connection: keep-alive``);
-    #: ``False`` answers ``Connection: close`` and closes every connection after its answer.
     keep_alive: bool = True
-    #: The region host of v3 API calls: the ``host`` of v3 auth answers under
-    #: ``intercept`` (without it, a second address of the fake stands for it).
     v3_host: str = DEFAULT_V3_HOST
-    #: Accept v3 API calls at platform.tealiumapis.com too, as the iQ Profile API pages'
-    #: examples make them (the auth page: the region host "must be used").
     v3_global_host: bool = False
-    #: Be an HTTP proxy for the service's hosts too, and point the process's proxy and
-    #: CA variables at it for the test: unchanged clients with hard-coded hosts reach it.
     intercept: bool = False
-    #: Where the OAuth 2.0 token endpoint is (the developer portal's pages: /oauth/token).
     oauth_token_path: str = OAUTH_TOKEN_PATH
-    #: OAuth access token validity (the pages: 7200 s).
     oauth_token_ttl: Duration[float] = Duration(OAUTH_TOKEN_TTL)
-    #: Where the developer portal's pages disagree (PORTAL_SPECS above, docs/oauth.md): the
-    #: action of DELETE; manage covering the others; the profile wildcard {account}:*:*;
-    #: token requests naming scopes as granted or any covered one; engine scopes added;
-    #: a scope for paths without /accounts/{a}/profiles/{p}.
     oauth_delete_action: str = "write"
     oauth_manage_covers: bool = True
     oauth_profile_wildcard: bool = True
     oauth_scope_request: str = "exact"
     oauth_engine_scopes: str = "automatic"
     oauth_short_paths: bool = True
-    #: The lifecycle of /v{YYYY-MM}/ API versions (api_versions.py): on, the successor
-    #: ("": derived), the Link's v, and the teardown check of calls past Active.
     api_lifecycle: bool = True
     api_successor: str = ""
     api_link_v: bool = True
     sunset_check: str = "warn"
-    #: The SCIM API's long-lived token: the current page's v2 endpoint, or the earlier v1.
     scim_token_version: str = "v2"
-    #: The published rate limits of API calls by family (rate_limits.py): 429 past them.
     rate_limits: bool = False
     #: Whether ``refresh_margin`` was derived from ``token_ttl`` (not set explicitly):
     #: :func:`build_options` derives it again when only ``token_ttl`` changes.
