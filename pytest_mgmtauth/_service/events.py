@@ -121,18 +121,11 @@ class TokenIssued(Event):
     token: str
     fingerprint: str
     expires_at: datetime
-    #: Labels of credentials of the same kind the account still held, valid and not
-    #: near expiry, when this one was granted: non-empty means churn.
     while_valid: tuple[str, ...] = ()
-    #: Labels of earlier grants to the same account that were issued while this
-    #: request was in flight (it arrived before they were issued, so its client could
-    #: not have known them): non-empty means a thundering herd.
     concurrent_with: tuple[str, ...] = ()
     version: str = "v2"
-    #: The v3 account and profile the token is for (``None`` for v2).
     account: str | None = None
     profile: str | None = None
-    #: The scopes an OAuth access token grants (``()`` for the others).
     scopes: tuple[str, ...] = ()
 
     @property
@@ -184,8 +177,6 @@ class AuthRejected(Event):
     version: str = "v2"
     account: str | None = None
     profile: str | None = None
-    #: The error code the answer carried, for a flow whose errors have one (OAuth's
-    #: ``invalid_client``...); ``return_code`` is then the HTTP status.
     error: str | None = None
 
     def describe(self, when: TimeFormat = iso_time) -> str:
@@ -210,7 +201,6 @@ class LoggedIn(Event):
     session: str
     fingerprint: str
     while_valid: tuple[str, ...] = ()
-    #: As :attr:`TokenIssued.concurrent_with`, for sessions.
     concurrent_with: tuple[str, ...] = ()
     #: The flow that started it.
     version: str = "v1"
@@ -258,7 +248,6 @@ class AccountLocked(Event):
 
     failures: int
     until: datetime
-    #: The flow whose failed authentications locked it.
     version: str = "v1"
 
     def describe(self, when: TimeFormat = iso_time) -> str:
@@ -335,12 +324,8 @@ class Throttled(Event):
     retry_after: int
     premature_grants: int
     version: str = "v2"
-    #: Seconds between the 429 and this retry, when it came inside its Retry-After.
     waited: float | None = None
-    #: The Retry-After of that 429.
     asked: int | None = None
-    #: Real seconds between the 429 and this retry, when they were at least the
-    #: Retry-After while the simulated clock stood still: the client slept in real time.
     waited_real: float | None = None
 
     def describe(self, when: TimeFormat = iso_time) -> str:
@@ -493,10 +478,9 @@ class SecretRotated(Event):
     (what the old one gets: ``"1401"``, ``"invalid_client"``).
     """
 
-    secret: str  # "API key", "password" or "client secret"
+    secret: str
     old_fingerprint: str
     new_fingerprint: str
-    #: What the old secret gets from now on.
     refused_with: str = "1401"
 
     def describe(self, when: TimeFormat = iso_time) -> str:
@@ -544,19 +528,9 @@ class ApiCall(Event):
     status: int
     return_code: int | None = None
     reason: str | None = None
-    #: The client presented an expired bearer token or an ended v1 session.
     credential_expired: bool = False
-    #: The client presented a credential that was never good for this call: none, a
-    #: malformed or unknown one, another account's or profile's token, a v1 call without
-    #: its session (a ``refused_call`` finding). ``False`` for refusals the test brought
-    #: about (expire, revoke on cue, faults) and for expired credentials.
     wrong_credential: bool = False
-    #: The host it reached, where that is not its flow's usual one (a v1 call at
-    #: my.tealiumiq.com, a route declared with ``host=``); else ``None``.
     host: str | None = None
-    #: The error code of a refusal in a flow's own shape (OAuth's ``invalid_token``,
-    #: ``insufficient_scope``; v3's ``Unauthorized``, ``Forbidden``), shown instead of
-    #: ``return_code``.
     error: str | None = None
 
     @property
@@ -632,7 +606,6 @@ class WrongHost(Event):
     credential: str | None
     status: int
     reason: str
-    #: Whether it was an API call (a declared route) rather than an authentication.
     api: bool = True
 
     def describe(self, when: TimeFormat = iso_time) -> str:
@@ -656,11 +629,8 @@ class TunnelClosed(Event):
 
     _names_account: ClassVar[bool] = False
 
-    #: What the CONNECT named (or the TLS handshake, by SNI): ``host:443``.
     target: str
     reason: str
-    #: ``"CONNECT"`` (a tunnel of the proxy) or ``"TLS"`` (a connection to the fake
-    #: from a lookup in this process).
     via: str = "CONNECT"
 
     def describe(self, when: TimeFormat = iso_time) -> str:
