@@ -241,22 +241,13 @@ def host_shape(value: str, region_host: str | None) -> str:
     return "string"
 
 
-#: The names a record gives the types of an answer's values (:func:`_type_name`).
-TYPE_NAMES = frozenset(("null", "boolean", "integer", "number", "string"))
+#: The names a record gives the types of an answer's values (JSON's: exact types).
+_TYPE_NAME = {type(None): "null", bool: "boolean", int: "integer", float: "number", str: "string"}
+TYPE_NAMES = frozenset(_TYPE_NAME.values())
 
 
 def _type_name(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return type(value).__name__
+    return _TYPE_NAME.get(type(value), type(value).__name__)
 
 
 def token_shape(token: str) -> dict[str, Any]:
