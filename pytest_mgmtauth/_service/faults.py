@@ -274,7 +274,6 @@ class FaultPlan:
         self._lock = threading.Lock()
         self._pending: list[_Entry] = []
         self._scheduled: list[ScheduledFault] = []
-        self._fired: list[ScheduledFault] = []
         #: Clock moves due just before a protected call: (call index, seconds).
         self._moves: list[tuple[int, float]] = []
         #: Calls counted so far, for the trigger points of scheduled faults.
@@ -326,7 +325,6 @@ class FaultPlan:
             ]
             for fault in due:
                 self._scheduled.remove(fault)
-                self._fired.append(fault)
             return due
 
     def _fire(
@@ -335,7 +333,6 @@ class FaultPlan:
         for fault in self._scheduled:
             if fault.on == on and fault.index == index and (kinds is None or fault.kind in kinds):
                 self._scheduled.remove(fault)
-                self._fired.append(fault)
                 return fault
         return None
 
@@ -343,11 +340,6 @@ class FaultPlan:
         """Scheduled faults that have not fired (yet)."""
         with self._lock:
             return list(self._scheduled)
-
-    def fired(self) -> list[ScheduledFault]:
-        """Scheduled faults that have fired, in order."""
-        with self._lock:
-            return list(self._fired)
 
     def add(self, fault: ScriptedFault) -> None:
         with self._lock:
