@@ -389,10 +389,6 @@ def flow_credential(version: str) -> str:
 Grant: TypeAlias = "TokenIssued | LoggedIn"
 
 
-def grant_version(grant: Grant) -> str:
-    return grant.version
-
-
 def grants(
     events: Sequence[Event], *, version: str | None = None, username: str | None = None
 ) -> list[Grant]:
@@ -402,7 +398,7 @@ def grants(
         for e in events
         if isinstance(e, (TokenIssued, LoggedIn))
         and (username is None or e.username == username)
-        and (version is None or grant_version(e) == version)
+        and (version is None or e.version == version)
     ]
 
 

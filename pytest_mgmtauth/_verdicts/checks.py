@@ -13,7 +13,6 @@ from .._service.events import (
     LoggedIn,
     LoggedOut,
     SessionExpired,
-    grant_version,
     grants,
     shown,
 )
@@ -141,7 +140,7 @@ def churn_message(evidence: Evidence, *, username: str | None = None) -> str | N
             f"still valid; {before}.{herd_note}\n\n"
             + format_timeline(evidence, username=account, focus=first)
         )
-    versions = {grant_version(g) for g in premature}
+    versions = {g.version for g in premature}
     if all(forbidden):
         # Not the generic churn advice: keeping the credential would not have helped.
         fix = f"Fix: {fix_after_forbidden(forbidden_statuses)}."
@@ -203,7 +202,7 @@ def check_auth_count(
     if len(found) > expected and premature_grants(evidence.events, username=username):
         hint = "\n\nSome grants were premature (churn): " + _fix_churn(
             evidence.options,
-            {grant_version(g) for g in premature_grants(evidence.events, username=username)},
+            {g.version for g in premature_grants(evidence.events, username=username)},
             bool(concurrent_grants(evidence.events, username=username)),
         )
     elif not found:
