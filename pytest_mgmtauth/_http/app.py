@@ -19,7 +19,7 @@ from werkzeug.exceptions import ClientDisconnected, HTTPException
 from .._service.api_versions import version_call
 from .._service.flows.base import MalformedCall
 from .._service.flows.registry import endpoint_for
-from .._service.service import Refusal
+from .._service.records import Refusal
 from .._service.timeline import to_datetime
 from .arrival import Arrival, FakeRequest
 from .binding import Binding, RecordedRequest, RouteHandler, logged_body

@@ -12,7 +12,7 @@ from werkzeug import Response
 
 from .._service.flows.base import Incoming, Received
 from .._service.flows.registry import form_hint
-from .._service.service import SERVICE_MESSAGES, Refusal
+from .._service.records import SERVICE_MESSAGES, Refusal
 from .errors import json_response, refusal_response
 from .parsing import BadInput, client_kind, read_body, read_form
 

@@ -13,48 +13,20 @@ from typing import TYPE_CHECKING, NoReturn, TypeVar, overload
 
 from .account_book import AccountBook
 from .credentials import Call, Credentials
-from .events import WrongHost, format_offset, grants
+from .events import WrongHost, grants
 from .fault_runner import FaultRunner
 from .flows.base import normalized_path
 from .flows.registry import FLOWS, WRONG_HOST_STATUS, check_endpoints, check_grants
 from .grants import Grants
 from .lockout import Lockout
 from .rate_limits import RateLimits
-from .records import (
-    AUTH_FAILED,
-    DIAGNOSIS_BUDGET,
-    DIAGNOSIS_WINDOW,
-    FORBIDDEN,
-    LOCKED_OUT,
-    SERVICE_MESSAGES,
-    THROTTLE_WINDOW,
-    Authorization,
-    Refusal,
-    SessionRecord,
-    TokenRecord,
-)
 from .timeline import Clock, Timeline, system_clock, to_datetime
 
 if TYPE_CHECKING:
     from .flows.base import Credential, Flow, Received, Where
     from .options import Options
+    from .records import Authorization
     from .tokens import TokenSigner
-
-__all__ = [
-    "AUTH_FAILED",
-    "DIAGNOSIS_BUDGET",
-    "DIAGNOSIS_WINDOW",
-    "FORBIDDEN",
-    "LOCKED_OUT",
-    "SERVICE_MESSAGES",
-    "THROTTLE_WINDOW",
-    "AuthService",
-    "Authorization",
-    "Refusal",
-    "SessionRecord",
-    "TokenRecord",
-    "format_offset",
-]
 
 F = TypeVar("F", bound="Flow")
 

@@ -23,13 +23,8 @@ from pytest_mgmtauth import (
 from pytest_mgmtauth._service.flows.v1 import V1Flow
 from pytest_mgmtauth._service.flows.v2 import V2Flow
 from pytest_mgmtauth._service.options import Options
-from pytest_mgmtauth._service.service import (
-    AUTH_FAILED,
-    FORBIDDEN,
-    LOCKED_OUT,
-    AuthService,
-    Refusal,
-)
+from pytest_mgmtauth._service.records import AUTH_FAILED, FORBIDDEN, LOCKED_OUT, Refusal
+from pytest_mgmtauth._service.service import AuthService
 from pytest_mgmtauth._service.timeline import ManualClock, to_datetime
 from pytest_mgmtauth._service.tokens import TokenSigner
 

@@ -15,7 +15,8 @@ from domain_support import admitted
 from pytest_mgmtauth import MgmtClock
 from pytest_mgmtauth._service.flows.v2 import V2Flow
 from pytest_mgmtauth._service.options import Options
-from pytest_mgmtauth._service.service import AuthService, Refusal
+from pytest_mgmtauth._service.records import Refusal
+from pytest_mgmtauth._service.service import AuthService
 from pytest_mgmtauth._service.timeline import ManualClock, OffsetClock, system_clock, to_datetime
 from pytest_mgmtauth._service.tokens import TokenSigner
 

@@ -24,7 +24,8 @@ from pytest_mgmtauth._service.flows.registry import (
 )
 from pytest_mgmtauth._service.flows.v3 import V3Flow
 from pytest_mgmtauth._service.options import DEFAULT_V3_HOST, Options
-from pytest_mgmtauth._service.service import AuthService, Refusal
+from pytest_mgmtauth._service.records import Refusal
+from pytest_mgmtauth._service.service import AuthService
 from pytest_mgmtauth._verdicts.evidence import Evidence
 from pytest_mgmtauth._verdicts.findings import default_kinds, findings, report_section
 

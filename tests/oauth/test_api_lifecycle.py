@@ -18,7 +18,8 @@ from pytest_mgmtauth._service.api_versions import (
     version_call,
 )
 from pytest_mgmtauth._service.options import Options
-from pytest_mgmtauth._service.service import AuthService, Refusal
+from pytest_mgmtauth._service.records import Refusal
+from pytest_mgmtauth._service.service import AuthService
 from pytest_mgmtauth._service.timeline import ManualClock
 from pytest_mgmtauth._verdicts.evidence import Evidence
 from pytest_mgmtauth._verdicts.findings import findings

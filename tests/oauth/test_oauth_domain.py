@@ -20,8 +20,9 @@ from pytest_mgmtauth._service.flows.oauth import OAuthClient, OAuthFlow
 from pytest_mgmtauth._service.flows.oauth_scopes import DEFAULT_SCOPE, covers, parse_scope
 from pytest_mgmtauth._service.flows.registry import FLOWS, endpoint_for
 from pytest_mgmtauth._service.options import Options
+from pytest_mgmtauth._service.records import Refusal
 from pytest_mgmtauth._service.secret_text import ClientKind
-from pytest_mgmtauth._service.service import AuthService, Refusal
+from pytest_mgmtauth._service.service import AuthService
 from pytest_mgmtauth._service.timeline import ManualClock
 
 FORM = "application/x-www-form-urlencoded"

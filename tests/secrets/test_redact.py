@@ -28,14 +28,10 @@ with warnings.catch_warnings():  # the regex parser, by its old names on every P
 from pytest_mgmtauth._service.accounts import fingerprint, generate_api_key, generate_password
 from pytest_mgmtauth._service.flows.v1 import V1Flow
 from pytest_mgmtauth._service.flows.v2 import V2Flow
+from pytest_mgmtauth._service.records import DIAGNOSIS_BUDGET, DIAGNOSIS_WINDOW, Refusal
 from pytest_mgmtauth._service.secret_spans import jwt_spans
 from pytest_mgmtauth._service.secret_text import MIN_MASKED_LENGTH, SecretMasker
-from pytest_mgmtauth._service.service import (
-    DIAGNOSIS_BUDGET,
-    DIAGNOSIS_WINDOW,
-    AuthService,
-    Refusal,
-)
+from pytest_mgmtauth._service.service import AuthService
 from pytest_mgmtauth._service.timeline import ManualClock
 
 MakeService = Callable[..., AuthService]

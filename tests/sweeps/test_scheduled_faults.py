@@ -21,7 +21,8 @@ from pytest_mgmtauth._service import faults as _faults
 from pytest_mgmtauth._service.faults import FaultPlan
 from pytest_mgmtauth._service.flows.v1 import V1Flow
 from pytest_mgmtauth._service.flows.v2 import V2Flow
-from pytest_mgmtauth._service.service import AUTH_FAILED, AuthService, Refusal
+from pytest_mgmtauth._service.records import AUTH_FAILED, Refusal
+from pytest_mgmtauth._service.service import AuthService
 from pytest_mgmtauth._service.timeline import ManualClock
 from pytest_mgmtauth._verdicts import sweep_plan as _sweep_plan, sweep_verdict as _sweep_verdict
 

@@ -22,7 +22,8 @@ from pytest_mgmtauth._service.flows.registry import endpoint_for
 from pytest_mgmtauth._service.flows.v1 import V1Flow
 from pytest_mgmtauth._service.flows.v2 import V2Flow
 from pytest_mgmtauth._service.flows.v3 import V3Flow, named_scopes
-from pytest_mgmtauth._service.service import AuthService, Refusal
+from pytest_mgmtauth._service.records import Refusal
+from pytest_mgmtauth._service.service import AuthService
 from pytest_mgmtauth._service.timeline import ManualClock
 
 

@@ -13,8 +13,9 @@ from hypothesis import given, strategies as st
 from pytest_mgmtauth._service.accounts import _KEY_ALPHABET, Account, fingerprint
 from pytest_mgmtauth._service.flows.v1 import V1Flow
 from pytest_mgmtauth._service.flows.v2 import V2Flow
+from pytest_mgmtauth._service.records import Refusal
 from pytest_mgmtauth._service.secret_text import diagnose_secret
-from pytest_mgmtauth._service.service import AuthService, Refusal
+from pytest_mgmtauth._service.service import AuthService
 from pytest_mgmtauth._service.timeline import ManualClock
 from pytest_mgmtauth._verdicts.checks import (
     check_auth_count,

@@ -19,7 +19,8 @@ from pytest_mgmtauth import (
 from pytest_mgmtauth._service.events import format_offset, iso_time, timeline_origin
 from pytest_mgmtauth._service.flows.v1 import V1Flow
 from pytest_mgmtauth._service.flows.v2 import V2Flow
-from pytest_mgmtauth._service.service import AuthService, Refusal
+from pytest_mgmtauth._service.records import Refusal
+from pytest_mgmtauth._service.service import AuthService
 from pytest_mgmtauth._service.timeline import ManualClock, to_datetime
 from pytest_mgmtauth._standalone.messages import event_json
 from pytest_mgmtauth._verdicts.evidence import Evidence

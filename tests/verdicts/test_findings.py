@@ -11,8 +11,9 @@ from pytest_mgmtauth._service.accounts import Account
 from pytest_mgmtauth._service.flows.v1 import V1Flow
 from pytest_mgmtauth._service.flows.v2 import V2Flow
 from pytest_mgmtauth._service.options import Options
+from pytest_mgmtauth._service.records import Refusal
 from pytest_mgmtauth._service.secret_text import diagnose_reauth_after
-from pytest_mgmtauth._service.service import AuthService, Refusal
+from pytest_mgmtauth._service.service import AuthService
 from pytest_mgmtauth._service.timeline import ManualClock
 from pytest_mgmtauth._verdicts.checks import check_token_reused, churn_message
 from pytest_mgmtauth._verdicts.evidence import Evidence

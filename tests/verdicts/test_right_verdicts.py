@@ -12,8 +12,8 @@ from pytest_mgmtauth._service.accounts import Account
 from pytest_mgmtauth._service.flows.v1 import V1Flow
 from pytest_mgmtauth._service.flows.v2 import V2Flow
 from pytest_mgmtauth._service.flows.v3 import V3Flow, named_scopes
-from pytest_mgmtauth._service.records import SessionRecord
-from pytest_mgmtauth._service.service import AuthService, Refusal
+from pytest_mgmtauth._service.records import Refusal, SessionRecord
+from pytest_mgmtauth._service.service import AuthService
 from pytest_mgmtauth._service.timeline import ManualClock
 from pytest_mgmtauth._verdicts.checks import churn_message
 from pytest_mgmtauth._verdicts.evidence import Evidence, format_timeline
