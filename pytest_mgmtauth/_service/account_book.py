@@ -157,7 +157,7 @@ class AccountBook(Mapping[str, "Account"]):
                 raise ValueError(f"secret must be 'API key' or 'password', got {secret!r}")
             if new_value is not None and (not isinstance(new_value, str) or not new_value):
                 raise ValueError(f"the new {secret} must be a non-empty str, got {new_value!r}")
-            old = account.api_key if secret == "API key" else account.password
+            old = account.secret(secret)
             if new_value is None:
                 new_value = generate_api_key() if secret == "API key" else generate_password()
             if new_value == old:

@@ -6,9 +6,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from .accounts import (
-    fingerprint,
-)
+from .accounts import fingerprint
 from .events import (
     SLEPT_IN_REAL_TIME,
     CredentialExpired,

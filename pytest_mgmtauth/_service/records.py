@@ -6,9 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
-from .accounts import (
-    fingerprint,
-)
+from .accounts import fingerprint
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
