@@ -31,20 +31,15 @@ class Call:
     method: str
     path: str
     now: float
+    #: The path as the gateway reads it, normalised once by the transport (repeated
+    #: slashes as one, dot segments removed, after percent-decoding): what a scope is
+    #: derived from, never the un-normalised one.
+    normalized: str
     #: The host it reached where that is not its flow's usual one (else ``None``).
     host: str | None = None
     #: The scope the route requires (``route(..., scope=...)``), for a flow whose
     #: tokens carry scopes; ``None``: none.
     scope: str | None = None
-    #: The path as the gateway reads it, normalised once by the transport (repeated
-    #: slashes as one, dot segments removed, after percent-decoding): what a scope is
-    #: derived from. ``""``: ``path`` is that already.
-    normalized: str = ""
-
-    @property
-    def scope_path(self) -> str:
-        """The path a scope is derived from: never the un-normalised one."""
-        return self.normalized or self.path
 
 
 class Credentials:

@@ -132,9 +132,9 @@ class AuthService:
                 received.method,
                 received.path,
                 self.timeline.now(),
+                received.normalized or normalized_path(received.path),
                 host=host,
                 scope=scope,
-                normalized=received.normalized or normalized_path(received.path),
             )
             return flow.authorize(credential, call, permission), host
 

@@ -812,7 +812,7 @@ class OAuthFlow(BearerFlow, ClientFlow[OAuthClient]):
             required = named = call.scope
             source = "this route needs"
         else:
-            derived = required_scope(call.method, call.scope_path, options)
+            derived = required_scope(call.method, call.normalized, options)
             if derived is None:
                 return
             required, named = derived.parts, derived.named
