@@ -30,9 +30,7 @@ if TYPE_CHECKING:
 
 #: Service errors a scripted failure may name besides HTTP statuses (answered as 401).
 SERVICE_ERRORS = (1401, 1402)
-#: The kinds of scripted fault.
 FAULT_KINDS = ("fail", "hang", "reset", "malformed")
-#: The clocks a hang can run on.
 HANG_CLOCKS = ("real", "simulated")
 #: Retry-After of a scripted 429 when none is given, in seconds.
 DEFAULT_RETRY_AFTER = 1
