@@ -122,14 +122,8 @@ class FaultRunner:
     def _record_fired(
         self, kind: str, point: str, detail: str, username: str | None = None
     ) -> None:
-        self._timeline.record(
-            ScheduledFaultFired(
-                at=to_datetime(self._timeline.now()),
-                username=username,
-                fault=kind,
-                point=point,
-                detail=detail,
-            )
+        self._timeline.record_now(
+            ScheduledFaultFired, username=username, fault=kind, point=point, detail=detail
         )
 
     def _end_in_use(self, fault: ScheduledFault, *, in_flight: bool = False) -> None:
@@ -263,17 +257,15 @@ class FaultRunner:
                 return FiredFault(answer, 1)
         fired = self.plan.take(version)
         if fired is not None:
-            self._timeline.record(
-                FaultInjected(
-                    at=to_datetime(self._timeline.now()),
-                    username=username,
-                    method=method,
-                    path=path,
-                    fault=fired.fault.kind,
-                    detail=fired.fault.describe(),
-                    ordinal=fired.ordinal,
-                    count=fired.fault.count,
-                )
+            self._timeline.record_now(
+                FaultInjected,
+                username=username,
+                method=method,
+                path=path,
+                fault=fired.fault.kind,
+                detail=fired.fault.describe(),
+                ordinal=fired.ordinal,
+                count=fired.fault.count,
             )
         return fired
 

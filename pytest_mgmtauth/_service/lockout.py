@@ -130,6 +130,4 @@ class Lockout:
             self.manual_locks.pop(username, None)
             self.lockouts.pop(username, None)
             self.failures[username] = 0
-            self._timeline.record(
-                AccountUnlocked(at=to_datetime(self._timeline.now()), username=username)
-            )
+            self._timeline.record_now(AccountUnlocked, username=username)

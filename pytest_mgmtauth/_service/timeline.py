@@ -268,6 +268,11 @@ class Timeline:
         time, 100 hours or more away)."""
         return format_moment(timestamp, timeline_origin(self._events, self.started_at))
 
+    def record_now(self, kind: type[Event], **fields: Any) -> None:
+        """Record an event of ``kind`` with ``fields``, happening now."""
+        with self._lock:
+            self.record(kind(at=to_datetime(self.now()), **fields))
+
     def record_call(
         self,
         auth: Authorization,
@@ -279,56 +284,27 @@ class Timeline:
     ) -> None:
         """An authenticated call reached its route's handler and got ``status``
         (``host``: where it went, if not its flow's usual host)."""
-        with self._lock:
-            self.record(
-                ApiCall(
-                    at=to_datetime(self.now()),
-                    username=auth.username,
-                    method=method,
-                    path=path,
-                    version=auth.version,
-                    credential=auth.credential,
-                    status=status,
-                    host=host,
-                )
-            )
+        self.record_now(
+            ApiCall,
+            username=auth.username,
+            method=method,
+            path=path,
+            version=auth.version,
+            credential=auth.credential,
+            status=status,
+            host=host,
+        )
 
     def record_bad_request(self, method: str, path: str, status: int, reason: str) -> None:
-        with self._lock:
-            self.record(
-                BadRequest(
-                    at=to_datetime(self.now()),
-                    username=None,
-                    method=method,
-                    path=path,
-                    status=status,
-                    reason=reason,
-                )
-            )
+        self.record_now(
+            BadRequest, username=None, method=method, path=path, status=status, reason=reason
+        )
 
     def record_tunnel_closed(self, target: str, reason: str, via: str = "CONNECT") -> None:
-        with self._lock:
-            self.record(
-                TunnelClosed(
-                    at=to_datetime(self.now()),
-                    username=None,
-                    target=target,
-                    reason=reason,
-                    via=via,
-                )
-            )
+        self.record_now(TunnelClosed, username=None, target=target, reason=reason, via=via)
 
     def record_unknown_route(self, method: str, path: str, status: int) -> None:
-        with self._lock:
-            self.record(
-                UnknownRoute(
-                    at=to_datetime(self.now()),
-                    username=None,
-                    method=method,
-                    path=path,
-                    status=status,
-                )
-            )
+        self.record_now(UnknownRoute, username=None, method=method, path=path, status=status)
 
 
 #: Joins an event's texts for one masking pass: a secret never contains it, so no
