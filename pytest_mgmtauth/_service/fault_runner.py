@@ -123,7 +123,9 @@ class FaultRunner:
         self, kind: str, point: str, detail: str, username: str | None = None
     ) -> None:
         self._timeline.record_now(
-            ScheduledFaultFired, username=username, fault=kind, point=point, detail=detail
+            lambda at: ScheduledFaultFired(
+                at=at, username=username, fault=kind, point=point, detail=detail
+            )
         )
 
     def _end_in_use(self, fault: ScheduledFault, *, in_flight: bool = False) -> None:
@@ -258,14 +260,16 @@ class FaultRunner:
         fired = self.plan.take(version)
         if fired is not None:
             self._timeline.record_now(
-                FaultInjected,
-                username=username,
-                method=method,
-                path=path,
-                fault=fired.fault.kind,
-                detail=fired.fault.describe(),
-                ordinal=fired.ordinal,
-                count=fired.fault.count,
+                lambda at: FaultInjected(
+                    at=at,
+                    username=username,
+                    method=method,
+                    path=path,
+                    fault=fired.fault.kind,
+                    detail=fired.fault.describe(),
+                    ordinal=fired.ordinal,
+                    count=fired.fault.count,
+                )
             )
         return fired
 

@@ -130,4 +130,4 @@ class Lockout:
             self.manual_locks.pop(username, None)
             self.lockouts.pop(username, None)
             self.failures[username] = 0
-            self._timeline.record_now(AccountUnlocked, username=username)
+            self._timeline.record_now(lambda at: AccountUnlocked(at=at, username=username))

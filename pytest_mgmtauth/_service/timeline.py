@@ -268,10 +268,10 @@ class Timeline:
         time, 100 hours or more away)."""
         return format_moment(timestamp, timeline_origin(self._events, self.started_at))
 
-    def record_now(self, kind: type[Event], **fields: Any) -> None:
-        """Record an event of ``kind`` with ``fields``, happening now."""
+    def record_now(self, event: Callable[[datetime], Event]) -> None:
+        """Record the event ``event`` makes for this moment, under the lock."""
         with self._lock:
-            self.record(kind(at=to_datetime(self.now()), **fields))
+            self.record(event(to_datetime(self.now())))
 
     def record_call(
         self,
@@ -285,26 +285,34 @@ class Timeline:
         """An authenticated call reached its route's handler and got ``status``
         (``host``: where it went, if not its flow's usual host)."""
         self.record_now(
-            ApiCall,
-            username=auth.username,
-            method=method,
-            path=path,
-            version=auth.version,
-            credential=auth.credential,
-            status=status,
-            host=host,
+            lambda at: ApiCall(
+                at=at,
+                username=auth.username,
+                method=method,
+                path=path,
+                version=auth.version,
+                credential=auth.credential,
+                status=status,
+                host=host,
+            )
         )
 
     def record_bad_request(self, method: str, path: str, status: int, reason: str) -> None:
         self.record_now(
-            BadRequest, username=None, method=method, path=path, status=status, reason=reason
+            lambda at: BadRequest(
+                at=at, username=None, method=method, path=path, status=status, reason=reason
+            )
         )
 
     def record_tunnel_closed(self, target: str, reason: str, via: str = "CONNECT") -> None:
-        self.record_now(TunnelClosed, username=None, target=target, reason=reason, via=via)
+        self.record_now(
+            lambda at: TunnelClosed(at=at, username=None, target=target, reason=reason, via=via)
+        )
 
     def record_unknown_route(self, method: str, path: str, status: int) -> None:
-        self.record_now(UnknownRoute, username=None, method=method, path=path, status=status)
+        self.record_now(
+            lambda at: UnknownRoute(at=at, username=None, method=method, path=path, status=status)
+        )
 
 
 #: Joins an event's texts for one masking pass: a secret never contains it, so no
