@@ -17,7 +17,7 @@ from .._service.flows.registry import (
 from .._service.service import AuthService
 from .._service.timeline import system_clock
 from .._verdicts import findings
-from .._verdicts.evidence import AuthSummary, format_timeline, summarize
+from .._verdicts.evidence import AuthSummary, summarize
 from .accounts import Accounts
 from .assertions import Assertions
 from .faults import Faults
@@ -234,12 +234,6 @@ class MgmtServer(Accounts, Routes, Faults, Assertions):
             server.app.bind(self._binding)
         if old is not None:
             old.close()
-
-    def whole_timeline(self, username: str | None = None) -> str:
-        """Every line of the timeline, not cut (mgmtauth-server's; internal)."""
-        __tracebackhide__ = True
-        self._known_username(username)
-        return format_timeline(self.evidence(), username=username, whole=True)
 
     def record_exchanges(self) -> list[Exchange]:
         """Keep this test's exchanges from now on (drift; internal): the list they go to."""

@@ -8,7 +8,7 @@ says what to send instead, and never stops the server. See docs/standalone.md.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from werkzeug import Response
 
@@ -36,34 +36,19 @@ if TYPE_CHECKING:
     from werkzeug import Request
 
     from .._fake.server import MgmtServer
+    from .._service.timeline import ManualClock, OffsetClock
 
 
-class Verdicts(Protocol):
-    """``GET /_mgmtauth/check``: the findings since the last reset as a JSON object,
-    ``{"ok", "findings", "counts"}``; the switches say which kinds count."""
-
-    def __call__(
-        self,
-        *,
-        require_logout: bool,
-        churn: bool,
-        expired_use: bool,
-        refused_call: bool,
-        wrong_host: bool,
-        deprecated_version: bool,
-    ) -> dict[str, Any]: ...
-
-
-class WholeTimeline(Protocol):
-    """``GET /_mgmtauth/timeline``: every line of the timeline text (of one account)."""
-
-    def __call__(self, username: str | None) -> str: ...
-
-
-class AdvanceableClock(Protocol):
-    def __call__(self) -> float: ...
-
-    def advance(self, seconds: float) -> None: ...
+#: ``GET /_mgmtauth/check``'s switches: query parameter -> the kind of finding it
+#: counts, and whether that kind counts when the parameter is not given.
+CHECK_SWITCHES = {
+    "require_logout": ("open_session", False),
+    "churn": ("churn", True),
+    "expired_use": ("expired_use", True),
+    "refused_call": ("refused_call", True),
+    "wrong_host": ("wrong_host", True),
+    "deprecated_version": ("deprecated_version", True),
+}
 
 
 def _json(status: int, body: Any) -> Response:
@@ -84,10 +69,9 @@ class ControlAPI:
         self,
         *,
         fake: Callable[[], MgmtServer],
-        clock: AdvanceableClock,
+        clock: ManualClock | OffsetClock,
         reset: Callable[[], None],
-        check: Verdicts | None = None,
-        timeline: WholeTimeline | None = None,
+        check: Callable[[dict[str, bool]], dict[str, Any]],
         host: str = "127.0.0.1",
         allowed_hosts: Iterable[str] = (),
     ) -> None:
@@ -99,7 +83,6 @@ class ControlAPI:
         self._clock = clock
         self._reset = reset
         self._check = check
-        self._whole_timeline = timeline
         # (method, path below the prefix) -> (handler, known body fields, what it does)
         self._endpoints: dict[
             tuple[str, str], tuple[Callable[[Body], tuple[int, Any]], tuple[str, ...], str]
@@ -120,14 +103,7 @@ class ControlAPI:
             ),
             ("GET", "/check"): (
                 self._verdicts,
-                (
-                    "?require_logout",
-                    "?churn",
-                    "?expired_use",
-                    "?refused_call",
-                    "?wrong_host",
-                    "?deprecated_version",
-                ),
+                tuple(f"?{name}" for name in CHECK_SWITCHES),
                 "the verdicts since the last reset: ok, findings (churn, expired_use, "
                 "refused_call, open_session, wrong_host, deprecated_version) with the "
                 "assertions' messages, counts",
@@ -282,25 +258,13 @@ class ControlAPI:
         return 200, {"requests": [request_json(r) for r in logged], "dropped": logged.dropped}
 
     def _timeline(self, body: Body) -> tuple[int, Any]:
-        username = body.query.get("username") or None
-        # Both raise ValueError (a 400) for an account the fake does not know.
-        if self._whole_timeline is not None:
-            text = self._whole_timeline(username)
-        else:
-            text = self._fake().timeline(username)
+        # Every line, not cut around one event; ValueError (a 400) for an unknown account.
+        text = self._fake().timeline(body.query.get("username") or None)
         return 200, Response(text + "\n", content_type="text/plain; charset=utf-8")
 
     def _verdicts(self, body: Body) -> tuple[int, Any]:
-        if self._check is None:
-            raise ControlError(404, f"{body.endpoint}: this server has no verdicts")
-        return 200, self._check(
-            require_logout=body.flag("require_logout", False),
-            churn=body.flag("churn", True),
-            expired_use=body.flag("expired_use", True),
-            refused_call=body.flag("refused_call", True),
-            wrong_host=body.flag("wrong_host", True),
-            deprecated_version=body.flag("deprecated_version", True),
-        )
+        counted = {kind: body.flag(name, on) for name, (kind, on) in CHECK_SWITCHES.items()}
+        return 200, self._check(counted)
 
     def _now(self, body: Body) -> tuple[int, Any]:
         return 200, {"now": _iso(to_datetime(self._clock()))}

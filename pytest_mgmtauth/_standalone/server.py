@@ -30,7 +30,7 @@ from .._fake.session import SessionResources
 from .._http.app import CONTROL_PREFIX
 from .._service.timeline import ManualClock, OffsetClock
 from .._verdicts import findings
-from .control import ControlAPI
+from .control import CHECK_SWITCHES, ControlAPI
 from .messages import account_json, client_json, loads_standard, options_json
 
 if TYPE_CHECKING:
@@ -258,7 +258,6 @@ class StandaloneServer:
                 clock=self.clock,
                 reset=self.reset,
                 check=self.check,
-                timeline=self.timeline,
                 host=self._host,
                 allowed_hosts=self._allowed_hosts,
             ),
@@ -318,52 +317,22 @@ class StandaloneServer:
             self._fake = fake
             fake.take_over(old)  # old's secrets are still secrets
 
-    def timeline(self, username: str | None = None) -> str:
-        """Every line of the timeline since the last reset (``GET /_mgmtauth/timeline``):
-        the text of the Python failure messages, not cut around one event."""
-        return self.fake.whole_timeline(username)
-
-    def check(
-        self,
-        *,
-        require_logout: bool = False,
-        churn: bool = True,
-        expired_use: bool = True,
-        refused_call: bool = True,
-        wrong_host: bool = True,
-        deprecated_version: bool = True,
-    ) -> dict[str, Any]:
-        """The verdicts since the last reset (``GET /_mgmtauth/check``), as JSON."""
+    def check(self, counted: dict[str, bool] | None = None) -> dict[str, Any]:
+        """The verdicts since the last reset (``GET /_mgmtauth/check``), as JSON;
+        ``counted``: whether each kind of finding counts (default: as without switches)."""
+        if counted is None:
+            counted = dict(CHECK_SWITCHES.values())
         # A long timeline in a message is cut; say where a client in any language
         # finds the whole of it.
         evidence = dataclasses.replace(
             self.fake.evidence(), whole_timeline=f"GET {CONTROL_PREFIX}/timeline"
         )
-        kinds = [
-            kind
-            for kind, counted in (
-                ("churn", churn),
-                ("expired_use", expired_use),
-                ("refused_call", refused_call),
-                ("open_session", require_logout),
-                ("wrong_host", wrong_host),
-                ("deprecated_version", deprecated_version),
-            )
-            if counted
-        ]
-        found = findings.findings(evidence, kinds=kinds)
+        found = findings.findings(evidence, kinds=[kind for kind, on in counted.items() if on])
         return {
             "ok": not found,
             "findings": [dataclasses.asdict(f) for f in found],
             "counts": findings.finding_counts(evidence),
-            "counted": {
-                "churn": churn,
-                "expired_use": expired_use,
-                "refused_call": refused_call,
-                "open_session": require_logout,
-                "wrong_host": wrong_host,
-                "deprecated_version": deprecated_version,
-            },
+            "counted": {kind: counted[kind] for kind in findings.KINDS if kind in counted},
         }
 
     @property

@@ -366,7 +366,7 @@ JSON = "application/json"
 #: Every endpoint of the control API with its fields: (method, path, fields).
 ENDPOINTS = [
     (e["method"], e["path"].removeprefix("/_mgmtauth"), e["fields"])
-    for e in ControlAPI(fake=None, clock=None, reset=None).describe()  # type: ignore[arg-type]
+    for e in ControlAPI(fake=None, clock=None, reset=None, check=None).describe()  # type: ignore[arg-type]
 ]
 FIELDS = [
     "seconds",
