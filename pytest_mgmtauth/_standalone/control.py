@@ -51,10 +51,6 @@ CHECK_SWITCHES = {
 }
 
 
-def _json(status: int, body: Any) -> Response:
-    return json_response(status, body)
-
-
 def _error(status: int, message: str) -> Response:
     return error_response(status, status, message)
 
@@ -226,7 +222,7 @@ class ControlAPI:
         if isinstance(payload, Response):
             payload.status_code = status
             return payload
-        return _json(status, payload)
+        return json_response(status, payload)
 
     # -- endpoints -------------------------------------------------------------------
 
@@ -301,8 +297,7 @@ class ControlAPI:
 
     def _add_route(self, body: Body) -> tuple[int, Any]:
         method = body.text("method") or "GET"
-        path = body.text("path", required=True)
-        assert path is not None
+        path = body.required_text("path")
         unreachable = unreachable_path(path)
         if unreachable is not None:
             raise ControlError(400, f"{body.endpoint}: {unreachable}")
@@ -339,19 +334,14 @@ class ControlAPI:
         )
         return 201, client_json(client, secret=True)
 
-    def _client_id(self, body: Body) -> str:
-        client_id = body.text("client_id", required=True)
-        assert client_id is not None
-        return client_id
-
     def _rotate_client_secret(self, body: Body) -> tuple[int, Any]:
         client = self._fake().rotate_client_secret(
-            self._client_id(body), body.text("client_secret")
+            body.required_text("client_id"), body.text("client_secret")
         )
         return 200, client_json(client, secret=True)
 
     def _revoke_client(self, body: Body) -> tuple[int, Any]:
-        client_id = self._client_id(body)
+        client_id = body.required_text("client_id")
         self._fake().revoke_client(client_id)
         return 200, {"revoked": client_id}
 
@@ -359,7 +349,7 @@ class ControlAPI:
         return 200, {"pending": [fault_json(f) for f in self._fake().pending_faults]}
 
     def _add_fault(self, body: Body) -> tuple[int, Any]:
-        kind = body.text("kind", required=True)
+        kind = body.required_text("kind")
         count = body.integer("count")
         count = 1 if count is None else count  # 0 is refused by the fault, not made 1
         version = body.text("version")
@@ -410,38 +400,30 @@ class ControlAPI:
         self._fake().clear_faults()
         return 200, {"pending": []}
 
-    def _credential(self, body: Body) -> str:
-        credential = body.text("credential", required=True)
-        assert credential is not None
-        return credential
-
     def _expire(self, body: Body) -> tuple[int, Any]:
-        return 200, {"expired": self._fake().expire(self._credential(body))}
+        return 200, {"expired": self._fake().expire(body.required_text("credential"))}
 
     def _revoke(self, body: Body) -> tuple[int, Any]:
-        return 200, {"revoked": self._fake().revoke(self._credential(body))}
-
-    def _username(self, body: Body) -> str:
-        username = body.text("username", required=True)
-        assert username is not None
-        return username
+        return 200, {"revoked": self._fake().revoke(body.required_text("credential"))}
 
     def _lock(self, body: Body) -> tuple[int, Any]:
-        username = self._username(body)
+        username = body.required_text("username")
         self._fake().lock(username, seconds=body.number("seconds"))
         return 200, {"locked": username}
 
     def _unlock(self, body: Body) -> tuple[int, Any]:
-        username = self._username(body)
+        username = body.required_text("username")
         self._fake().unlock(username)
         return 200, {"unlocked": username}
 
     def _rotate_key(self, body: Body) -> tuple[int, Any]:
-        account = self._fake().rotate_key(self._username(body), body.text("api_key"))
+        account = self._fake().rotate_key(body.required_text("username"), body.text("api_key"))
         return 200, account_json(account)
 
     def _rotate_password(self, body: Body) -> tuple[int, Any]:
-        account = self._fake().rotate_password(self._username(body), body.text("password"))
+        account = self._fake().rotate_password(
+            body.required_text("username"), body.text("password")
+        )
         return 200, account_json(account)
 
     def _drop_connections(self, body: Body) -> tuple[int, Any]:

@@ -238,13 +238,18 @@ class Body:
             )
         return value
 
-    def text(self, name: str, *, required: bool = False) -> str | None:
-        value = self._get(name, (str,), "a string", required)
+    def text(self, name: str) -> str | None:
+        value = self._get(name, (str,), "a string", False)
         assert value is None or isinstance(value, str)
         return value
 
-    def integer(self, name: str, *, required: bool = False) -> int | None:
-        value = self._get(name, (int,), "an integer", required)
+    def required_text(self, name: str) -> str:
+        value = self._get(name, (str,), "a string", True)
+        assert isinstance(value, str)
+        return value
+
+    def integer(self, name: str) -> int | None:
+        value = self._get(name, (int,), "an integer", False)
         assert value is None or isinstance(value, int)
         return value
 
