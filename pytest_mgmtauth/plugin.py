@@ -9,6 +9,7 @@ XML, the findings check, late errors).
 
 from __future__ import annotations
 
+import importlib
 import sys
 import warnings
 from typing import TYPE_CHECKING, Any
@@ -34,9 +35,6 @@ from ._verdicts.sweep_plan import (
     SweepPoint,
 )
 
-#: Importable from here as before the split.
-__all__ = ["LATE_HANDLER_GRACE", "SECTION_TITLE", "options_for", "section_text"]
-
 if TYPE_CHECKING:
     from collections.abc import Callable, Generator, Iterator
 
@@ -47,8 +45,6 @@ if TYPE_CHECKING:
     from ._fake.server import MgmtServer
     from ._fake.session import SessionResources
     from ._glue.clock import MgmtClock
-    from ._glue.report import SECTION_TITLE, section_text
-    from ._glue.sweep import SweepReport
     from ._service.accounts import Account, Profile
     from .flows import OAuthClient
 
@@ -92,30 +88,24 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     _settings.add_sweep_options(parser, group)
 
 
+_MARKERS = (
+    "mgmtauth(**options): configure the fake management auth service (mgmt_server) for "
+    f"this test, class or module; options: {', '.join(OPTION_NAMES)}",
+    "mgmtauth_sweep(faults=(...), points=N): run the test once without a fault and once "
+    "per fault kind and point (the documentation's page Sweeps); faults: "
+    f"{', '.join(FAULT_KINDS)}",
+    f"{_EXPLORE_MARKER}(runs=100, max_faults=2, faults=(...), seed=None, replay=None): "
+    "run the test's body `runs` times in one item, each run under its own schedule of "
+    "faults and clock moves, and shrink a failure to its shortest story (the "
+    "documentation's page Explore)",
+    "mgmtauth_live: run this test against the service itself under --mgmtauth-live, "
+    "recording its exchanges (the documentation's page Checked against the service)",
+)
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers",
-        "mgmtauth(**options): configure the fake management auth service (mgmt_server) for "
-        f"this test, class or module; options: {', '.join(OPTION_NAMES)}",
-    )
-    config.addinivalue_line(
-        "markers",
-        "mgmtauth_sweep(faults=(...), points=N): run the test once without a fault and "
-        "once per fault kind and point (the documentation's page Sweeps); faults: "
-        f"{', '.join(FAULT_KINDS)}",
-    )
-    config.addinivalue_line(
-        "markers",
-        f"{_EXPLORE_MARKER}(runs=100, max_faults=2, faults=(...), seed=None, replay=None): "
-        "run the test's body `runs` times in one item, each run under its own schedule of "
-        "faults and clock moves, and shrink a failure to its shortest story (the "
-        "documentation's page Explore)",
-    )
-    config.addinivalue_line(
-        "markers",
-        "mgmtauth_live: run this test against the service itself under --mgmtauth-live, "
-        "recording its exchanges (the documentation's page Checked against the service)",
-    )
+    for marker in _MARKERS:
+        config.addinivalue_line("markers", marker)
     if config.getoption("mgmtauth_live", False):
         from ._glue import live as _live
 
@@ -138,18 +128,10 @@ def pytest_configure(config: pytest.Config) -> None:
         from ._glue.report import JunitTimelines
 
         config.pluginmanager.register(JunitTimelines(config), "mgmtauth-junit-timelines")
-    config.pluginmanager.register(_SweepReports(), "mgmtauth-sweep")
-    config.pluginmanager.register(_ExploreReports(), "mgmtauth-explore")
-
-
-def __getattr__(name: str) -> Any:
-    # SECTION_TITLE and section_text, importable from here as before the split, without
-    # loading _report for a run that does not show the table (PEP 562).
-    if name in ("SECTION_TITLE", "section_text"):
-        from ._glue import report as _report
-
-        return getattr(_report, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    sweeps = _SectionOnDemand(PROP_TEST, "._glue.sweep", "SweepReport")
+    config.pluginmanager.register(sweeps, "mgmtauth-sweep")
+    explorations = _SectionOnDemand(_EXPLORE_PROP, "._glue.explore", "ExploreReport")
+    config.pluginmanager.register(explorations, "mgmtauth-explore")
 
 
 def pytest_report_header(config: pytest.Config) -> str:
@@ -251,43 +233,23 @@ def mgmt_server_pool(_mgmtauth_pool: SessionResources) -> SessionResources:
     return _mgmtauth_pool
 
 
-class _SweepReports:
-    """The ``mgmtauth sweep`` terminal section: hands the reports of sweep items to
-    :class:`_sweep.SweepReport`, made (and ``_sweep`` imported) at the first of them, so
-    that a run that sweeps nothing never imports it. Reports, not items: the xdist
+class _SectionOnDemand:
+    """The ``mgmtauth sweep`` or ``mgmtauth explore`` terminal section: hands the
+    reports to the section's collector (``module.name``), made (and its module imported)
+    at the first report that carries the user property ``prop``, so that a run that
+    sweeps or explores nothing never imports it. Reports, not items: the xdist
     controller sees only the reports its workers send."""
 
-    def __init__(self) -> None:
-        self._report: SweepReport | None = None
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if self._report is None:
-            if not any(name == PROP_TEST for name, _ in report.user_properties):
-                return
-            from ._glue.sweep import SweepReport
-
-            self._report = SweepReport()
-        self._report.pytest_runtest_logreport(report)
-
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if self._report is not None:
-            self._report.pytest_terminal_summary(terminalreporter)
-
-
-class _ExploreReports:
-    """The ``mgmtauth explore`` terminal section, as :class:`_SweepReports` does it for
-    sweeps: ``_explore`` is imported at the first report of an explored item."""
-
-    def __init__(self) -> None:
+    def __init__(self, prop: str, module: str, name: str) -> None:
+        self._prop, self._module, self._name = prop, module, name
         self._report: Any = None
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if self._report is None:
-            if not any(name == _EXPLORE_PROP for name, _ in report.user_properties):
+            if not any(name == self._prop for name, _ in report.user_properties):
                 return
-            from ._glue.explore import ExploreReport
-
-            self._report = ExploreReport()
+            module = importlib.import_module(self._module, __package__)
+            self._report = getattr(module, self._name)()
         self._report.pytest_runtest_logreport(report)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
