@@ -23,16 +23,6 @@ if TYPE_CHECKING:
     from .._service.exchange_shape import Exchange, Snapshot, TestRecord
     from .._verdicts.drift import Drift
 
-__all__ = [
-    "SNAPSHOT_DIR",
-    "Watch",
-    "moved",
-    "shown",
-    "snapshot_key",
-    "snapshot_path",
-    "watch",
-    "write_record",
-]
 
 #: The folder, next to a test module, that holds its snapshot file.
 SNAPSHOT_DIR = "mgmtauth_snapshots"

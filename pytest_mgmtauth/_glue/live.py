@@ -3,9 +3,9 @@ the service itself (the fake forwards every request, ``_http/forward.py``) and w
 each test's exchanges into its module's snapshot, which ordinary runs verify the fake
 against (``drift.py``).
 
-Credentials come from the environment only (:data:`VARIABLES`); without the flag nothing
-is live, whatever the environment holds. At the first refusal of the credentials the run
-stops, so that a wrong variable cannot lock the user's account."""
+Credentials come from the ``MGMTAUTH_LIVE_*`` variables only (docs/live.md); without the
+flag nothing is live, whatever the environment holds. At the first refusal of the
+credentials the run stops, so that a wrong variable cannot lock the user's account."""
 
 from __future__ import annotations
 
@@ -27,36 +27,9 @@ if TYPE_CHECKING:
     from .._fake.server import MgmtServer
     from .._service.exchange_shape import Exchange
 
-__all__ = [
-    "CAFILE",
-    "FLAG",
-    "MARKER",
-    "UPSTREAM",
-    "VARIABLES",
-    "LiveReport",
-    "account",
-    "finish",
-    "is_live",
-    "oauth_client",
-    "profile",
-    "run_of",
-    "skip_unmarked",
-]
 
-#: The command-line flag (``--mgmtauth-live``) and its destination.
-FLAG = "mgmtauth_live"
 #: The marker of the tests a live run runs.
 MARKER = "mgmtauth_live"
-#: One variable per credential, and what it is for.
-VARIABLES = {
-    "MGMTAUTH_LIVE_USERNAME": "the account's e-mail address (v1, v2, v3)",
-    "MGMTAUTH_LIVE_API_KEY": "its API key (v2, v3)",
-    "MGMTAUTH_LIVE_PASSWORD": "its password (v1)",
-    "MGMTAUTH_LIVE_ACCOUNT": "the account name of v3 paths and OAuth scopes",
-    "MGMTAUTH_LIVE_PROFILE": "the profile name of v3 paths and OAuth scopes",
-    "MGMTAUTH_LIVE_CLIENT_ID": "the OAuth client's id",
-    "MGMTAUTH_LIVE_CLIENT_SECRET": "the OAuth client's secret",
-}
 #: The variables that hold secrets: masked wherever a text quotes them.
 _SECRET_VARIABLES = (
     "MGMTAUTH_LIVE_API_KEY",
@@ -73,10 +46,6 @@ _PROPERTY = "mgmtauth_live"
 _RUN = pytest.StashKey["LiveRun"]()
 #: The name :class:`LiveReport` is registered under.
 _REPORT = "mgmtauth-live-report"
-
-
-def is_live(config: pytest.Config) -> bool:
-    return bool(config.getoption(FLAG, False))
 
 
 def _skip(reason: str) -> NoReturn:

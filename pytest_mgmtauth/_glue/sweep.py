@@ -46,19 +46,6 @@ if TYPE_CHECKING:
     from .._fake.server import MgmtServer
     from .._verdicts.sweep_verdict import After, Cell
 
-__all__ = [
-    "FAULT_KINDS",
-    "FIXTURE",
-    "MARKER",
-    "SweepConfig",
-    "SweepPoint",
-    "SweepReport",
-    "after_call",
-    "arm",
-    "check_reached",
-    "disarm",
-    "expand",
-]
 
 #: The item's sweep point and its fake (set when mgmt_server is set up).
 _STATE = pytest.StashKey["_ItemState"]()
