@@ -122,7 +122,7 @@ def pytest_configure(config: pytest.Config) -> None:
         # its collector (and _report) is not loaded.
         from ._glue.report import TerminalReport
 
-        config.pluginmanager.register(TerminalReport(config), "mgmtauth-report")
+        config.pluginmanager.register(TerminalReport(), "mgmtauth-report")
     if config.getoption("xmlpath", None):
         # The timelines go into the JUnit XML of --junitxml only.
         from ._glue.report import JunitTimelines

@@ -179,31 +179,24 @@ def _getaddrinfo(
     return _call("getaddrinfo", host, port, family, type, proto, flags)
 
 
-def _gethostbyname(host: str) -> str:
-    plan = _plan_for(host)
-    if plan is None:
-        return str(_call("gethostbyname", host))
-    if not plan.ports:
-        raise HostNotIntercepted(host)
-    return ADDRESS
+def _lookup(name: str, answer: Callable[[str], object]) -> Callable[[str], Any]:
+    """The replacement of ``socket.<name>``: for a service host ``answer(host)`` under
+    interception, :class:`HostNotIntercepted` without it; other hosts looked up."""
+
+    def lookup(host: str) -> Any:
+        plan = _plan_for(host)
+        if plan is None:
+            return _call(name, host)
+        if not plan.ports:
+            raise HostNotIntercepted(host)
+        return answer(host)
+
+    return lookup
 
 
-def _gethostbyname_ex(host: str) -> tuple[str, list[str], list[str]]:
-    plan = _plan_for(host)
-    if plan is None:
-        return _call("gethostbyname_ex", host)  # type: ignore[no-any-return]
-    if not plan.ports:
-        raise HostNotIntercepted(host)
-    return _looked_up(host) or host, [], [ADDRESS]
-
-
-def _gethostbyaddr(host: str) -> tuple[str, list[str], list[str]]:
-    # getfqdn calls this: a service host's name is its own, fully qualified.
-    plan = _plan_for(host)
-    if plan is None:
-        return _call("gethostbyaddr", host)  # type: ignore[no-any-return]
-    if not plan.ports:
-        raise HostNotIntercepted(host)
+def _own_name(host: str) -> tuple[str, list[str], list[str]]:
+    # gethostbyname_ex, and gethostbyaddr (getfqdn calls it): a service host's name is
+    # its own, fully qualified.
     return _looked_up(host) or host, [], [ADDRESS]
 
 
@@ -256,9 +249,9 @@ def _connect_ex(self: socket.socket, address: Any) -> int:
 #: (owner, name, replacement) of each function replaced.
 _REPLACED: tuple[tuple[Any, str, Any], ...] = (
     (socket, "getaddrinfo", _getaddrinfo),
-    (socket, "gethostbyname", _gethostbyname),
-    (socket, "gethostbyname_ex", _gethostbyname_ex),
-    (socket, "gethostbyaddr", _gethostbyaddr),
+    (socket, "gethostbyname", _lookup("gethostbyname", lambda host: ADDRESS)),
+    (socket, "gethostbyname_ex", _lookup("gethostbyname_ex", _own_name)),
+    (socket, "gethostbyaddr", _lookup("gethostbyaddr", _own_name)),
     (socket.socket, "connect", _connect),
     (socket.socket, "connect_ex", _connect_ex),
 )

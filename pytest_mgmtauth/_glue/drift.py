@@ -92,27 +92,28 @@ class Watch:
             return []  # the same records: nothing to pair field by field
         return compare(self.record.exchanges, made)
 
-    def verdict(self) -> list[str]:
-        """The report section's drift verdict: none, or the differences (``findings``)."""
+    def message(self) -> str:
+        """The differences from the recording (``findings``); empty for none."""
         from .._verdicts.drift import drift_message
 
         found = self.found()
-        if not found:
-            return []
-        return drift_message(found, recorded=self.record.recorded, where=self.where).splitlines()
+        return (
+            drift_message(found, recorded=self.record.recorded, where=self.where) if found else ""
+        )
+
+    def verdict(self) -> list[str]:
+        """The report section's drift verdict: none, or the differences."""
+        return self.message().splitlines()
 
     def check(self, item: pytest.Item, fake: MgmtServer) -> None:
         """Warn of (or, strict, fail on) every difference from the recording."""
         __tracebackhide__ = True
-        from .._verdicts.drift import drift_message
         from .._verdicts.findings import DriftWarning
 
-        found = self.found()
-        if not found:
+        message = self.message()
+        if not message:
             return
-        message = "pytest-mgmtauth: " + drift_message(
-            found, recorded=self.record.recorded, where=self.where
-        )
+        message = "pytest-mgmtauth: " + message
         if fake.options.strict:
             pytest.fail(message, pytrace=False)
         path, lineno, _ = item.reportinfo()

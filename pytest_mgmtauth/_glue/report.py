@@ -75,10 +75,10 @@ def section_text(report: pytest.TestReport) -> str | None:
 
 
 class TerminalReport:
-    """Collects each test's figures from its teardown report; prints the section."""
+    """Collects each test's figures from its teardown report; prints the section (the
+    plugin registers it for -v or ``--mgmtauth-report`` only)."""
 
-    def __init__(self, config: pytest.Config) -> None:
-        self._config = config
+    def __init__(self) -> None:
         self._rows: list[tuple[str, dict[str, int]]] = []
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -89,10 +89,7 @@ class TerminalReport:
             self._rows.append((report.nodeid, values))
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        config = self._config
-        if not self._rows or not (
-            config.getoption("mgmtauth_report") or config.getoption("verbose") > 0
-        ):
+        if not self._rows:
             return
         terminalreporter.write_sep("=", "mgmtauth: credentials per test")
         # By node id: reports arrive in completion order, which xdist shuffles.
