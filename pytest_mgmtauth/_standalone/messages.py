@@ -225,11 +225,8 @@ class Body:
                 raise ControlError(400, f"{self.endpoint}: the field {name!r} ({what}) is required")
             return None
         value = self.data[name]
-        if isinstance(value, bool) and bool not in types:
-            value_ok = False
-        else:
-            value_ok = isinstance(value, types)
-        if not value_ok:
+        # JSON's true and false are no numbers, though Python's bool is an int.
+        if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
             shown = json.dumps(value)
             if len(shown) > 60:  # its kind and size only: no part of a string
                 shown = f"a JSON {type(value).__name__} of {len(shown)} characters"

@@ -60,6 +60,11 @@ class AccountSpec:
     profiles: tuple[str, ...] | None = None
 
 
+def _strings(value: object) -> bool:
+    """Whether a field that takes a list of strings has one (or is left out)."""
+    return value is None or (isinstance(value, list) and all(isinstance(v, str) for v in value))
+
+
 def _spec_from_json(data: object, where: str) -> AccountSpec:
     known = ("username", "api_key", "password", "permissions", "profiles")
     if not isinstance(data, dict):
@@ -74,14 +79,10 @@ def _spec_from_json(data: object, where: str) -> AccountSpec:
         if data.get(name) is not None and not isinstance(data[name], str):
             raise UsageError(f"{where}: {name!r} must be a string")
     permissions = data.get("permissions")
-    if permissions is not None and (
-        not isinstance(permissions, list) or not all(isinstance(p, str) for p in permissions)
-    ):
+    if not _strings(permissions):
         raise UsageError(f"{where}: 'permissions' must be a list of strings")
     profiles = data.get("profiles")
-    if profiles is not None and (
-        not isinstance(profiles, list) or not all(isinstance(p, str) for p in profiles)
-    ):
+    if not _strings(profiles):
         raise UsageError(
             f"{where}: 'profiles' must be a list of 'account/profile' strings "
             "('account/*': every profile of the account)"
@@ -146,9 +147,7 @@ def parse_client(text: str) -> ClientSpec:
     if not isinstance(data, dict) or any(k not in known for k in data):
         raise UsageError(f"--client: an OAuth client is a JSON object with {', '.join(known)}")
     scopes = data.get("scopes")
-    if scopes is not None and (
-        not isinstance(scopes, list) or not all(isinstance(s, str) for s in scopes)
-    ):
+    if not _strings(scopes):
         raise UsageError("--client: 'scopes' must be a list of scope strings")
     for name in ("client_id", "client_secret"):
         if data.get(name) is not None and not isinstance(data[name], str):
@@ -343,10 +342,6 @@ class StandaloneServer:
     def ca_bundle(self) -> str | None:
         return self.fake.ca_bundle
 
-    @property
-    def startup_accounts(self) -> list[Account]:
-        return list(self._startup_accounts or ())
-
     def stop(self) -> None:
         if self._fake is not None:
             self._fake.close()
@@ -360,7 +355,7 @@ class StandaloneServer:
             "ca_bundle": self.ca_bundle,
             "clock": "frozen" if isinstance(self.clock, ManualClock) else "real",
             "options": options_json(self.options),
-            "accounts": [account_json(a) for a in self.startup_accounts],
+            "accounts": [account_json(a) for a in self._startup_accounts or ()],
             "clients": [client_json(c, secret=True) for c in self._startup_clients or ()],
             "routes": [f"{m} {p}" for m, p in self._routes],
             "hosts": list(self.fake.hosts),
