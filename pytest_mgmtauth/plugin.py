@@ -1,11 +1,5 @@
-"""The pytest glue: fixtures, the ``mgmtauth`` and ``mgmtauth_sweep`` markers, options,
-report header.
-
-Thin on purpose: everything it builds comes from the modules below it; the hooks and
-fixtures stay here, the rest is in ``_glue/settings.py`` (ini settings, flags, markers)
-and ``_glue/report.py`` (the report section, the terminal summary, the timelines in JUnit
-XML, the findings check, late errors).
-"""
+"""The pytest plugin: its hooks and fixtures. Thin on purpose: what they build comes
+from the modules below it, and ``_glue/`` holds the rest of what needs pytest."""
 
 from __future__ import annotations
 

@@ -228,11 +228,10 @@ class StandaloneServer:
         self._pool = SessionResources(
             SigningKey(_file_key(key_file)) if key_file else None, host=host, port=port
         )
-        self._account_specs = list(accounts)
+        #: The startup accounts and clients: as given, then as made (see _new_fake).
+        self._accounts: Sequence[AccountSpec | Account] = list(accounts)
+        self._clients: Sequence[ClientSpec | OAuthClient] = list(clients)
         self._routes = list(routes)
-        self._startup_accounts: list[Account] | None = None
-        self._client_specs = list(clients)
-        self._startup_clients: list[OAuthClient] | None = None
         self._fake: MgmtServer | None = None
         self._lock = threading.Lock()
 
@@ -270,30 +269,22 @@ class StandaloneServer:
         server's requests (and the proxy's, under --intercept) go on to the previous
         one, or wait, until :meth:`MgmtServer.take_over`."""
         fake = MgmtServer(self.options, self._pool, clock=self.clock, bind=False)
-        # At startup the accounts come from --account; a reset re-adds the very
-        # credentials generated then, so clients keep working.
-        sources = self._account_specs if self._startup_accounts is None else self._startup_accounts
-        added = [
+        # At startup the accounts come from --account and the clients from --client; a
+        # reset re-adds the very credentials generated then, so clients keep working.
+        self._accounts = [
             fake.add_account(
-                s.username,
-                api_key=s.api_key,
-                password=s.password,
-                permissions=s.permissions,
-                profiles=s.profiles,
+                a.username,
+                api_key=a.api_key,
+                password=a.password,
+                permissions=a.permissions,
+                profiles=a.profiles,
             )
-            for s in sources
+            for a in self._accounts
         ]
-        if self._startup_accounts is None:
-            self._startup_accounts = added
-        # The same for --client: a reset re-adds the clients with their secrets.
-        clients = [
+        self._clients = [
             fake.add_client(c.scopes, client_id=c.client_id, client_secret=c.client_secret)
-            for c in (
-                self._client_specs if self._startup_clients is None else self._startup_clients
-            )
+            for c in self._clients
         ]
-        if self._startup_clients is None:
-            self._startup_clients = clients
         for method, path in self._routes:
             fake.route(method, path).respond_with_json({"ok": True, "route": f"{method} {path}"})
         return fake
@@ -355,8 +346,10 @@ class StandaloneServer:
             "ca_bundle": self.ca_bundle,
             "clock": "frozen" if isinstance(self.clock, ManualClock) else "real",
             "options": options_json(self.options),
-            "accounts": [account_json(a) for a in self._startup_accounts or ()],
-            "clients": [client_json(c, secret=True) for c in self._startup_clients or ()],
+            "accounts": [account_json(a) for a in self._accounts if not isinstance(a, AccountSpec)],
+            "clients": [
+                client_json(c, secret=True) for c in self._clients if not isinstance(c, ClientSpec)
+            ],
             "routes": [f"{m} {p}" for m, p in self._routes],
             "hosts": list(self.fake.hosts),
             # Where v3 API calls go without interception: the host of v3 auth answers.
