@@ -119,12 +119,6 @@ _MODULE_OF = {name: module for module, names in _LAZY.items() for name in names}
 
 __all__ = sorted([*_MODULE_OF, "__version__"])
 
-#: Renamed public names: old name -> new name. The old names keep working (the same
-#: object, so isinstance checks hold) with a DeprecationWarning.
-_DEPRECATED: dict[str, str] = {
-    "LoggedOutRejected": "LogoutRejected",
-}
-
 
 def __getattr__(name: str) -> Any:
     module = _MODULE_OF.get(name)
@@ -132,14 +126,14 @@ def __getattr__(name: str) -> Any:
         value = getattr(importlib.import_module(module, __name__), name)
         globals()[name] = value  # found here from now on, without this function
         return value
-    if name in _DEPRECATED:
-        new = _DEPRECATED[name]
+    if name == "LoggedOutRejected":  # renamed: the same class, so isinstance checks hold
         warnings.warn(
-            f"pytest_mgmtauth.{name} is deprecated: use pytest_mgmtauth.{new} (the same class)",
+            "pytest_mgmtauth.LoggedOutRejected is deprecated: use "
+            "pytest_mgmtauth.LogoutRejected (the same class)",
             DeprecationWarning,
             stacklevel=2,
         )
-        return __getattr__(new)
+        return __getattr__("LogoutRejected")
     raise AttributeError(f"module 'pytest_mgmtauth' has no attribute {name!r}")
 
 

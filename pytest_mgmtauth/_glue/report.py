@@ -123,14 +123,10 @@ class JunitTimelines:
             return None
         return self._config.stash.get(xml_key, None)
 
-    @staticmethod
-    def _key(report: pytest.TestReport) -> tuple[str, object]:
-        return report.nodeid, getattr(report, "node", None)
-
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> Generator[None, None, None]:
         text = section_text(report)
-        key = self._key(report)
+        key = report.nodeid, getattr(report, "node", None)
         if text is not None:
             self._texts[key] = text
         held = None

@@ -329,10 +329,6 @@ class StandaloneServer:
     def url(self) -> str:
         return self.fake.url
 
-    @property
-    def ca_bundle(self) -> str | None:
-        return self.fake.ca_bundle
-
     def stop(self) -> None:
         if self._fake is not None:
             self._fake.close()
@@ -343,7 +339,7 @@ class StandaloneServer:
         return {
             "url": self.url,
             "control": f"{self.url}{CONTROL_PREFIX}/",
-            "ca_bundle": self.ca_bundle,
+            "ca_bundle": self.fake.ca_bundle,
             "clock": "frozen" if isinstance(self.clock, ManualClock) else "real",
             "options": options_json(self.options),
             "accounts": [account_json(a) for a in self._accounts if not isinstance(a, AccountSpec)],
