@@ -23,7 +23,7 @@ from .assertions import Assertions
 from .faults import Faults
 from .resolution import refuse_lookups
 from .routes import Routes
-from .session import intercept_environment, intercept_process
+from .session import intercept_environment, intercept_process, loopback
 
 if TYPE_CHECKING:
     import ssl
@@ -161,11 +161,8 @@ class MgmtServer(Accounts, Routes, Faults, Assertions):
         (``http://127.0.0.1:<port>``, what ``HTTPS_PROXY`` names); else ``None``."""
         if self._proxy is None:
             return None
-        host = self._proxy.host
-        if host in ("0.0.0.0", "::", ""):
-            host = "127.0.0.1"
-        elif ":" in host:
-            host = f"[{host}]"
+        host = loopback(self._proxy.host)
+        host = f"[{host}]" if ":" in host else host  # an IPv6 address in a URL
         return f"http://{host}:{self._proxy.port}"
 
     @property

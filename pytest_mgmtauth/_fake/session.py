@@ -272,7 +272,7 @@ def intercept_process(
     trust_in_aiohttp(pool.ca.ca_bundle)
     restore_environment = set_environment(env)
     restore_names = resolve_to_fake(
-        hosts, https=_loopback(direct.host, direct.port), http=_loopback(proxy.host, proxy.port)
+        hosts, https=(loopback(direct.host), direct.port), http=(loopback(proxy.host), proxy.port)
     )
 
     def restore() -> None:
@@ -282,9 +282,9 @@ def intercept_process(
     return restore
 
 
-def _loopback(host: str, port: int) -> tuple[str, int]:
+def loopback(host: str) -> str:
     """Where this process reaches a listener of ``host`` (any address: loopback)."""
-    return ("127.0.0.1" if host in ("", "0.0.0.0", "::") else host), port
+    return "127.0.0.1" if host in ("", "0.0.0.0", "::") else host
 
 
 def set_environment(env: Mapping[str, str]) -> Callable[[], None]:

@@ -12,8 +12,6 @@ if TYPE_CHECKING:
 from .._service.limits import LATEST_TIME, check_advance
 from .._service.timeline import clock_moved, clock_set
 
-_EARLIEST = 0.0
-
 
 class MgmtClock:
     """Frozen time that moves only when told to: the ``mgmt_clock`` fixture.
@@ -133,7 +131,7 @@ class MgmtClock:
         if not isinstance(when, datetime):
             raise TypeError(f"move_to() takes a datetime, got {when!r}")
         when = _as_utc(when)
-        if not _EARLIEST <= when.timestamp() <= LATEST_TIME:
+        if not 0 <= when.timestamp() <= LATEST_TIME:
             raise ValueError(
                 f"move_to() takes a time from 1970-01-01 to 3000-01-01 (UTC), got "
                 f"{when.isoformat()}"
