@@ -297,13 +297,14 @@ def _rendered_spans(text: str, find: Find) -> list[Span]:
     return spans
 
 
-def secret_spans(text: str, find: Find) -> list[Span]:
+def secret_spans(text: str, find: Find, *, escaped: bool = True) -> list[Span]:
     """Where the secrets ``find`` knows stand in ``text``, in any spelling, also once it
-    is written with escapes; overlapping spans merged (the first one's stand-in kept),
-    in order."""
+    is written with escapes (``escaped``: False for a text no escape is written into);
+    overlapping spans merged (the first one's stand-in kept), in order."""
     spans = _basic_spans(text, find)
     spans.extend(_spans_in(text, find))
-    spans.extend(_rendered_spans(text, find))
+    if escaped:
+        spans.extend(_rendered_spans(text, find))
     spans.sort(key=lambda span: span[0])  # stable: a Basic span first where it starts
     merged: list[Span] = []
     for start, end, shown in spans:

@@ -100,10 +100,11 @@ class SecretMasker:
     def __contains__(self, secret: object) -> bool:
         return secret in self._known
 
-    def mask(self, text: str) -> str:
+    def mask(self, text: str, *, escaped: bool = True) -> str:
         """``text`` with every known secret, in any spelling a client may give it and
-        any that escaping the text on the way out makes (``secret_spans.py``), and every
-        JWT replaced by its fingerprint."""
+        any that escaping the text on the way out makes (``secret_spans.py``; ``escaped``:
+        False for a text no escape is written into), and every JWT replaced by its
+        fingerprint."""
         if "eyJ" in text:
             jwts = [(start, end, fingerprint(text[start:end])) for start, end in jwt_spans(text)]
             text = replaced(text, jwts) if jwts else text
@@ -117,7 +118,7 @@ class SecretMasker:
         # after it ('#1131ed' then '01116D' shows 'd01116D'): masked again until none
         # shows (a second pass only for a text that had a secret).
         for _ in range(_MASKING_PASSES):
-            spans = secret_spans(text, self._find)
+            spans = secret_spans(text, self._find, escaped=escaped)
             if not spans:
                 break
             text = replaced(text, spans)

@@ -243,7 +243,12 @@ class Timeline:
         joined = _FIELD_SEPARATOR.join(value for _, value in texts)
         parts: list[str] = []
         if len(texts) > 1 and joined.count(_FIELD_SEPARATOR) == len(texts) - 1:
-            masked = self._masker.mask(joined)
+            # Each field is written out on its own, never the NULs joining them: fields
+            # all visible ASCII get no escape a secret could run through.
+            plain = joined.replace(_FIELD_SEPARATOR, "")
+            masked = self._masker.mask(
+                joined, escaped=not plain.isascii() or not plain.isprintable()
+            )
             if masked == joined:
                 return event
             parts = masked.split(_FIELD_SEPARATOR)
