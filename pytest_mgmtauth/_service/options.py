@@ -387,6 +387,16 @@ class Options:
         default=False, init=False, repr=False, compare=False
     )
 
+    def __hash__(self) -> int:
+        # Options key the flows' endpoint tables, looked up on every request: hashed once
+        # (frozen, so the hash stays; the fields compared, as dataclasses hashes them).
+        found: int | None = self.__dict__.get("_hash")
+        if found is None:
+            compared = tuple(getattr(self, f.name) for f in dataclasses.fields(self) if f.compare)
+            found = hash(compared)
+            object.__setattr__(self, "_hash", found)
+        return found
+
     def __post_init__(self) -> None:
         for name in ("token_ttl", "lockout_duration", "session_timeout", "oauth_token_ttl"):
             object.__setattr__(self, name, check_seconds(name, getattr(self, name)))
