@@ -18,6 +18,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
+import itertools
 import re
 import threading
 import zlib
@@ -359,6 +360,12 @@ class RecordedRequest:
     def cut(self, mask: Callable[[str], str], header: int, text: int) -> RecordedRequest:
         """This entry with each text over its limit (``header`` for a header's name or
         value, ``text`` for the rest) masked and cut, with a marker saying so."""
+        longest = max(len(self.method), len(self.path), len(self.query), len(self.body or ""))
+        if (
+            longest <= text
+            and max(map(len, itertools.chain((self.host,), *self.headers))) <= header
+        ):
+            return self  # nothing over its limit (almost every request): no copy
 
         def kept(value: str, limit: int) -> str:
             if len(value) <= limit:
@@ -383,7 +390,7 @@ class RecordedRequest:
     def size(self) -> int:
         """The characters of text it holds."""
         texts = (self.method, self.host, self.path, self.query, self.body or "")
-        return sum(map(len, texts)) + sum(len(k) + len(v) for k, v in self.headers)
+        return sum(map(len, texts)) + sum(map(len, itertools.chain.from_iterable(self.headers)))
 
 
 #: What ends a text the request log cut (docs/reference.md).
