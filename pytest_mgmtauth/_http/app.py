@@ -359,13 +359,15 @@ class FakeApp:
             route=f"{route.method} {declared}",
             credential=auth.credential,
         )
-        where = f"the handler of {route!r}"
+        binding.late.started(binding.owner, route)
         try:
-            # Typed as a Response, but a user's handler may return anything.
-            with binding.late.running(binding.owner, where):
+            try:
+                # Typed as a Response, but a user's handler may return anything.
                 response: object = route.respond(request)
+            finally:
+                binding.late.returned(binding.owner, route)
         except Exception as exc:
-            binding.add_error(exc, where)
+            binding.add_error(exc, f"the handler of {route!r}")
             _answered(binding, route, auth, request, 500, host)
             return _route_error(
                 binding,
@@ -383,7 +385,7 @@ class FakeApp:
                 "werkzeug Response or str: return Response(...), or use "
                 ".respond_with_json(...) instead of .respond_with_handler(...)"
             )
-            binding.add_error(error, where)
+            binding.add_error(error, f"the handler of {route!r}")
             _answered(binding, route, auth, request, 500, host)
             return _route_error(binding, to.flow, 500, f"{error} (re-raised in the test)")
         _answered(binding, route, auth, request, response.status_code, host)

@@ -16,7 +16,6 @@ the oldest entries are dropped and counted (``mgmt_server.requests.dropped``).
 from __future__ import annotations
 
 import collections
-import contextlib
 import dataclasses
 import itertools
 import re
@@ -159,35 +158,40 @@ class LateErrors:
     little for one that is still at work before it reports."""
 
     def __init__(self) -> None:
-        self._changed = threading.Condition()
+        self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
         #: (test id, where, exception), in the order they were raised.
         self.errors: list[tuple[str, str, BaseException]] = []
-        self._running: dict[tuple[str, str], int] = {}
+        self._running: dict[tuple[str, RouteHandler], int] = {}
 
     def add(self, owner: str, where: str, error: BaseException) -> None:
         with self._changed:
             self.errors.append((owner, where, error))
 
-    @contextlib.contextmanager
-    def running(self, owner: str, where: str) -> Iterator[None]:
-        key = (owner, where)
-        with self._changed:
+    # Two plain calls around a handler, not a context manager: they are on every
+    # protected call, and a handler is described only if the session's end waits for it.
+    def started(self, owner: str, route: RouteHandler) -> None:
+        """``route``'s handler starts answering a call of the test ``owner``."""
+        key = (owner, route)
+        with self._lock:
             self._running[key] = self._running.get(key, 0) + 1
-        try:
-            yield
-        finally:
-            with self._changed:
-                self._running[key] -= 1
-                if not self._running[key]:
-                    del self._running[key]
-                self._changed.notify_all()
+
+    def returned(self, owner: str, route: RouteHandler) -> None:
+        """The handler of :meth:`started` returned (or raised)."""
+        key = (owner, route)
+        with self._lock:
+            self._running[key] -= 1
+            if not self._running[key]:
+                del self._running[key]
+                if not self._running:
+                    self._changed.notify_all()  # what wait_idle waits for
 
     def wait_idle(self, timeout: float) -> list[tuple[str, str]]:
         """Wait up to ``timeout`` seconds for every running handler to return; the
         (test id, handler) of those still running then."""
         with self._changed:
             self._changed.wait_for(lambda: not self._running, timeout)
-            return sorted(self._running)
+            return sorted((owner, f"the handler of {route!r}") for owner, route in self._running)
 
 
 class Binding:
