@@ -132,7 +132,21 @@ def framing_problem(
     """
     if unparsed is not None:
         return 400, _unparsed_problem(unparsed)
-    hosts = [value for name, value in headers if name.lower() == "host"]
+    # One pass over the headers (every request's): what the checks below read.
+    hosts: list[str] = []
+    lengths: list[str] = []
+    codings: list[str] | None = None  # None: no Transfer-Encoding header
+    bad: tuple[str, str] | None = None  # the first header with a NUL or a CR
+    for name, value in headers:
+        lowered = name.lower()
+        if lowered == "host":
+            hosts.append(value)
+        elif lowered == "content-length":
+            lengths.append(value)
+        elif lowered == "transfer-encoding":
+            codings = [*(codings or ()), *value.split(",")]
+        if bad is None and ("\x00" in value or "\r" in value):
+            bad = (name, value)
     if not hosts and version not in ("HTTP/0.9", "HTTP/1.0"):
         return 400, (
             f"this {version} request has no Host header; HTTP/1.1 requires one (RFC 9112 "
@@ -154,27 +168,22 @@ def framing_problem(
             "the Content-Length header is not a number of bytes (digits only, RFC 9110 8.6): "
             f"{_not_digits(lengths[0])}"
         )
-    for name, value in headers:
-        if "\x00" in value or "\r" in value:
-            what = "a NUL byte" if "\x00" in value else "a bare CR"
-            return 400, (
-                f"{_named(name)} contains {what}; RFC 9110 5.5 has recipients refuse field "
-                "values with NUL, CR or LF: remove it"
-            )
-    codings = [
-        part
-        for name, value in headers
-        if name.lower() == "transfer-encoding"
-        for part in value.split(",")
-    ]
-    if any(name.lower() == "transfer-encoding" for name, _ in headers):
+    if bad is not None:
+        name, value = bad
+        what = "a NUL byte" if "\x00" in value else "a bare CR"
+        return 400, (
+            f"{_named(name)} contains {what}; RFC 9110 5.5 has recipients refuse field "
+            "values with NUL, CR or LF: remove it"
+        )
+    if codings is not None:
         return _transfer_coding_problem(version, codings, bool(lengths))
     return None
 
 
 def chunked(headers: Sequence[tuple[str, str]]) -> bool:
     """Whether the request's body is chunked (its framing already checked)."""
-    return any(name.lower() == "transfer-encoding" for name, _ in headers)
+    # A list, not any() of a generator (a call per header): it is on every request.
+    return "transfer-encoding" in [name.lower() for name, _ in headers]
 
 
 #: str.isdigit() also takes '²' and other Unicode digits, which int() then refuses.

@@ -280,7 +280,7 @@ class ConnectionHandler(WSGIRequestHandler):
         if expect:
             environ["HTTP_EXPECT"] = ",".join(expect)
         reader: Any = self.rfile
-        if self.request_version == "HTTP/1.1" and _asks_to_continue(expect):
+        if expect and self.request_version == "HTTP/1.1" and _asks_to_continue(expect):
             # Not to HTTP/1.0 clients (RFC 9110 10.1.1).
             reader = ContinueOnRead(reader, self.wfile.write)
         if problem is None and chunked(headers):
