@@ -453,11 +453,16 @@ def _exchanged(
     headers = arrival.headers
     if headers is None:  # the app driven without the server
         headers = tuple(request.headers.items())
+    host = ""
+    for name, value in headers:
+        if name.lower() == "host":
+            host = value
+            break
     path, _, query = to.target.partition("?")
     body = arrival.body
     entry = RecordedRequest(
         method=request.method,
-        host=next((v for k, v in headers if k.lower() == "host"), ""),
+        host=host,
         path=path,
         query=query,
         headers=tuple(headers),
