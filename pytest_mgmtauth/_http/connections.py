@@ -270,10 +270,14 @@ class ConnectionServer(ThreadedWSGIServer):
             ready = selector.select()
             if self._stop.is_set():
                 break
-            if any(key.fileobj is self._wake_reader for key, _ in ready):
+            woken = accepting = False
+            for key, _ in ready:
+                woken = woken or key.fileobj is self._wake_reader
+                accepting = accepting or key.fileobj is self.socket
+            if woken:
                 with contextlib.suppress(OSError):
                     self._wake_reader.recv(64)
-            if any(key.fileobj is self.socket for key, _ in ready):
+            if accepting:
                 job = self._accept_one()
                 self.service_actions()
                 if job is not None:
