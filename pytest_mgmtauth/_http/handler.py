@@ -258,7 +258,15 @@ class ConnectionHandler(WSGIRequestHandler):
 
     def make_environ(self) -> dict[str, Any]:
         environ = super().make_environ()
-        headers = [(name, value.replace("\r\n", "")) for name, value in self.headers.items()]
+        # The header lines run_wsgi read, but Expect (taken out since): http.server's
+        # parser would make each value again.
+        arrived = getattr(self, "_arrived", None)
+        lines = self.headers.items() if arrived is None else arrived
+        headers = [
+            (name, value.replace("\r\n", ""))
+            for name, value in lines
+            if arrived is None or name.lower() != "expect"
+        ]
         problem = framing_problem(self.request_version, headers, unparsed=self._unparsed_line())
         self.arrival = arrival = Arrival(
             self.binding,
