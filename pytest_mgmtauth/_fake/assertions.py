@@ -129,7 +129,7 @@ class Assertions:
                 left = deadline - real_seconds()
                 if left <= 0:
                     break
-                timeline.recorded.wait(left)
+                timeline.wait(left)
             else:
                 return events
         granted, called = seen(events)

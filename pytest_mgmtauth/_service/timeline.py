@@ -146,18 +146,31 @@ class Timeline:
         #: Events that happened by a moment without a request (idle expiries), not yet
         #: recorded: the credentials part says which.
         self.due: Callable[[float], list[Event]] = lambda now: []
-        #: Notified on each event recorded: what ``MgmtServer.wait`` sleeps on.
+        #: Notified on each event recorded while someone waits (:meth:`wait`): what
+        #: ``MgmtServer.wait`` sleeps on.
         self.recorded = threading.Condition(lock)
+        self._waiting = 0
 
     def now(self) -> float:
         return self._clock()
 
     def record(self, event: Event) -> None:
-        if not self._events:
-            self._anchor(event.at.timestamp())
-        self._events.append(self._masked_event(event))
-        with self.recorded:
-            self.recorded.notify_all()
+        masked = self._masked_event(event)
+        with self._lock:
+            if not self._events:
+                self._anchor(event.at.timestamp())
+            self._events.append(masked)
+            if self._waiting:  # a notification costs five calls: only for a waiter
+                self.recorded.notify_all()
+
+    def wait(self, timeout: float) -> None:
+        """Sleep until an event is recorded, at most ``timeout`` seconds (holding
+        :attr:`recorded`, as ``Condition.wait`` does)."""
+        self._waiting += 1
+        try:
+            self.recorded.wait(timeout)
+        finally:
+            self._waiting -= 1
 
     #: Seconds of slack in telling a jump: a frozen clock stands still while real time
     #: runs on, and mgmt_clock freezes at a whole second.
