@@ -163,6 +163,7 @@ class LateErrors:
         #: (test id, where, exception), in the order they were raised.
         self.errors: list[tuple[str, str, BaseException]] = []
         self._running: dict[tuple[str, RouteHandler], int] = {}
+        self._waiting = 0  # in wait_idle: notified only then
 
     def add(self, owner: str, where: str, error: BaseException) -> None:
         with self._changed:
@@ -183,14 +184,18 @@ class LateErrors:
             self._running[key] -= 1
             if not self._running[key]:
                 del self._running[key]
-                if not self._running:
+                if not self._running and self._waiting:
                     self._changed.notify_all()  # what wait_idle waits for
 
     def wait_idle(self, timeout: float) -> list[tuple[str, str]]:
         """Wait up to ``timeout`` seconds for every running handler to return; the
         (test id, handler) of those still running then."""
         with self._changed:
-            self._changed.wait_for(lambda: not self._running, timeout)
+            self._waiting += 1
+            try:
+                self._changed.wait_for(lambda: not self._running, timeout)
+            finally:
+                self._waiting -= 1
             return sorted((owner, f"the handler of {route!r}") for owner, route in self._running)
 
 
