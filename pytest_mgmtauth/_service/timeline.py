@@ -253,7 +253,7 @@ class Timeline:
         if not texts:
             return event
         changes: dict[str, Any] = {}
-        joined = _FIELD_SEPARATOR.join(value for _, value in texts)
+        joined = _FIELD_SEPARATOR.join([value for _, value in texts])  # a list: one call
         parts: list[str] = []
         if len(texts) > 1 and joined.count(_FIELD_SEPARATOR) == len(texts) - 1:
             # Each field is written out on its own, never the NULs joining them: fields
