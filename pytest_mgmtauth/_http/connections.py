@@ -176,7 +176,7 @@ class ConnectionWriter(io.BufferedIOBase):
             self._send(held)
 
     def close(self) -> None:
-        if not self.closed:
+        if not self.closed and self._held:
             self._deferring = False
             with contextlib.suppress(OSError):  # the client is gone: nothing to tell it
                 self.flush()
