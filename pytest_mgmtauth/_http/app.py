@@ -304,7 +304,7 @@ class FakeApp:
             return response
         body = read_body(request)  # enforce the size limit before any handler reads it
         # A /v{YYYY-MM}/ version past Active: End of Support headers on any answer, or 410.
-        paths = [r.path for r in binding.routes if isinstance(r.path, str)]
+        paths = (r.path for r in binding.routes if isinstance(r.path, str))  # read if needed
         extra = version_call(
             service.timeline, service.options, request.method, path, paths, to.raw_path
         )
