@@ -295,6 +295,8 @@ class FaultPlan:
         (``reset``, ``busy``; ``expire`` and ``revoke`` fire from :meth:`before_call`)."""
         with self._lock:
             self.protected_calls += 1
+            if not self._scheduled:
+                return None
             return self._fire("call", self.protected_calls, kinds=tuple(CALL_ANSWERS))
 
     def schedule_move(self, index: int, seconds: float) -> None:
