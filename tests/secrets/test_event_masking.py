@@ -46,3 +46,22 @@ def test_a_text_with_a_nul_of_its_own_is_masked_field_by_field() -> None:
     event = _recorded(username="a\x00b", reason=f"{SECRET}\x00")
     assert event.username == "a\x00b"
     assert event.reason == f"{fingerprint(SECRET)}\x00"
+
+
+def test_a_secret_an_escape_completes_is_masked_in_an_event() -> None:
+    # Fields all visible ASCII are masked without the escaped renderings; one with a
+    # control character is not: written as '\x12', it shows '12' before the rest.
+    timeline = Timeline(ManualClock(), threading.RLock())
+    timeline.hold_secrets("12abcdef99")
+    timeline.record(
+        AuthRejected(
+            at=to_datetime(timeline.now()),
+            return_code=1401,
+            username="\x12abcdef99",
+            reason="plain",
+            account="acme",
+        )
+    )
+    [masked] = timeline.events
+    assert isinstance(masked, AuthRejected)
+    assert (masked.username, masked.reason) == (fingerprint("12abcdef99"), "plain")
