@@ -169,8 +169,9 @@ def received(request: Request, here: Where, normalized: str) -> Received:
         path=request.path,
         where=here,
         headers=tuple(request.headers.items()),
-        cookies=dict(request.cookies),
-        query=tuple(request.args.items(multi=True)),
+        # Parsed only when sent: most calls carry a bearer token and neither.
+        cookies=dict(request.cookies) if request.environ.get("HTTP_COOKIE") else {},
+        query=tuple(request.args.items(multi=True)) if request.query_string else (),
         scheme=request.scheme,
         mimetype=request.mimetype,
         body=request.get_data(cache=True),
