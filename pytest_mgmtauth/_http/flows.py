@@ -169,11 +169,11 @@ def received(request: Request, here: Where, normalized: str) -> Received:
         path=request.path,
         where=here,
         headers=tuple(request.headers.items()),
-        # Parsed only when sent: most calls carry a bearer token and neither.
+        # Parsed only when sent: most calls carry a bearer token and none of these.
         cookies=dict(request.cookies) if request.environ.get("HTTP_COOKIE") else {},
         query=tuple(request.args.items(multi=True)) if request.query_string else (),
         scheme=request.scheme,
-        mimetype=request.mimetype,
+        mimetype=request.mimetype if request.environ.get("CONTENT_TYPE") else "",
         body=request.get_data(cache=True),
         normalized=normalized,
     )
