@@ -463,6 +463,8 @@ def logged_body(body: bytes, headers: Iterable[tuple[str, str]]) -> str:
     deflate (or it starts as gzip does), within :data:`REQUEST_LOG_TEXT` bytes; a
     compressed body it cannot read so is not kept, a marker says why (a secret inside
     would be kept unmasked)."""
+    if not body:  # most requests: nothing to decode, whatever the headers say
+        return ""
     codings = [
         coding.strip().lower()
         for name, value in headers
@@ -472,7 +474,7 @@ def logged_body(body: bytes, headers: Iterable[tuple[str, str]]) -> str:
     ]
     if not codings and body.startswith(GZIP_MAGIC):
         codings = ["gzip"]
-    if not codings or not body:
+    if not codings:
         return body.decode("utf-8", "backslashreplace")
     shown = ", ".join(codings)
     data = body
