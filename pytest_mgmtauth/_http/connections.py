@@ -214,7 +214,8 @@ class ConnectionServer(ThreadedWSGIServer):
         super().__init__(*args, **kwargs)
         self._idle_lock = threading.Lock()
         self._idle: set[_Connection] = set()
-        #: Per open connection: set once its thread has closed it.
+        #: Per open connection that drop_idle_connections waits for: set once its thread
+        #: has closed it (made by the dropper, not for every connection).
         self._closed: dict[Any, threading.Event] = {}
         #: Per open connection: the test binding current when it was accepted. The one
         #: way a binding reaches a request: from here to the connection's handler
@@ -398,10 +399,12 @@ class ConnectionServer(ThreadedWSGIServer):
         server's idle timeout); the number closed. At a test's end, and on cue."""
         with self._idle_lock:
             idle, self._idle = self._idle, set()
+            # Each still open (its thread has not closed it): set once it is.
             closing = [
-                self._closed.get(handler.client_socket)
+                self._closed.setdefault(handler.client_socket, threading.Event())
                 for handler in idle
-                if not _peer_closed(handler.client_socket)
+                if handler.client_socket in self._bindings
+                and not _peer_closed(handler.client_socket)
             ]
         for handler in idle:
             with contextlib.suppress(OSError):
@@ -413,22 +416,20 @@ class ConnectionServer(ThreadedWSGIServer):
         for closed in closing:
             # Closed (the FIN sent) before this returns: a client's pooled connection
             # then reads as closed when the next test reuses it, and is replaced.
-            if closed is not None:
-                closed.wait(max(0.0, deadline - time.monotonic()))
+            closed.wait(max(0.0, deadline - time.monotonic()))
         return len(idle)
 
     def _serve_connection(self, request: Any, client_address: Any, binding: Binding | None) -> None:
-        closed = threading.Event()
         with self._idle_lock:
-            self._closed[request] = closed
             self._bindings[request] = binding
         try:
             self.process_request_thread(request, client_address)
         finally:
             with self._idle_lock:
-                self._closed.pop(request, None)
+                closed = self._closed.pop(request, None)
                 self._bindings.pop(request, None)
-            closed.set()
+            if closed is not None:
+                closed.set()
 
     def binding_of(self, connection: Any) -> Binding | None:
         """The binding current when ``connection`` was accepted (its handler asks once)."""

@@ -54,7 +54,7 @@ def test_one_connection_after_another_is_served_by_one_thread() -> None:
     with _own_server() as (server, threads):
         inner = _inner(server)
         assert _one_request(server).startswith(b"HTTP/1.1 ")
-        _until(lambda: not inner._closed, "the connection closed")
+        _until(lambda: not inner._bindings, "the connection closed")
         _until(lambda: inner._waiting_workers == 1, "the thread waits for the next one")
         before = threads()
         assert len(before) == 1  # the thread that served the first connection
@@ -301,7 +301,7 @@ def _serve_two_at_once(server: FakeHTTPServer) -> None:
         socket.create_connection((server.host, server.port), timeout=10) as first,
         socket.create_connection((server.host, server.port), timeout=10) as second,
     ):
-        _until(lambda: len(inner._closed) == 2, "both connections served at once")
+        _until(lambda: len(inner._bindings) == 2, "both connections served at once")
         first.sendall(PROBE)
         second.sendall(PROBE)
         assert first.recv(65536).startswith(b"HTTP/1.1 ")
@@ -327,7 +327,7 @@ def test_a_thread_done_with_its_connection_keeps_no_tests_state_alive(
         sock.sendall(PROBE)
         while sock.recv(65536):
             pass
-    _until(lambda: not inner._closed, "the connection closed")
+    _until(lambda: not inner._bindings, "the connection closed")
     fake.close()
     del fake
     gc.collect()
