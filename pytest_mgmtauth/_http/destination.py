@@ -108,7 +108,7 @@ def destination(binding: Binding, request: Request, arrival: Arrival) -> Destina
     chosen: tuple[RouteHandler, tuple[str, ...]] | None = None
     answers = False
     for route in binding.routes:
-        if not route.matcher.match(request):
+        if not route.matches(request):
             continue
         hosts = route_hosts(route.auth, options, route.host)
         answers = here.reaches(hosts, region)
