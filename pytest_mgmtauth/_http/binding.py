@@ -24,7 +24,7 @@ import zlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, overload
 
-from pytest_httpserver import METHOD_ALL, RequestHandler, RequestMatcher
+from pytest_httpserver import RequestHandler, RequestMatcher
 
 from .._service.exchange_shape import REFUSED_STATUSES, Exchange
 from .._service.flows.registry import HostPlan
@@ -127,13 +127,6 @@ class RouteHandler(RequestHandler):
         a ``werkzeug.Response`` (a ``str`` is wrapped in one). Returns this handler."""
         super().respond_with_handler(func)
         return self
-
-    def matches(self, request: Request) -> bool:
-        """Whether ``request`` calls this route: its method and path, all its matcher is
-        given (the matcher's own ``match`` also compares the query, headers and body
-        with nothing, on every request)."""
-        matcher = self.matcher
-        return matcher.method in (METHOD_ALL, request.method) and matcher.match_uri(request)
 
     def required_scope(self, normalized: str) -> str | None:
         """The scope a call needs: :attr:`scope`, its ``{name}`` parts filled from the

@@ -9,6 +9,8 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
+from pytest_httpserver import METHOD_ALL
+
 from .._service.flows.base import normalized_path
 from .._service.flows.registry import (
     FLOWS,
@@ -108,7 +110,10 @@ def destination(binding: Binding, request: Request, arrival: Arrival) -> Destina
     chosen: tuple[RouteHandler, tuple[str, ...]] | None = None
     answers = False
     for route in binding.routes:
-        if not route.matches(request):
+        # Its method and path, all a route's matcher is given (the matcher's own match()
+        # also compares the query, headers and body with nothing, on every request).
+        matcher = route.matcher
+        if matcher.method not in (METHOD_ALL, request.method) or not matcher.match_uri(request):
             continue
         hosts = route_hosts(route.auth, options, route.host)
         answers = here.reaches(hosts, region)
