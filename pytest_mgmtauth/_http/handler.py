@@ -166,13 +166,20 @@ class ConnectionHandler(WSGIRequestHandler):
         super().send_header(keyword, value)
 
     def setup(self) -> None:
-        super().setup()
+        if not isinstance(self.request, ssl.SSLSocket) and self.server.tunnel_context is None:
+            # socketserver's setup, but for its reader and writer, which would be made
+            # only to be replaced. Its reader tells whether bytes wait past a request
+            # (keep-alive).
+            self.connection = self.request
+            if self.timeout is not None:
+                self.connection.settimeout(self.timeout)
+            if self.disable_nagle_algorithm:
+                self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, True)
+            self.rfile = io.BufferedReader(ConnectionReader(self.connection))
+        else:
+            super().setup()
         self.binding = self.server.binding_of(self.request)
         self.wfile = ConnectionWriter(self.connection)
-        if not isinstance(self.connection, ssl.SSLSocket) and self.server.tunnel_context is None:
-            # Its reader tells whether bytes wait past a request (keep-alive).
-            self.rfile.close()
-            self.rfile = io.BufferedReader(ConnectionReader(self.connection))
         if self.server.tunnel_context is not None:
             # The proxy: a CONNECT's head is read without the bytes after it, which
             # belong to the tunnel's TLS (see HeadBounded).
