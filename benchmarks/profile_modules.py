@@ -18,9 +18,10 @@ The fake is the ``mgmt_server`` fixture's, in one test of a pytest run in this p
 
 Folded by layer (``--layers``): each of the package's calls named by its layer
 (``_http``, ``_service``, ...), and the switches between the transport and the domain
-counted (``_http`` to ``_service`` or back).
+counted (``_http`` to ``_service`` or back). Per function (``--functions``): how many
+times each was called, to compare two versions function by function.
 
-    python benchmarks/profile_modules.py [--modules] [--layers]
+    python benchmarks/profile_modules.py [--modules] [--layers] [--functions]
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import json
 import sys
 import threading
 import time
+from collections import Counter
 from types import FrameType
 from typing import Any
 from urllib.parse import urlencode, urlsplit
@@ -45,20 +47,26 @@ SETTLE = 0.3
 
 
 class CallRecorder:
-    """The module of every Python function called, per thread, while :attr:`on`."""
+    """The module of every Python function called, per thread, while :attr:`on` (and
+    the function, in :attr:`functions`)."""
 
     def __init__(self) -> None:
         self.on = False
         self.calls: dict[int, list[str]] = {}
+        self.functions: dict[int, list[str]] = {}
 
     def __call__(self, frame: FrameType, event: str, arg: Any) -> None:
         if event == "call" and self.on:
             module = str(frame.f_globals.get("__name__", "?"))
-            self.calls.setdefault(threading.get_ident(), []).append(module)
+            ident = threading.get_ident()
+            self.calls.setdefault(ident, []).append(module)
+            self.functions.setdefault(ident, []).append(f"{module}:{frame.f_code.co_qualname}")
 
-    def record(self, request: Any) -> list[str]:
-        """The modules called by the thread that served ``request()``'s connection."""
+    def record(self, request: Any) -> tuple[list[str], list[str]]:
+        """The modules and the functions called by the thread that served
+        ``request()``'s connection."""
         self.calls = {}
+        self.functions = {}
         self.on = True
         try:
             request()
@@ -67,11 +75,14 @@ class CallRecorder:
             self.on = False
         main = threading.get_ident()
         serving = [
-            calls
+            ident
             for ident, calls in self.calls.items()
             if ident != main and any(m.startswith("pytest_mgmtauth") for m in calls)
         ]
-        return max(serving, key=len) if serving else []
+        if not serving:
+            return [], []
+        ident = max(serving, key=lambda i: len(self.calls[i]))
+        return self.calls[ident], self.functions[ident]
 
 
 def switches(modules: list[str]) -> int:
@@ -99,11 +110,14 @@ def _request(url: str, method: str, path: str, body: str | None, headers: dict[s
     return request((parts.hostname, parts.port), method, path, body, headers)
 
 
-def main(show_modules: bool = False, show_layers: bool = False) -> None:
+def main(
+    show_modules: bool = False, show_layers: bool = False, show_functions: bool = False
+) -> None:
     recorder = CallRecorder()
     # Every thread started from here on: the session's server and its connection threads.
     threading.setprofile(recorder)
     results: dict[str, list[str]] = {}
+    functions: dict[str, list[str]] = {}
 
     def measure(index: int, fake: MgmtServer) -> None:
         account = fake.add_account()
@@ -121,8 +135,8 @@ def main(show_modules: bool = False, show_layers: bool = False) -> None:
 
         call()
         time.sleep(SETTLE)
-        results["POST /v2/auth"] = recorder.record(auth)
-        results["GET /api/items (bearer)"] = recorder.record(call)
+        for name, made in (("POST /v2/auth", auth), ("GET /api/items (bearer)", call)):
+            results[name], functions[name] = recorder.record(made)
 
     in_tests(measure, [{"throttle": None}])
     threading.setprofile(None)
@@ -142,6 +156,12 @@ def main(show_modules: bool = False, show_layers: bool = False) -> None:
                 [[name, str(crossings(modules))] for name, modules in results.items()],
             )
         )
+    if show_functions:
+        for name, called in functions.items():
+            print(f"\n{name}: {len(called)} calls")
+            counts = Counter(called)
+            for function in sorted(counts, key=lambda f: (-counts[f], f)):
+                print(f"  {counts[function]:4d}  {function}")
     if show_modules:
         for name, modules in results.items():
             print(f"\n{name}:")
@@ -155,6 +175,7 @@ if __name__ == "__main__":
     parser.add_argument(
         "--layers", action="store_true", help="count the switches between _http and _service"
     )
+    parser.add_argument("--functions", action="store_true", help="list the calls per function")
     args = parser.parse_args()
-    main(args.modules, args.layers)
+    main(args.modules, args.layers, args.functions)
     sys.exit(0)
