@@ -8,7 +8,9 @@ that is not the last is given the item's parent as the next item, so only the it
 torn down). Those runs log nothing; the last run (the shortest failing schedule, or the
 baseline when none failed) is logged as the item's reports, with the story of the
 failure, the exploration's figures as a ``user_properties`` entry, and the warnings of
-all runs counted once.
+all runs counted once. While the drawn runs of a test that uses ``mgmt_clock`` run,
+freezegun's patches are held in place (``clock.time_held``), so that each run's clock
+starts without freezegun's search of every loaded module.
 
 The schedules (drawn, and the simpler ones a shrink tries), the replay text and the
 story are ``_verdicts/explore_plan.py``'s (pure). Hypothesis is not used: its engine,
@@ -52,6 +54,7 @@ from .._verdicts.sweep_plan import (
     EXPLORE_PROP as PROP,
     MARKER as SWEEP_MARKER,
 )
+from .clock import time_held
 
 if TYPE_CHECKING:
     from .._fake.server import MgmtServer
@@ -266,6 +269,13 @@ def _explore(explorer: _Explorer, config: ExploreConfig) -> Schedule:
     del fake
     if space.empty or config.runs <= 2:
         return ()
+    uses_clock = "mgmt_clock" in getattr(explorer.item, "fixturenames", ())
+    with time_held() if uses_clock else contextlib.nullcontext():
+        return _search(explorer, config, space)
+
+
+def _search(explorer: _Explorer, config: ExploreConfig, space: Space) -> Schedule:
+    """The remembered schedule, else new ones drawn; the one to replay, or none."""
     remembered = explorer.remembered()
     if remembered is not None and explorer.fails(remembered):
         found: Schedule | None = remembered  # as Hypothesis replays its database first

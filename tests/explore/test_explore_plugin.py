@@ -300,6 +300,75 @@ def test_clock_moves_only_on_mgmt_clock(pytester: pytest.Pytester, on_clock: boo
     result.assert_outcomes(passed=2)
 
 
+HELD = """
+import time
+
+import freezegun.api
+import pytest
+import requests
+
+REAL_TIME = time.time
+#: The outermost freezegun starts, which look through every loaded module (this one too).
+SCANS = []
+#: Time outside a run's clock, less real time.
+OFFSETS = []
+
+
+@pytest.fixture(scope="module", autouse=True)
+def count_scans():
+    original = freezegun.api._get_cached_module_attributes
+
+    def counting(module):
+        if module.__name__ == __name__:
+            SCANS.append(1)
+        return original(module)
+
+    freezegun.api._get_cached_module_attributes = counting
+    yield
+    freezegun.api._get_cached_module_attributes = original
+
+
+@pytest.fixture
+def outside_the_clock():
+    OFFSETS.append(time.time() - time.clock_gettime(time.CLOCK_REALTIME))
+
+
+@pytest.mark.mgmtauth_explore(runs=20, seed=1, faults=["reset"])
+def test_explored(mgmt_server, mgmt_account, outside_the_clock, mgmt_clock):
+    mgmt_server.route("GET", "/v2/x").respond_with_json({})
+    http = requests.Session()
+    http.trust_env = False
+    token = http.post(
+        mgmt_server.url + "/v2/auth",
+        data={"username": mgmt_account.username, "key": mgmt_account.api_key},
+    ).json()["token"]
+    for _ in range(3):
+        try:
+            http.get(mgmt_server.url + "/v2/x", headers={"Authorization": "Bearer " + token})
+        except requests.ConnectionError:
+            pass
+
+
+def test_after():
+    # The baseline run, the hold over the drawn runs, the logged run: not one per run.
+    assert len(SCANS) == 3
+    assert len(OFFSETS) == 20
+    assert all(abs(offset) < 5 for offset in OFFSETS), OFFSETS
+    assert time.time is REAL_TIME
+"""
+
+
+def test_the_runs_clocks_start_without_freezeguns_module_search(
+    pytester: pytest.Pytester,
+) -> None:
+    """Between the drawn runs freezegun's patches stay in place at real time, so each
+    run's mgmt_clock is a nested start; time outside the clock reads real time, and is
+    real again after the exploration."""
+    pytester.makepyfile(test_explored_held=HELD)
+    result = pytester.runpytest_inprocess("-p", "no:randomly")
+    result.assert_outcomes(passed=2)
+
+
 CHURN = """
 import pytest
 import requests
