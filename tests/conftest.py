@@ -93,9 +93,15 @@ def _modules_inner_runs_import() -> None:
     The plugin imports PyJWT, cryptography, freezegun and trustme on first use: an inner
     run that first imports them leaves half of cryptography re-imported afterwards, and
     a later trustme certificate then fails (ExtensionNotFound: SubjectKeyIdentifier).
+    httpx imports httpcore at its first request and keeps httpcore's exception classes
+    from then on: an inner run that first sends one leaves httpx mapping classes that the
+    next import of httpcore no longer raises, and a later ``httpx.ReadTimeout`` arrived
+    as a bare ``httpcore.ReadTimeout``.
     """
+    import anyio._backends._asyncio  # noqa: F401
     import cryptography.x509  # noqa: F401
     import freezegun  # noqa: F401
+    import httpcore._backends.anyio  # noqa: F401
     import hypothesis  # noqa: F401
     import jwt  # noqa: F401
     import trustme  # noqa: F401
