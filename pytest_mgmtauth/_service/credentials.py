@@ -42,36 +42,32 @@ class Call:
     scope: str | None = None
 
 
+@dataclasses.dataclass(eq=False)
 class Credentials:
     """Every token and session of one test, and the rules of holding them."""
 
-    def __init__(
-        self,
-        timeline: Timeline,
-        accounts: AccountBook,
-        options: Options,
-        lock: threading.RLock,
-    ) -> None:
-        self._timeline = timeline
-        self._accounts = accounts
-        self._options = options
-        self._lock = lock
-        self.tokens: dict[str, TokenRecord] = {}  # by jti
-        #: The same records by the exact token string: a token this test was issued is
-        #: known without verifying its signature again.
-        self.by_token: dict[str, TokenRecord] = {}
-        self.sessions: dict[str, SessionRecord] = {}  # by JSESSIONID
-        #: Premature bearer grants in the throttling window, per (username, flow).
-        self.premature: dict[tuple[str, str], deque[float]] = {}
-        # The serial of the last grant before a protected call by the account last got a
-        # 1401, per flow: credentials granted up to then may be replaced without it
-        # counting as churn. Serials, not times: under a frozen clock everything happens
-        # at one instant.
-        self._last_refusal: dict[tuple[str, str], int] = {}
-        self._serial = 0
-        # Ticks order request arrivals and grants, for thundering-herd detection.
-        self._tick = 0
-        timeline.due = self._due_events
+    _timeline: Timeline
+    _accounts: AccountBook
+    _options: Options
+    _lock: threading.RLock
+    tokens: dict[str, TokenRecord] = dataclasses.field(default_factory=dict)  # by jti
+    #: The same records by the exact token string: a token this test was issued is
+    #: known without verifying its signature again.
+    by_token: dict[str, TokenRecord] = dataclasses.field(default_factory=dict)
+    sessions: dict[str, SessionRecord] = dataclasses.field(default_factory=dict)  # JSESSIONID
+    #: Premature bearer grants in the throttling window, per (username, flow).
+    premature: dict[tuple[str, str], deque[float]] = dataclasses.field(default_factory=dict)
+    # The serial of the last grant before a protected call by the account last got a
+    # 1401, per flow: credentials granted up to then may be replaced without it
+    # counting as churn. Serials, not times: under a frozen clock everything happens
+    # at one instant.
+    _last_refusal: dict[tuple[str, str], int] = dataclasses.field(default_factory=dict)
+    _serial: int = 0
+    # Ticks order request arrivals and grants, for thundering-herd detection.
+    _tick: int = 0
+
+    def __post_init__(self) -> None:
+        self._timeline.due = self._due_events
 
     # -- order and churn -----------------------------------------------------------
 

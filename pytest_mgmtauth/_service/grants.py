@@ -27,6 +27,7 @@ cost."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections import deque
 from typing import TYPE_CHECKING
 
@@ -45,23 +46,16 @@ if TYPE_CHECKING:
     from .timeline import Timeline
 
 
+@dataclasses.dataclass(eq=False)
 class Grants:
     """Grants of every flow in one test: one rule for counting, churn, expiry, masking,
     the event and the fault hook."""
 
-    def __init__(
-        self,
-        timeline: Timeline,
-        credentials: Credentials,
-        fault_runner: FaultRunner,
-        options: Options,
-        lock: threading.RLock,
-    ) -> None:
-        self._timeline = timeline
-        self._credentials = credentials
-        self._faults = fault_runner
-        self._options = options
-        self._lock = lock
+    _timeline: Timeline
+    _credentials: Credentials
+    _faults: FaultRunner
+    _options: Options
+    _lock: threading.RLock
 
     def token(
         self,

@@ -5,6 +5,7 @@ sooner, and a client that keeps trying is told it is hammering."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import TYPE_CHECKING, NoReturn
 
@@ -22,28 +23,22 @@ if TYPE_CHECKING:
     from .timeline import Timeline
 
 
+@dataclasses.dataclass(eq=False)
 class Lockout:
     """The locks of one test's accounts: after failed authentications, and on cue."""
 
-    def __init__(
-        self,
-        timeline: Timeline,
-        accounts: AccountBook,
-        options: Options,
-        lock: threading.RLock,
-    ) -> None:
-        self._timeline = timeline
-        self._accounts = accounts
-        self._options = options
-        self._lock = lock
-        #: Failed authentications in a row, per account.
-        self.failures: dict[str, int] = {}
-        #: Lockouts after failed authentications: username -> (start, end).
-        self.lockouts: dict[str, tuple[float, float]] = {}
-        #: Attempts per account during its current lockout.
-        self.attempts_while_locked: dict[str, int] = {}
-        #: Locks set by :meth:`lock`: username -> (start, end); end is inf until unlocked.
-        self.manual_locks: dict[str, tuple[float, float]] = {}
+    _timeline: Timeline
+    _accounts: AccountBook
+    _options: Options
+    _lock: threading.RLock
+    #: Failed authentications in a row, per account.
+    failures: dict[str, int] = dataclasses.field(default_factory=dict)
+    #: Lockouts after failed authentications: username -> (start, end).
+    lockouts: dict[str, tuple[float, float]] = dataclasses.field(default_factory=dict)
+    #: Attempts per account during its current lockout.
+    attempts_while_locked: dict[str, int] = dataclasses.field(default_factory=dict)
+    #: Locks set by :meth:`lock`: username -> (start, end); end is inf until unlocked.
+    manual_locks: dict[str, tuple[float, float]] = dataclasses.field(default_factory=dict)
 
     def message(self) -> str:
         """The service's text of a 1402."""

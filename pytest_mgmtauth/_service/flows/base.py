@@ -10,7 +10,7 @@ import dataclasses
 import datetime
 import functools
 import re
-from typing import TYPE_CHECKING, ClassVar, Generic, NoReturn, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, NoReturn, Protocol, TypeVar
 
 from ..events import AuthRejected
 from ..records import AUTH_FAILED
@@ -505,18 +505,11 @@ class Flow(abc.ABC):
         for, when given), then the refusal."""
         timeline = self.service.timeline
 
-        def refuse(
-            username: str | None,
-            code: int,
-            reason: str,
-            *,
-            message: str | None = None,
-            then: Event | None = None,
-        ) -> NoReturn:
+        def refuse(username: str | None, code: int, reason: str, **more: Any) -> NoReturn:
             event = self.rejected(now, username, code, reason)
             if isinstance(event, AuthRejected) and (account or profile):
                 event = dataclasses.replace(event, account=account, profile=profile)
-            timeline.refuse(event, code, reason, message=message, then=then)
+            timeline.refuse(event, code, reason, **more)
 
         return refuse
 
@@ -525,17 +518,8 @@ class Flow(abc.ABC):
         credential: a finding): for a flow whose calls present the secret itself."""
         credentials = self.service.credentials
 
-        def refuse(
-            username: str | None,
-            code: int,
-            reason: str,
-            *,
-            message: str | None = None,
-            then: Event | None = None,
-        ) -> NoReturn:
-            credentials.refuse_call(
-                call, username, None, reason, code=code, wrong=True, message=message, then=then
-            )
+        def refuse(username: str | None, code: int, reason: str, **more: Any) -> NoReturn:
+            credentials.refuse_call(call, username, None, reason, code=code, wrong=True, **more)
 
         return refuse
 
