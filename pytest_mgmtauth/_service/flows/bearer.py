@@ -207,8 +207,7 @@ class BearerFlow(Flow):
         token, problem = credential.token, credential.problem
         with service.mutex:
             if token is None or problem:
-                owner, label = self._attribute_token(token) if token else (None, None)
-                self.refuse_call(call, owner, label, problem or "no bearer token", wrong=True)
+                self._refuse_unread(call, credential)
             assert token is not None
             record = service.credentials.by_token.get(token)
             if record is not None:
@@ -291,6 +290,12 @@ class BearerFlow(Flow):
         else:
             return
         self.refuse_call(call, record.username, record.label, reason, expired=expired)
+
+    def _refuse_unread(self, call: Call, presented: BearerToken) -> NoReturn:
+        """Refuse a call whose bearer token is missing or malformed."""
+        token = presented.token
+        owner, label = self._attribute_token(token) if token else (None, None)
+        self.refuse_call(call, owner, label, presented.problem or "no bearer token", wrong=True)
 
     def _attribute_token(self, token: str) -> tuple[str | None, str | None]:
         """The account and label of a token presented in a malformed header."""

@@ -44,9 +44,8 @@ if TYPE_CHECKING:
 
     from ..credentials import Call
     from ..options import Options
-    from ..records import Authorization, TokenRecord
+    from ..records import TokenRecord
     from ..service import AuthService
-    from .base import Credential
 
 
 # -- clients and what they send ------------------------------------------------------
@@ -770,11 +769,7 @@ class OAuthFlow(BearerFlow, ClientFlow[OAuthClient]):
     def fix_refused(cls) -> str:
         return "an access token of the token endpoint with the scope the call needs"
 
-    def authorize(
-        self, credential: Credential, call: Call, permission: str | None
-    ) -> Authorization:
-        assert isinstance(credential, BearerToken)
-        presented = credential
+    def _refuse_unread(self, call: Call, presented: BearerToken) -> NoReturn:
         if presented.missing:  # no header, or another scheme (RFC 6750 3.1: no error code)
             self.refuse_call(
                 call,
@@ -786,20 +781,13 @@ class OAuthFlow(BearerFlow, ClientFlow[OAuthClient]):
                 error=None,
                 wrong=True,
             )
-        if presented.problem is not None:
-            owner, label = (
-                self._attribute_token(presented.token) if presented.token else (None, None)
-            )
-            self.refuse_call(
-                call,
-                owner,
-                label,
-                presented.problem,
-                error="invalid_request",
-                status=400,
-                wrong=True,
-            )
-        return super().authorize(credential, call, permission)
+        if presented.problem is None:
+            super()._refuse_unread(call, presented)
+        token = presented.token
+        owner, label = self._attribute_token(token) if token else (None, None)
+        self.refuse_call(
+            call, owner, label, presented.problem, error="invalid_request", status=400, wrong=True
+        )
 
     def check_permission(self, call: Call, record: TokenRecord, permission: str | None) -> None:
         """The scope the call needs, in place of a permission (after the token was found
