@@ -411,18 +411,13 @@ def registered_grant(grant_type: str, handler: GrantHandler) -> Iterator[None]:
     """``handler`` answers ``grant_type`` inside the ``with`` block, in place of the one
     it had if any (``client_credentials``: :func:`client_credentials_grant`), which
     answers it again after."""
-    before = GRANTS.get(grant_type)
-    if before is None:
-        register_grant(grant_type, handler)
-    elif not callable(handler):
-        raise TypeError(f"registered_grant({grant_type!r}, ...): the handler must be callable")
-    GRANTS[grant_type] = handler
+    before = GRANTS.pop(grant_type, None)
     try:
+        register_grant(grant_type, handler)  # checks it, in place of ``before``
         yield
     finally:
-        if before is None:
-            del GRANTS[grant_type]
-        else:
+        GRANTS.pop(grant_type, None)
+        if before is not None:
             GRANTS[grant_type] = before
 
 
