@@ -76,6 +76,17 @@ class Refusal(Exception):
         #: Headers the answer carries besides ``Retry-After`` (``WWW-Authenticate``).
         self.headers = headers
 
+    def shaped(self, body: Mapping[str, object], headers: tuple[tuple[str, str], ...]) -> Refusal:
+        """The same refusal answered as ``body`` with ``headers`` (a flow's error shape)."""
+        return Refusal(
+            self.status,
+            self.return_code,
+            self.reason,
+            retry_after=self.retry_after,
+            body=body,
+            headers=headers,
+        )
+
 
 @dataclasses.dataclass
 class TokenRecord:

@@ -549,13 +549,9 @@ class OAuthFlow(BearerFlow, ClientFlow[OAuthClient]):
         error = {401: "invalid_client", 429: "temporarily_unavailable", 500: "server_error"}.get(
             status, "temporarily_unavailable" if status > 501 else "invalid_request"
         )
-        return Refusal(
-            status,
-            refusal.return_code,
-            refusal.reason,
-            retry_after=refusal.retry_after,
-            body={"error": error, "error_description": rfc_text(refusal.reason)},
-            headers=NO_STORE + (BASIC_CHALLENGE if status == 401 else ()),
+        return refusal.shaped(
+            {"error": error, "error_description": rfc_text(refusal.reason)},
+            NO_STORE + (BASIC_CHALLENGE if status == 401 else ()),
         )
 
     def principals(self) -> list[str]:

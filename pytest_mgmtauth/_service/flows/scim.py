@@ -329,11 +329,4 @@ class ScimFlow(BearerFlow):
         wrong; why in the timeline and the diagnosis header."""
         if refusal.body is not None or refusal.return_code != AUTH_FAILED:
             return refusal
-        return Refusal(
-            refusal.status,
-            refusal.return_code,
-            refusal.reason,
-            retry_after=refusal.retry_after,
-            body=REFUSED,
-            headers=refusal.headers,
-        )
+        return refusal.shaped(REFUSED, refusal.headers)

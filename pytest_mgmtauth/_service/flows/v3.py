@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
 from ..accounts import format_scopes
-from ..records import Refusal
 from .base import (
     ACCOUNT_PROFILE_NAMES,
     Answer,
@@ -30,7 +29,7 @@ if TYPE_CHECKING:
     from ..accounts import Account
     from ..credentials import Call
     from ..options import Options
-    from ..records import TokenRecord
+    from ..records import Refusal, TokenRecord
     from .base import Where
 
 AUTH_TEMPLATE = "/v3/auth/accounts/{account}/profiles/{profile}"
@@ -154,14 +153,7 @@ class V3Flow(BearerFlow):
         headers; the diagnosis stays in the timeline and the fake's diagnosis header."""
         body = refusal.body if refusal.body is not None else envelope(refusal.status)
         kept = tuple(h for h in refusal.headers if h[0].lower() not in _GATEWAY_LOWER)
-        return Refusal(
-            refusal.status,
-            refusal.return_code,
-            refusal.reason,
-            retry_after=refusal.retry_after,
-            body=body,
-            headers=kept + gateway_headers(options.v3_host),
-        )
+        return refusal.shaped(body, kept + gateway_headers(options.v3_host))
 
     def check_permission(self, call: Call, record: TokenRecord, permission: str | None) -> None:
         """A missing permission is final on v3: 403 ``{"message": "Forbidden"}`` (the iQ
