@@ -15,7 +15,7 @@ from .timeline import to_datetime
 if TYPE_CHECKING:
     import threading
     from collections import deque
-    from collections.abc import Iterable, Mapping
+    from collections.abc import Mapping
 
     from .account_book import AccountBook
     from .flows.base import Flow
@@ -57,11 +57,11 @@ class Credentials:
     sessions: dict[str, SessionRecord] = dataclasses.field(default_factory=dict)  # JSESSIONID
     #: Premature bearer grants in the throttling window, per (username, flow).
     premature: dict[tuple[str, str], deque[float]] = dataclasses.field(default_factory=dict)
-    # The serial of the last grant before a protected call by the account last got a
-    # 1401, per flow: credentials granted up to then may be replaced without it
-    # counting as churn. Serials, not times: under a frozen clock everything happens
-    # at one instant.
-    _last_refusal: dict[tuple[str, str], int] = dataclasses.field(default_factory=dict)
+    #: The serial of the last grant before a protected call by the account last got a
+    #: 1401, per flow: credentials granted up to then may be replaced without it
+    #: counting as churn (the grant rule reads it). Serials, not times: under a frozen
+    #: clock everything happens at one instant.
+    last_refusal: dict[tuple[str, str], int] = dataclasses.field(default_factory=dict)
     _serial: int = 0
     # Ticks order request arrivals and grants, for thundering-herd detection.
     _tick: int = 0
@@ -82,67 +82,6 @@ class Credentials:
         self._serial += 1
         self._tick += 1
         return self._serial, self._tick
-
-    def held_tokens(
-        self,
-        username: str,
-        now: float,
-        version: str,
-        account: str | None = None,
-        profile: str | None = None,
-        *,
-        scopes: tuple[str, ...] = (),
-        margin: float | None = None,
-    ) -> list[TokenRecord]:
-        """Tokens the account still holds: valid, not refused, not near expiry.
-
-        Churn is a grant while this is non-empty. A 1401 on a call attributed to the
-        account releases every token granted before it (the client was told its
-        credential is no good); a 1469 does not. A token within ``refresh_margin`` of
-        its ``exp`` may be replaced. Tokens bound to a profile count per account and
-        profile: holding one for each of several profiles is no churn; tokens that carry
-        scopes count per set of scopes. ``margin``: the refresh margin of the flow's
-        tokens when it is not ``refresh_margin`` (their lifetime is another option).
-        """
-        refused = self._last_refusal.get((username, version), 0)
-        if margin is None:
-            margin = self._options.margin
-        wanted = frozenset(scopes)
-        return [
-            rec
-            for rec in self.tokens.values()
-            if rec.username == username
-            and rec.version == version
-            and (rec.account, rec.profile) == (account, profile)
-            and frozenset(rec.scopes) == wanted
-            and rec.revoked_at is None
-            and rec.expired_at is None
-            and rec.serial > refused
-            and now < rec.claims.exp - margin
-        ]
-
-    def held_sessions(self, username: str, now: float, version: str) -> list[SessionRecord]:
-        """Sessions the account still holds: active, not refused, not near idle timeout."""
-        refused = self._last_refusal.get((username, version), 0)
-        margin = self._options.margin
-        timeout = self._options.session_timeout
-        return [
-            rec
-            for rec in self.sessions.values()
-            if rec.username == username
-            and rec.ended_at is None
-            and rec.serial > refused
-            and now < rec.last_used + timeout - margin
-        ]
-
-    @staticmethod
-    def concurrent(
-        records: Iterable[TokenRecord | SessionRecord], username: str, arrived: int | None
-    ) -> tuple[str, ...]:
-        """Labels of the account's grants issued after a request arrived at ``arrived``."""
-        if arrived is None:
-            return ()
-        return tuple(r.label for r in records if r.username == username and r.issued_tick > arrived)
 
     def check_throttle(self, flow: Flow, username: str, now: float) -> None:
         """The throttling rule: refuse (429) a grant to whom already got ``throttle``
@@ -240,7 +179,7 @@ class Credentials:
         ``body`` and ``headers``; ``message`` replaces the service's text of ``code``
         and ``then`` is recorded after the call (a lockout)."""
         if username is not None and code == AUTH_FAILED:
-            self._last_refusal[(username, call.version)] = self._serial
+            self.last_refusal[(username, call.version)] = self._serial
         self._timeline.refuse(
             ApiCall(
                 at=to_datetime(call.now),

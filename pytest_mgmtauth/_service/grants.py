@@ -97,19 +97,25 @@ class Grants:
                 )
             if margin is None:
                 margin = flow.churn_margin(self._options)
-            held = credentials.held_tokens(
-                username, now, flow.name, account, profile, scopes=scopes, margin=margin
-            )
+            # Churn and concurrency count per binding: holding one token for each of
+            # several profiles, or sets of scopes, is no churn.
             binding = (flow.name, account, profile, frozenset(scopes))
-            concurrent = credentials.concurrent(
-                (
-                    r
-                    for r in credentials.tokens.values()
-                    if (r.version, r.account, r.profile, frozenset(r.scopes)) == binding
-                ),
-                username,
-                arrived,
-            )
+            same = [
+                r
+                for r in credentials.tokens.values()
+                if r.username == username
+                and (r.version, r.account, r.profile, frozenset(r.scopes)) == binding
+            ]
+            refused = credentials.last_refusal.get((username, flow.name), 0)
+            held = [
+                r
+                for r in same
+                if r.revoked_at is None
+                and r.expired_at is None
+                and r.serial > refused
+                and now < r.claims.exp - margin
+            ]
+            concurrent = _arrived_after(same, arrived)
             serial, tick = credentials.next_grant()
             record = TokenRecord(
                 label=f"T{len(credentials.tokens) + 1}",
@@ -163,8 +169,17 @@ class Grants:
         credentials = self._credentials
         with self._lock:
             now = self._timeline.now()
-            held = credentials.held_sessions(username, now, flow.name)
-            concurrent = credentials.concurrent(credentials.sessions.values(), username, arrived)
+            refused = credentials.last_refusal.get((username, flow.name), 0)
+            timeout, margin = self._options.session_timeout, self._options.margin
+            mine = [r for r in credentials.sessions.values() if r.username == username]
+            held = [
+                r
+                for r in mine
+                if r.ended_at is None
+                and r.serial > refused
+                and now < r.last_used + timeout - margin
+            ]
+            concurrent = _arrived_after(mine, arrived)
             serial, tick = credentials.next_grant()
             record = SessionRecord(
                 label=f"S{len(credentials.sessions) + 1}",
@@ -191,3 +206,13 @@ class Grants:
             )
             self._faults.granted()
             return record
+
+
+def _arrived_after(
+    records: list[TokenRecord] | list[SessionRecord], arrived: int | None
+) -> tuple[str, ...]:
+    """The labels of ``records`` issued while a request that arrived at the tick
+    ``arrived`` was in flight (its grant's concurrent ones)."""
+    if arrived is None:
+        return ()
+    return tuple([r.label for r in records if r.issued_tick > arrived])
