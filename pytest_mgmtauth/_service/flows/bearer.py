@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar, NoReturn
 
+from ..accounts import format_scopes
 from ..records import AUTH_FAILED, Authorization, TokenRecord
 from ..secret_text import ClientKind
 from ..token_format import ALGORITHM, TokenProblem, unverified_subject
@@ -122,9 +123,16 @@ class BearerFlow(Flow):
     def grant_refused(
         self, account_record: Account, account: str | None, profile: str | None
     ) -> str | None:
-        """Why this flow's own rules refuse a grant whose secret was right (v3: a profile
-        the account may not use); ``None``: they do not."""
-        return None
+        """Why this flow's own rules refuse a grant whose secret was right; ``None``: they
+        do not. By default a token bound to an account and profile (v3's, SCIM's) goes
+        only to an account that may use that profile."""
+        if account is None or profile is None or account_record.may_use_profile(account, profile):
+            return None
+        return (
+            f"account {account_record.username!r} may not get {self.grants_phrase} for "
+            f"{account}/{profile}; it may for: "
+            f"{format_scopes(account_record.profiles)} (add_account(profiles=...))"
+        )
 
     def grant(
         self,

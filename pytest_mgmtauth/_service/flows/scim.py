@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from pytest_mgmtauth.flows import (
     AUTH_FAILED,
     FORBIDDEN,
-    Account,
     Answer,
     AuthRejected,
     BearerFlow,
@@ -190,16 +189,6 @@ class ScimFlow(BearerFlow):
                 body={"message": "Too many requests"},
             )
         recent.append(now)
-
-    def grant_refused(
-        self, account_record: Account, account: str | None, profile: str | None
-    ) -> str | None:
-        if account is None or profile is None or account_record.may_use_profile(account, profile):
-            return None
-        return (
-            f"account {account_record.username!r} may not get long-lived tokens for "
-            f"{account}/{profile} (add_account(profiles=...))"
-        )
 
     def issue_token(self, username: str, now: float, **grant: Any) -> tuple[str, TokenRecord]:
         # Its churn margin is the flow's own (churn_margin), which the grant reads.

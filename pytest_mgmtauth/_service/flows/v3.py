@@ -13,7 +13,6 @@ import uuid
 from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
-from ..accounts import format_scopes
 from .base import (
     ACCOUNT_PROFILE_NAMES,
     Answer,
@@ -26,7 +25,6 @@ from .base import (
 from .bearer import BearerFlow
 
 if TYPE_CHECKING:
-    from ..accounts import Account
     from ..credentials import Call
     from ..options import Options
     from ..records import Refusal, TokenRecord
@@ -167,18 +165,6 @@ class V3Flow(BearerFlow):
         return (
             f"{path} is not a v3 auth endpoint: v3 authenticates at POST "
             f"{AUTH_TEMPLATE} (both names non-empty, no further segments)"
-        )
-
-    def grant_refused(
-        self, account_record: Account, account: str | None, profile: str | None
-    ) -> str | None:
-        """A v3 token only for a profile the account may use."""
-        if account is None or profile is None or account_record.may_use_profile(account, profile):
-            return None
-        return (
-            f"account {account_record.username!r} may not get {self.name} tokens for "
-            f"{account}/{profile}; it may for: "
-            f"{format_scopes(account_record.profiles)} (add_account(profiles=...))"
         )
 
     def answer_grant(self, incoming: Incoming) -> Answer:
