@@ -264,12 +264,7 @@ class ScimFlow(BearerFlow):
     def read(self, received: Received) -> ScimCredential:
         bearer = super().read(received)
         accounts = received.header(ACCOUNT_HEADER)
-        return ScimCredential(
-            problem=bearer.problem,
-            missing=bearer.missing,
-            token=bearer.token,
-            account=accounts[0].strip() if accounts else None,
-        )
+        return ScimCredential(**vars(bearer), account=accounts[0].strip() if accounts else None)
 
     def check_scope(self, call: Call, record: TokenRecord) -> None:
         """Authenticated: then the ``X-Tealium-Account`` header (403 without it)."""
