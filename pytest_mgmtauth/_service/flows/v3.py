@@ -32,19 +32,13 @@ if TYPE_CHECKING:
 
 AUTH_TEMPLATE = "/v3/auth/accounts/{account}/profiles/{profile}"
 
-#: The ``message`` of v3's error envelope ``{"message": ...}`` by status: 401, 429 and
-#: 500 as the Visitor Profile and Visitor Privacy endpoint pages show them; 403 is API
-#: Gateway's own (the iQ Publish API page lists a 403 and shows no body); the others
-#: the status's reason phrase. No ``returnCode``: the pages show none on v3 calls.
+#: The ``message`` of v3's error envelope ``{"message": ...}`` where it is not the status's
+#: reason phrase (which the Visitor Profile and Visitor Privacy endpoint pages show for 401
+#: and 500, and API Gateway's own 403 is): their 429, and the phrases newer Pythons renamed
+#: (RFC 9110's), pinned so that the body is the same on every Python the plugin supports.
+#: No ``returnCode``: the pages show none on v3 calls.
 ENVELOPE_MESSAGES = {
-    400: "Bad Request",
-    401: "Unauthorized",
-    403: "Forbidden",
-    404: "Not Found",
     429: "Too many requests",
-    500: "Internal Server Error",
-    # Phrases newer Pythons renamed (RFC 9110's), pinned so that the body is the same on
-    # every Python the plugin supports.
     413: "Request Entity Too Large",
     414: "Request-URI Too Long",
     422: "Unprocessable Entity",
