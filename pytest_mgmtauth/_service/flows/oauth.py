@@ -61,11 +61,11 @@ def generate_client_secret() -> str:
     return "".join(random_choices(SECRET_ALPHABET, SECRET_LENGTH))
 
 
-def basic_spellings(client_id: str, secret: str) -> tuple[str, ...]:
-    """The Basic credentials that carry ``secret`` (form-encoded first, or not): held
-    as secrets, so that a logged ``Authorization`` header is masked too."""
+def client_secrets(client_id: str, secret: str) -> tuple[str, ...]:
+    """``secret`` and the Basic credentials that carry it (form-encoded first, or not),
+    all held as secrets, so that a logged ``Authorization`` header is masked too."""
     pairs = ((quote_plus(client_id), quote_plus(secret)), (client_id, secret))
-    return tuple(base64.b64encode(f"{i}:{s}".encode()).decode() for i, s in pairs)
+    return (secret, *(base64.b64encode(f"{i}:{s}".encode()).decode() for i, s in pairs))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -613,9 +613,7 @@ class OAuthFlow(BearerFlow, ClientFlow[OAuthClient]):
                 raise ValueError(f"add_client: a client {client_id!r} exists already in this test")
             client = OAuthClient(client_id, client_secret or generate_client_secret(), scopes)
             self.clients[client_id] = client
-            self.service.timeline.hold_secrets(
-                client.client_secret, *basic_spellings(client_id, client.client_secret)
-            )
+            self.service.timeline.hold_secrets(*client_secrets(client_id, client.client_secret))
             return client
 
     def known_client(self, client_id: str) -> OAuthClient:
@@ -638,7 +636,7 @@ class OAuthFlow(BearerFlow, ClientFlow[OAuthClient]):
                 raise ValueError("the new client secret is the client's current one")
             rotated = dataclasses.replace(client, client_secret=new_secret)
             self.clients[client_id] = rotated
-            self.service.timeline.hold_secrets(new_secret, *basic_spellings(client_id, new_secret))
+            self.service.timeline.hold_secrets(*client_secrets(client_id, new_secret))
             now = self.service.timeline.now()
             self._rotated.setdefault(client_id, []).append((client.client_secret, now))
             self.service.timeline.record(

@@ -70,13 +70,6 @@ def quoted(text: str) -> str:
     return f"a {len(text)}-character value"
 
 
-def _shapes() -> str:
-    return (
-        f"a scope has 6: {SCOPE_SHAPE} (e.g. {DEFAULT_SCOPE!r}), 5 for an engine "
-        f"({ENGINE_SHAPE}), 7 for both ({COMBINED_SHAPE}), or is {PROFILE_WILDCARD}"
-    )
-
-
 def parse_scope(scope: str, *, profile_wildcard: bool = True) -> tuple[str, ...]:
     """The parts of a scope of one of the forms; ValueError saying what is wrong with
     it. ``profile_wildcard``: whether ``{account}:*:*`` is one (the option)."""
@@ -90,7 +83,11 @@ def parse_scope(scope: str, *, profile_wildcard: bool = True) -> tuple[str, ...]
     names = POSITIONS.get(len(parts))
     if names is None or (len(parts) == 3 and parts[1:] != (WILD, WILD)):
         only = "; the only scope of 3 parts is " + PROFILE_WILDCARD if len(parts) == 3 else ""
-        raise ValueError(f"the scope {quoted(scope)} has {len(parts)} part(s){only}; {_shapes()}")
+        raise ValueError(
+            f"the scope {quoted(scope)} has {len(parts)} part(s){only}; a scope has 6: "
+            f"{SCOPE_SHAPE} (e.g. {DEFAULT_SCOPE!r}), 5 for an engine ({ENGINE_SHAPE}), 7 "
+            f"for both ({COMBINED_SHAPE}), or is {PROFILE_WILDCARD}"
+        )
     if len(parts) == 3 and not profile_wildcard:
         raise ValueError(
             f"the scope {quoted(scope)} is the authentication page's profile wildcard "
