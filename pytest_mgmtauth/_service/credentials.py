@@ -116,7 +116,6 @@ class Credentials:
     # -- session idle expiry -------------------------------------------------------
 
     def _idle_sessions(self, now: float) -> list[SessionRecord]:
-        """Active sessions whose idle timeout has passed by ``now``."""
         timeout = self._options.session_timeout
         return [
             rec

@@ -209,7 +209,6 @@ class BearerFlow(Flow):
     def authorize(
         self, credential: Credential, call: Call, permission: str | None
     ) -> Authorization:
-        """Authenticate a protected call by its bearer token."""
         assert isinstance(credential, BearerToken)
         service = self.service
         token, problem = credential.token, credential.problem
@@ -300,7 +299,6 @@ class BearerFlow(Flow):
         self.refuse_call(call, record.username, record.label, reason, expired=expired)
 
     def _refuse_unread(self, call: Call, presented: BearerToken) -> NoReturn:
-        """Refuse a call whose bearer token is missing or malformed."""
         token = presented.token
         owner, label = self._attribute_token(token) if token else (None, None)
         self.refuse_call(call, owner, label, presented.problem or "no bearer token", wrong=True)

@@ -206,7 +206,6 @@ class Declared:
 
 
 def credential_keys(flow: type[Flow]) -> frozenset[str]:
-    """The keys of ``flow``'s answers that carry its credentials."""
     granted = (flow.answer_field,) if flow.credential is not None else ()
     return frozenset((*granted, *flow.secret_keys))
 

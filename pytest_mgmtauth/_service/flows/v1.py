@@ -96,7 +96,6 @@ class V1Flow(Flow):
             )
 
     def rejected(self, now: float, username: str | None, code: int, reason: str) -> Event:
-        """A refused login is a :class:`LoginRejected`."""
         return LoginRejected(
             at=to_datetime(now), username=username, return_code=code, reason=reason
         )
@@ -164,7 +163,6 @@ class V1Flow(Flow):
         return "the JSESSIONID cookie and utk of the v1 session"
 
     def read(self, received: Received) -> SessionCookie:
-        """The JSESSIONID cookie and utk of a v1 call, with why they are missing."""
         session_id = received.cookies.get("JSESSIONID")
         utks = received.param("utk")
         if len(utks) > 1:
@@ -217,7 +215,6 @@ class V1Flow(Flow):
     def authorize(
         self, credential: Credential, call: Call, permission: str | None
     ) -> Authorization:
-        """Authenticate a protected v1 call by its JSESSIONID cookie and utk."""
         assert isinstance(credential, SessionCookie)
         service = self.service
         session_id, utk, problem = credential.session_id, credential.utk, credential.problem
