@@ -25,7 +25,6 @@ from pytest_mgmtauth.flows import (
     AUTH_FAILED,
     FORBIDDEN,
     Answer,
-    AuthRejected,
     BearerFlow,
     BearerToken,
     Credential,
@@ -175,13 +174,7 @@ class ScimFlow(BearerFlow):
                 f"wait {retry_after} s (Retry-After)"
             )
             self.service.timeline.refuse(
-                AuthRejected(
-                    at=to_datetime(now),
-                    username=None,
-                    return_code=429,
-                    reason=reason,
-                    version=self.name,
-                ),
+                self.rejected(now, None, 429, reason),
                 429,
                 reason,
                 status=429,
