@@ -44,8 +44,7 @@ ENVELOPE_MESSAGES = {
     422: "Unprocessable Entity",
 }
 #: The published v3 answers' gateway headers that the fake's own v3 errors carry.
-GATEWAY_HEADERS = ("x-amzn-requestid", "x-region")
-_GATEWAY_LOWER = frozenset(name.lower() for name in GATEWAY_HEADERS)
+GATEWAY_HEADERS = frozenset(("x-amzn-requestid", "x-region"))
 _REGION = re.compile(r"^([a-z]{2}-[a-z]+-?\d)-platform\.")
 
 
@@ -144,7 +143,7 @@ class V3Flow(BearerFlow):
         """v3's envelope ``{"message": ...}`` (no ``returnCode``) with the gateway's
         headers; the diagnosis stays in the timeline and the fake's diagnosis header."""
         body = refusal.body if refusal.body is not None else envelope(refusal.status)
-        kept = tuple(h for h in refusal.headers if h[0].lower() not in _GATEWAY_LOWER)
+        kept = tuple(h for h in refusal.headers if h[0].lower() not in GATEWAY_HEADERS)
         return refusal.shaped(body, kept + gateway_headers(options.v3_host))
 
     def check_permission(self, call: Call, record: TokenRecord, permission: str | None) -> None:
