@@ -99,7 +99,7 @@ class TokenRecord:
     #: When ``mgmt_server.expire`` ended it ahead of its ``exp``.
     expired_at: float | None = None
     #: Order of grants in this test (tokens and sessions share it): a 1401 refusal
-    #: releases the credentials granted before it, see AuthService._held_tokens.
+    #: releases the credentials granted before it (the grant rule, grants.py).
     serial: int = 0
     #: Tick at which it was issued, to tell which requests were in flight meanwhile.
     issued_tick: int = 0

@@ -140,17 +140,6 @@ def rfc_text(text: str) -> str:
     return "".join(c if c.isascii() and c.isprintable() else "?" for c in text)
 
 
-def unencoded_basic(kind: ClientKind) -> str:
-    """Why a secret that went into the Basic header without form-encoding is wrong, and
-    the fix in the idiom of the client that sent it."""
-    return (
-        "the client secret went into the Basic header without form-encoding: RFC "
-        "6749 2.3.1 has the id and secret form-encoded before they are joined with "
-        "':' and Base64-encoded, so its '+' arrived as a space and its '%XX' were "
-        f"decoded. {_ENCODE_FOR_BASIC.get(kind, _ENCODE_FOR_BASIC[ClientKind.OTHER])}"
-    )
-
-
 def token_form(incoming: Incoming, reject: Reject) -> dict[str, str]:
     """The request's parameters (RFC 6749 4.4.2: a form body, each parameter once;
     unknown ones ignored, RFC 6749 3.1, but kept for a grant type's handler), with a
@@ -461,7 +450,6 @@ class OAuthFlow(BearerFlow, ClientFlow[OAuthClient]):
     grants_phrase = "OAuth access tokens"
     secret = "client secret"
     answer_field = "access_token"
-    #: The gateway host: its token endpoint and its API calls.
     auth_hosts = (HOST,)
     api_hosts = (HOST,)
     takes_scope = True
@@ -746,8 +734,13 @@ class OAuthFlow(BearerFlow, ClientFlow[OAuthClient]):
         if len(recent) >= DIAGNOSIS_BUDGET:
             return paused_diagnosis("client secret", DIAGNOSIS_BUDGET, DIAGNOSIS_WINDOW)
         recent.append(now)
-        if raw == expected:
-            return unencoded_basic(kind)
+        if raw == expected:  # the fix in the idiom of the client that sent it
+            return (
+                "the client secret went into the Basic header without form-encoding: RFC "
+                "6749 2.3.1 has the id and secret form-encoded before they are joined with "
+                "':' and Base64-encoded, so its '+' arrived as a space and its '%XX' were "
+                f"decoded. {_ENCODE_FOR_BASIC.get(kind, _ENCODE_FOR_BASIC[ClientKind.OTHER])}"
+            )
         if raw is not None and unquote(secret) == expected:
             return "the client secret was form-encoded twice: encode it once"
         return diagnose_secret("client secret", expected, secret, kind)

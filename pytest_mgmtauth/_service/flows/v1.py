@@ -29,7 +29,6 @@ if TYPE_CHECKING:
     from ..events import Event
     from ..options import Options
 
-#: The media type of a form body.
 FORM_TYPE = "application/x-www-form-urlencoded"
 
 
