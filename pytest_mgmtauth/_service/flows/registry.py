@@ -255,7 +255,7 @@ def _endpoint_table(options: Options | None) -> _EndpointTable:
     exact: dict[str, tuple[type[Flow], Endpoint]] = {}
     templated: list[tuple[type[Flow], Endpoint]] = []
     for flow in FLOWS.values():
-        for endpoint in _endpoints(flow, options):
+        for endpoint in flow.endpoints if options is None else flow.endpoints_for(options):
             if endpoint.exact:
                 exact.setdefault(endpoint.path, (flow, endpoint))
             else:
@@ -320,16 +320,7 @@ def endpoint_family(path: str) -> tuple[type[Flow], Endpoint] | None:
 
 def builtin_paths(options: Options | None = None) -> tuple[str, ...]:
     """The exact paths of the flows' endpoints (routes may not be declared on them)."""
-    return tuple(
-        endpoint.path
-        for flow in FLOWS.values()
-        for endpoint in _endpoints(flow, options)
-        if endpoint.exact
-    )
-
-
-def _endpoints(flow: type[Flow], options: Options | None) -> tuple[Endpoint, ...]:
-    return flow.endpoints if options is None else flow.endpoints_for(options)
+    return tuple(_endpoint_table(options).exact)
 
 
 @functools.lru_cache(maxsize=16)  # every test's service checks its options' paths
