@@ -172,17 +172,15 @@ class V1Flow(Flow):
                 "(?utk=<the utk of /v1/login's answer>)",
             )
         utk = utks[0] if utks else None
+        if session_id and not utk and (misplaced := _misplaced_utk(received)):
+            return SessionCookie(
+                session_id=session_id,
+                problem=(
+                    f"utk arrived {misplaced}, not in the query string: v1 calls take it as "
+                    "the query parameter ?utk=<the utk of /v1/login's answer>"
+                ),
+            )
         if session_id:
-            if not utk:
-                misplaced = _misplaced_utk(received)
-                if misplaced:
-                    return SessionCookie(
-                        session_id=session_id,
-                        problem=(
-                            f"utk arrived {misplaced}, not in the query string: v1 calls take "
-                            "it as the query parameter ?utk=<the utk of /v1/login's answer>"
-                        ),
-                    )
             return SessionCookie(session_id=session_id, utk=utk)
         other = self.others_carried(received)
         if other is not None:
