@@ -109,7 +109,7 @@ class AuthService:
         ``wrong_host``: the hosts the route answers on, as the client can reach them,
         when ``received`` arrived elsewhere (then refused, naming its credential). Returns
         the authorization and the host to name in the timeline (``None`` where it is the
-        flow's usual one); :class:`Refusal` if not admitted."""
+        flow's usual one, the first of its API hosts); :class:`Refusal` if not admitted."""
         flow = self.flows[version]
         credential = flow.read(received)
         where = received.where
@@ -124,7 +124,7 @@ class AuthService:
                 credential=credential,
             )
         host = where.host
-        if host is not None and host == flow.usual_host(self.options, api=True):
+        if host is not None and host == flow.api_host_names(self.options)[0]:
             host = None
         with self.mutex:
             call = Call(

@@ -379,12 +379,6 @@ class Flow(abc.ABC):
         return (options.v3_host,) if cls.api_on_region_host else cls.api_hosts
 
     @classmethod
-    def usual_host(cls, options: Options, *, api: bool) -> str:
-        """The host its calls (``api``) or its authentication usually go to: a timeline
-        names the host of a call only where it is another."""
-        return cls.api_host_names(options)[0] if api else cls.auth_hosts[0]
-
-    @classmethod
     def wrong_host_reason(cls, where: Where, expected: str, *, api: bool) -> str:
         """Why a request that reached ``where`` is refused: it belongs on ``expected``
         (the hosts it answers on, as the client can reach them)."""
