@@ -146,16 +146,13 @@ def client_flow() -> type[ClientFlow[Any]]:
     return found
 
 
-def check_version(value: object, *, what: str, none: str | None = None) -> str | None:
-    """``value`` if it names a flow (or is ``None`` when ``none`` says what that means);
-    else a ValueError listing the flows."""
-    if value is None and none is not None:
-        return None
-    if isinstance(value, str) and value in FLOWS:
+def check_version(value: object, *, what: str, none: str) -> str | None:
+    """``value`` if it names a flow or is ``None`` (which means what ``none`` says); else
+    a ValueError listing the flows."""
+    if value is None or (isinstance(value, str) and value in FLOWS):
         return value
     names = ", ".join(f"{name!r} ({flow.title})" for name, flow in FLOWS.items())
-    either = f" or None ({none})" if none is not None else ""
-    raise ValueError(f"{what} must be {names}{either}, got {value!r}")
+    raise ValueError(f"{what} must be {names} or None ({none}), got {value!r}")
 
 
 def check_grants(version: object, *, what: str) -> str | None:
