@@ -110,7 +110,9 @@ class Grants:
                 and r.serial > refused
                 and now < r.claims.exp - margin
             ]
-            concurrent = _arrived_after(same, arrived)
+            concurrent = (
+                () if arrived is None else tuple([r.label for r in same if r.issued_tick > arrived])
+            )
             serial, tick = credentials.next_grant()
             record = TokenRecord(
                 label=f"T{len(credentials.tokens) + 1}",
@@ -174,7 +176,9 @@ class Grants:
                 and r.serial > refused
                 and now < r.last_used + timeout - margin
             ]
-            concurrent = _arrived_after(mine, arrived)
+            concurrent = (
+                () if arrived is None else tuple([r.label for r in mine if r.issued_tick > arrived])
+            )
             serial, tick = credentials.next_grant()
             record = SessionRecord(
                 label=f"S{len(credentials.sessions) + 1}",
@@ -201,13 +205,3 @@ class Grants:
             )
             self._faults.granted()
             return record
-
-
-def _arrived_after(
-    records: list[TokenRecord] | list[SessionRecord], arrived: int | None
-) -> tuple[str, ...]:
-    """The labels of ``records`` issued while a request that arrived at the tick
-    ``arrived`` was in flight (its grant's concurrent ones)."""
-    if arrived is None:
-        return ()
-    return tuple([r.label for r in records if r.issued_tick > arrived])
