@@ -663,15 +663,11 @@ class OAuthFlow(BearerFlow, ClientFlow[OAuthClient]):
         """Refuse a token request with an RFC 6749 5.2 error (invalid_client: 401)."""
         status = 401 if error == "invalid_client" else 400
         timeline = self.service.timeline
+        username = client_id if client_id in self.clients else None
+        event = self.rejected(timeline.now(), username, status, reason)
+        assert isinstance(event, AuthRejected)  # with the RFC 6749 error code
         timeline.refuse(
-            AuthRejected(
-                at=to_datetime(timeline.now()),
-                username=client_id if client_id in self.clients else None,
-                return_code=status,
-                reason=reason,
-                version=self.name,
-                error=error,
-            ),
+            dataclasses.replace(event, error=error),
             status,
             reason,
             status=status,
