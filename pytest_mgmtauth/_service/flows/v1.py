@@ -145,15 +145,13 @@ class V1Flow(Flow):
 
     def answer_logout(self, incoming: Incoming) -> Answer:
         session_id = incoming.cookies.get("JSESSIONID")
-        problem = (
-            None
-            if session_id
-            else (
+        problem = None
+        if not session_id:
+            problem = (
                 "no JSESSIONID cookie was sent to /v1/logout: send 'Cookie: JSESSIONID=<id>' "
                 "with the id from /v1/login's Set-Cookie (a cookie jar will not, because of "
                 f"Path={COOKIE_PATH})"
             )
-        )
         self.logout(session_id, problem=problem)
         return Answer({})
 
