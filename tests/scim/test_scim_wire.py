@@ -183,6 +183,21 @@ def test_revoke_with_other_credentials_is_401(mgmt_server: MgmtServer) -> None:
     assert groups.status_code == 200  # still valid
 
 
+def test_a_token_for_a_profile_the_account_may_not_use_is_401_naming_those_it_may(
+    mgmt_server: MgmtServer,
+) -> None:
+    mgmt_server.expect_refusals()
+    limited = mgmt_server.add_account(profiles=["acme/main"])
+
+    refused = get_token(mgmt_server, limited, profile="dev")
+
+    assert refused.status_code == 401
+    assert refused.json()["returnCode"] == 1401
+    message = refused.json()["message"]
+    assert "may not get long-lived SCIM tokens for acme/dev; it may for: acme/main" in message
+    assert get_token(mgmt_server, limited).status_code == 200
+
+
 def test_ten_tokens_a_minute_then_429(
     mgmt_clock: MgmtClock, mgmt_server: MgmtServer, mgmt_account: Account
 ) -> None:
