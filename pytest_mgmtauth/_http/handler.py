@@ -20,7 +20,7 @@ from .arrival import ARRIVAL, Arrival, mask_for
 from .connections import ConnectionReader, ConnectionWriter, handshake_of
 from .errors import chunked, error_bytes, framing_problem
 from .hosts import serve_connect
-from .streams import BriefDrain, ContinueOnRead, CountedInput, Dechunked, HeadBounded, SkipDrain
+from .streams import BriefDrain, CountedInput, Dechunked, HeadBounded, SkipDrain
 
 if TYPE_CHECKING:
     from .binding import Binding
@@ -294,19 +294,19 @@ class ConnectionHandler(WSGIRequestHandler):
         expect = getattr(self, "_expect", [])
         if expect:
             environ["HTTP_EXPECT"] = ",".join(expect)
-        reader: Any = self.rfile
+        send = None
         if expect and self.request_version == "HTTP/1.1" and _asks_to_continue(expect):
-            # Not to HTTP/1.0 clients (RFC 9110 10.1.1).
-            reader = ContinueOnRead(reader, self.wfile.write)
+            send = self.wfile.write  # not to HTTP/1.0 clients (RFC 9110 10.1.1)
         if problem is None and chunked(headers):
             # Werkzeug's own reader refused chunk extensions and trailer fields.
             environ["wsgi.input_terminated"] = True
+            reader = self.rfile if send is None else CountedInput(self.rfile, send)
             environ["wsgi.input"] = Dechunked(reader, arrival.chunked_broke)
         elif environ.get("wsgi.input_terminated"):
             # A framing problem: the app answers without reading the body.
             environ["wsgi.input"] = io.BytesIO()
         else:
-            environ["wsgi.input"] = CountedInput(reader)
+            environ["wsgi.input"] = CountedInput(self.rfile, send)
         return environ
 
     def _unparsed_line(self) -> str | None:

@@ -22,49 +22,25 @@ DRAIN_SECONDS = 5.0
 DRAIN_START = 0.01
 
 
-class CountedInput(io.RawIOBase):
-    """The request body as the application reads it, counting the bytes read: the
-    connection is kept alive only if the whole body was read (else its rest would be
-    taken for the next request line)."""
-
-    def __init__(self, stream: Any) -> None:
-        super().__init__()
-        self._stream = stream
-        self.count = 0
-
-    def readable(self) -> bool:
-        return True
-
-    def read(self, size: int | None = -1) -> bytes:
-        data: bytes = self._stream.read(size)
-        self.count += len(data)
-        return data
-
-    def readinto(self, buffer: Any) -> int:
-        n: int = self._stream.readinto(buffer) or 0
-        self.count += n
-        return n
-
-    def readline(self, size: int | None = -1) -> bytes:
-        data: bytes = self._stream.readline(size)
-        self.count += len(data)
-        return data
-
-
 #: The interim answer to ``Expect: 100-continue`` (RFC 9110 15.2.1).
 CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 
 
-class ContinueOnRead(io.RawIOBase):
-    """The connection's reader for a request that sent ``Expect: 100-continue``: the
-    first read of its body sends ``100 Continue``, once. A request answered without
-    reading its body (a 413 for its Content-Length, a framing error) gets its final
-    answer and no interim one (RFC 9110 10.1.1: the server may answer at once)."""
+class CountedInput(io.RawIOBase):
+    """The request body as the application reads it, counting the bytes read: the
+    connection is kept alive only if the whole body was read (else its rest would be
+    taken for the next request line).
 
-    def __init__(self, rfile: Any, send: Callable[[bytes], object]) -> None:
+    With ``send`` (a request that sent ``Expect: 100-continue``), the first read sends
+    ``100 Continue``, once. A request answered without reading its body (a 413 for its
+    Content-Length, a framing error) gets its final answer and no interim one (RFC 9110
+    10.1.1: the server may answer at once)."""
+
+    def __init__(self, stream: Any, send: Callable[[bytes], object] | None = None) -> None:
         super().__init__()
-        self._rfile = rfile
-        self._send: Callable[[bytes], object] | None = send
+        self._stream = stream
+        self._send = send
+        self.count = 0
 
     def _continue(self) -> None:
         send, self._send = self._send, None
@@ -75,23 +51,24 @@ class ContinueOnRead(io.RawIOBase):
         return True
 
     def read(self, size: int | None = -1) -> bytes:
-        self._continue()
-        data: bytes = self._rfile.read(size)
-        return data
-
-    def read1(self, size: int = -1) -> bytes:
-        self._continue()
-        data: bytes = self._rfile.read1(size)
+        if self._send is not None:
+            self._continue()
+        data: bytes = self._stream.read(size)
+        self.count += len(data)
         return data
 
     def readinto(self, buffer: Any) -> int:
-        self._continue()
-        n: int = self._rfile.readinto(buffer) or 0
+        if self._send is not None:
+            self._continue()
+        n: int = self._stream.readinto(buffer) or 0
+        self.count += n
         return n
 
     def readline(self, size: int | None = -1) -> bytes:
-        self._continue()
-        data: bytes = self._rfile.readline(size)
+        if self._send is not None:
+            self._continue()
+        data: bytes = self._stream.readline(size)
+        self.count += len(data)
         return data
 
 
