@@ -225,6 +225,12 @@ class ConnectionHandler(WSGIRequestHandler):
                 via="TLS",
             )
 
+    def _record_unreadable(self, reason: str) -> None:
+        """Record a 400 for bytes that were no request of the fake's protocol."""
+        binding = self.binding
+        if binding is not None and not binding.closed.is_set():
+            binding.service.timeline.record_bad_request("-", "-", 400, reason)
+
     def _answer_plain_http(self) -> None:
         """A plain-HTTP request reached the HTTPS fake (OpenSSL saw "POST /..." where a
         TLS handshake belongs): answer a plain HTTP 400 that says so, and record it."""
@@ -240,9 +246,7 @@ class ConnectionHandler(WSGIRequestHandler):
         ).encode()
         # Recorded before the answer goes out: a client that reads the answer and then
         # the timeline finds the event there.
-        binding = self.binding
-        if binding is not None and not binding.closed.is_set():
-            binding.service.timeline.record_bad_request("-", "-", 400, reason)
+        self._record_unreadable(reason)
         try:
             with socket.socket(fileno=os.dup(self.connection.fileno())) as raw:
                 # Read what the client sent (TLS took only its first bytes): closing a
@@ -427,11 +431,14 @@ class ConnectionHandler(WSGIRequestHandler):
                 "serve HTTPS (the https option) for clients that build https://{host}"
             )
             self.request_version = "HTTP/1.0"  # a status line, as the event says 400
-            binding = self.binding
-            if binding is not None and not binding.closed.is_set():
-                binding.service.timeline.record_bad_request("-", "-", 400, text)
+            self._record_unreadable(text)
+        self.send_json_error(code, text)
+
+    def send_json_error(self, code: int, text: str) -> None:
+        """An error answer in the fake's JSON shape, written straight to the connection,
+        which then closes (for requests the app never sees)."""
         body = error_bytes(code, text)
-        self.send_response(code, short)
+        self.send_response(code)
         self.send_header("Connection", "close")
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))

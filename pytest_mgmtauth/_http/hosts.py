@@ -32,7 +32,6 @@ from .._service.flows.base import Where
 from .._service.flows.registry import service_hosts
 from .arrival import REGION_LISTENER
 from .connections import ConnectionWriter, handshake_of
-from .errors import error_bytes
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -300,11 +299,4 @@ def _answer(handler: ConnectionHandler, status: int, reason: str | None = None) 
         handler.end_headers()
         handler.wfile.flush()
         return
-    body = error_bytes(status, reason)
-    handler.send_response(status)
-    handler.send_header("Connection", "close")
-    handler.send_header("Content-Type", "application/json")
-    handler.send_header("Content-Length", str(len(body)))
-    handler.end_headers()
-    handler.wfile.write(body)
-    handler.close_connection = True
+    handler.send_json_error(status, reason)
