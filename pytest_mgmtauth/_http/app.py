@@ -49,7 +49,6 @@ if TYPE_CHECKING:
 
     from werkzeug import Request
 
-    from .._service.flows.base import Flow
     from .._service.options import Options
     from .._service.records import Authorization
 
@@ -127,25 +126,23 @@ class FakeApp:
         binding = arrival.binding
         while binding is not None and binding.successor is not None and binding.closed.is_set():
             binding = binding.successor  # mgmtauth-server's state after a reset
-        framing = arrival.framing_problem
-        if framing is not None and (binding is None or binding.closed.is_set()):
-            return error_response(framing[0], framing[0], framing[1])  # in no test's log
-        if binding is not None and binding.closed.is_set() and binding.live is not None:
-            return error_response(503, 503, ended_message(binding.owner))
-        if binding is not None and binding.closed.is_set():
-            return error_response(
-                503,
-                503,
-                "this connection was opened during a test that has ended; its request "
-                "is not counted in any test (open a new connection)",
-            )
-        if binding is None:
-            return error_response(
-                503,
-                503,
-                "no test is using the fake service right now: a request arrived outside "
-                "the test that owns the mgmt_server fixture",
-            )
+        if binding is None or binding.closed.is_set():  # in no test's log
+            framing = arrival.framing_problem
+            if framing is not None:
+                return error_response(framing[0], framing[0], framing[1])
+            if binding is None:
+                reason = (
+                    "no test is using the fake service right now: a request arrived outside "
+                    "the test that owns the mgmt_server fixture"
+                )
+            elif binding.live is not None:
+                reason = ended_message(binding.owner)
+            else:
+                reason = (
+                    "this connection was opened during a test that has ended; its request "
+                    "is not counted in any test (open a new connection)"
+                )
+            return error_response(503, 503, reason)
         for prefix, app in self._mounts:
             if request.path.startswith(prefix):
                 return masked_error(app(request), binding.service.timeline.redact)
@@ -298,7 +295,7 @@ class FakeApp:
                 f"{request.path!r}).respond_with_json(...)"
             )
             slashed = _trailing_slash(path, service.options)
-            response = _route_error(binding, to.flow, status, slashed or reason)
+            response = _transport_error(binding, to, status, slashed or reason)
             if allowed is not None:
                 response.headers["Allow"] = allowed
             return response
@@ -369,9 +366,9 @@ class FakeApp:
         except Exception as exc:
             binding.add_error(exc, f"the handler of {route!r}")
             _answered(binding, route, auth, request, 500, host)
-            return _route_error(
+            return _transport_error(
                 binding,
-                to.flow,
+                to,
                 500,
                 f"the handler of {route!r} raised {type(exc).__name__}: {exc} "
                 "(re-raised in the test)",
@@ -387,17 +384,10 @@ class FakeApp:
             )
             binding.add_error(error, f"the handler of {route!r}")
             _answered(binding, route, auth, request, 500, host)
-            return _route_error(binding, to.flow, 500, f"{error} (re-raised in the test)")
+            return _transport_error(binding, to, 500, f"{error} (re-raised in the test)")
         _answered(binding, route, auth, request, response.status_code, host)
         self._this_thread.handler_answer = response
         return response
-
-
-def _route_error(binding: Binding, flow: type[Flow], status: int, reason: str) -> Response:
-    """The fake's own error answer to an API call of ``flow``, in that flow's envelope
-    (v3's ``{"message": ...}``)."""
-    refusal = flow.api_error(Refusal(status, status, reason), binding.service.options)
-    return refusal_response(refusal)
 
 
 def _trailing_slash(path: str, options: Options) -> str | None:
@@ -482,16 +472,14 @@ def _exchanged(
 def _transport_error(
     binding: Binding, to: Destination, status: int, reason: str, *, allow: str | None = None
 ) -> Response:
-    """The answer to what the transport refuses (bad input, framing, Werkzeug's own
-    4xx): in the error shape of the flow whose endpoint the path is (OAuth's RFC 6749
-    errors), else the service's."""
+    """The fake's own error answer (bad input, framing, Werkzeug's own 4xx, a failed
+    route handler): in the error shape of the flow whose endpoint the path is (OAuth's
+    RFC 6749 errors), or of the flow of the API call (v3's ``{"message": ...}``)."""
     refusal = Refusal(status, status, reason)
     if to.endpoint is not None:
         styled = to.flow.style(refusal)
-    else:  # an API call: in the envelope of its flow (v3's)
+    else:
         styled = to.flow.api_error(refusal, binding.service.options)
-    if styled.body is None:
-        return error_response(status, status, reason, allow=allow)
     response = refusal_response(styled)
     if allow is not None:
         response.headers["Allow"] = allow

@@ -281,16 +281,10 @@ def json_response(status: int, body: Any, headers: Sequence[tuple[str, str]] = (
     return response
 
 
-def error_response(
-    status: int, return_code: int, message: str, *, allow: str | None = None, **extra: Any
-) -> Response:
+def error_response(status: int, return_code: int, message: str, **extra: Any) -> Response:
     """Every error the fake answers has ``returnCode`` and ``message``; for answers the
-    interface document does not show, ``returnCode`` is the HTTP status. A 405 names the
-    methods the path does take in ``Allow``."""
-    headers: list[tuple[str, str]] = []
-    if allow is not None:
-        headers.append(("Allow", allow))
-    response = json_response(status, error_body(return_code, message, **extra), headers)
+    interface document does not show, ``returnCode`` is the HTTP status."""
+    response = json_response(status, error_body(return_code, message, **extra))
     return with_diagnosis(response, message)
 
 
