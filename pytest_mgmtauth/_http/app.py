@@ -26,6 +26,7 @@ from .binding import Binding, RecordedRequest, RouteHandler, logged_body
 from .destination import Destination, destination
 from .errors import (
     DIAGNOSIS_HEADER,
+    BadInput,
     error_response,
     masked_error,
     refusal_response,
@@ -41,7 +42,7 @@ from .flows import (
 )
 from .forward import ended_message, forward
 from .hosts import fake_host, foreign_target, region_host, shown
-from .parsing import BadInput, read_body
+from .parsing import read_body
 
 if TYPE_CHECKING:
     from collections.abc import Callable

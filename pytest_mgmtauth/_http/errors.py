@@ -214,8 +214,20 @@ MAX_CONTROL_BODY = MAX_BODY_BYTES
 MAX_CONTROL_DEPTH = 32
 
 
-class BodyTooLarge(Exception):
+class BadInput(Exception):
+    """The request is malformed; ``status`` is the 4xx to answer, ``str()`` says why."""
+
+    def __init__(self, status: int, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
+class BodyTooLarge(BadInput):
     """The request body is over the limit; ``str()`` says by how much (answer 413)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(413, reason)
 
 
 def read_limited_body(request: Request, limit: int = MAX_BODY_BYTES) -> bytes:

@@ -13,8 +13,8 @@ from werkzeug import Response
 from .._service.flows.base import Incoming, Received
 from .._service.flows.registry import form_hint
 from .._service.records import SERVICE_MESSAGES, Refusal
-from .errors import json_response, refusal_response
-from .parsing import BadInput, client_kind, read_body, read_form
+from .errors import BadInput, json_response, refusal_response
+from .parsing import client_kind, read_body, read_form
 
 if TYPE_CHECKING:
     from werkzeug import Request

@@ -32,6 +32,7 @@ from .._service.flows.base import Where
 from .._service.flows.registry import service_hosts
 from .arrival import REGION_LISTENER
 from .connections import ConnectionWriter, handshake_of
+from .errors import BadInput
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -152,35 +153,24 @@ HANDSHAKE_LIMIT = 30.0
 _WHO = "the fake's proxy (intercept option)"
 
 
-class ProxyRefusal(Exception):
-    """A request the proxy will not serve: answered ``status`` with ``reason``."""
-
-    def __init__(self, status: int, reason: str) -> None:
-        super().__init__(reason)
-        self.status = status
-        self.reason = reason
-
-
 def tunnel_host(target: str, hosts: tuple[str, ...]) -> str:
     """The host (lower case) of a ``CONNECT`` target (``host:port``, RFC 9110 9.3.6);
-    :class:`ProxyRefusal` saying what is wrong with it: 400 when malformed, 403 unless
+    :class:`BadInput` saying what is wrong with it: 400 when malformed, 403 unless
     it is one of the service's ``hosts`` on :data:`TUNNEL_PORT`."""
     host, sep, port = target.rpartition(":")
     if not sep or not host or "/" in target or "@" in target:
-        raise ProxyRefusal(
+        raise BadInput(
             400,
             f"CONNECT {target!r} is malformed: a CONNECT names host:port, like "
             "CONNECT api.tealiumiq.com:443",
         )
     if not (port.isascii() and port.isdigit()) or not 0 < int(port) < 65536:
-        raise ProxyRefusal(
-            400, f"CONNECT {target!r} is malformed: {port!r} is no port (1 to 65535)"
-        )
+        raise BadInput(400, f"CONNECT {target!r} is malformed: {port!r} is no port (1 to 65535)")
     host, number = host.lower(), int(port)
     if host not in hosts:
-        raise ProxyRefusal(403, foreign_host(host, hosts))
+        raise BadInput(403, foreign_host(host, hosts))
     if number != TUNNEL_PORT:
-        raise ProxyRefusal(
+        raise BadInput(
             403,
             f"{_WHO} opens tunnels to port {TUNNEL_PORT} of the service's hosts only, not "
             f"{host}:{number}: the service is HTTPS on {TUNNEL_PORT}",
@@ -203,22 +193,22 @@ def serve_connect(handler: ConnectionHandler) -> None:
     binding, target, contexts = handler.binding, handler.path, handler.server.tunnel_context
     try:
         if contexts is None:
-            raise ProxyRefusal(
+            raise BadInput(
                 405,
                 "this address of the fake is no proxy: CONNECT goes to the proxy of the "
                 "intercept option (HTTPS_PROXY in mgmt_server.env), or call mgmt_server.url "
                 "directly",
             )
         if handler.tunnel_host is not None:
-            raise ProxyRefusal(400, f"a CONNECT inside the tunnel to {handler.tunnel_host}")
+            raise BadInput(400, f"a CONNECT inside the tunnel to {handler.tunnel_host}")
         if binding is None or binding.closed.is_set():
-            raise ProxyRefusal(
+            raise BadInput(
                 503,
                 "no test is using the fake service right now: the CONNECT arrived outside "
                 "the test that owns the mgmt_server fixture",
             )
         host = tunnel_host(target, service_hosts(binding.service.options))
-    except ProxyRefusal as refusal:
+    except BadInput as refusal:
         if binding is not None and not binding.closed.is_set():
             binding.service.timeline.record_bad_request(
                 "CONNECT", target, refusal.status, refusal.reason

@@ -18,7 +18,7 @@ from urllib.parse import parse_qsl, unquote_plus
 
 from .._service.secret_text import ClientKind, form_idiom
 from .arrival import FakeRequest
-from .errors import BodyTooLarge, read_limited_body
+from .errors import BadInput, read_limited_body
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -72,15 +72,6 @@ _NOT_JSON = {
     "not JSON: data={...}, not json={...} in requests/httpx; new URLSearchParams({...}), not "
     "JSON.stringify(...) in JavaScript",
 }
-
-
-class BadInput(Exception):
-    """The request is malformed; ``status`` is the 4xx to answer, ``str()`` says why."""
-
-    def __init__(self, status: int, reason: str) -> None:
-        super().__init__(reason)
-        self.status = status
-        self.reason = reason
 
 
 def _content_type_problem(request: Request, endpoint: str, fields: tuple[str, ...]) -> str:
@@ -208,10 +199,7 @@ def _undecodable_escape(endpoint: str, text: str) -> str:
 def read_body(request: Request) -> bytes:
     """The body of a request to the fake, within the limit (else 413), kept in its
     Arrival for the request log."""
-    try:
-        body = read_limited_body(request)
-    except BodyTooLarge as exc:
-        raise BadInput(413, str(exc)) from None
+    body = read_limited_body(request)
     if isinstance(request, FakeRequest):
         request.arrival.body = body
     return body
