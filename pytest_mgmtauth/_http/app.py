@@ -53,8 +53,6 @@ if TYPE_CHECKING:
     from .._service.options import Options
     from .._service.records import Authorization
 
-__all__ = ["CONTROL_PREFIX", "FakeApp"]
-
 #: Where mgmtauth-server mounts its control API (reserved: no user route under it).
 CONTROL_PREFIX = "/_mgmtauth"
 

@@ -33,15 +33,6 @@ if TYPE_CHECKING:
 
     from .binding import Binding
 
-__all__ = [
-    "ARRIVAL",
-    "REGION_LISTENER",
-    "Arrival",
-    "FakeRequest",
-    "mask_for",
-    "wsgi_application",
-]
-
 #: The environ key of a request's :class:`Arrival` (see the module's text).
 ARRIVAL = "mgmtauth.arrival"
 

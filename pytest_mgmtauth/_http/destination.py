@@ -28,8 +28,6 @@ if TYPE_CHECKING:
     from .arrival import Arrival
     from .binding import Binding, RouteHandler
 
-__all__ = ["Destination", "destination"]
-
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Destination:

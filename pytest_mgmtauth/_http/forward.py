@@ -47,17 +47,6 @@ if TYPE_CHECKING:
     from .binding import Binding
     from .destination import Destination
 
-__all__ = [
-    "PUBLISHED_DOMAINS",
-    "LiveRun",
-    "LiveTest",
-    "ServiceAnswer",
-    "Upstream",
-    "ended_message",
-    "forward",
-    "refused_credentials",
-]
-
 #: The domains of the service's published hosts: a region host a v3 answer names is
 #: reached only under one of them.
 PUBLISHED_DOMAINS = ("tealiumiq.com", "tealiumapis.com")
