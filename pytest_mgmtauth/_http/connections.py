@@ -18,7 +18,7 @@ import socket
 import struct
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from werkzeug.serving import ThreadedWSGIServer
 
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
     from .app import FakeApp
     from .binding import Binding
+    from .handler import ConnectionHandler
 
 #: The attribute of a TLS socket that holds its :class:`Handshake`: the ssl module hands
 #: a handshake's SNI callback the socket and nothing else.
@@ -189,15 +190,6 @@ class ConnectionWriter(io.BufferedIOBase):
         return self._sock.fileno()
 
 
-class _Connection(Protocol):
-    """A connection's request handler, as the server keeps track of it."""
-
-    @property
-    def client_socket(self) -> Any:
-        """The socket to its client (the handler's ``connection``, but while Werkzeug
-        drains, when another stands in for it: see handler._after_answer)."""
-
-
 class ConnectionServer(ThreadedWSGIServer):
     daemon_threads = True
     block_on_close = False
@@ -213,7 +205,7 @@ class ConnectionServer(ThreadedWSGIServer):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._idle_lock = threading.Lock()
-        self._idle: set[_Connection] = set()
+        self._idle: set[ConnectionHandler] = set()
         #: Per open connection that drop_idle_connections waits for: set once its thread
         #: has closed it (made by the dropper, not for every connection).
         self._closed: dict[Any, threading.Event] = {}
@@ -380,12 +372,12 @@ class ConnectionServer(ThreadedWSGIServer):
         self._wake_writer.close()
         self.always_readable.close()
 
-    def mark_idle(self, handler: _Connection) -> None:
+    def mark_idle(self, handler: ConnectionHandler) -> None:
         """A kept-alive connection waits for its next request."""
         with self._idle_lock:
             self._idle.add(handler)
 
-    def mark_busy(self, handler: _Connection) -> tuple[bool, Binding | None]:
+    def mark_busy(self, handler: ConnectionHandler) -> tuple[bool, Binding | None]:
         """The next request's first byte arrived (or the connection ended): whether the
         connection is still open, and the binding the request belongs to."""
         with self._idle_lock:

@@ -166,25 +166,20 @@ class ConnectionHandler(WSGIRequestHandler):
         super().send_header(keyword, value)
 
     def setup(self) -> None:
-        if not isinstance(self.request, ssl.SSLSocket) and self.server.tunnel_context is None:
+        if isinstance(self.request, ssl.SSLSocket):
+            super().setup()
+        else:
             # socketserver's setup, but for its reader and writer, which would be made
             # only to be replaced. Its reader tells whether bytes wait past a request
-            # (keep-alive).
+            # (keep-alive); the proxy's reads a CONNECT's head without the bytes after
+            # it, which belong to the tunnel's TLS (see HeadBounded).
             self.connection = self.request
-            if self.timeout is not None:
-                self.connection.settimeout(self.timeout)
-            if self.disable_nagle_algorithm:
-                self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, True)
-            self.rfile = io.BufferedReader(ConnectionReader(self.connection))
-        else:
-            super().setup()
+            self.connection.settimeout(self.timeout)
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, True)
+            raw = HeadBounded if self.server.tunnel_context is not None else ConnectionReader
+            self.rfile = io.BufferedReader(raw(self.connection))
         self.binding = self.server.binding_of(self.request)
         self.wfile = ConnectionWriter(self.connection)
-        if self.server.tunnel_context is not None:
-            # The proxy: a CONNECT's head is read without the bytes after it, which
-            # belong to the tunnel's TLS (see HeadBounded).
-            self.rfile.close()
-            self.rfile = io.BufferedReader(HeadBounded(self.connection))
         if isinstance(self.connection, ssl.SSLSocket):
             # Deferred from accept() (see ConnectionServer.get_request); a failed handshake
             # closes this connection only. An SNI callback may choose the host's name.

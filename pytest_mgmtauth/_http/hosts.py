@@ -214,9 +214,11 @@ def serve_connect(handler: ConnectionHandler) -> None:
                 "CONNECT", target, refusal.status, refusal.reason
             )
             binding.log_refused("CONNECT", target, tuple(handler.headers.items()), refusal.status)
-        _answer(handler, refusal.status, refusal.reason)
+        handler.send_json_error(refusal.status, refusal.reason)
         return
-    _answer(handler, 200)
+    handler.send_response(200, "Connection Established")  # the tunnel is open
+    handler.end_headers()
+    handler.wfile.flush()
     tunnel = _handshake(handler, contexts(host), host, binding)
     if tunnel is None:
         return
@@ -279,14 +281,3 @@ def _handshake(
         return None
     tunnel.settimeout(handler.timeout)
     return tunnel
-
-
-def _answer(handler: ConnectionHandler, status: int, reason: str | None = None) -> None:
-    """The answer to the ``CONNECT`` itself: 200 (the tunnel is open), or a refusal in
-    the fake's JSON error shape that closes the connection."""
-    if reason is None:
-        handler.send_response(status, "Connection Established")
-        handler.end_headers()
-        handler.wfile.flush()
-        return
-    handler.send_json_error(status, reason)
