@@ -155,7 +155,6 @@ def framing_problem(
         )
     if len(hosts) > 1:
         return 400, f"this request has {len(hosts)} Host headers; send exactly one (RFC 9112 3.2)"
-    lengths = [value for name, value in headers if name.lower() == "content-length"]
     if len(lengths) > 1:
         same = "equal" if len({v.strip(HTTP_WHITESPACE) for v in lengths}) == 1 else "different"
         return 400, (
@@ -279,11 +278,6 @@ def error_body(return_code: int, message: str, **extra: Any) -> dict[str, Any]:
     ``returnCode`` that is an HTTP status whose code the service's pages show is that
     code (``records.STATUS_CODES``: 400 is 1400)."""
     return {"returnCode": status_code(return_code), "message": message, **extra}
-
-
-def error_bytes(return_code: int, message: str) -> bytes:
-    """:func:`error_body` encoded, for answers written straight to the socket."""
-    return json.dumps(error_body(return_code, message)).encode()
 
 
 def json_response(status: int, body: Any, headers: Sequence[tuple[str, str]] = ()) -> Response:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import email.errors
 import io
+import json
 import os
 import socket
 import ssl
@@ -18,7 +19,7 @@ from werkzeug.serving import WSGIRequestHandler
 from .._service.flows.base import HTTP_WHITESPACE
 from .arrival import ARRIVAL, Arrival, mask_for
 from .connections import ConnectionReader, ConnectionWriter, handshake_of
-from .errors import chunked, error_bytes, framing_problem
+from .errors import chunked, error_body, framing_problem
 from .hosts import serve_connect
 from .streams import BriefDrain, CountedInput, Dechunked, HeadBounded, SkipDrain
 
@@ -234,7 +235,7 @@ class ConnectionHandler(WSGIRequestHandler):
             "v3, https://{host} with the host of the auth answer) and trust the test CA "
             "(mgmt_server.ca_bundle)"
         )
-        body = error_bytes(400, reason)
+        body = json.dumps(error_body(400, reason)).encode()
         head = (
             "HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\n"
             f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
@@ -432,7 +433,7 @@ class ConnectionHandler(WSGIRequestHandler):
     def send_json_error(self, code: int, text: str) -> None:
         """An error answer in the fake's JSON shape, written straight to the connection,
         which then closes (for requests the app never sees)."""
-        body = error_bytes(code, text)
+        body = json.dumps(error_body(code, text)).encode()
         self.send_response(code)
         self.send_header("Connection", "close")
         self.send_header("Content-Type", "application/json")

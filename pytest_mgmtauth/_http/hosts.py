@@ -85,7 +85,8 @@ def where(binding: Binding, request: Request, arrival: Arrival) -> Where:
 
 
 def _with_port(request: Request, port: int) -> str:
-    """The fake's address as this request's client reached it, with ``port``."""
+    """The fake's address as this request's client reached it (the same host), with
+    ``port``."""
     own = fake_host(request)
     host = own[: own.rfind(":")] if own.rfind(":") > own.rfind("]") else own
     return f"{host}:{port}"
@@ -93,16 +94,8 @@ def _with_port(request: Request, port: int) -> str:
 
 def region_address(binding: Binding, request: Request) -> str:
     """The region address (``host:port`` of the second listener) as this request's
-    client can reach it: the same host it reached the fake by."""
+    client can reach it."""
     return _with_port(request, binding.region_port())
-
-
-def own_address(binding: Binding, request: Request, arrival: Arrival) -> str:
-    """The fake's own address (which stands for every host but the region host) as this
-    request's client can reach it."""
-    if arrival.listener == REGION_LISTENER and binding.main_port:
-        return _with_port(request, binding.main_port)
-    return fake_host(request)
 
 
 def region_host(binding: Binding, request: Request) -> str:
@@ -115,14 +108,15 @@ def region_host(binding: Binding, request: Request) -> str:
 
 def shown(binding: Binding, request: Request, arrival: Arrival, hosts: tuple[str, ...]) -> str:
     """``hosts`` as this request's client can reach them: the names under interception,
-    else the addresses of the fake that stand for them."""
+    else the addresses of the fake that stand for them (its own address for every host
+    but the region host)."""
     if binding.hosts.intercept:
         return " or ".join(hosts)
     region = binding.hosts.region_host
-    addresses = [
-        region_address(binding, request) if h == region else own_address(binding, request, arrival)
-        for h in hosts
-    ]
+    own = fake_host(request)
+    if arrival.listener == REGION_LISTENER and binding.main_port:
+        own = _with_port(request, binding.main_port)
+    addresses = [region_address(binding, request) if h == region else own for h in hosts]
     return " or ".join(dict.fromkeys(addresses))
 
 
