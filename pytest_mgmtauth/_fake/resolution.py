@@ -147,13 +147,18 @@ def outside() -> Iterator[None]:
 
 
 def _plan_for(host: object) -> _Plan | None:
-    """The plan that answers for ``host`` (a name as a lookup got it), or None."""
+    """The plan that sends ``host`` (a name as a lookup got it) to the fake, or None:
+    not a service host; :class:`HostNotIntercepted` for one without interception."""
     plans = _plans
     if not plans or getattr(_outside, "on", False):
         return None
     plan = plans[-1]
     name = _looked_up(host)
-    return plan if name is not None and name in plan.hosts else None
+    if name is None or name not in plan.hosts:
+        return None
+    if not plan.ports:
+        raise HostNotIntercepted(str(host))
+    return plan
 
 
 def _call(name: str, *args: Any) -> Any:
@@ -170,10 +175,7 @@ def _call(name: str, *args: Any) -> Any:
 def _getaddrinfo(
     host: Any, port: Any, family: int = 0, type: int = 0, proto: int = 0, flags: int = 0
 ) -> Any:
-    plan = _plan_for(host)
-    if plan is not None:
-        if not plan.ports:
-            raise HostNotIntercepted(str(host))
+    if _plan_for(host) is not None:
         # The numeric address, answered without any lookup, in the shapes asked for.
         host = _MAPPED if family == socket.AF_INET6 else ADDRESS
     return _call("getaddrinfo", host, port, family, type, proto, flags)
@@ -184,12 +186,7 @@ def _lookup(name: str, answer: Callable[[str], object]) -> Callable[[str], Any]:
     interception, :class:`HostNotIntercepted` without it; other hosts looked up."""
 
     def lookup(host: str) -> Any:
-        plan = _plan_for(host)
-        if plan is None:
-            return _call(name, host)
-        if not plan.ports:
-            raise HostNotIntercepted(host)
-        return answer(host)
+        return _call(name, host) if _plan_for(host) is None else answer(host)
 
     return lookup
 
@@ -210,15 +207,9 @@ def _redirect(sock: socket.socket, address: Any) -> Any:
         return address
     if getattr(_outside, "on", False):
         return address
-    if address[0] in (ADDRESS, _MAPPED):
-        plan = plans[-1]
-    else:
-        found = _plan_for(address[0])
-        if found is None:
-            return address
-        if not found.ports:
-            raise HostNotIntercepted(str(address[0]))
-        plan = found
+    plan = plans[-1] if address[0] in (ADDRESS, _MAPPED) else _plan_for(address[0])
+    if plan is None:
+        return address
     target = plan.ports.get(address[1])
     if target is None:
         raise ConnectionRefusedError(
