@@ -22,10 +22,6 @@ class Faults:
     _service: AuthService
     _http: FakeHTTPServer
 
-    # Scripted faults apply to the next ``count`` calls of /v2/auth (version="v2"), v3
-    # auth (version="v3"), /v1/login (version="v1") or any (None), in the order scripted. They
-    # never change the service's state, and each one that fires is a FaultInjected event.
-
     def fail_next(
         self,
         count: int = 1,

@@ -220,16 +220,23 @@ def forward(binding: Binding, request: Request, to: Destination) -> Response:
     if live.ended:
         return error_response(503, 503, ended_message(binding.owner))
     if run.refused is not None:
-        return error_response(503, 503, _stopped(run.refused))
+        return error_response(
+            503,
+            503,
+            f"not forwarded: the service refused the live credentials earlier in this run "
+            f"({run.refused}), so the run stopped forwarding (the service locks an account "
+            "after repeated failed logins); check the MGMTAUTH_LIVE_* variables",
+        )
     here = to.where
     named = here.host is not None and here.shown == here.host  # not the fake's address
     host = _target_host(binding, to, named=named)
     if not _published(host, binding):
+        known = [h for h in service_hosts(binding.service.options) if _in_published_domains(h)]
         return error_response(
             403,
             403,
             f"not forwarded to {host}: a live run reaches only the service's published "
-            f"hosts ({', '.join(_known_hosts(binding))}, or a region host "
+            f"hosts ({', '.join(known)}, or a region host "
             f"under {' or '.join(PUBLISHED_DOMAINS)} that a v3 answer named)",
         )
     body = read_body(request)
@@ -292,14 +299,6 @@ def ended_message(test: str) -> str:
     )
 
 
-def _stopped(refused: str) -> str:
-    return (
-        f"not forwarded: the service refused the live credentials earlier in this run "
-        f"({refused}), so the run stopped forwarding (the service locks an account after "
-        "repeated failed logins); check the MGMTAUTH_LIVE_* variables"
-    )
-
-
 def _target_host(binding: Binding, to: Destination, *, named: bool) -> str:
     options, here, flow = binding.service.options, to.where, to.flow
     if named:
@@ -325,11 +324,6 @@ def _published(host: str, binding: Binding) -> bool:
         return True
     live = binding.live
     return live is not None and host == live.region_host
-
-
-def _known_hosts(binding: Binding) -> list[str]:
-    hosts = service_hosts(binding.service.options)
-    return [host for host in hosts if _in_published_domains(host)]
 
 
 def _in_published_domains(host: str) -> bool:
