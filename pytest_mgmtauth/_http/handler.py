@@ -21,7 +21,7 @@ from .arrival import ARRIVAL, Arrival, mask_for
 from .connections import ConnectionReader, ConnectionWriter, handshake_of
 from .errors import chunked, error_body, framing_problem
 from .hosts import serve_connect
-from .streams import BriefDrain, CountedInput, Dechunked, HeadBounded, SkipDrain
+from .streams import BriefDrain, CountedInput, Dechunked, HeadBounded
 
 if TYPE_CHECKING:
     from .binding import Binding
@@ -148,7 +148,7 @@ class ConnectionHandler(WSGIRequestHandler):
         finally:
             if self._drained is not None:  # see _after_answer
                 self.connection, self._drained = self._drained, None
-            if isinstance(self.rfile, SkipDrain):
+            if isinstance(self.rfile, BriefDrain):
                 self.rfile = self.rfile.inner
 
     def flush_headers(self) -> None:
@@ -364,7 +364,7 @@ class ConnectionHandler(WSGIRequestHandler):
         or close it after the brief drain (Werkzeug's drain reads through this)."""
         if self._may_keep_alive():
             self._keep = True
-            self.rfile = SkipDrain(self.rfile)
+            self.rfile = BriefDrain(self.rfile)
             # Werkzeug's drain first waits up to 10 ms for the client's next bytes, on
             # self.connection alone: the thread that leads would not see a connection
             # that comes meanwhile. Nothing is drained here; its wait is on a socket
@@ -380,8 +380,7 @@ class ConnectionHandler(WSGIRequestHandler):
             self.server.mark_idle(self)
             return
         self.close_connection = True
-        if not isinstance(self.rfile, BriefDrain):
-            self.rfile = BriefDrain(self.rfile, self.connection)
+        self.rfile = BriefDrain(self.rfile, self.connection)
         # BriefDrain waits for the client's next bytes itself, through the reader that
         # watches for new connections too (see the kept-alive case above).
         self._drained, self.connection = self.connection, self.server.always_readable

@@ -232,41 +232,33 @@ class HeadBounded(io.RawIOBase):
         return got
 
 
-class SkipDrain(io.BufferedIOBase):
-    """Stands in for the reader of a kept-alive connection while Werkzeug's drain runs
-    (which would otherwise read the next request): reads nothing."""
-
-    def __init__(self, rfile: Any) -> None:
-        super().__init__()
-        self.inner = rfile
-
-    def read(self, size: int | None = -1) -> bytes:
-        return b""
-
-
 class BriefDrain(io.BufferedIOBase):
-    """Stands in for the connection's reader once the answer is decided.
+    """Stands in for the connection's reader (:attr:`inner`) once the answer is decided,
+    while Werkzeug's drain runs.
 
     After every answer Werkzeug discards what the client still sends (so that a client
     still sending a large body reads a 413 instead of a reset), with a blocking read
     of 10 MB: a client that sent part of a 20 MB body and waits held the connection
     until the stall timeout (30 s). Read through this, that drain discards what arrives
     until the client is silent for DRAIN_SILENCE, sends EOF, or DRAIN_SECONDS pass, and
-    then reports EOF: the connection closes at once.
+    then reports EOF: the connection closes at once. For a kept-alive connection
+    (``connection`` None) it reads nothing: the drain would read the next request.
     """
 
-    def __init__(self, rfile: Any, connection: socket.socket) -> None:
+    def __init__(self, rfile: Any, connection: socket.socket | None = None) -> None:
         super().__init__()
-        self._rfile = rfile
+        self.inner = rfile
         self._connection = connection
 
     def read(self, size: int | None = -1) -> bytes:
+        if self._connection is None:
+            return b""
         deadline = time.monotonic() + DRAIN_SECONDS
         silence = DRAIN_START
         try:
             while (left := deadline - time.monotonic()) > 0:
                 self._connection.settimeout(min(silence, left))
-                if not self._rfile.read1(65536):
+                if not self.inner.read1(65536):
                     break
                 silence = DRAIN_SILENCE
         except (OSError, ValueError):  # silence (a timeout), a reset, a closed reader
@@ -275,7 +267,3 @@ class BriefDrain(io.BufferedIOBase):
 
     def readline(self, size: int | None = -1) -> bytes:
         return b""
-
-    def close(self) -> None:
-        self._rfile.close()
-        super().close()
