@@ -282,13 +282,8 @@ def _wanted(
     if calls is not None:
         check_count("calls", calls, what="mgmt_server.wait()")
     check_version(version, what="mgmt_server.wait() version", none="every flow")
-    parts = [
-        f"{name}={value!r}"
-        for name, value in (("grants", grants), ("calls", calls), ("version", version))
-        if value is not None
-    ]
-    if username is not None:
-        parts.append(f"username={username!r}")
+    given = (("grants", grants), ("calls", calls), ("version", version), ("username", username))
+    parts = [f"{name}={value!r}" for name, value in given if value is not None]
     if until is not None and not callable(until):
         raise TypeError(f"mgmt_server.wait() until= takes a function of the events, got {until!r}")
     if until is not None:

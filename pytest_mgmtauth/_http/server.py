@@ -85,7 +85,7 @@ class FakeHTTPServer(HTTPServer):
                 return
             # Plain TCP server; TLS is layered per connection in get_request.
             server = ConnectionServer(
-                self.host, self.port, wsgi_application(self.application), handler=ConnectionHandler
+                self.host, self.port, wsgi_application(self.app), handler=ConnectionHandler
             )
             server.fake_app = self.app
             server.tunnel_context = self.tunnel_context
@@ -100,9 +100,6 @@ class FakeHTTPServer(HTTPServer):
                 target=self.thread_target, daemon=True, name="mgmtauth-server"
             )
             self.server_thread.start()
-
-    def application(self, request: Request) -> Response:
-        return self.app(request)
 
     @property
     def connections_accepted(self) -> int:
