@@ -59,7 +59,8 @@ CONTROL_PREFIX = "/_mgmtauth"
 
 class FakeApp:
     def __init__(self) -> None:
-        self._binding: Binding | None = None
+        #: The binding requests are answered for now (the server reads it on accept).
+        self.current: Binding | None = None
         #: Apps mounted under a path prefix (:meth:`mount`); none under pytest.
         self._mounts: list[tuple[str, Callable[[Request], Response]]] = []
         #: Set once connections may be accepted (:meth:`open`): the server's accept loop
@@ -103,25 +104,20 @@ class FakeApp:
             callback()
 
     def bind(self, binding: Binding) -> None:
-        self._binding = binding
+        self.current = binding
         if self._open_on_bind and not self.opened.is_set():
             self.open()
 
-    @property
-    def current(self) -> Binding | None:
-        """The binding requests are answered for now (the server reads it on accept)."""
-        return self._binding
-
     def unbind(self, binding: Binding) -> None:
-        if self._binding is binding:
-            self._binding = None
+        if self.current is binding:
+            self.current = None
 
     def __call__(self, request: Request) -> Response:
         # A request belongs to the test during which its connection was accepted (the
         # server records it), not to whichever test is bound when its headers finally
         # get parsed: a slow or stalled client must not leak events into the next test.
         # Driven without the server (a plain Request): the test bound now.
-        arrival = request.arrival if isinstance(request, FakeRequest) else Arrival(self._binding)
+        arrival = request.arrival if isinstance(request, FakeRequest) else Arrival(self.current)
         binding = arrival.binding
         while binding is not None and binding.successor is not None and binding.closed.is_set():
             binding = binding.successor  # mgmtauth-server's state after a reset

@@ -78,10 +78,9 @@ class Destination:
         if self.raw is None:
             return None
         try:
-            raw = self.target.partition("?")[0].encode("latin-1").decode("utf-8").encode("latin-1")
+            return self.target.partition("?")[0].encode("latin-1").decode("utf-8").encode("latin-1")
         except UnicodeError:
             return None
-        return raw
 
 
 def destination(binding: Binding, request: Request, arrival: Arrival) -> Destination:
