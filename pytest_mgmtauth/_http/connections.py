@@ -263,14 +263,11 @@ class ConnectionServer(ThreadedWSGIServer):
             ready = selector.select()
             if self._stop.is_set():
                 break
-            woken = accepting = False
-            for key, _ in ready:
-                woken = woken or key.fileobj is self._wake_reader
-                accepting = accepting or key.fileobj is self.socket
-            if woken:
+            files = [key.fileobj for key, _ in ready]
+            if self._wake_reader in files:
                 with contextlib.suppress(OSError):
                     self._wake_reader.recv(64)
-            if accepting:
+            if self.socket in files:
                 job = self._accept_one()
                 self.service_actions()
                 if job is not None:

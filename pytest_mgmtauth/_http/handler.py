@@ -140,9 +140,8 @@ class ConnectionHandler(WSGIRequestHandler):
         # Werkzeug writes "100 Continue" for this header before the app runs; the app
         # may answer without reading the body, which then must not be asked for.
         self._arrived = list(self.headers.items())  # for the request log
-        expect = self.headers.get_all("Expect") or []
+        self._expect = self.headers.get_all("Expect") or []
         del self.headers["Expect"]
-        self._expect = expect
         try:
             super().run_wsgi()
         finally:
