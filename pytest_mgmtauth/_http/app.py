@@ -269,8 +269,10 @@ class FakeApp:
             if endpoint is not None and endpoint.statuses and status not in endpoint.statuses:
                 status = 400  # not among the endpoint's published statuses (v3: 413, 415)
             service.timeline.record_bad_request(method, path, status, exc.reason)
-            allow = endpoint.method if status == 405 and endpoint is not None else None
-            return _transport_error(binding, to, status, exc.reason, allow=allow)
+            response = _transport_error(binding, to, status, exc.reason)
+            if status == 405 and endpoint is not None:
+                response.headers["Allow"] = endpoint.method
+            return response
         except Refusal as refusal:
             return refusal_response(flow.style(refusal))
 
@@ -464,9 +466,7 @@ def _exchanged(
         binding.keep_exchange(request, response, protected=to.route is not None)
 
 
-def _transport_error(
-    binding: Binding, to: Destination, status: int, reason: str, *, allow: str | None = None
-) -> Response:
+def _transport_error(binding: Binding, to: Destination, status: int, reason: str) -> Response:
     """The fake's own error answer (bad input, framing, Werkzeug's own 4xx, a failed
     route handler): in the error shape of the flow whose endpoint the path is (OAuth's
     RFC 6749 errors), or of the flow of the API call (v3's ``{"message": ...}``)."""
@@ -475,7 +475,4 @@ def _transport_error(
         styled = to.flow.style(refusal)
     else:
         styled = to.flow.api_error(refusal, binding.service.options)
-    response = refusal_response(styled)
-    if allow is not None:
-        response.headers["Allow"] = allow
-    return response
+    return refusal_response(styled)

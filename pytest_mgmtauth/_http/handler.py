@@ -49,10 +49,6 @@ def _asks_to_continue(expect: list[str]) -> bool:
     return bool(members) and all(m == "100-continue" for m in members)
 
 
-#: The first bytes of a TLS handshake record (content type 22, version 3.x).
-_TLS_RECORD_STARTS = (b"\x16\x03",)
-
-
 class ConnectionHandler(WSGIRequestHandler):
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True
@@ -417,9 +413,10 @@ class ConnectionHandler(WSGIRequestHandler):
         short, long = self.responses.get(code, ("Error", ""))
         # http.server quotes the request line ("Bad request syntax ('GET /?utk=...')").
         text = mask_for(self.binding)(f"{message or short}: {explain or long}".rstrip(": "))
-        if getattr(self, "raw_requestline", b"")[:2] in _TLS_RECORD_STARTS:
-            # A TLS ClientHello at the plain-HTTP fake: the client cannot read this
-            # answer, so the diagnosis goes to the timeline too.
+        if getattr(self, "raw_requestline", b"").startswith(b"\x16\x03"):
+            # A TLS ClientHello (a handshake record: content type 22, version 3.x) at the
+            # plain-HTTP fake: the client cannot read this answer, so the diagnosis goes
+            # to the timeline too.
             text = (
                 "a TLS handshake arrived at this plain-HTTP fake: use its http:// URL, or "
                 "serve HTTPS (the https option) for clients that build https://{host}"
