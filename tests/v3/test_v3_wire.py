@@ -62,8 +62,10 @@ def _get(http: requests.Session, url: str, token: str) -> requests.Response:
 
 
 def test_success_is_token_and_host_with_the_documented_headers(
-    mgmt_server: MgmtServer, mgmt_account: Account, http: requests.Session
+    mgmt_server: MgmtServer, mgmt_account: Account, mgmt_clock: MgmtClock, http: requests.Session
 ) -> None:
+    # On mgmt_clock: the rememberMe deletion's Expires is the answer's second, and the
+    # two answers compared below could fall on either side of a second of real time.
     response = _auth(mgmt_server, http, mgmt_account)
     assert response.status_code == 200
     # The success headers of /v2/auth (the interface document's), with its rememberMe
