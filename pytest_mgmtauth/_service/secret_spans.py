@@ -121,21 +121,9 @@ def _percent_read(found: re.Match[str]) -> Decoded:
     return chars, places
 
 
-def percent_decoded(text: str, *, plus: bool) -> Decoded | None:
-    """``text`` with its percent-escapes decoded (``plus``: each '+' read as a space, as
-    in a form or a query), and where each character stood; None if nothing decodes."""
-    return _rewritten(text, _ESCAPES_OR_PLUS if plus else _ESCAPES, _percent_read)
-
-
 def _unslash_read(found: re.Match[str]) -> Decoded:
     escaped = found.group(1)
     return chr(int(escaped, 8)) if len(escaped) == 3 else escaped, [found.start()]
-
-
-def unslashed(text: str) -> Decoded | None:
-    """``text`` with the backslash escapes of quoted cookie values read (``\\055`` is
-    '-', ``\\"`` is '"'), and where each character stood; None if there are none."""
-    return _rewritten(text, _UNSLASH, _unslash_read)
 
 
 def _json_read(found: re.Match[str]) -> Decoded:
@@ -149,30 +137,15 @@ def _json_read(found: re.Match[str]) -> Decoded:
     return char, [found.start()]
 
 
-def json_unescaped(text: str) -> Decoded | None:
-    """``text`` with its JSON string escapes read (``\\u0026`` is '&', a surrogate pair
-    one character), and where each character stood; None if there are none."""
-    return _rewritten(text, _JSON_ESCAPE, _json_read)
-
-
-def unfolded(text: str) -> Decoded | None:
-    """``text`` with its folded lines joined (a secret a client split across them read
-    whole), and where each character stood; None if nothing is folded."""
-    return _rewritten(text, _FOLD, lambda found: ("", []))
-
-
-def _escaped(text: str) -> Iterator[Decoded]:
-    """The texts ``text`` reads as with its backslash escapes read (a quoted cookie
-    value's, JSON's) or its folded lines joined."""
-    if "\\" in text:
-        for read in (unslashed, json_unescaped):
-            found = read(text)
-            if found is not None:
-                yield found
-    if "\n" in text:
-        found = unfolded(text)
-        if found is not None:
-            yield found
+#: The readings of escapes and folds, each with the character a text that has some
+#: holds: backslash escapes of quoted cookie values (``\\055`` is '-', ``\\"`` is '"') and
+#: of JSON strings (``\\u0026`` is '&', a surrogate pair one character), and folded lines
+#: joined (a secret a client split across them read whole).
+_ESCAPE_READINGS: tuple[tuple[str, re.Pattern[str], Callable[[re.Match[str]], Decoded]], ...] = (
+    ("\\", _UNSLASH, _unslash_read),
+    ("\\", _JSON_ESCAPE, _json_read),
+    ("\n", _FOLD, lambda found: ("", [])),
+)
 
 
 def decodings(text: str) -> Iterator[Decoded]:
@@ -184,18 +157,20 @@ def decodings(text: str) -> Iterator[Decoded]:
     # Per depth, the texts to decode further, with their map to ``text`` (None: itself);
     # a text with escapes read (JSON's, a form inside a JSON string) is decoded further.
     level: list[tuple[str, list[int] | None]] = [(text, None)]
-    for escaped, where in _escaped(text):
-        if escaped not in seen:
-            seen.add(escaped)
-            level.append((escaped, where))
-            yield escaped, where
+    for needle, pattern, read in _ESCAPE_READINGS:
+        escaped = _rewritten(text, pattern, read) if needle in text else None
+        if escaped is not None and escaped[0] not in seen:
+            seen.add(escaped[0])
+            level.append(escaped)
+            yield escaped
     for _ in range(DECODING_DEPTH):
         deeper: list[tuple[str, list[int] | None]] = []
         for current, starts in level:
             if "%" not in current and "+" not in current:
                 continue
-            for plus in (True, False):
-                found = percent_decoded(current, plus=plus)
+            # '+' read as a space (as in a form or a query) first, then as it is.
+            for escapes in (_ESCAPES_OR_PLUS, _ESCAPES):
+                found = _rewritten(current, escapes, _percent_read)
                 if found is None or found[0] in seen:
                     continue
                 seen.add(found[0])
