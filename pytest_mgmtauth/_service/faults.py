@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import threading
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from .flows.registry import FLOWS, check_version
 from .limits import MAX_DURATION, check_count, check_seconds, shown
@@ -81,8 +81,10 @@ class ScriptedFault:
         return " or ".join(e.path for flow in flows for e in flow.fault_endpoints())
 
 
-def _check_count(count: object) -> int:
-    return check_count("count", count, what="", hint=" (how many calls get the fault)")
+def _scripted(kind: ScriptedKind, count: object, version: object, **fields: Any) -> ScriptedFault:
+    """A :class:`ScriptedFault` whose ``count`` and ``version`` are checked."""
+    checked = check_count("count", count, what="", hint=" (how many calls get the fault)")
+    return ScriptedFault(kind=kind, count=checked, version=_check_version(version), **fields)
 
 
 def _check_version(version: object) -> str | None:
@@ -126,13 +128,8 @@ def failure(
         )
     if retry_after is None and status == 429:
         retry_after = DEFAULT_RETRY_AFTER
-    return ScriptedFault(
-        kind="fail",
-        count=_check_count(count),
-        version=_check_version(version),
-        status=status,
-        return_code=error,
-        retry_after=retry_after,
+    return _scripted(
+        "fail", count, version, status=status, return_code=error, retry_after=retry_after
     )
 
 
@@ -145,25 +142,17 @@ def hang(
     seconds = check_seconds("seconds", seconds, what="")
     if clock not in HANG_CLOCKS:
         raise ValueError(f"clock must be 'real' or 'simulated', got {shown(clock)}")
-    return ScriptedFault(
-        kind="hang",
-        count=_check_count(count),
-        version=_check_version(version),
-        seconds=seconds,
-        clock=clock,
-    )
+    return _scripted("hang", count, version, seconds=seconds, clock=clock)
 
 
 def reset(*, count: int = 1, version: str | None = None) -> ScriptedFault:
     """The next calls get their TCP connection reset, without an answer."""
-    return ScriptedFault(kind="reset", count=_check_count(count), version=_check_version(version))
+    return _scripted("reset", count, version)
 
 
 def malformed(*, count: int = 1, version: str | None = None) -> ScriptedFault:
     """The next calls get 200 with a JSON body cut off in the middle."""
-    return ScriptedFault(
-        kind="malformed", count=_check_count(count), version=_check_version(version)
-    )
+    return _scripted("malformed", count, version)
 
 
 #: Kinds of scheduled fault, and the kind of point each is triggered at: ``expire`` and
