@@ -98,6 +98,13 @@ class OptionSpec:
     #: switches it off: ``--no-<name>``); ``help`` stays the ini setting's.
     off_help: str = ""
 
+    def __post_init__(self) -> None:
+        if self.choices:  # a choice's metavar and expectation list its choices
+            quoted = [repr(choice) for choice in self.choices]
+            expected = f"expected {', '.join(quoted[:-1])} or {quoted[-1]}"
+            object.__setattr__(self, "metavar", self.metavar or "|".join(self.choices))
+            object.__setattr__(self, "expected", self.expected or expected)
+
     @property
     def default(self) -> object:
         return Options.__dataclass_fields__[self.name].default
@@ -163,7 +170,6 @@ _EXPECTED = {
     "seconds": "expected a number of seconds",
     "count": "expected a whole number",
     "bool": "expected true or false",
-    "choice": "expected one of the choices",
     "text": "expected text",
 }
 
@@ -219,9 +225,7 @@ PORTAL_SPECS: tuple[OptionSpec, ...] = (
         "choice",
         "the action a DELETE call's scope needs: 'write' (default, the authentication "
         "page) or 'delete' (the scopes page's action)",
-        metavar="write|delete",
         choices=("write", "delete"),
-        expected="expected 'write' or 'delete'",
     ),
     OptionSpec(
         "oauth_manage_covers",
@@ -243,9 +247,7 @@ PORTAL_SPECS: tuple[OptionSpec, ...] = (
         "choice",
         "how a token request names a scope: 'exact' (default: as it was granted, a "
         "wildcard in its wildcard form) or 'covered' (any scope a granted one covers)",
-        metavar="exact|covered",
         choices=("exact", "covered"),
-        expected="expected 'exact' or 'covered'",
     ),
     OptionSpec(
         "oauth_engine_scopes",
@@ -253,9 +255,7 @@ PORTAL_SPECS: tuple[OptionSpec, ...] = (
         "a client's engine scopes in its tokens: 'automatic' (default: added to every "
         "token, the scopes page) or 'requested' (only when asked for, the authentication "
         "page)",
-        metavar="automatic|requested",
         choices=("automatic", "requested"),
-        expected="expected 'automatic' or 'requested'",
     ),
     OptionSpec(
         "oauth_short_paths",
@@ -295,9 +295,7 @@ PORTAL_SPECS: tuple[OptionSpec, ...] = (
         "choice",
         "calls to API versions in End of Support or at End of Life at teardown: 'warn' "
         "(default, DeprecatedVersionWarning), 'fail' the test, or 'off'",
-        metavar="warn|fail|off",
         choices=("warn", "fail", "off"),
-        expected="expected 'warn', 'fail' or 'off'",
         test_only=True,
     ),
     OptionSpec(
@@ -306,9 +304,7 @@ PORTAL_SPECS: tuple[OptionSpec, ...] = (
         "the SCIM API's long-lived token endpoint: 'v2' (default, the current page: "
         "/v2/auth-long-lived/token, 90 days) or 'v1' (an earlier version of the page: "
         "/v1/auth-long-lived/token, expires_in 35999, refresh_expires_in, not-before-policy)",
-        metavar="v2|v1",
         choices=("v2", "v1"),
-        expected="expected 'v2' or 'v1'",
     ),
 )
 
@@ -590,9 +586,7 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
         "v3_scope",
         "choice",
         "a v3 token is good for its 'profile' (default) or any profile of its 'account'",
-        metavar="profile|account",
         choices=("profile", "account"),
-        expected="expected 'profile' or 'account'",
     ),
     OptionSpec(
         "keep_alive",
