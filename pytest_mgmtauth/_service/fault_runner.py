@@ -157,15 +157,11 @@ class FaultRunner:
                 rec.expired_in_flight = True
                 detail += " while the answer that granted it was in flight"
         else:
-            if fault.kind == "expire":
-                self._end_on_cue(rec.label, "expired", CredentialExpired)
-                detail = (
-                    f"{kind} {rec.label} expired on cue (the clock cannot move: the test "
-                    "does not run on mgmt_clock)"
-                )
-            else:
-                self._end_on_cue(rec.label, "revoked", CredentialRevoked)
-                detail = f"{kind} {rec.label} revoked on cue"
+            how: EndOnCue = "expired" if fault.kind == "expire" else "revoked"
+            self._end_on_cue(rec.label, how)
+            detail = f"{kind} {rec.label} {how} on cue"
+            if how == "expired":
+                detail += " (the clock cannot move: the test does not run on mgmt_clock)"
         self._record_fired(fault.kind, fault.point, detail, rec.username)
 
     # -- faults on cue (mgmt_server.fail_next, expire, lock, rotate_key...) ---------
@@ -299,19 +295,14 @@ class FaultRunner:
     def expire(self, credential: str) -> str:
         """End a token or session now, as if its lifetime had run out; returns its label.
         Later calls with it get 401 (1401); re-authenticating is not churn."""
-        return self._end_on_cue(credential, "expired", CredentialExpired)
+        return self._end_on_cue(credential, "expired")
 
     def revoke(self, credential: str) -> str:
         """Revoke a token or session now; returns its label. Later calls with it get 401
         (1401); re-authenticating is not churn."""
-        return self._end_on_cue(credential, "revoked", CredentialRevoked)
+        return self._end_on_cue(credential, "revoked")
 
-    def _end_on_cue(
-        self,
-        credential: str,
-        how: EndOnCue,
-        event: type[CredentialExpired] | type[CredentialRevoked],
-    ) -> str:
+    def _end_on_cue(self, credential: str, how: EndOnCue) -> str:
         if not isinstance(credential, str):
             raise TypeError(
                 f"{how[:-1]}() takes a token or JSESSIONID (a str), got {type(credential).__name__}"
@@ -330,13 +321,13 @@ class FaultRunner:
                 if rec.ended_at is None:
                     rec.ended_at = now
                     rec.end_reason = how
-            version = rec.version
+            event = CredentialExpired if how == "expired" else CredentialRevoked
             self._timeline.record(
                 event(
                     at=to_datetime(now),
                     username=rec.username,
                     credential=rec.label,
-                    version=version,
+                    version=rec.version,
                 )
             )
             return rec.label
