@@ -141,14 +141,12 @@ class TokenIssued(Event):
         return f"{shown(self.account)}/{shown(str(self.profile))}"
 
     def describe(self, when: TimeFormat = iso_time) -> str:
-        exp = when(self.expires_at)
         kind = flow_credential(self.version)
-        text = f"{kind} {self.token} ({self.fingerprint}) issued, valid to {exp}"
-        if self.scope:
-            text = (
-                f"{self.version} {kind} {self.token} ({self.fingerprint}) for {self.scope} "
-                f"issued, valid to {exp}"
-            )
+        if self.scope:  # v3's and OAuth's name their flow and scope
+            kind = f"{self.version} {kind}"
+        scope = f" for {self.scope}" if self.scope else ""
+        text = f"{kind} {self.token} ({self.fingerprint}){scope} issued, valid to "
+        text += when(self.expires_at)
         if self.while_valid:
             text += f"  <-- premature: {', '.join(self.while_valid)} still valid"
         if self.concurrent_with:
