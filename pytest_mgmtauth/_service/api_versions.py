@@ -203,7 +203,6 @@ def version_call(
     successor_path = f"/v{after}/{version.family}{version.rest}"
     link = successor_link(version, after, raw_path)
     headers = lifecycle_headers(version, link, with_v=options.api_link_v)
-    sunset = ends[1].date().isoformat()
     event = DeprecatedVersionCall(
         at=to_datetime(now),
         username=None,
@@ -219,7 +218,7 @@ def version_call(
         timeline.record(event)
         return headers
     reason = (
-        f"API version {version.name} of {version.family!r} reached End of Life on {sunset} "
+        f"API version {version.name} of {version.family!r} reached End of Life on {ends[1].date()} "
         f"(24 months Active, 12 in End of Support): call its successor, {successor_path}"
     )
     timeline.refuse(

@@ -325,11 +325,7 @@ class TestRecord:
     exchanges: tuple[dict[str, Any], ...]
 
     def as_json(self) -> dict[str, Any]:
-        return {
-            "recorded": self.recorded,
-            "plugin_version": self.plugin_version,
-            "exchanges": list(self.exchanges),
-        }
+        return {**dataclasses.asdict(self), "exchanges": list(self.exchanges)}
 
 
 #: What a broken snapshot's message tells to do.

@@ -228,13 +228,9 @@ def scheduled_failure(fault: ScheduledFault) -> ScriptedFault | None:
     """What the transport carries out for a scheduled fault on the call it fired at: a
     429 with Retry-After (``throttle``), a 503 (``unavailable``), a reset (``reset``);
     ``None`` for ``expire``/``revoke``, which the service carries out itself."""
-    if fault.kind == "throttle":
-        return failure(429)
-    if fault.kind == "unavailable":
-        return failure(503)
-    if fault.kind == "reset":
-        return reset()
-    return None
+    if fault.kind in ("throttle", "unavailable"):
+        return failure(429 if fault.kind == "throttle" else 503)
+    return reset() if fault.kind == "reset" else None
 
 
 @dataclasses.dataclass(frozen=True)
