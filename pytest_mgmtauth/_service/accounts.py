@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import functools
 import hashlib
 import os
 import string
@@ -113,14 +112,9 @@ def _draw(alphabet: str, length: int, required: str) -> str:
     for i, char in enumerate(required):
         chars[places.pop((extra[2 * i] << 8 | extra[2 * i + 1]) % len(places))] = char
     if not chars[0].isalnum():
-        letters = _alphanumeric(alphabet)
+        letters = [c for c in alphabet if c.isalnum()]
         chars[0] = letters[(extra[-2] << 8 | extra[-1]) % len(letters)]
     return "".join(chars)
-
-
-@functools.cache
-def _alphanumeric(alphabet: str) -> str:
-    return "".join(c for c in alphabet if c.isalnum())
 
 
 def generate_api_key() -> str:
