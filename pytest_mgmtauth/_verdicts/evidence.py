@@ -338,16 +338,11 @@ def format_timeline(
         if whole
         else min(len(lines), max(index + _CONTEXT_AFTER + 1, start + _CONTEXT_BEFORE + 9))
     )
+    start = start if start > _HEAD else 0  # eliding no more than the head would show
     shown = [_render(line, evidence) for line in lines[start:end]]
-    if start > _HEAD:
-        skipped = start - _HEAD
-        shown = [
-            *(_render(line, evidence) for line in lines[:_HEAD]),
-            f"  ... {skipped} more line(s) ...",
-            *shown,
-        ]
-    elif start:
-        shown = [*(_render(line, evidence) for line in lines[:start]), *shown]
+    if start:
+        head = (_render(line, evidence) for line in lines[:_HEAD])
+        shown = [*head, f"  ... {start - _HEAD} more line(s) ...", *shown]
     if end < len(lines):
         shown.append(
             f"  ... {len(lines) - end} more line(s): {evidence.whole_timeline} shows them all"

@@ -33,7 +33,7 @@ from .evidence import (
 from .versions import deprecated_calls, deprecated_version_message
 
 if TYPE_CHECKING:
-    from collections.abc import Collection, Sequence
+    from collections.abc import Callable, Collection, Sequence
 
     from .._service.options import Options
 
@@ -100,10 +100,10 @@ _KIND_TITLES = {
 #: The kinds of finding, in the order they are reported.
 KINDS: tuple[str, ...] = tuple(_KIND_TITLES)
 
-#: Why a kind is not counted, when its option turns it off.
-_OFF = {
-    "open_session": "require_logout is off",
-    "deprecated_version": "sunset_check is off",
+#: The kinds an option turns off: whether the options do, and why it is not counted then.
+_OFF: dict[str, tuple[Callable[[Options], bool], str]] = {
+    "open_session": (lambda options: not options.require_logout, "require_logout is off"),
+    "deprecated_version": (lambda options: options.sunset_check == "off", "sunset_check is off"),
 }
 
 
@@ -158,9 +158,7 @@ def default_kinds(options: Options) -> tuple[str, ...]:
     calls and requests to the wrong host always, open v1 sessions with
     ``require_logout``, calls to API versions past Active unless ``sunset_check`` is
     ``"off"``."""
-    off = {"open_session": not options.require_logout}
-    off["deprecated_version"] = options.sunset_check == "off"
-    return tuple(k for k in KINDS if not off.get(k))
+    return tuple(k for k in KINDS if k not in _OFF or not _OFF[k][0](options))
 
 
 def failing_kinds(options: Options) -> tuple[str, ...]:
@@ -274,7 +272,7 @@ def report_section(
         if not mine:
             parts.append(f"  {title}: none")
             continue
-        note = "" if kind in counts else f" (not checked: {_OFF.get(kind, 'off')})"
+        note = "" if kind in counts else f" (not checked: {_OFF.get(kind, (None, 'off'))[1]})"
         for finding in mine:
             headline = finding.headline.removeprefix("pytest-mgmtauth: ")
             parts.append(f"  {title}{note}: {headline}")
