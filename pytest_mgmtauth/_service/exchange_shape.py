@@ -129,15 +129,13 @@ def normalise(exchange: Exchange, *, region_host: str | None = None) -> dict[str
     }
     if exchange.protected and exchange.status not in REFUSED_STATUSES:
         record["auth"] = "accepted"
-        lifecycle = {k: v for k, v in headers.items() if k in _LIFECYCLE}
-        if lifecycle:
-            record["headers"] = lifecycle
-        return record
-    if exchange.protected:
-        record["auth"] = "refused"
-    record["status"] = exchange.status
-    record["content_type"] = _content_type(exchange.headers)
-    record["body"] = _body_shape(exchange.body, region_host)
+        headers = {k: v for k, v in headers.items() if k in _LIFECYCLE}
+    else:
+        if exchange.protected:
+            record["auth"] = "refused"
+        record["status"] = exchange.status
+        record["content_type"] = _content_type(exchange.headers)
+        record["body"] = _body_shape(exchange.body, region_host)
     if headers:
         record["headers"] = headers
     return record

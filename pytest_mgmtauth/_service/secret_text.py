@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import quote, quote_plus, unquote, unquote_plus
 
 from .accounts import fingerprint
+from .records import FORBIDDEN
 from .secret_spans import Span, jwt_spans, replaced, secret_spans
 
 if TYPE_CHECKING:
@@ -299,16 +300,11 @@ def diagnose_secret(
     )
 
 
-#: The service's returnCode for a call whose credential was fine but whose account lacks
-#: the route's permission.
-_FORBIDDEN = 1469
-
-
 def diagnose_reauth_after(return_code: int | None, status: int = 401) -> str | None:
     """Why authenticating again after a call answered ``return_code`` (with HTTP
     ``status``: v3 answers a missing permission 403) cannot help, or ``None`` when it can
     (a 1401 says the credential is no good: renewing is right)."""
-    if return_code != _FORBIDDEN:
+    if return_code != FORBIDDEN:
         return None
     what = "a 403" if status == 403 else "1469"
     return (
