@@ -228,15 +228,11 @@ class FaultRunner:
                 waited_real=real,
             )
         )
-        reason = (
-            f"retried {now - fired_at:g} s after a 429 with Retry-After {asked} s: wait "
-            "Retry-After seconds before asking again"
-        )
-        if real is not None:
-            reason = (
-                f"retried {now - fired_at:g} s after a 429 with Retry-After {asked} s on the "
-                f"test's clock, after {real:.1f} s of real time: {SLEPT_IN_REAL_TIME}"
-            )
+        reason = f"retried {now - fired_at:g} s after a 429 with Retry-After {asked} s"
+        if real is None:
+            reason += ": wait Retry-After seconds before asking again"
+        else:
+            reason += f" on the test's clock, after {real:.1f} s of real time: {SLEPT_IN_REAL_TIME}"
         return FiredFault(failure(429, retry_after=remaining), 1, reason=reason)
 
     def _take_fault(
