@@ -1,10 +1,9 @@
 """Scripted faults: what the next auth or login calls get instead of a normal answer.
 
 Pure data and bookkeeping; the transport carries a fault out (it owns the socket). A
-fault is scripted for the next ``count`` authentication calls of one flow (``version``,
-a flow's name) or of any (``version=None``).
-Faults fire in the order they were scripted; a call takes the first pending fault that
-applies to it.
+fault is scripted for the next ``count`` authentication calls of one flow (``version``, a
+flow's name) or of any (``version=None``). Faults fire in the order they were scripted; a
+call takes the first pending fault that applies to it.
 
 A scripted fault never changes the service's state: a scripted 1401 is no failed login
 (no step towards a lockout), a scripted 429 is no throttling, and no credential is

@@ -8,10 +8,9 @@ any character, in either hex case, a space as ``+`` or ``%20`` (Python's ``quote
 (base64 of ``id:secret``, each part form-encoded or not), as a quoted cookie value with
 backslash escapes, as JSON ``\\uXXXX`` escapes (Go and Gson escape '&', '=', '<', '>',
 any encoder may escape any character), split across folded header lines. Listing
-spellings misses most of them. So the text is decoded the
-ways the fake (and the libraries a client uses) decode it, keeping for each decoded
-character where it stood in the text; a secret found in a decoded text is masked over
-the raw span it came from.
+spellings misses most of them. So the text is decoded the ways the fake (and the
+libraries a client uses) decode it, keeping for each decoded character where it stood in
+the text; a secret found in a decoded text is masked over the raw span it came from.
 
 Every step is linear in the text: each decoding is one pass, at most
 :data:`MAX_DECODINGS` of them, and bearer tokens (anything shaped like a JWT) are found

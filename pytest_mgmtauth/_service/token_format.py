@@ -1,9 +1,8 @@
 """The format of this fake's tokens and the checks of a presented one: the header and
 claims it writes (RS512 with ``typ`` first, as the real service's v2 and v3 tokens; RS256
 with ``alg`` first, as the developer portal's access tokens; the real service's issuer),
-and why a bearer value
-is not a token it could have issued (:class:`TokenProblem`, whose reason never repeats a
-value from the token: it may carry a secret).
+and why a bearer value is not a token it could have issued (:class:`TokenProblem`, whose
+reason never repeats a value from the token: it may carry a secret).
 
 PyJWT is imported on first use, not with the plugin.
 """
@@ -68,10 +67,10 @@ def verify_token(
     name it (a v3 refusal never names /v2/auth).
 
     Every way a token can fail is a :class:`TokenProblem` whose text says what is
-    wrong with the token, never another exception: PyJWT raises
-    ``InvalidTokenError`` subclasses (and a header or payload of the wrong JSON
-    types can raise anything) for input a hostile client chooses. The reason
-    never repeats a value from the token: it may carry a secret.
+    wrong with the token, never another exception: PyJWT raises ``InvalidTokenError``
+    subclasses (and a header or payload of the wrong JSON types can raise anything) for
+    input a hostile client chooses. The reason never repeats a value from the token: it
+    may carry a secret.
 
     Time claims are checked by the caller against the fake's clock, so that the
     reason can say "expired 40 s ago" instead of PyJWT's generic message.

@@ -1,7 +1,6 @@
 """Signing this fake's bearer tokens: RS512 JWTs (v2, v3; the developer portal's access
 tokens RS256) signed with one RSA key per test session, a new account's first one signed
-ahead. Their format and the checks of a
-presented one are ``token_format.py``.
+ahead. Their format and the checks of a presented one are ``token_format.py``.
 
 Key objects are loaded once and reused: handing PyJWT a PEM re-validates the RSA key on
 every call (tens of milliseconds), a key object does not.
