@@ -498,7 +498,19 @@ class ClientRevoked(Event):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class ApiCall(Event):
+class _Request(Event):
+    """An event of one request: its ``method`` and ``path``, as they came."""
+
+    method: str
+    path: str
+
+    @property
+    def _request(self) -> str:
+        return f"{shown(self.method)} {shown(self.path)}"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ApiCall(_Request):
     """When: a call to a declared route, authenticated or refused.
 
     Fields besides ``at`` and ``username``: ``method``, ``path``, ``version``
@@ -515,8 +527,6 @@ class ApiCall(Event):
     else ``None``), property ``authenticated``.
     """
 
-    method: str
-    path: str
     version: str
     credential: str | None
     status: int
@@ -534,14 +544,14 @@ class ApiCall(Event):
     def describe(self, when: TimeFormat = iso_time) -> str:
         cred = self.credential or "no known credential"
         at = f" at {self.host}" if self.host else ""
-        text = f"{shown(self.method)} {shown(self.path)}{at} with {cred} -> {self.status}"
+        text = f"{self._request}{at} with {cred} -> {self.status}"
         if self.return_code is not None:
             text += f" ({self.error or self.return_code}: {shown(self.reason or '')})"
         return text
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class RateLimited(Event):
+class RateLimited(_Request):
     """When: a call to a declared route was refused for its rate (the option
     ``rate_limits``, or the route's ``rate_limit=``): 429 past the limit, or 400 for a
     bulk call over the family's events per call.
@@ -557,8 +567,6 @@ class RateLimited(Event):
     ``credential`` (the label of the credential the call presented).
     """
 
-    method: str
-    path: str
     version: str
     limit: str
     counted: int
@@ -571,7 +579,7 @@ class RateLimited(Event):
     reason: str = ""
 
     def describe(self, when: TimeFormat = iso_time) -> str:
-        call = f"{shown(self.method)} {shown(self.path)}"
+        call = self._request
         if self.credential:
             call += f" with {self.credential}"
         if self.status != 429:
@@ -583,7 +591,7 @@ class RateLimited(Event):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class WrongHost(Event):
+class WrongHost(_Request):
     """When: a request at a host that does not serve it (404, the page Hosts).
 
     Fields besides ``at`` and ``username``: ``method``, ``path``, ``version``, ``went``
@@ -592,8 +600,6 @@ class WrongHost(Event):
     not an authentication).
     """
 
-    method: str
-    path: str
     version: str
     went: str
     expected: str
@@ -633,7 +639,7 @@ class TunnelClosed(Event):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class BadRequest(Event):
+class BadRequest(_Request):
     """When: a malformed request got a 4xx before any auth decision.
 
     Fields besides ``at`` and ``username``: ``method``, ``path``, ``status``,
@@ -642,20 +648,15 @@ class BadRequest(Event):
 
     _names_account: ClassVar[bool] = False
 
-    method: str
-    path: str
     status: int
     reason: str
 
     def describe(self, when: TimeFormat = iso_time) -> str:
-        return (
-            f"{shown(self.method)} {shown(self.path)} -> {self.status} bad request: "
-            f"{shown(self.reason)}"
-        )
+        return f"{self._request} -> {self.status} bad request: {shown(self.reason)}"
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class UnknownRoute(Event):
+class UnknownRoute(_Request):
     """When: a request to a path no route declares (404) or with a method no route of that
     path declares (405).
 
@@ -664,16 +665,14 @@ class UnknownRoute(Event):
 
     _names_account: ClassVar[bool] = False
 
-    method: str
-    path: str
     status: int
 
     def describe(self, when: TimeFormat = iso_time) -> str:
-        return f"{shown(self.method)} {shown(self.path)} -> {self.status}: no route declares it"
+        return f"{self._request} -> {self.status}: no route declares it"
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class DeprecatedVersionCall(Event):
+class DeprecatedVersionCall(_Request):
     """When: a call to a declared route on a ``/v{YYYY-MM}/`` version past Active (the page
     OAuth, "The lifecycle of API versions"): in End of Support (answered, with
     ``Sunset``, ``Deprecation`` and ``Link``) or at End of Life (410); ``username`` is
@@ -687,8 +686,6 @@ class DeprecatedVersionCall(Event):
 
     _names_account: ClassVar[bool] = False
 
-    method: str
-    path: str
     api_version: str
     phase: str
     sunset: datetime
@@ -696,7 +693,7 @@ class DeprecatedVersionCall(Event):
     status: int | None = None
 
     def describe(self, when: TimeFormat = iso_time) -> str:
-        call = f"{shown(self.method)} {shown(self.path)}"
+        call = self._request
         sunset = self.sunset.date().isoformat()
         if self.status is not None:
             return (
@@ -710,7 +707,7 @@ class DeprecatedVersionCall(Event):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class FaultInjected(Event):
+class FaultInjected(_Request):
     """When: a scripted fault (``fail_next``, ``hang_next``, ``drop_connection_next``,
     ``malformed_next``) answered a call.
 
@@ -719,18 +716,14 @@ class FaultInjected(Event):
     ``ordinal`` and ``count`` (the ``ordinal``-th of the ``count`` calls scripted).
     """
 
-    method: str
-    path: str
     fault: str
     detail: str
     ordinal: int
     count: int
 
     def describe(self, when: TimeFormat = iso_time) -> str:
-        return (
-            f"{shown(self.method)} {shown(self.path)} -> scripted fault ({self.ordinal} of "
-            f"{self.count}): {shown(self.detail)}"
-        )
+        fault = f"scripted fault ({self.ordinal} of {self.count})"
+        return f"{self._request} -> {fault}: {shown(self.detail)}"
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
