@@ -25,6 +25,7 @@ from .._service.events import (
     shown,
 )
 from .._service.faults import DEFAULT_RETRY_AFTER, SCHEDULED_KINDS
+from .evidence import grant_label
 from .sweep_plan import BASELINE, FAULT_KINDS
 
 if TYPE_CHECKING:
@@ -112,13 +113,8 @@ def _granted_in_flight(events: Sequence[Event], fired: int) -> str | None:
     sends such a credential without a chance to see its end, and recovering on the 401
     is all it can do."""
     for event in reversed(events[:fired]):
-        if isinstance(event, SessionExpired):
-            continue
-        if isinstance(event, TokenIssued):
-            return event.token
-        if isinstance(event, LoggedIn):
-            return event.session
-        return None
+        if not isinstance(event, SessionExpired):
+            return grant_label(event) if isinstance(event, (TokenIssued, LoggedIn)) else None
     return None
 
 
