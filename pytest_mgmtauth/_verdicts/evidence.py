@@ -218,23 +218,19 @@ def _involves(event: Event, username: str | None) -> bool:
 
 
 def timeline_lines(evidence: Evidence, username: str | None) -> list[_Line]:
-    events = [e for e in evidence.events if _involves(e, username)]
     lines: list[_Line] = []
-    for e in events:
+    # Expiry is not an event (nothing happens on the wire); shown where it falls, after
+    # the events of the same moment.
+    expiries: list[_Line] = []
+    for e in evidence.events:
+        if not _involves(e, username):
+            continue
         marks = _annotate(e, evidence) if isinstance(e, (TokenIssued, LoggedIn)) else []
         lines.append(_Line(e.at.timestamp(), event_text(e, evidence), marks))
-    # Expiry is not an event (nothing happens on the wire); show it where it falls.
-    used_after: dict[str, int] = {}
-    for e in events:
         if isinstance(e, TokenIssued) and e.expires_at.timestamp() <= evidence.now:
-            used_after[e.token] = evidence.uses.get(e.token, 0)
-            lines.append(
-                _Line(
-                    e.expires_at.timestamp(),
-                    f"{e.token} expired (used {times_text(used_after[e.token])})",
-                )
-            )
-    lines.sort(key=lambda line: line.at)
+            used = times_text(evidence.uses.get(e.token, 0))
+            expiries.append(_Line(e.expires_at.timestamp(), f"{e.token} expired (used {used})"))
+    lines = sorted(lines + expiries, key=lambda line: line.at)
     # A client in a loop makes the same call many times: one line with a count.
     merged: list[_Line] = []
     for line in lines:
