@@ -227,14 +227,8 @@ class TokenSigner:
             exp=issued_at + ttl,
             jti=random_hex(8),
         )
-        payload = {
-            "sub": claims.sub,
-            "iss": issuer,
-            "iat": claims.iat,
-            "nbf": claims.nbf,
-            "exp": claims.exp,
-            "jti": claims.jti,
-        }
+        # The published order: sub, iss, then the claims' own (iat, nbf, exp, jti).
+        payload: dict[str, object] = {"sub": subject, "iss": issuer, **vars(claims)}
         if extra:
             payload.update({k: v for k, v in extra.items() if k not in payload})
         return _HEADER_SEGMENTS[algorithm] + b"." + _segment(payload), claims
