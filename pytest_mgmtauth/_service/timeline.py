@@ -117,11 +117,6 @@ class OffsetClock:
             self._offset += step
             clock_moved(step)
 
-    @property
-    def offset(self) -> float:
-        """Seconds advanced so far."""
-        return self._offset
-
 
 def to_datetime(timestamp: float) -> datetime:
     return datetime.fromtimestamp(timestamp, tz=timezone.utc)

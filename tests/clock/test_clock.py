@@ -189,7 +189,7 @@ def test_domain_clocks_refuse_absurd_advances_unchanged(seconds: float) -> None:
     offset = OffsetClock()
     with pytest.raises(ValueError, match="advance"):
         offset.advance(seconds)
-    assert offset.offset == 0
+    assert offset._offset == 0
 
 
 def test_a_lock_too_long_to_date_changes_nothing(make_service: Any) -> None:

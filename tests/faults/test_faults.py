@@ -383,6 +383,6 @@ def test_offset_clock_runs_with_real_time_and_only_moves_forward() -> None:
     before = clock()
     clock.advance(3600)
     assert clock() - before >= 3600
-    assert clock.offset == 3600
+    assert clock._offset == 3600
     with pytest.raises(ValueError, match="forward only"):
         clock.advance(-1)
