@@ -29,16 +29,6 @@ from typing import Any
 from .flows.registry import declared
 from .options import is_host_name
 
-__all__ = [
-    "FORMAT",
-    "Exchange",
-    "Snapshot",
-    "TestRecord",
-    "normalise",
-    "normalised_path",
-    "parse_json",
-]
-
 #: The snapshot file's format number: a reader refuses a format it does not know.
 FORMAT = 1
 
