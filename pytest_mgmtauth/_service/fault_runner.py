@@ -194,7 +194,13 @@ class FaultRunner:
             retry = self._retried_too_soon(version, username)
             if retry is not None:
                 return retry
-            fired = self._take_fault(version, method, path, username, scheduled)
+            answer = scheduled_failure(scheduled) if scheduled is not None else None
+            if scheduled is not None and answer is not None:
+                detail = f"{method} {path} answered {answer.describe()}"
+                self._record_fired(scheduled.kind, scheduled.point, detail, username)
+                fired: FiredFault | None = FiredFault(answer, 1)
+            else:
+                fired = self._take_scripted(version, method, path, username)
             if fired is not None and fired.fault.status == 429:
                 # A throttled client must wait Retry-After: a retry before then gets 429
                 # again, as a real throttle answers.
@@ -235,20 +241,9 @@ class FaultRunner:
             reason += f" on the test's clock, after {real:.1f} s of real time: {SLEPT_IN_REAL_TIME}"
         return FiredFault(failure(429, retry_after=remaining), 1, reason=reason)
 
-    def _take_fault(
-        self,
-        version: str,
-        method: str,
-        path: str,
-        username: str | None,
-        scheduled: ScheduledFault | None,
+    def _take_scripted(
+        self, version: str, method: str, path: str, username: str | None
     ) -> FiredFault | None:
-        if scheduled is not None:
-            answer = scheduled_failure(scheduled)
-            if answer is not None:
-                detail = f"{method} {path} answered {answer.describe()}"
-                self._record_fired(scheduled.kind, scheduled.point, detail, username)
-                return FiredFault(answer, 1)
         fired = self.plan.take(version)
         if fired is not None:
             self._timeline.record_now(
