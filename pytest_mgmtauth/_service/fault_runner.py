@@ -106,9 +106,10 @@ class FaultRunner:
     def _fire_before_call(self, index: int, *, in_flight: bool = False) -> None:
         # The clock moves first: an expiry at the same point then ends what is in use
         # at the new time.
-        for seconds in self.plan.moves_before(index):
+        moves, due = self.plan.before_call(index)
+        for seconds in moves:
             self._move_clock(seconds, index)
-        for fault in self.plan.before_call(index):
+        for fault in due:
             self._end_in_use(fault, in_flight=in_flight)
 
     def _move_clock(self, seconds: float, index: int) -> None:

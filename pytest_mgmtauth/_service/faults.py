@@ -288,28 +288,21 @@ class FaultPlan:
         with self._lock:
             self._moves.append((index, seconds))
 
-    def moves_before(self, index: int) -> list[float]:
-        """The clock moves due before protected call ``index`` (taken: each fires once)."""
+    def before_call(self, index: int) -> tuple[list[float], list[ScheduledFault]]:
+        """The clock moves and the ``expire``/``revoke`` faults due before protected call
+        ``index`` (taken: each fires once)."""
         with self._lock:
-            if not self._moves:
-                return []
-            due = [seconds for at, seconds in self._moves if at == index]
+            if not self._moves and not self._scheduled:
+                return [], []
+            moves = [seconds for at, seconds in self._moves if at == index]
             self._moves = [(at, seconds) for at, seconds in self._moves if at != index]
-            return due
-
-    def before_call(self, index: int) -> list[ScheduledFault]:
-        """The ``expire``/``revoke`` faults due before protected call ``index``."""
-        with self._lock:
-            if not self._scheduled:
-                return []
+            # Both kinds are triggered at protected calls only (SCHEDULED_KINDS).
             due = [
-                f
-                for f in self._scheduled
-                if f.on == "call" and f.index == index and f.kind in ("expire", "revoke")
+                f for f in self._scheduled if f.index == index and f.kind in ("expire", "revoke")
             ]
             for fault in due:
                 self._scheduled.remove(fault)
-            return due
+            return moves, due
 
     def _fire(
         self, on: str, index: int, kinds: tuple[str, ...] | None = None
