@@ -170,7 +170,6 @@ _EXPECTED = {
     "seconds": "expected a number of seconds",
     "count": "expected a whole number",
     "bool": "expected true or false",
-    "text": "expected text",
 }
 
 
