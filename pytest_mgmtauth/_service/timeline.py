@@ -53,13 +53,8 @@ def clock_moved(seconds: float) -> None:
     _known_moves[0] += seconds
 
 
-def known_moves() -> float:
-    """Seconds moved so far by the plugin's own clocks (see :func:`clock_moved`)."""
-    return _known_moves[0]
-
-
 #: The last time a plugin clock was set (``mgmt_clock.move_to``): how many sets so far,
-#: the moment it was set to, and :func:`known_moves` then.
+#: the moment it was set to, and the plugin's clocks' moves then.
 _last_set = [(0, 0.0, 0.0)]
 
 
@@ -132,7 +127,7 @@ class Timeline:
         #: another tool (time-machine, the test's own freezegun) moved the clock before
         #: anything happened, the first event's time on the moved clock.
         self.started_at = clock()
-        self._moves_at_start = known_moves()
+        self._moves_at_start = _known_moves[0]
         self._sets_at_start = _last_set[0][0]
         self._real_at_start = real_seconds()
         self._events: list[Event] = []
@@ -182,7 +177,7 @@ class Timeline:
         sets, set_to, moves_then = _last_set[0]
         if sets != self._sets_at_start:
             self.started_at, self._moves_at_start = set_to, moves_then
-        expected = self.started_at + (known_moves() - self._moves_at_start)
+        expected = self.started_at + (_known_moves[0] - self._moves_at_start)
         real = real_seconds() - self._real_at_start
         if abs(first - expected) > real + self._JUMP_SLACK:
             self.started_at = first
