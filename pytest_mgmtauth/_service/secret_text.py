@@ -215,11 +215,6 @@ def form_idiom(client: ClientKind) -> str:
     return _FORM_IDIOM[client]
 
 
-def _as_unencoded_form_value(secret: str) -> str:
-    """What a form parser makes of ``secret`` written into a body without encoding."""
-    return unquote_plus(secret.split("&", 1)[0])
-
-
 def _unencoded_damage(field: str, expected: str) -> list[str]:
     """What writing ``expected`` into a form body without encoding does to it."""
     head, cut, tail = expected.partition("&")
@@ -261,7 +256,7 @@ def diagnose_secret(
                 f"string carries the {field} as it is; send it unencoded (requests and httpx: "
                 "json={...}; JavaScript: JSON.stringify)"
             )
-    elif received == _as_unencoded_form_value(expected):
+    elif received == unquote_plus(expected.split("&", 1)[0]):  # written in unencoded
         return (
             f"the {field} arrived un-encoded: {'; '.join(_unencoded_damage(field, expected))}. "
             f"URL-encode the {field} in the form body instead of writing it in as it is: on "

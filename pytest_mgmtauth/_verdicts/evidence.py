@@ -213,18 +213,14 @@ def _annotate(grant: Grant, evidence: Evidence) -> list[str]:
     return marks
 
 
-def _involves(event: Event, username: str | None) -> bool:
-    return username is None or event.username in (username, None)
-
-
 def timeline_lines(evidence: Evidence, username: str | None) -> list[_Line]:
     lines: list[_Line] = []
     # Expiry is not an event (nothing happens on the wire); shown where it falls, after
     # the events of the same moment.
     expiries: list[_Line] = []
     for e in evidence.events:
-        if not _involves(e, username):
-            continue
+        if username is not None and e.username not in (username, None):
+            continue  # another account's
         marks = _annotate(e, evidence) if isinstance(e, (TokenIssued, LoggedIn)) else []
         lines.append(_Line(e.at.timestamp(), event_text(e, evidence), marks))
         if isinstance(e, TokenIssued) and e.expires_at.timestamp() <= evidence.now:
