@@ -89,23 +89,16 @@ def parse_json(text: bytes | str, limit: int = MAX_DEPTH) -> Any:
         value = json.loads(text)
     except RecursionError:
         raise ValueError(f"nested deeper than {limit} levels") from None
-    if _deeper(value, limit):
-        raise ValueError(f"nested deeper than {limit} levels")
-    return value
-
-
-def _deeper(value: Any, limit: int) -> bool:
-    """Whether ``value`` nests deeper than ``limit`` (looked at without recursion)."""
-    stack = [(value, 1)]
+    stack = [(value, 1)]  # looked at without recursion
     while stack:
         item, depth = stack.pop()
-        children = item.values() if isinstance(item, dict) else item
-        if not isinstance(item, (dict, list)):
-            continue
-        if depth > limit:
-            return True
-        stack.extend((child, depth + 1) for child in children)
-    return False
+        if isinstance(item, (dict, list)):
+            if depth > limit:
+                raise ValueError(f"nested deeper than {limit} levels")
+            stack.extend(
+                (child, depth + 1) for child in (item.values() if isinstance(item, dict) else item)
+            )
+    return value
 
 
 def normalise(exchange: Exchange, *, region_host: str | None = None) -> dict[str, Any]:
