@@ -44,7 +44,12 @@ class _Call:
         return (self.caller, self.event.api_version, parts[2] if len(parts) > 2 else "")
 
 
-def _calls(evidence: Evidence) -> list[_Call]:
+def deprecated_calls(evidence: Evidence) -> list[DeprecatedVersionCall]:
+    """The calls of the evidence that are findings: to a version at End of Life (410),
+    or to a version in End of Support that arrived after an answer to the same client
+    (the same account or OAuth client, or the same unknown one) had said so for the same
+    API. Calls in flight together when the version entered End of Support were told
+    nothing yet: none of them is a finding."""
     calls: list[_Call] = []
     waiting: list[_Call] = []  # answered calls whose route's event is still to come
     for i, e in enumerate(evidence.events):
@@ -62,16 +67,6 @@ def _calls(evidence: Evidence) -> list[_Call]:
             if match is not None:
                 match.caller, match.answered = e.username, i
                 waiting.remove(match)
-    return calls
-
-
-def deprecated_calls(evidence: Evidence) -> list[DeprecatedVersionCall]:
-    """The calls of the evidence that are findings: to a version at End of Life (410),
-    or to a version in End of Support that arrived after an answer to the same client
-    (the same account or OAuth client, or the same unknown one) had said so for the same
-    API. Calls in flight together when the version entered End of Support were told
-    nothing yet: none of them is a finding."""
-    calls = _calls(evidence)
     told: dict[tuple[str | None, str, str], int] = {}
     for call in calls:
         if call.answered is not None:
