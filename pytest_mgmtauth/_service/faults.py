@@ -81,13 +81,9 @@ class ScriptedFault:
 
 
 def _scripted(kind: ScriptedKind, count: object, version: object, **fields: Any) -> ScriptedFault:
-    """A :class:`ScriptedFault` whose ``count`` and ``version`` are checked."""
+    """A :class:`ScriptedFault` whose ``count`` and ``version`` are checked: the flow it is
+    for has endpoints faults apply to, or is ``None`` (any)."""
     checked = check_count("count", count, what="", hint=" (how many calls get the fault)")
-    return ScriptedFault(kind=kind, count=checked, version=_check_version(version), **fields)
-
-
-def _check_version(version: object) -> str | None:
-    """The flow a fault is for: one with endpoints faults apply to, or ``None`` (any)."""
     name = check_version(version, what="version", none="any")
     if name is not None and not FLOWS[name].fault_endpoints():
         with_points = ", ".join(repr(n) for n, f in FLOWS.items() if f.fault_endpoints())
@@ -97,7 +93,7 @@ def _check_version(version: object) -> str | None:
             f"call to fail): fault one of {with_points}, or make a route's handler answer "
             "the failure"
         )
-    return name
+    return ScriptedFault(kind=kind, count=checked, version=name, **fields)
 
 
 def failure(
