@@ -11,17 +11,16 @@ from __future__ import annotations
 import contextlib
 import functools
 import warnings
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
+    from pathlib import Path
 
     from .._fake.server import MgmtServer
     from .._service.exchange_shape import Exchange, Snapshot, TestRecord
-    from .._verdicts.drift import Drift
 
 
 #: The folder, next to a test module, that holds its snapshot file.
@@ -49,22 +48,25 @@ def snapshot_key(item: pytest.Item) -> str:
     return item.nodeid.split("::", 1)[1] if "::" in item.nodeid else item.name
 
 
+def _read(path: Path, where: str) -> Snapshot | None:
+    """The snapshot file at ``path``, None when there is none; ValueError naming ``where``
+    when it is not one."""
+    from .._service.exchange_shape import Snapshot
+
+    return Snapshot.loads(path.read_bytes(), where=where) if path.is_file() else None
+
+
 def _snapshot(item: pytest.Item) -> Snapshot | None:
     cache = item.config.stash.setdefault(_SNAPSHOTS, {})
     path = snapshot_path(item.path)
     if path not in cache:
-        if not path.is_file():
-            cache[path] = None
+        try:
+            cache[path] = _read(path, shown(item.config, path))
+        except ValueError as exc:
+            problem = str(exc)  # the user's file: the message says how to fix it
         else:
-            from .._service.exchange_shape import Snapshot
-
-            try:
-                cache[path] = Snapshot.loads(path.read_bytes(), where=shown(item.config, path))
-            except ValueError as exc:
-                problem = str(exc)  # the user's file: the message says how to fix it
-            else:
-                return cache[path]
-            pytest.fail(f"pytest-mgmtauth: {problem}", pytrace=False)
+            return cache[path]
+        pytest.fail(f"pytest-mgmtauth: {problem}", pytrace=False)
     return cache[path]
 
 
@@ -81,22 +83,17 @@ class Watch:
         #: The host the fake's own address stands for in a host field (its v3_host).
         self.region_host = region_host
 
-    def found(self) -> list[Drift]:
-        """The differences between the fake's exchanges so far and the recording."""
+    def message(self) -> str:
+        """The differences between the fake's exchanges so far and the recording
+        (``findings``); empty for none."""
         from .._service.exchange_shape import normalise
-        from .._verdicts.drift import compare
+        from .._verdicts.drift import compare, drift_message
 
         # The fake's own address in a host field stands for its region host: no drift.
         made = [normalise(e, region_host=self.region_host) for e in self.kept]
         if made == list(self.record.exchanges):
-            return []  # the same records: nothing to pair field by field
-        return compare(self.record.exchanges, made)
-
-    def message(self) -> str:
-        """The differences from the recording (``findings``); empty for none."""
-        from .._verdicts.drift import drift_message
-
-        found = self.found()
+            return ""  # the same records: nothing to pair field by field
+        found = compare(self.record.exchanges, made)
         return (
             drift_message(found, recorded=self.record.recorded, where=self.where) if found else ""
         )
@@ -139,10 +136,9 @@ def _on_disk(item: pytest.Item) -> Snapshot:
     none or it is not readable (this run records the module anew, test by test)."""
     from .._service.exchange_shape import Snapshot
 
-    path = snapshot_path(Path(item.path))
-    if path.is_file():
-        with contextlib.suppress(ValueError):  # not UTF-8 either
-            return Snapshot.loads(path.read_bytes(), where=str(path))
+    path = snapshot_path(item.path)
+    with contextlib.suppress(ValueError):  # not UTF-8 either
+        return _read(path, str(path)) or Snapshot()
     return Snapshot()
 
 
@@ -161,7 +157,7 @@ def moved(item: pytest.Item, made: Sequence[dict[str, Any]], *, whole: bool) -> 
         return None
     if all(d.field == "exchange" and d.fake == ABSENT for d in found) and not whole:
         return None  # only the exchanges after the test stopped: nothing to say
-    where = shown(item.config, snapshot_path(Path(item.path)))
+    where = shown(item.config, snapshot_path(item.path))
     return moved_message(found, recorded=earlier.recorded, where=where, whole=whole)
 
 
@@ -183,7 +179,7 @@ def write_record(
     from .._verdicts.drift import compare
 
     made = [normalise(e, region_host=region_host) for e in kept]
-    path = snapshot_path(Path(item.path))
+    path = snapshot_path(item.path)
     snapshot = _on_disk(item)
     key = snapshot_key(item)
     earlier = snapshot.tests.get(key)
