@@ -4,7 +4,6 @@ option declarations in ``_service/options.py``), its banner and ``main()``."""
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import json
 import os
 import signal
@@ -17,7 +16,7 @@ from .._http.app import CONTROL_PREFIX as PREFIX
 from .._service.accounts import make_account
 from .._service.flows.registry import client_flow
 from .._service.options import OPTION_SPECS, Options, name_source, shown_text
-from .messages import TEST_ONLY_OPTIONS
+from .messages import TEST_ONLY_OPTIONS, is_loopback
 from .server import (
     DEFAULT_HOST,
     DEFAULT_PORT,
@@ -262,15 +261,6 @@ def server_from_args(args: argparse.Namespace) -> StandaloneServer:
     )
 
 
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -297,7 +287,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, request_stop)
     signal.signal(signal.SIGINT, request_stop)
     try:
-        if not _is_loopback(args.host):
+        if not is_loopback(args.host):
             print(
                 f"mgmtauth-server: warning: listening on {args.host}, not loopback: anyone "
                 "who can reach it can use these test credentials",

@@ -19,9 +19,13 @@ from .._service.events import iso_time as _iso
 from .._service.limits import check_advance, shown
 from .._service.timeline import to_datetime
 from .messages import (
+    ACCOUNT_FIELDS,
+    CLIENT_FIELDS,
     Body,
     ControlError,
+    account_fields,
     account_json,
+    client_fields,
     client_json,
     event_json,
     fault_json,
@@ -113,7 +117,7 @@ class ControlAPI:
             ("GET", "/accounts"): (self._accounts, (), "accounts with their credentials"),
             ("POST", "/accounts"): (
                 self._add_account,
-                ("username", "api_key", "password", "permissions", "profiles"),
+                ACCOUNT_FIELDS,
                 "add an account (anything left out is generated)",
             ),
             ("GET", "/clients"): (
@@ -123,7 +127,7 @@ class ControlAPI:
             ),
             ("POST", "/clients"): (
                 self._add_client,
-                ("scopes", "client_id", "client_secret"),
+                CLIENT_FIELDS,
                 "add an OAuth client (id and secret generated unless given); answers it "
                 "with its secret",
             ),
@@ -194,22 +198,10 @@ class ControlAPI:
         refused = refuse_foreign(request, endpoint, self.host, self.allowed_hosts)
         if refused is not None:
             return refused
-        params = tuple(k[1:] for k in known if k.startswith("?"))
-        known = tuple(k for k in known if not k.startswith("?"))
         try:
-            body = Body(endpoint, read_json(request, endpoint), known)
-            body.query = request.args
-            if params:  # endpoints without query parameters ignore any, as they always did
-                body.only_params(params)
-                for name in params:
-                    count = len(request.args.getlist(name))
-                    if count > 1:
-                        raise ControlError(
-                            400,
-                            f"{endpoint}: the query parameter {name!r} appears {count} times; "
-                            "send it once",
-                        )
-            status, payload = handler(body)
+            status, payload = handler(
+                Body(endpoint, read_json(request, endpoint), known, request.args)
+            )
         except ControlError as exc:
             return _error(exc.status, exc.message)
         except (TypeError, ValueError) as exc:
@@ -286,14 +278,7 @@ class ControlAPI:
         return 200, {"accounts": [account_json(a) for a in self._fake().accounts]}
 
     def _add_account(self, body: Body) -> tuple[int, Any]:
-        account = self._fake().add_account(
-            body.text("username"),
-            api_key=body.text("api_key"),
-            password=body.text("password"),
-            permissions=body.texts("permissions"),
-            profiles=body.texts("profiles"),
-        )
-        return 201, account_json(account)
+        return 201, account_json(self._fake().add_account(**account_fields(body)))
 
     def _add_route(self, body: Body) -> tuple[int, Any]:
         method = body.text("method") or "GET"
@@ -327,12 +312,7 @@ class ControlAPI:
         return 200, {"clients": [client_json(c, secret=False) for c in self._fake().clients]}
 
     def _add_client(self, body: Body) -> tuple[int, Any]:
-        client = self._fake().add_client(
-            body.texts("scopes"),
-            client_id=body.text("client_id"),
-            client_secret=body.text("client_secret"),
-        )
-        return 201, client_json(client, secret=True)
+        return 201, client_json(self._fake().add_client(**client_fields(body)), secret=True)
 
     def _rotate_client_secret(self, body: Body) -> tuple[int, Any]:
         client = self._fake().rotate_client_secret(

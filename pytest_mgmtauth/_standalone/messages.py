@@ -14,8 +14,9 @@ import ipaddress
 import json
 import math
 from datetime import datetime
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
+
+from werkzeug.datastructures import MultiDict
 
 from .._http.errors import (
     MAX_CONTROL_BODY,
@@ -30,7 +31,7 @@ from .._service.events import iso_time as _iso
 from .._service.limits import shown
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping
+    from collections.abc import Iterable
 
     from werkzeug import Request, Response
 
@@ -43,8 +44,6 @@ if TYPE_CHECKING:
 
 # -- the guard ---------------------------------------------------------------------
 
-#: Hosts that are always loopback (RFC 6761: ``localhost`` and names under it).
-_LOOPBACK_NAMES = ("localhost",)
 _WILDCARDS = ("", "0.0.0.0", "::")
 
 
@@ -53,6 +52,15 @@ def _ip(name: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
         return ipaddress.ip_address(name)
     except ValueError:
         return None
+
+
+def is_loopback(name: str) -> bool:
+    """Whether ``name`` is always this machine: a loopback address, or ``localhost`` and
+    the names under it (RFC 6761)."""
+    address = _ip(name)
+    return (
+        name == "localhost" or name.endswith(".localhost") or bool(address and address.is_loopback)
+    )
 
 
 def host_allowed(header: str | None, bound: str, extra: Iterable[str] = ()) -> bool:
@@ -64,14 +72,11 @@ def host_allowed(header: str | None, bound: str, extra: Iterable[str] = ()) -> b
     if header is None:
         return True  # no Host header: not a browser (HTTP/1.0 tools)
     name = host_name(header)
-    if name in _LOOPBACK_NAMES or name.endswith(".localhost"):
+    if is_loopback(name):
         return True
     if name and (name == host_name(bound) or name in {host_name(h) for h in extra}):
         return True
-    address = _ip(name)
-    if address is None:
-        return False
-    return address.is_loopback or bound in _WILDCARDS
+    return bound in _WILDCARDS and _ip(name) is not None
 
 
 def refuse_foreign(
@@ -201,23 +206,45 @@ _BOOLEANS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "
 
 
 class Body:
-    """A control request's JSON object, read field by field with named errors.
+    """A JSON object (a control request's, or an account or client on the command line),
+    read field by field with named errors: ``known`` its fields, and ``?name`` for each
+    query parameter of ``query`` (a GET's, read with :meth:`flag`)."""
 
-    ``query`` holds the query string of a GET (read with :meth:`flag` and checked
-    against the endpoint's known parameters by :meth:`only_params`)."""
-
-    query: Mapping[str, str] = MappingProxyType({})
-
-    def __init__(self, endpoint: str, data: dict[str, Any], known: tuple[str, ...]) -> None:
-        unknown = [k for k in data if k not in known]
+    def __init__(
+        self,
+        endpoint: str,
+        data: dict[str, Any],
+        known: tuple[str, ...],
+        query: MultiDict[str, str] | None = None,
+    ) -> None:
+        fields = [k for k in known if not k.startswith("?")]
+        unknown = [k for k in data if k not in fields]
         if unknown:
             raise ControlError(
                 400,
                 f"{endpoint}: unknown field {', '.join(map(shown, unknown[:5]))}; known fields: "
-                f"{', '.join(known) or 'none'}",
+                f"{', '.join(fields) or 'none'}",
             )
         self.endpoint = endpoint
         self.data = data
+        self.query = MultiDict() if query is None else query
+        params = [k[1:] for k in known if k.startswith("?")]
+        if not params:
+            return  # endpoints without query parameters ignore any, as they always did
+        unknown = [k for k in self.query if k not in params]
+        if unknown:
+            raise ControlError(
+                400,
+                f"{endpoint}: unknown query parameter {', '.join(map(repr, unknown))}; "
+                f"known: {', '.join(params)}",
+            )
+        for name in params:
+            count = len(self.query.getlist(name))
+            if count > 1:
+                raise ControlError(
+                    400,
+                    f"{endpoint}: the query parameter {name!r} appears {count} times; send it once",
+                )
 
     def _get(self, name: str, types: tuple[type, ...], what: str, required: bool) -> Any:
         if name not in self.data or self.data[name] is None:
@@ -261,15 +288,6 @@ class Body:
         assert value is None or isinstance(value, (int, float))
         return value
 
-    def only_params(self, known: tuple[str, ...]) -> None:
-        unknown = [k for k in self.query if k not in known]
-        if unknown:
-            raise ControlError(
-                400,
-                f"{self.endpoint}: unknown query parameter {', '.join(map(repr, unknown))}; "
-                f"known: {', '.join(known) or 'none'}",
-            )
-
     def flag(self, name: str, default: bool) -> bool:
         raw = self.query.get(name)
         if raw is None:
@@ -279,13 +297,40 @@ class Body:
             raise ControlError(400, f"{self.endpoint}: ?{name}= takes true or false, got {raw!r}")
         return value
 
-    def texts(self, name: str) -> list[str] | None:
-        value = self._get(name, (list,), "a list of strings", False)
+    def texts(self, name: str, what: str = "a list of strings") -> tuple[str, ...] | None:
+        value = self._get(name, (list,), what, False)
         if value is not None and not all(isinstance(v, str) for v in value):
-            raise ControlError(
-                400, f"{self.endpoint}: the field {name!r} must be a list of strings"
-            )
-        return value  # type: ignore[no-any-return]
+            raise ControlError(400, f"{self.endpoint}: the field {name!r} must be {what}")
+        return None if value is None else tuple(value)
+
+
+#: The fields of an account object (``POST /_mgmtauth/accounts``, ``--account``).
+ACCOUNT_FIELDS = ("username", "api_key", "password", "permissions", "profiles")
+#: The fields of an OAuth client object (``POST /_mgmtauth/clients``, ``--client``).
+CLIENT_FIELDS = ("scopes", "client_id", "client_secret")
+
+
+def account_fields(body: Body) -> dict[str, Any]:
+    """An account object's fields, checked: the keywords of ``add_account``."""
+    return {
+        "username": body.text("username"),
+        "api_key": body.text("api_key"),
+        "password": body.text("password"),
+        "permissions": body.texts("permissions"),
+        "profiles": body.texts(
+            "profiles",
+            "a list of 'account/profile' strings ('account/*': every profile of the account)",
+        ),
+    }
+
+
+def client_fields(body: Body) -> dict[str, Any]:
+    """An OAuth client object's fields, checked: the keywords of ``add_client``."""
+    return {
+        "scopes": body.texts("scopes"),
+        "client_id": body.text("client_id"),
+        "client_secret": body.text("client_secret"),
+    }
 
 
 # -- the answers -------------------------------------------------------------------

@@ -31,7 +31,18 @@ from .._http.app import CONTROL_PREFIX
 from .._service.timeline import ManualClock, OffsetClock
 from .._verdicts import findings
 from .control import CHECK_SWITCHES, ControlAPI
-from .messages import account_json, client_json, loads_standard, options_json
+from .messages import (
+    ACCOUNT_FIELDS,
+    CLIENT_FIELDS,
+    Body,
+    ControlError,
+    account_fields,
+    account_json,
+    client_fields,
+    client_json,
+    loads_standard,
+    options_json,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -60,40 +71,13 @@ class AccountSpec:
     profiles: tuple[str, ...] | None = None
 
 
-def _strings(value: object) -> bool:
-    """Whether a field that takes a list of strings has one (or is left out)."""
-    return value is None or (isinstance(value, list) and all(isinstance(v, str) for v in value))
-
-
 def _spec_from_json(data: object, where: str) -> AccountSpec:
-    known = ("username", "api_key", "password", "permissions", "profiles")
     if not isinstance(data, dict):
-        raise UsageError(f"{where}: an account is a JSON object with {', '.join(known)}")
-    unknown = [k for k in data if k not in known]
-    if unknown:
-        raise UsageError(
-            f"{where}: unknown account field {', '.join(map(repr, unknown))}; "
-            f"known: {', '.join(known)}"
-        )
-    for name in ("username", "api_key", "password"):
-        if data.get(name) is not None and not isinstance(data[name], str):
-            raise UsageError(f"{where}: {name!r} must be a string")
-    permissions = data.get("permissions")
-    if not _strings(permissions):
-        raise UsageError(f"{where}: 'permissions' must be a list of strings")
-    profiles = data.get("profiles")
-    if not _strings(profiles):
-        raise UsageError(
-            f"{where}: 'profiles' must be a list of 'account/profile' strings "
-            "('account/*': every profile of the account)"
-        )
-    return AccountSpec(
-        username=data.get("username"),
-        api_key=data.get("api_key"),
-        password=data.get("password"),
-        permissions=None if permissions is None else tuple(permissions),
-        profiles=None if profiles is None else tuple(profiles),
-    )
+        raise UsageError(f"{where}: an account is a JSON object with {', '.join(ACCOUNT_FIELDS)}")
+    try:
+        return AccountSpec(**account_fields(Body(where, data, ACCOUNT_FIELDS)))
+    except ControlError as exc:
+        raise UsageError(exc.message) from None
 
 
 def parse_account(text: str) -> AccountSpec:
@@ -139,22 +123,18 @@ class ClientSpec:
 def parse_client(text: str) -> ClientSpec:
     """``--client``: a JSON object like ``{"scopes": ["acme:main:tiq:2026-07:profiles:read"]}``
     (``client_id`` and ``client_secret`` optional)."""
-    known = ("scopes", "client_id", "client_secret")
     try:
         data = loads_standard(text)
     except (ValueError, RecursionError) as exc:  # JSONDecodeError, NotStandardJSON
         raise UsageError(f"--client {text!r}: not valid JSON ({exc})") from None
-    if not isinstance(data, dict) or any(k not in known for k in data):
-        raise UsageError(f"--client: an OAuth client is a JSON object with {', '.join(known)}")
-    scopes = data.get("scopes")
-    if not _strings(scopes):
-        raise UsageError("--client: 'scopes' must be a list of scope strings")
-    for name in ("client_id", "client_secret"):
-        if data.get(name) is not None and not isinstance(data[name], str):
-            raise UsageError(f"--client: {name!r} must be a string")
-    return ClientSpec(
-        None if scopes is None else tuple(scopes), data.get("client_id"), data.get("client_secret")
-    )
+    if not isinstance(data, dict) or any(k not in CLIENT_FIELDS for k in data):
+        raise UsageError(
+            f"--client: an OAuth client is a JSON object with {', '.join(CLIENT_FIELDS)}"
+        )
+    try:
+        return ClientSpec(**client_fields(Body("--client", data, CLIENT_FIELDS)))
+    except ControlError as exc:
+        raise UsageError(exc.message) from None
 
 
 def parse_route(text: str) -> tuple[str, str]:
@@ -272,17 +252,11 @@ class StandaloneServer:
         # At startup the accounts come from --account and the clients from --client; a
         # reset re-adds the very credentials generated then, so clients keep working.
         self._accounts = [
-            fake.add_account(
-                a.username,
-                api_key=a.api_key,
-                password=a.password,
-                permissions=a.permissions,
-                profiles=a.profiles,
-            )
+            fake.add_account(**{name: getattr(a, name) for name in ACCOUNT_FIELDS})
             for a in self._accounts
         ]
         self._clients = [
-            fake.add_client(c.scopes, client_id=c.client_id, client_secret=c.client_secret)
+            fake.add_client(**{name: getattr(c, name) for name in CLIENT_FIELDS})
             for c in self._clients
         ]
         for method, path in self._routes:

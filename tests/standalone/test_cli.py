@@ -193,6 +193,8 @@ def test_accounts_from_the_command_line_and_a_file(
         (["--throttle", "10000000"], "--throttle must be an int >= 1 and <= 1000000"),
         (["--account", "bob"], "usernames of the service are e-mail addresses"),
         (["--account", '{"username": 1}'], "'username' must be a string"),
+        (["--account", '{"colour": 1}'], "unknown field 'colour'; known fields: username,"),
+        (["--account", '{"profiles": "acme"}'], "('account/*': every profile of the account)"),
         (["--accounts-file", "/nonexistent/accounts.json"], "No such file or directory"),
         (["--route", "GET things"], "expected 'METHOD /path'"),
         (["--port", "70000"], "expected 0-65535"),
