@@ -9,7 +9,6 @@ credentials the run stops, so that a wrong variable cannot lock the user's accou
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 from datetime import datetime, timezone
@@ -21,7 +20,7 @@ import pytest
 from .._service.accounts import TEST_PROFILE, Account, Profile
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable
 
     from .._fake.live import LiveRun
     from .._fake.server import MgmtServer
@@ -118,26 +117,27 @@ def _sweep_point(item: pytest.Item) -> bool:
     return getattr(point, "kind", None) is not None  # None: the baseline, no fault
 
 
-def _needed(*names: str) -> None:
+def _needed(*names: str) -> list[str]:
+    """The values of the variables ``names``; the test skips when some are not set."""
     missing = [name for name in names if _value(name) is None]
     if missing:
         _skip(
             f"{' and '.join(missing)} not set: a live run takes its credentials from the "
             "environment (the page Checked against the service)"
         )
+    return [os.environ[name] for name in names]
 
 
-@dataclasses.dataclass(frozen=True, repr=False)
+#: The live account's secrets and their variables.
+_ACCOUNT_SECRETS = {"api_key": "MGMTAUTH_LIVE_API_KEY", "password": "MGMTAUTH_LIVE_PASSWORD"}
+
+
 class _LiveAccount(Account):
     """The live account: reading a secret whose variable is not set skips the test."""
 
-    unset: Mapping[str, str] = dataclasses.field(default_factory=dict)
-
     def __getattribute__(self, name: str) -> Any:
-        if name in ("api_key", "password"):
-            variable = object.__getattribute__(self, "unset").get(name)
-            if variable is not None:
-                _needed(variable)
+        if name in _ACCOUNT_SECRETS:
+            _needed(_ACCOUNT_SECRETS[name])
         return object.__getattribute__(self, name)
 
     def __repr__(self) -> str:
@@ -146,29 +146,16 @@ class _LiveAccount(Account):
 
 def account() -> Account:
     """The ``mgmt_account`` of a live run: the credentials of the variables."""
-    _needed("MGMTAUTH_LIVE_USERNAME")
-    unset = {
-        field: variable
-        for field, variable in (
-            ("api_key", "MGMTAUTH_LIVE_API_KEY"),
-            ("password", "MGMTAUTH_LIVE_PASSWORD"),
-        )
-        if _value(variable) is None
-    }
-    return _LiveAccount(
-        username=os.environ["MGMTAUTH_LIVE_USERNAME"],
-        api_key=_value("MGMTAUTH_LIVE_API_KEY") or "",
-        password=_value("MGMTAUTH_LIVE_PASSWORD") or "",
-        unset=unset,
-    )
+    (username,) = _needed("MGMTAUTH_LIVE_USERNAME")
+    api_key, password = (_value(variable) or "" for variable in _ACCOUNT_SECRETS.values())
+    return _LiveAccount(username=username, api_key=api_key, password=password)
 
 
 def profile(config: pytest.Config) -> Profile:
     """The ``mgmt_profile``: the fake's (``acme``/``main``), or the variables' live."""
     if run_of(config) is None:
         return TEST_PROFILE
-    _needed("MGMTAUTH_LIVE_ACCOUNT", "MGMTAUTH_LIVE_PROFILE")
-    return Profile(os.environ["MGMTAUTH_LIVE_ACCOUNT"], os.environ["MGMTAUTH_LIVE_PROFILE"])
+    return Profile(*_needed("MGMTAUTH_LIVE_ACCOUNT", "MGMTAUTH_LIVE_PROFILE"))
 
 
 def oauth_client() -> Any:
@@ -177,17 +164,13 @@ def oauth_client() -> Any:
     and profile."""
     from .._service.flows.registry import client_flow
 
-    _needed(
-        "MGMTAUTH_LIVE_CLIENT_ID",
-        "MGMTAUTH_LIVE_CLIENT_SECRET",
-        "MGMTAUTH_LIVE_ACCOUNT",
-        "MGMTAUTH_LIVE_PROFILE",
-    )
     return client_flow().live_client(
-        os.environ["MGMTAUTH_LIVE_CLIENT_ID"],
-        os.environ["MGMTAUTH_LIVE_CLIENT_SECRET"],
-        os.environ["MGMTAUTH_LIVE_ACCOUNT"],
-        os.environ["MGMTAUTH_LIVE_PROFILE"],
+        *_needed(
+            "MGMTAUTH_LIVE_CLIENT_ID",
+            "MGMTAUTH_LIVE_CLIENT_SECRET",
+            "MGMTAUTH_LIVE_ACCOUNT",
+            "MGMTAUTH_LIVE_PROFILE",
+        )
     )
 
 
