@@ -208,13 +208,9 @@ def build_parser() -> argparse.ArgumentParser:
 def server_from_args(args: argparse.Namespace) -> StandaloneServer:
     """The server the parsed command line describes (not started); UsageError if off."""
     try:
+        # --https is among them, though made under "where".
         options = Options(
-            https=args.https,
-            **{
-                spec.name: getattr(args, spec.name)
-                for spec in OPTION_SPECS
-                if not spec.test_only and spec.name != "https"
-            },
+            **{spec.name: getattr(args, spec.name) for spec in OPTION_SPECS if not spec.test_only}
         )
     except (TypeError, ValueError) as exc:
         message = name_source(str(exc), lambda name: "--" + name.replace("_", "-"))
@@ -267,9 +263,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         server = server_from_args(args)
         server.start()
-    except UsageError as exc:
-        parser.error(str(exc))
-    except ValueError as exc:  # an account the fake refuses (not an e-mail, duplicate...)
+    except (UsageError, ValueError) as exc:  # ValueError: an account the fake refuses
         parser.error(str(exc))
     except OSError as exc:
         print(
