@@ -38,40 +38,18 @@ COLUMNS: tuple[tuple[str, str], ...] = (
 PROPERTY_NAMES = frozenset(name for name, _ in COLUMNS)
 
 
-def figures(user_properties: Sequence[tuple[str, object]]) -> dict[str, int] | None:
-    """The mgmtauth figures among a report's user_properties, or None if it has none."""
-    found = {}
-    for name, value in user_properties:
-        if name in PROPERTY_NAMES and isinstance(value, int):
-            found[name] = value
-    return found or None
-
-
 def format_table(rows: Sequence[tuple[str, dict[str, int]]]) -> list[str]:
     """One line per test plus a header and a total; churning tests are marked."""
     width = max([len("test"), *(len(nodeid) for nodeid, _ in rows)])
     head = f"{'test':<{width}}" + "".join(f"  {title:>8}" for _, title in COLUMNS)
     lines = [head]
-    totals = dict.fromkeys(PROPERTY_NAMES, 0)
     for nodeid, values in rows:
         cells = "".join(f"  {values.get(name, 0):>8}" for name, _ in COLUMNS)
         mark = "  <- churn" if values.get("mgmtauth_churn") else ""
         lines.append(f"{nodeid:<{width}}{cells}{mark}".rstrip())
-        for name in PROPERTY_NAMES:
-            totals[name] += values.get(name, 0)
-    total = f"{f'total ({len(rows)} tests)':<{width}}" + "".join(
-        f"  {totals[name]:>8}" for name, _ in COLUMNS
-    )
-    lines.append(total)
+    totals = "".join(f"  {sum(v.get(name, 0) for _, v in rows):>8}" for name, _ in COLUMNS)
+    lines.append(f"{f'total ({len(rows)} tests)':<{width}}{totals}")
     return lines
-
-
-def section_text(report: pytest.TestReport) -> str | None:
-    """The ``mgmtauth timeline`` section of a report, or None."""
-    for title, content in report.sections:
-        if title == SECTION_TITLE:
-            return content
-    return None
 
 
 class TerminalReport:
@@ -84,8 +62,12 @@ class TerminalReport:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when != "teardown":
             return
-        values = figures(report.user_properties)
-        if values is not None:
+        values = {
+            name: value
+            for name, value in report.user_properties
+            if name in PROPERTY_NAMES and isinstance(value, int)
+        }
+        if values:
             self._rows.append((report.nodeid, values))
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
@@ -125,7 +107,7 @@ class JunitTimelines:
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> Generator[None, None, None]:
-        text = section_text(report)
+        text = next((text for title, text in report.sections if title == SECTION_TITLE), None)
         key = report.nodeid, getattr(report, "node", None)
         if text is not None:
             self._texts[key] = text
