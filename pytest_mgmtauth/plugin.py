@@ -142,8 +142,6 @@ class SigningKeyCacheWarning(pytest.PytestWarning):
     ``ignore::pytest_mgmtauth.SigningKeyCacheWarning`` silences it."""
 
 
-#: The session's pool, made by the first fixture that needs it.
-_POOL = pytest.StashKey["SessionResources"]()
 #: The session's signing key, started at the end of collection if a test uses the
 #: plugin's fixtures (see pytest_collection_modifyitems), else by the first fixture.
 _KEY = pytest.StashKey["SigningKey"]()
@@ -163,16 +161,6 @@ def _key_of(config: pytest.Config) -> SigningKey:
     return key
 
 
-def _pool_of(config: pytest.Config) -> SessionResources:
-    pool = config.stash.get(_POOL, None)
-    if pool is None:
-        from ._fake.session import SessionResources
-
-        pool = SessionResources(signing_key=_key_of(config))
-        config.stash[_POOL] = pool
-    return pool
-
-
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # After deselection (-k, -m): if a test that runs uses the fake (mgmt_server and
@@ -190,14 +178,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def _mgmtauth_pool(pytestconfig: pytest.Config) -> Iterator[SessionResources]:
     """The session's servers, signing key and test CA (made on first use). Internal:
     tests reach all of it through ``mgmt_server``."""
+    from ._fake.session import SessionResources
     from ._glue.report import late_errors_message
 
     cache = getattr(pytestconfig, "cache", None)
     if cache is not None and cache.get(_OLD_KEY_CACHE_ENTRY, None) is not None:
         cache.set(_OLD_KEY_CACHE_ENTRY, None)  # the old, world-readable copy
-    pool = _pool_of(pytestconfig)
+    pool = SessionResources(signing_key=_key_of(pytestconfig))
     yield pool
-    del pytestconfig.stash[_POOL]
     try:
         # A handler still answering a test that has ended (its client gave up) may yet
         # raise: give it a moment, so that its error is reported rather than lost.
