@@ -29,9 +29,9 @@ from .messages import (
     client_json,
     event_json,
     fault_json,
+    fields_json,
     read_json,
     refuse_foreign,
-    request_json,
 )
 
 if TYPE_CHECKING:
@@ -243,7 +243,7 @@ class ControlAPI:
 
     def _requests(self, body: Body) -> tuple[int, Any]:
         logged = self._fake().requests
-        return 200, {"requests": [request_json(r) for r in logged], "dropped": logged.dropped}
+        return 200, {"requests": [fields_json(r) for r in logged], "dropped": logged.dropped}
 
     def _timeline(self, body: Body) -> tuple[int, Any]:
         # Every line, not cut around one event; ValueError (a 400) for an unknown account.

@@ -336,37 +336,23 @@ def client_fields(body: Body) -> dict[str, Any]:
 # -- the answers -------------------------------------------------------------------
 
 
-def event_json(event: Event) -> dict[str, Any]:
-    """An event as a JSON object: ``type``, ``description``, then its fields."""
-    data: dict[str, Any] = {"type": type(event).__name__}
+def fields_json(data: Event | RecordedRequest) -> dict[str, Any]:
+    """An event's or a request log entry's fields as JSON values: times in ISO 8601 UTC,
+    tuples as arrays (a request's ``headers`` as ``[name, value]`` pairs, in order)."""
     fields: dict[str, Any] = {}
-    for field in dataclasses.fields(event):
-        value = getattr(event, field.name)
+    for field in dataclasses.fields(data):
+        value = getattr(data, field.name)
         if isinstance(value, datetime):
             value = _iso(value)
         elif isinstance(value, tuple):
             value = list(value)
         fields[field.name] = value
-    data["description"] = event.describe(_iso)
-    data.update(fields)
-    return data
+    return fields
 
 
-def request_json(entry: RecordedRequest) -> dict[str, Any]:
-    """A request log entry as a JSON object: its fields, ``headers`` as ``[name, value]``
-    pairs in order, ``at`` in ISO 8601 UTC."""
-    return {
-        "method": entry.method,
-        "host": entry.host,
-        "path": entry.path,
-        "query": entry.query,
-        "headers": [[name, value] for name, value in entry.headers],
-        "body": entry.body,
-        "status": entry.status,
-        "at": _iso(entry.at),
-        "test": entry.test,
-        "diagnosis": entry.diagnosis,
-    }
+def event_json(event: Event) -> dict[str, Any]:
+    """An event as a JSON object: ``type``, ``description``, then its fields."""
+    return {"type": type(event).__name__, "description": event.describe(_iso), **fields_json(event)}
 
 
 def account_json(account: Account) -> dict[str, Any]:
