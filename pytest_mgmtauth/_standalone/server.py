@@ -71,35 +71,44 @@ class AccountSpec:
     profiles: tuple[str, ...] | None = None
 
 
-def _spec_from_json(data: object, where: str) -> AccountSpec:
-    if not isinstance(data, dict):
-        raise UsageError(f"{where}: an account is a JSON object with {', '.join(ACCOUNT_FIELDS)}")
+def _json(text: str | bytes, where: str) -> object:
     try:
-        return AccountSpec(**account_fields(Body(where, data, ACCOUNT_FIELDS)))
+        return loads_standard(text)
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError, NotStandardJSON...
+        raise UsageError(f"{where}: not valid JSON ({exc})") from None
+
+
+def _fields(
+    data: object, where: str, what: str, known: tuple[str, ...], read: Callable[[Body], Any]
+) -> Any:
+    """``data`` read by ``read`` as ``what``, a JSON object of the fields ``known``;
+    UsageError saying what is off."""
+    if not isinstance(data, dict):
+        raise UsageError(f"{where}: {what} is a JSON object with {', '.join(known)}")
+    try:
+        return read(Body(where, data, known))
     except ControlError as exc:
         raise UsageError(exc.message) from None
+
+
+def _spec_from_json(data: object, where: str) -> AccountSpec:
+    return AccountSpec(**_fields(data, where, "an account", ACCOUNT_FIELDS, account_fields))
 
 
 def parse_account(text: str) -> AccountSpec:
     """``--account``: an e-mail address, or a JSON object with the account's fields."""
     if text.lstrip().startswith("{"):
-        try:
-            data = loads_standard(text)
-        except (ValueError, RecursionError) as exc:  # JSONDecodeError, NotStandardJSON
-            raise UsageError(f"--account {text!r}: not valid JSON ({exc})") from None
-        return _spec_from_json(data, "--account")
+        return _spec_from_json(_json(text, f"--account {text!r}"), "--account")
     return AccountSpec(username=text)
 
 
 def read_accounts_file(path: str) -> list[AccountSpec]:
     """``--accounts-file``: a JSON list of account objects (or ``{"accounts": [...]}``)."""
     try:
-        with open(path, encoding="utf-8") as handle:
-            data = loads_standard(handle.read())
+        with open(path, "rb") as handle:
+            data = _json(handle.read(), f"--accounts-file {path}")
     except OSError as exc:
         raise UsageError(f"--accounts-file {path}: {exc.strerror or exc}") from None
-    except (ValueError, RecursionError) as exc:  # JSONDecodeError, NotStandardJSON...
-        raise UsageError(f"--accounts-file {path}: not valid JSON ({exc})") from None
     if isinstance(data, dict) and set(data) == {"accounts"}:
         data = data["accounts"]
     if not isinstance(data, list):
@@ -123,18 +132,8 @@ class ClientSpec:
 def parse_client(text: str) -> ClientSpec:
     """``--client``: a JSON object like ``{"scopes": ["acme:main:tiq:2026-07:profiles:read"]}``
     (``client_id`` and ``client_secret`` optional)."""
-    try:
-        data = loads_standard(text)
-    except (ValueError, RecursionError) as exc:  # JSONDecodeError, NotStandardJSON
-        raise UsageError(f"--client {text!r}: not valid JSON ({exc})") from None
-    if not isinstance(data, dict) or any(k not in CLIENT_FIELDS for k in data):
-        raise UsageError(
-            f"--client: an OAuth client is a JSON object with {', '.join(CLIENT_FIELDS)}"
-        )
-    try:
-        return ClientSpec(**client_fields(Body("--client", data, CLIENT_FIELDS)))
-    except ControlError as exc:
-        raise UsageError(exc.message) from None
+    data = _json(text, f"--client {text!r}")
+    return ClientSpec(**_fields(data, "--client", "an OAuth client", CLIENT_FIELDS, client_fields))
 
 
 def parse_route(text: str) -> tuple[str, str]:

@@ -196,6 +196,7 @@ def test_accounts_from_the_command_line_and_a_file(
         (["--account", '{"colour": 1}'], "unknown field 'colour'; known fields: username,"),
         (["--account", '{"profiles": "acme"}'], "('account/*': every profile of the account)"),
         (["--accounts-file", "/nonexistent/accounts.json"], "No such file or directory"),
+        (["--accounts-file", __file__], "not valid JSON"),
         (["--route", "GET things"], "expected 'METHOD /path'"),
         (["--port", "70000"], "expected 0-65535"),
     ],
