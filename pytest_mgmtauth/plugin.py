@@ -346,8 +346,6 @@ def mgmt_server(
         # None: no snapshot records this test (or a live run, which writes them), or a
         # run of an exploration with faults, which the service's recording never met.
         drift = None if live is not None or scheduled else _drift.watch(item, fake)
-        if drift is not None:
-            fake.drift_verdict = drift.verdict
         yield fake
         fake.check()
         check_findings(
@@ -449,8 +447,7 @@ def mgmt_oauth_client(mgmt_server: MgmtServer, pytestconfig: pytest.Config) -> O
     if _live_run(pytestconfig) is not None:
         from ._glue import live as _live
 
-        client: OAuthClient = _live.oauth_client()
-        return client
+        return _live.oauth_client()
     return mgmt_server.add_client()
 
 

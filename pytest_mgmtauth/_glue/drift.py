@@ -9,6 +9,7 @@ file is read once per module."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import warnings
 from typing import TYPE_CHECKING, Any
@@ -70,18 +71,16 @@ def _snapshot(item: pytest.Item) -> Snapshot | None:
     return cache[path]
 
 
+@dataclasses.dataclass
 class Watch:
     """One test's recording and the fake's exchanges kept to compare with it."""
 
-    def __init__(
-        self, record: TestRecord, kept: list[Exchange], where: str, region_host: str
-    ) -> None:
-        self.record = record
-        self.kept = kept
-        #: The snapshot's path, as messages show it.
-        self.where = where
-        #: The host the fake's own address stands for in a host field (its v3_host).
-        self.region_host = region_host
+    record: TestRecord
+    kept: list[Exchange]
+    #: The snapshot's path, as messages show it.
+    where: str
+    #: The host the fake's own address stands for in a host field (its v3_host).
+    region_host: str
 
     def message(self) -> str:
         """The differences between the fake's exchanges so far and the recording
@@ -97,10 +96,6 @@ class Watch:
         return (
             drift_message(found, recorded=self.record.recorded, where=self.where) if found else ""
         )
-
-    def verdict(self) -> list[str]:
-        """The report section's drift verdict: none, or the differences."""
-        return self.message().splitlines()
 
     def check(self, item: pytest.Item, fake: MgmtServer) -> None:
         """Warn of (or, strict, fail on) every difference from the recording."""
@@ -120,7 +115,8 @@ class Watch:
 
 
 def watch(item: pytest.Item, fake: MgmtServer) -> Watch | None:
-    """Start keeping the test's exchanges if its module's snapshot records it."""
+    """Start keeping the test's exchanges if its module's snapshot records it, and give
+    the fake's report section the drift verdict: none, or the differences."""
     snapshot = _snapshot(item)
     if snapshot is None:
         return None
@@ -128,7 +124,9 @@ def watch(item: pytest.Item, fake: MgmtServer) -> Watch | None:
     if record is None:
         return None
     where = shown(item.config, snapshot_path(item.path))
-    return Watch(record, fake.record_exchanges(), where, fake.options.v3_host)
+    watching = Watch(record, fake.record_exchanges(), where, fake.options.v3_host)
+    fake.drift_verdict = lambda: watching.message().splitlines()
+    return watching
 
 
 def _on_disk(item: pytest.Item) -> Snapshot:

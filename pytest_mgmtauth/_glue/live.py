@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from .._fake.live import LiveRun
     from .._fake.server import MgmtServer
     from .._service.exchange_shape import Exchange
+    from ..flows import OAuthClient
 
 
 #: The marker of the tests a live run runs.
@@ -95,19 +96,18 @@ def skip_unmarked(items: list[pytest.Item]) -> None:
     """A live run runs only the tests marked ``mgmtauth_live``, and no sweep."""
     for item in items:
         if item.get_closest_marker(MARKER) is None:
-            item.add_marker(
-                pytest.mark.skip(
-                    reason="not marked mgmtauth_live: a live run (--mgmtauth-live) runs only "
-                    "the tests marked @pytest.mark.mgmtauth_live, against the service"
-                )
+            reason = (
+                "not marked mgmtauth_live: a live run (--mgmtauth-live) runs only the tests "
+                "marked @pytest.mark.mgmtauth_live, against the service"
             )
         elif _sweep_point(item):
-            item.add_marker(
-                pytest.mark.skip(
-                    reason="a sweep point injects faults, which only the fake can do: "
-                    "skipped in a live run (--mgmtauth-live)"
-                )
+            reason = (
+                "a sweep point injects faults, which only the fake can do: skipped in a live "
+                "run (--mgmtauth-live)"
             )
+        else:
+            continue
+        item.add_marker(pytest.mark.skip(reason=reason))
 
 
 def _sweep_point(item: pytest.Item) -> bool:
@@ -158,13 +158,13 @@ def profile(config: pytest.Config) -> Profile:
     return Profile(*_needed("MGMTAUTH_LIVE_ACCOUNT", "MGMTAUTH_LIVE_PROFILE"))
 
 
-def oauth_client() -> Any:
+def oauth_client() -> OAuthClient:
     """The ``mgmt_oauth_client`` of a live run: a client of the flow whose clients are
     its own (the registry's), with the default one's scopes, for the variables' account
     and profile."""
     from .._service.flows.registry import client_flow
 
-    return client_flow().live_client(
+    return client_flow().live_client(  # type: ignore[no-any-return]
         *_needed(
             "MGMTAUTH_LIVE_CLIENT_ID",
             "MGMTAUTH_LIVE_CLIENT_SECRET",

@@ -156,14 +156,13 @@ def _not_reached(item: pytest.Item) -> str | None:
     # Reached when that call was made (an expire before call 3 fires once call 2 is
     # answered: if no call 3 follows, the client never met it).
     if SCHEDULED_KINDS[kind] == "call":
-        count = fake.protected_calls
-        made = f"{count} protected call{'s' if count != 1 else ''}"
+        count, made = fake.protected_calls, "protected call"
     else:
-        count = fake.auth_calls
-        made = f"{count} authentication{'s' if count != 1 else ''}"
+        count, made = fake.auth_calls, "authentication"
     if count >= point.index:
         return None
-    state.not_reached = f"{point.label} not reached: the test made only {made}"
+    plural = "s" if count != 1 else ""
+    state.not_reached = f"{point.label} not reached: the test made only {count} {made}{plural}"
     return state.not_reached
 
 

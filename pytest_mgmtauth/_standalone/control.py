@@ -301,12 +301,9 @@ class ControlAPI:
             rate_limit=body.text("rate_limit"),
         )
         route.respond_with_json(answer, status=status)
-        created: dict[str, Any] = {"method": route.method, "path": path, "auth": route.auth}
-        if route.scope is not None:
-            created["scope"] = route.scope
-        if route.rate_limit is not None:
-            created["rate_limit"] = route.rate_limit
-        return 201, created
+        created: dict[str, str | None] = {"method": route.method, "path": path, "auth": route.auth}
+        created |= {"scope": route.scope, "rate_limit": route.rate_limit}
+        return 201, {name: value for name, value in created.items() if value is not None}
 
     def _clients(self, body: Body) -> tuple[int, Any]:
         return 200, {"clients": [client_json(c, secret=False) for c in self._fake().clients]}

@@ -14,7 +14,7 @@ import ipaddress
 import json
 import math
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from werkzeug.datastructures import MultiDict
 
@@ -263,19 +263,13 @@ class Body:
         return value
 
     def text(self, name: str) -> str | None:
-        value = self._get(name, (str,), "a string", False)
-        assert value is None or isinstance(value, str)
-        return value
+        return cast("str | None", self._get(name, (str,), "a string", False))
 
     def required_text(self, name: str) -> str:
-        value = self._get(name, (str,), "a string", True)
-        assert isinstance(value, str)
-        return value
+        return cast("str", self._get(name, (str,), "a string", True))
 
     def integer(self, name: str) -> int | None:
-        value = self._get(name, (int,), "an integer", False)
-        assert value is None or isinstance(value, int)
-        return value
+        return cast("int | None", self._get(name, (int,), "an integer", False))
 
     def number(self, name: str, *, required: bool = False) -> float | int | None:
         """A JSON number as parsed: an int stays an int (10**400 has no float), the
@@ -285,8 +279,7 @@ class Body:
             raise ControlError(
                 400, f"{self.endpoint}: the field {name!r} must be a finite number, got {value}"
             )
-        assert value is None or isinstance(value, (int, float))
-        return value
+        return cast("float | int | None", value)
 
     def flag(self, name: str, default: bool) -> bool:
         raw = self.query.get(name)
