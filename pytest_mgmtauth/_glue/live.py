@@ -30,12 +30,10 @@ if TYPE_CHECKING:
 
 #: The marker of the tests a live run runs.
 MARKER = "mgmtauth_live"
+#: The live account's secrets and their variables.
+_ACCOUNT_SECRETS = {"api_key": "MGMTAUTH_LIVE_API_KEY", "password": "MGMTAUTH_LIVE_PASSWORD"}
 #: The variables that hold secrets: masked wherever a text quotes them.
-_SECRET_VARIABLES = (
-    "MGMTAUTH_LIVE_API_KEY",
-    "MGMTAUTH_LIVE_PASSWORD",
-    "MGMTAUTH_LIVE_CLIENT_SECRET",
-)
+_SECRET_VARIABLES = (*_ACCOUNT_SECRETS.values(), "MGMTAUTH_LIVE_CLIENT_SECRET")
 #: For the project's own tests (docs/architecture.md): an https URL that receives every
 #: forwarded request, and the CA bundle it is trusted by.
 UPSTREAM = "MGMTAUTH_LIVE_UPSTREAM"
@@ -126,10 +124,6 @@ def _needed(*names: str) -> list[str]:
             "environment (the page Checked against the service)"
         )
     return [os.environ[name] for name in names]
-
-
-#: The live account's secrets and their variables.
-_ACCOUNT_SECRETS = {"api_key": "MGMTAUTH_LIVE_API_KEY", "password": "MGMTAUTH_LIVE_PASSWORD"}
 
 
 class _LiveAccount(Account):

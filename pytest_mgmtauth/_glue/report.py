@@ -94,9 +94,8 @@ class JunitTimelines:
 
     def __init__(self, config: pytest.Config) -> None:
         self._config = config
-        #: Per test: the text to write, and the testcase's reporter, held at teardown.
+        #: Per test: the text to write at its teardown.
         self._texts: dict[tuple[str, object], str] = {}
-        self._held: dict[tuple[str, object], Any] = {}
 
     def _xml(self) -> Any:
         try:

@@ -32,7 +32,6 @@ from .server import (
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
-    from types import FrameType
 
     from .._service.options import OptionSpec
 
@@ -221,23 +220,20 @@ def server_from_args(args: argparse.Namespace) -> StandaloneServer:
     if not specs:
         specs = [AccountSpec()]
     names: set[str] = set()
-    for serial, spec in enumerate(specs, 1):
-        try:  # checked before the key is made: a typo costs no key generation
+    try:  # checked before the key is made: a typo costs no key generation
+        for serial, spec in enumerate(specs, 1):
             account = make_account(
                 serial, spec.username, spec.api_key, spec.password, spec.permissions, spec.profiles
             )
-        except (TypeError, ValueError) as exc:
-            raise UsageError(str(exc)) from None
-        if spec.username is not None and account.username in names:
-            raise UsageError(f"the account {account.username!r} is given twice")
-        names.add(account.username)
-    clients = [parse_client(text) for text in args.client]
-    for client in clients:  # checked before the key is made, like the accounts
-        if client.scopes is not None:
-            try:
+            if spec.username is not None and account.username in names:
+                raise UsageError(f"the account {account.username!r} is given twice")
+            names.add(account.username)
+        clients = [parse_client(text) for text in args.client]
+        for client in clients:
+            if client.scopes is not None:
                 client_flow().check_client_scopes(client.scopes, what="--client")
-            except (TypeError, ValueError) as exc:
-                raise UsageError(str(exc)) from None
+    except (TypeError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
     routes = [parse_route(text) for text in args.route]
     # isinstance: argparse turns "--port=--" into an empty list, not an error.
     if not isinstance(args.port, int) or not 0 <= args.port <= 65535:
@@ -274,12 +270,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
     stop = threading.Event()
-
-    def request_stop(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGTERM, request_stop)
-    signal.signal(signal.SIGINT, request_stop)
+    for stop_signal in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(stop_signal, lambda signum, frame: stop.set())
     try:
         if not is_loopback(args.host):
             print(
