@@ -168,10 +168,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     # now on, while pytest sets up. A run that uses no fixture of the plugin makes none.
     if any("_mgmtauth_pool" in getattr(item, "fixturenames", ()) for item in items):
         _key_of(config).start()
-    if config.getoption("mgmtauth_live", False):
-        from ._glue import live as _live
-
-        _live.skip_unmarked(items)
 
 
 @pytest.fixture(scope="session")

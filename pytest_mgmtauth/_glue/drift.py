@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
-import warnings
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -101,6 +100,7 @@ class Watch:
         """Warn of (or, strict, fail on) every difference from the recording."""
         __tracebackhide__ = True
         from .._verdicts.findings import DriftWarning
+        from .report import warn_at
 
         message = self.message()
         if not message:
@@ -108,10 +108,7 @@ class Watch:
         message = "pytest-mgmtauth: " + message
         if fake.options.strict:
             pytest.fail(message, pytrace=False)
-        path, lineno, _ = item.reportinfo()
-        warnings.warn_explicit(
-            DriftWarning(message), DriftWarning, filename=str(path), lineno=(lineno or 0) + 1
-        )
+        warn_at(item, DriftWarning(message))
 
 
 def watch(item: pytest.Item, fake: MgmtServer) -> Watch | None:

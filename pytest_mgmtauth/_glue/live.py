@@ -237,10 +237,11 @@ def stop_message(refused: str) -> str:
 
 
 class LiveReport:
-    """The ``mgmtauth live`` terminal section: the snapshots written, what changed since
-    their earlier recordings (the service moved), every live test not recorded and why
-    (with what changed: the client's failure beside the service's change), and a refusal
-    that stopped the run. Runs where the reports arrive (the xdist controller too)."""
+    """A live run's plugin: it skips the tests a live run does not run, and writes the
+    ``mgmtauth live`` terminal section: the snapshots written, what changed since their
+    earlier recordings (the service moved), every live test not recorded and why (with
+    what changed: the client's failure beside the service's change), and a refusal that
+    stopped the run."""
 
     def __init__(self, config: pytest.Config) -> None:
         self._config = config
@@ -258,6 +259,7 @@ class LiveReport:
         for item in items:
             if item.path not in picked:
                 self._modules.setdefault(item.path, set()).add(snapshot_key(item))
+        skip_unmarked(items)
 
     def mask_why(self, nodeid: str, redact: Callable[[str], str]) -> None:
         """Mask the service's secrets in why a live test did not pass: pytest's text of a

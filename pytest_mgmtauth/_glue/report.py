@@ -145,18 +145,17 @@ _ASSERTIONS = {
 
 def _strict_hint(kind: str) -> str:
     if kind == "deprecated_version":
-        return (
-            "(pytest-mgmtauth checks this at the end of every test that uses mgmt_server. "
-            "Fail such tests with @pytest.mark.mgmtauth(sunset_check='fail'), the ini "
-            "setting mgmtauth_sunset_check = fail or --mgmtauth-sunset-check=fail; 'off' "
-            "stops the check.)"
+        how = (
+            "sunset_check='fail'), the ini setting mgmtauth_sunset_check = fail or "
+            "--mgmtauth-sunset-check=fail; 'off' stops the check"
         )
-    assertion = _ASSERTIONS.get(kind)
-    instead = (
-        f"; check it in the test with mgmt_server.{assertion}(), which replaces this check"
-        if assertion
-        else ""
-    )
+    else:
+        how = "strict=True), the ini setting mgmtauth_strict = true or --mgmtauth-strict"
+        if kind in _ASSERTIONS:
+            how += (
+                f"; check it in the test with mgmt_server.{_ASSERTIONS[kind]}(), which "
+                "replaces this check"
+            )
     on_purpose = (
         " A test that sends wrong credentials on purpose says so with "
         "mgmt_server.expect_refusals()."
@@ -165,8 +164,7 @@ def _strict_hint(kind: str) -> str:
     )
     return (
         "(pytest-mgmtauth checks this at the end of every test that uses mgmt_server. "
-        "Fail such tests with @pytest.mark.mgmtauth(strict=True), the ini setting "
-        f"mgmtauth_strict = true or --mgmtauth-strict{instead}.{on_purpose})"
+        f"Fail such tests with @pytest.mark.mgmtauth({how}.{on_purpose})"
     )
 
 
@@ -185,18 +183,10 @@ def check_findings(
     if not found:
         return
     failing = [] if call_failed else [f for f in found if f.kind in failing_kinds(fake.options)]
-    # Attributed to the test function, not to this file, in pytest's warnings summary.
-    path, lineno, _ = item.reportinfo()
     for kind in KINDS:
         mine = [f for f in found if f.kind == kind and f not in failing]
         if mine:
-            category = WARNINGS[kind]
-            warnings.warn_explicit(
-                category(_warning_text(kind, mine, in_section=in_section)),
-                category,
-                filename=str(path),
-                lineno=(lineno or 0) + 1,
-            )
+            warn_at(item, WARNINGS[kind](_warning_text(kind, mine, in_section=in_section)))
     if failing:
         # The error's report carries the timeline in its section: not printed twice.
         pytest.fail(
@@ -204,6 +194,13 @@ def check_findings(
             + f"\n\n(the timeline is in the test's '{SECTION_TITLE}' report section)",
             pytrace=False,
         )
+
+
+def warn_at(item: pytest.Item, warning: Warning) -> None:
+    """Warn ``warning`` attributed to the test function, not to this file, in pytest's
+    warnings summary."""
+    path, lineno, _ = item.reportinfo()
+    warnings.warn_explicit(warning, type(warning), filename=str(path), lineno=(lineno or 0) + 1)
 
 
 def _warning_text(kind: str, found: list[Finding], *, in_section: bool) -> str:
