@@ -149,8 +149,7 @@ class MgmtClock:
         now = self.now().timestamp()
         total = check_advance(now, seconds=seconds, minutes=minutes, hours=hours, backwards=back)
         total = check_advance(now, seconds=total + extra)
-        step = timedelta(seconds=total)
-        factory.tick(step)
+        factory.tick(timedelta(seconds=total))
         clock_moved(total)
         return self.now()
 

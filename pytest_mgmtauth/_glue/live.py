@@ -59,7 +59,9 @@ def configure(config: pytest.Config) -> None:
     """Set up the run's link to the service (a live run only)."""
     from .._fake.live import live_run
 
-    if _distributed(config):
+    # A worker, or xdist's own test of whether the tests are distributed.
+    dist = getattr(config.option, "dist", "no")
+    if hasattr(config, "workerinput") or (dist != "no" and getattr(config.option, "tx", None)):
         raise pytest.UsageError(
             "--mgmtauth-live runs on one process: run it without -n (and without --dist "
             "or --tx). A live run stops at the first refused credential, and on xdist "
@@ -75,14 +77,6 @@ def configure(config: pytest.Config) -> None:
         raise pytest.UsageError(str(exc)) from None
     config.stash[_RUN] = run
     config.pluginmanager.register(LiveReport(config), _REPORT)
-
-
-def _distributed(config: pytest.Config) -> bool:
-    """Whether the tests run on xdist workers (xdist's own test of it, or a worker)."""
-    if hasattr(config, "workerinput"):
-        return True
-    dist = getattr(config.option, "dist", "no")
-    return dist != "no" and bool(getattr(config.option, "tx", None))
 
 
 def run_of(config: pytest.Config) -> LiveRun | None:

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 
 from .._service.options import (
     OPTION_NAMES,
-    OPTION_SPEC,
     OPTION_SPECS,
     Options,
     build_options,
@@ -32,6 +31,8 @@ from .._verdicts.sweep_plan import (
 if TYPE_CHECKING:
     import pytest
 
+    from .._service.options import OptionSpec
+
 
 def add_options(parser: pytest.Parser, group: Any) -> None:
     """The ini settings and the flags, in the plugin's option group."""
@@ -48,12 +49,12 @@ def add_options(parser: pytest.Parser, group: Any) -> None:
         parser.addini(f"mgmtauth_{spec.name}", spec.help, type="string", default=None)
 
 
-def _parse_ini(name: str, raw: str) -> Any:
-    """The value of the ini setting ``mgmtauth_<name>``; ValueError naming it."""
+def _parse(spec: OptionSpec, raw: str, where: str) -> Any:
+    """The value ``raw`` (from ``where``) means; ValueError naming where it came from."""
     try:
-        return OPTION_SPEC[name].parse(raw)
+        return spec.parse(raw)
     except ValueError as exc:
-        raise ValueError(f"mgmtauth_{name} = {shown_text(raw)}: {exc}") from None
+        raise ValueError(f"{where} {shown_text(raw)}: {exc}") from None
 
 
 def read_options(config: pytest.Config) -> Options:
@@ -63,7 +64,7 @@ def read_options(config: pytest.Config) -> Options:
     for spec in OPTION_SPECS:
         raw = config.getini(f"mgmtauth_{spec.name}")
         if raw:
-            overrides[spec.name] = _parse_ini(spec.name, str(raw))
+            overrides[spec.name] = _parse(spec, str(raw), f"mgmtauth_{spec.name} =")
             labels[spec.name] = f"mgmtauth_{spec.name}"
         flag = "--mgmtauth-" + spec.flag[2:]
         given = config.getoption(flag.lstrip("-").replace("-", "_"))
@@ -73,10 +74,7 @@ def read_options(config: pytest.Config) -> Options:
             if given:
                 overrides[spec.name] = not spec.default
             continue
-        try:
-            overrides[spec.name] = spec.parse(str(given))
-        except ValueError as exc:
-            raise ValueError(f"{flag} {shown_text(str(given))}: {exc}") from None
+        overrides[spec.name] = _parse(spec, str(given), flag)
         labels[spec.name] = flag
     try:
         return build_options(Options(), overrides, where="mgmtauth ini settings")

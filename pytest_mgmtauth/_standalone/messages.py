@@ -179,6 +179,8 @@ def read_json(request: Request, endpoint: str) -> dict[str, Any]:
         return {}
     try:
         data = loads_standard(raw)
+        if _depth(data) > MAX_CONTROL_DEPTH:
+            raise RecursionError  # answered as json's own nesting limit is
     except NotStandardJSON as exc:
         raise ControlError(400, f"{endpoint}: the body is not standard JSON: {exc}") from None
     except RecursionError:
@@ -191,10 +193,6 @@ def read_json(request: Request, endpoint: str) -> dict[str, Any]:
             f"{endpoint}: the body is not JSON ({exc}); send a JSON object, e.g. "
             "curl -H 'Content-Type: application/json' -d '{\"seconds\": 1800}'",
         ) from None
-    if _depth(data) > MAX_CONTROL_DEPTH:
-        raise ControlError(
-            400, f"{endpoint}: the body nests deeper than {MAX_CONTROL_DEPTH} levels"
-        )
     if not isinstance(data, dict):
         raise ControlError(
             400, f"{endpoint}: the body must be a JSON object, got {type(data).__name__}"

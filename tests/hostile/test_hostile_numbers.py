@@ -32,9 +32,9 @@ import requests
 from hypothesis import given, settings, strategies as st
 
 from pytest_mgmtauth import MgmtClock, MgmtServer, Options
-from pytest_mgmtauth._glue.settings import _parse_ini
+from pytest_mgmtauth._glue.settings import _parse
 from pytest_mgmtauth._service.limits import LATEST_TIME, MAX_ADVANCE, MAX_COUNT, MAX_DURATION
-from pytest_mgmtauth._service.options import OPTION_NAMES, build_options
+from pytest_mgmtauth._service.options import OPTION_NAMES, OPTION_SPEC, build_options
 from pytest_mgmtauth._service.records import status_code
 from pytest_mgmtauth._service.timeline import ManualClock, to_datetime
 from pytest_mgmtauth._standalone.cli import build_parser, server_from_args
@@ -177,7 +177,8 @@ class TestAbsurdNumbersThroughEveryEntryPoint:
     def test_ini_settings(self, name: str, text: str) -> None:
         TRIED["ini settings"] += 1
         try:
-            options = build_options(Options(), {name: _parse_ini(name, text)}, where="ini")
+            value = _parse(OPTION_SPEC[name], text, f"mgmtauth_{name} =")
+            options = build_options(Options(), {name: value}, where="ini")
         except Exception as exc:
             _refused_properly(exc, f"mgmtauth_{name}" if "expected" in str(exc) else name)
             return
