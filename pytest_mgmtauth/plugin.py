@@ -416,7 +416,7 @@ def pytest_runtest_makereport(
 
 
 def _live_run(config: pytest.Config) -> LiveRun | None:
-    """The live run's link to the service (``--mgmtauth-live``); None in an ordinary run."""
+    # Not a live run: the live glue is not imported.
     if not config.getoption("mgmtauth_live", False):
         return None
     from ._glue import live as _live

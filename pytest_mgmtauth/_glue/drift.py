@@ -31,7 +31,6 @@ _SNAPSHOTS = pytest.StashKey["dict[Path, Snapshot | None]"]()
 
 @functools.lru_cache(maxsize=1024)  # once per module, not twice per test
 def snapshot_path(module: Path) -> Path:
-    """Where the snapshot of the test module at ``module`` is."""
     return module.parent / SNAPSHOT_DIR / f"{module.stem}.json"
 
 

@@ -56,7 +56,6 @@ def _value(name: str) -> str | None:
 
 
 def configure(config: pytest.Config) -> None:
-    """Set up the run's link to the service (a live run only)."""
     from .._fake.live import live_run
 
     # A worker, or xdist's own test of whether the tests are distributed.
@@ -80,7 +79,7 @@ def configure(config: pytest.Config) -> None:
 
 
 def run_of(config: pytest.Config) -> LiveRun | None:
-    """The live run's link to the service; None in an ordinary run."""
+    """The live run's link to the service (``--mgmtauth-live``); None in an ordinary run."""
     return config.stash.get(_RUN, None)
 
 

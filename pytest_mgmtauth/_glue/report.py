@@ -220,8 +220,6 @@ def late_errors_message(
 ) -> str | None:
     """The session's last word on errors raised after their test had ended, and on
     route handlers still running ``grace`` seconds after the last test; None if none."""
-    if not errors and not still_running:
-        return None
     lines = []
     if errors:
         lines.append(
@@ -230,14 +228,13 @@ def late_errors_message(
             "answer), so that test could not report them:"
         )
         for owner, where, error in errors:
-            lines.append("")
-            lines.append(f"in {owner}: {where} raised {type(error).__name__}: {error}")
+            lines += ["", f"in {owner}: {where} raised {type(error).__name__}: {error}"]
             lines.extend(line.rstrip("\n") for line in traceback.format_exception(error))
     if still_running:
-        lines.append("")
-        lines.append(
+        lines += [
+            "",
             f"pytest-mgmtauth: route handler(s) still running {grace:g} s after "
-            "the last test ended; whatever they raise is lost:"
-        )
+            "the last test ended; whatever they raise is lost:",
+        ]
         lines.extend(f"  in {owner}: {where}" for owner, where in still_running)
-    return "\n".join(lines)
+    return "\n".join(lines) or None

@@ -242,9 +242,8 @@ class SweepReport:
         test, label = props.get(PROP_TEST), props.get(PROP_POINT)
         if not isinstance(test, str) or not isinstance(label, str):
             return
-        from .._verdicts.sweep_verdict import (
-            Cell,  # the event classes: only for a sweep item's report
-        )
+        # The event classes: only for a sweep item's report.
+        from .._verdicts.sweep_verdict import Cell
 
         cell = self._tests.setdefault(test, {}).setdefault(label, Cell())
         outcome = props.get(PROP_OUTCOME)

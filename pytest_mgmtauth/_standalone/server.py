@@ -151,15 +151,13 @@ def _file_key(path: str) -> Callable[[], KeyOutcome]:
     made and written there (owner-only) if the file does not exist."""
 
     def make() -> KeyOutcome:
-        try:
-            pem = read_key_file(Path(path))
-        except FileNotFoundError:
-            key = new_key()
+        try:  # reading the file, or making it
             try:
+                pem = read_key_file(Path(path))
+            except FileNotFoundError:
+                key = new_key()
                 write_private_file(Path(path), key_pem(key))
-            except OSError as exc:
-                raise UsageError(f"--key-file {path}: {exc.strerror or exc}") from None
-            return key, []
+                return key, []
         except OSError as exc:
             raise UsageError(f"--key-file {path}: {exc.strerror or exc}") from None
         except KeyProblem as problem:  # a FIFO, a device, a huge file: never read whole
