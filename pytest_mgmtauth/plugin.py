@@ -105,12 +105,11 @@ def pytest_configure(config: pytest.Config) -> None:
 
         _live.configure(config)
     try:
-        options = _settings.read_options(config)
+        config.stash[_BASE_OPTIONS] = _settings.read_options(config)
         config.stash[_SWEEP] = _settings.read_sweep_config(config)
     except (TypeError, ValueError) as exc:
         # A usage error, not an INTERNALERROR traceback: the message says how to fix it.
         raise pytest.UsageError(str(exc)) from None
-    config.stash[_BASE_OPTIONS] = options
     if _wants_passing_sections(config):
         # The per-test table is printed with -v or --mgmtauth-report only: without them
         # its collector (and _report) is not loaded.
@@ -312,17 +311,13 @@ def mgmt_server(
     from ._glue.report import check_findings
 
     item = request.node
-    problem = None
     try:
         options = options_for(item, item.config.stash[_BASE_OPTIONS])
     except (TypeError, ValueError) as exc:
         # The message names the known options and the fix; a traceback through
-        # dataclasses would only bury it.
-        problem = f"{type(exc).__name__}: {exc}"
-    if problem is not None:
-        # Outside the except block: failing inside it chained the two, and pytest
-        # printed the message twice ("During handling of the above exception...").
-        pytest.fail(problem, pytrace=False)
+        # dataclasses would only bury it. Not chained (from None): pytest printed the
+        # message twice ("During handling of the above exception...").
+        raise pytest.fail.Exception(f"{type(exc).__name__}: {exc}", pytrace=False) from None
     live = _live_run(item.config)
     if live is not None:  # the one seam of a live run: what the service does not do skips
         from ._fake.live import LiveMgmtServer as MgmtServer

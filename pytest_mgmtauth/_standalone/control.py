@@ -211,10 +211,8 @@ class ControlAPI:
             return _error(
                 500, f"{endpoint}: mgmtauth-server failed internally ({type(exc).__name__}: {exc})"
             )
-        if isinstance(payload, Response):
-            payload.status_code = status
-            return payload
-        return json_response(status, payload)
+        # A Response: the text of GET /timeline, answered 200.
+        return payload if isinstance(payload, Response) else json_response(status, payload)
 
     # -- endpoints -------------------------------------------------------------------
 
