@@ -61,11 +61,8 @@ def _snapshot(item: pytest.Item) -> Snapshot | None:
     if path not in cache:
         try:
             cache[path] = _read(path, shown(item.config, path))
-        except ValueError as exc:
-            problem = str(exc)  # the user's file: the message says how to fix it
-        else:
-            return cache[path]
-        pytest.fail(f"pytest-mgmtauth: {problem}", pytrace=False)
+        except ValueError as exc:  # the user's file: the message says how to fix it
+            raise pytest.fail.Exception(f"pytest-mgmtauth: {exc}", pytrace=False) from None
     return cache[path]
 
 
