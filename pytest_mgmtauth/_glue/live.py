@@ -266,14 +266,10 @@ class LiveReport:
             self._why[report.nodeid] = _why(report)
         if report.when != "teardown":
             return
-        entry = None
-        for name, value in report.user_properties:
-            if name == _PROPERTY and isinstance(value, str):
-                entry = json.loads(value)
-        if entry is None:
-            if MARKER not in report.keywords:
-                return  # not a live test: skipped, and said so
-            entry = {"test": report.nodeid}
+        found = [v for n, v in report.user_properties if n == _PROPERTY and isinstance(v, str)]
+        if not found and MARKER not in report.keywords:
+            return  # not a live test: skipped, and said so
+        entry = json.loads(found[-1]) if found else {"test": report.nodeid}
         why = self._why.get(report.nodeid)
         if "not_recorded" in entry and why is not None and entry["not_recorded"] not in why:
             entry["not_recorded"] += f"; and {why}"  # a request not forwarded, and more

@@ -41,8 +41,7 @@ PROPERTY_NAMES = frozenset(name for name, _ in COLUMNS)
 def format_table(rows: Sequence[tuple[str, dict[str, int]]]) -> list[str]:
     """One line per test plus a header and a total; churning tests are marked."""
     width = max([len("test"), *(len(nodeid) for nodeid, _ in rows)])
-    head = f"{'test':<{width}}" + "".join(f"  {title:>8}" for _, title in COLUMNS)
-    lines = [head]
+    lines = [f"{'test':<{width}}" + "".join(f"  {title:>8}" for _, title in COLUMNS)]
     for nodeid, values in rows:
         cells = "".join(f"  {values.get(name, 0):>8}" for name, _ in COLUMNS)
         mark = "  <- churn" if values.get("mgmtauth_churn") else ""
