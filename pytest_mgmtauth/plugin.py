@@ -438,7 +438,8 @@ def mgmt_oauth_client(mgmt_server: MgmtServer, pytestconfig: pytest.Config) -> O
     if _live_run(pytestconfig) is not None:
         from ._glue import live as _live
 
-        return _live.oauth_client()
+        client: OAuthClient = _live.oauth_client()
+        return client
     return mgmt_server.add_client()
 
 

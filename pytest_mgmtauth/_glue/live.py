@@ -25,7 +25,6 @@ if TYPE_CHECKING:
     from .._fake.live import LiveRun
     from .._fake.server import MgmtServer
     from .._service.exchange_shape import Exchange
-    from ..flows import OAuthClient
 
 
 #: The marker of the tests a live run runs.
@@ -145,13 +144,13 @@ def profile(config: pytest.Config) -> Profile:
     return Profile(*_needed("MGMTAUTH_LIVE_ACCOUNT", "MGMTAUTH_LIVE_PROFILE"))
 
 
-def oauth_client() -> OAuthClient:
+def oauth_client() -> Any:
     """The ``mgmt_oauth_client`` of a live run: a client of the flow whose clients are
     its own (the registry's), with the default one's scopes, for the variables' account
     and profile."""
     from .._service.flows.registry import client_flow
 
-    return client_flow().live_client(  # type: ignore[no-any-return]
+    return client_flow().live_client(
         *_needed(
             "MGMTAUTH_LIVE_CLIENT_ID",
             "MGMTAUTH_LIVE_CLIENT_SECRET",
