@@ -20,7 +20,8 @@ from standalone_support import GUARD, ServerProcess, console_script
 
 from pytest_mgmtauth import __version__
 from pytest_mgmtauth._standalone.cli import build_parser, main, server_from_args
-from pytest_mgmtauth._standalone.messages import options_json
+from pytest_mgmtauth._standalone.messages import is_loopback, options_json
+from pytest_mgmtauth._standalone.server import read_accounts_file
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -302,3 +303,33 @@ def test_standalone_package_imports_on_its_own_without_a_cycle() -> None:
     for module in ("control", "server", "cli"):
         code = f"import pytest_mgmtauth._standalone.{module}"
         subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+@pytest.mark.parametrize("encoding", ["utf-8-sig", "utf-16", "utf-32"])
+def test_an_accounts_file_is_read_in_the_encodings_json_detects(
+    tmp_path: Path, encoding: str
+) -> None:
+    accounts = tmp_path / "accounts.json"
+    accounts.write_bytes(json.dumps([{"username": "carol@example.com"}]).encode(encoding))
+    specs = read_accounts_file(str(accounts))
+    assert [spec.username for spec in specs] == ["carol@example.com"]
+
+
+@pytest.mark.parametrize(
+    ("host", "loopback"),
+    [
+        ("127.0.0.1", True),
+        ("127.0.0.2", True),
+        ("::1", True),
+        ("localhost", True),
+        ("api.localhost", True),
+        ("0.0.0.0", False),
+        ("192.168.1.5", False),
+        ("localhost.example.com", False),
+    ],
+)
+def test_the_not_loopback_warning_spares_loopback_names_and_addresses(
+    host: str, loopback: bool
+) -> None:
+    # The check main() warns with, the same one the control API's Host guard uses.
+    assert is_loopback(host) is loopback
