@@ -174,6 +174,25 @@ def test_accounts_from_the_command_line_and_a_file(
 
 
 @pytest.mark.parametrize(
+    "account",
+    [
+        '{"username": "a@example.com", "api_key": ["s3cret+KEY"]}',
+        '{"username": "a@example.com", "password": {"p": "s3cret+KEY"}}',
+        '{"username": ["s3cret+KEY"]}',
+    ],
+)
+def test_a_value_of_the_wrong_type_is_named_by_kind_never_shown(
+    account: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A secret put in a list or object by mistake: no account exists yet to mask it by.
+    with pytest.raises(SystemExit):
+        main(["--port", "0", "--account", account])
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "must be a string, got a JSON " in last
+    assert "s3cret" not in last
+
+
+@pytest.mark.parametrize(
     ("args", "message"),
     [
         (["--throttle", "lots"], "expected a number of premature grants per 60 s, or 'none'"),

@@ -107,7 +107,7 @@ def test_the_control_api_adds_lists_rotates_and_revokes_clients(
         ('{"scopes": ["acme:main:tiq:2026-07:profiles:own"]}', "not read, write, delete or manage"),
         ('{"colour": "red"}', "unknown field 'colour'; known fields: scopes, client_id"),
         ("[1]", "an OAuth client is a JSON object with scopes"),
-        ('{"client_id": 5}', "the field 'client_id' must be a string, got 5"),
+        ('{"client_id": 5}', "the field 'client_id' must be a string, got a JSON number"),
     ],
 )
 def test_bad_client_arguments_are_usage_errors(client: str, message: str) -> None:
