@@ -212,7 +212,23 @@ def test_a_client_that_survives_passes_with_its_figures(pytester: pytest.Pyteste
     assert data["replay"] is None
 
 
-FIXTURES = """
+#: An explored body that survives resets: one token, three calls, a dropped one let go.
+RESET_BODY = """    mgmt_server.route("GET", "/v2/x").respond_with_json({})
+    http = requests.Session()
+    http.trust_env = False
+    token = http.post(
+        mgmt_server.url + "/v2/auth",
+        data={"username": mgmt_account.username, "key": mgmt_account.api_key},
+    ).json()["token"]
+    for _ in range(3):
+        try:
+            http.get(mgmt_server.url + "/v2/x", headers={"Authorization": "Bearer " + token})
+        except requests.ConnectionError:
+            pass
+"""
+
+FIXTURES = (
+    """
 import pytest
 import requests
 
@@ -234,25 +250,16 @@ def per_test(per_module):
 
 @pytest.mark.mgmtauth_explore(runs=6, seed=1, faults=["reset"])
 def test_explored(mgmt_server, mgmt_account, per_test):
-    mgmt_server.route("GET", "/v2/x").respond_with_json({})
-    http = requests.Session()
-    http.trust_env = False
-    token = http.post(
-        mgmt_server.url + "/v2/auth",
-        data={"username": mgmt_account.username, "key": mgmt_account.api_key},
-    ).json()["token"]
-    for _ in range(3):
-        try:
-            http.get(mgmt_server.url + "/v2/x", headers={"Authorization": "Bearer " + token})
-        except requests.ConnectionError:
-            pass
-
+"""
+    + RESET_BODY
+    + """
 
 def test_counts():
     assert SETUPS.count("module") == 1
     assert SETUPS.count("function") == 6
     assert SETUPS.count("teardown") == 6
 """
+)
 
 
 def test_each_run_sets_up_function_fixtures_again_and_module_ones_once(
@@ -300,7 +307,8 @@ def test_clock_moves_only_on_mgmt_clock(pytester: pytest.Pytester, on_clock: boo
     result.assert_outcomes(passed=2)
 
 
-HELD = """
+HELD = (
+    """
 import time
 
 import freezegun.api
@@ -335,19 +343,9 @@ def outside_the_clock():
 
 @pytest.mark.mgmtauth_explore(runs=20, seed=1, faults=["reset"])
 def test_explored(mgmt_server, mgmt_account, outside_the_clock, mgmt_clock):
-    mgmt_server.route("GET", "/v2/x").respond_with_json({})
-    http = requests.Session()
-    http.trust_env = False
-    token = http.post(
-        mgmt_server.url + "/v2/auth",
-        data={"username": mgmt_account.username, "key": mgmt_account.api_key},
-    ).json()["token"]
-    for _ in range(3):
-        try:
-            http.get(mgmt_server.url + "/v2/x", headers={"Authorization": "Bearer " + token})
-        except requests.ConnectionError:
-            pass
-
+"""
+    + RESET_BODY
+    + """
 
 def test_after():
     # The baseline run, the hold over the drawn runs, the logged run: not one per run.
@@ -356,6 +354,7 @@ def test_after():
     assert all(abs(offset) < 5 for offset in OFFSETS), OFFSETS
     assert time.time is REAL_TIME
 """
+)
 
 
 def test_the_runs_clocks_start_without_freezeguns_module_search(
