@@ -252,10 +252,16 @@ class Body:
         value = self.data[name]
         # JSON's true and false are no numbers, though Python's bool is an int.
         if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+            shown = json.dumps(value)
+            # A string, also in a list or object, may be a secret in the wrong field (the
+            # CLI reads these before any account exists to mask it by): kind and size only.
+            if isinstance(value, (str, list, dict)):
+                kinds = {str: "string", list: "array", dict: "object"}
+                shown = f"a JSON {kinds[type(value)]} of {len(shown)} characters"
+            elif str in types and not isinstance(value, bool):
+                shown = "a JSON number"  # where a string is wanted: it may be a key
             raise ControlError(
-                400,
-                f"{self.endpoint}: the field {name!r} must be {what}, got "
-                + _shown_value(value, numbers=str not in types),
+                400, f"{self.endpoint}: the field {name!r} must be {what}, got {shown}"
             )
         return value
 
@@ -393,19 +399,3 @@ def options_json(options: Options) -> dict[str, Any]:
     data["token_ttl"] = int(options.token_ttl)
     data["oauth_token_ttl"] = int(options.oauth_token_ttl)
     return data
-
-
-_JSON_KINDS = {dict: "object", list: "array", str: "string", int: "number", float: "number"}
-
-
-def _shown_value(value: object, *, numbers: bool) -> str:
-    """A value of the wrong type, as an error may show it: true, false and null, and a
-    number where a number is wanted, as they are; else its JSON kind and size only. A
-    string, or a string in a list, may be a secret put in the wrong field (the CLI reads
-    these before any account exists to mask it by), and no part of one is shown."""
-    if isinstance(value, bool) or value is None or (numbers and isinstance(value, (int, float))):
-        return json.dumps(value)
-    kind = _JSON_KINDS.get(type(value), type(value).__name__)
-    if kind == "number":
-        return "a JSON number"
-    return f"a JSON {kind} of {len(json.dumps(value))} characters"
